@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Debian packages that the tests and the demo need: the Docker engine (sandbox.md: nothing runs one for us),
+# debootstrap for fixture images, real nginx for `nginx -t`, and the database servers the stand-in's tests use.
+set -euo pipefail
+pkgs=(docker.io containerd runc debootstrap docker-compose nginx-light mariadb-server mariadb-client
+      postgresql postgresql-client redis-server busybox-static iproute2 python3-pip)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
