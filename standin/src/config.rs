@@ -1,0 +1,252 @@
+//! Configuration from the real app's environment variables (contract §1, §3, §4), plus the stand-in's
+//! own test knobs (`STANDIN_*`).
+
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+
+/// Which SQL dialect `DB_DRIVER` names, with the app's accepted aliases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    MySql,
+    Postgres,
+}
+
+impl Dialect {
+    pub fn parse(driver: &str) -> Result<Dialect> {
+        Ok(match driver.trim().to_ascii_lowercase().as_str() {
+            "" | "pdo_sqlite" | "sqlite" | "sqlite3" => Dialect::Sqlite,
+            "pdo_mysql" | "mysql" | "mysql2" | "mariadb" => Dialect::MySql,
+            "pdo_pgsql" | "pgsql" | "postgres" | "postgresql" => Dialect::Postgres,
+            other => bail!("DB_DRIVER: unsupported driver {other:?}"),
+        })
+    }
+}
+
+/// Deliberate server bugs, reproducing those the seed benchmark found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    None,
+    /// bcrypt verify runs on the async runtime's worker threads (the old bcryptjs event-loop stall).
+    BlockingBcrypt,
+    /// Closed sockets stay in their room (the old `Set<ws>` delete that never matched).
+    LeakOnClose,
+}
+
+#[derive(Debug, Clone)]
+pub struct DbConfig {
+    pub dialect: Dialect,
+    pub host: String,
+    pub port: u16,
+    pub name: String,
+    pub user: String,
+    pub password: String,
+    pub path: String,
+    pub pool_max: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct RedisConfig {
+    pub host: String,
+    pub port: u16,
+    pub password: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub port: u16,
+    pub db: DbConfig,
+    pub redis: Option<RedisConfig>,
+    pub jwt_secret: String,
+    /// Cookie gets `Secure` in production, as the app's image (NODE_ENV=production) does.
+    pub production: bool,
+    pub admin: Option<(String, String)>,
+    pub test_user: Option<(String, String)>,
+    pub info_requires_admin: bool,
+    pub fault: Fault,
+    pub ping_interval: Duration,
+    pub pong_timeout: Duration,
+    pub room_cleanup: Duration,
+}
+
+/// Secrets the newer app image refuses to boot with.
+const DEFAULT_JWT_SECRETS: [&str; 2] = ["dev_secret_change_me", "elysia-dev-secret-change-me"];
+const DEFAULT_APP_SECRET: &str = "CHANGE_THIS_TO_A_SECRET";
+
+impl Config {
+    pub fn from_env() -> Result<Config> {
+        Config::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Build from any key lookup, so that parsing is testable without touching the process environment.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config> {
+        // Empty means unset, as in the app's `process.env.X || default`.
+        let var = |k: &str| get(k).filter(|v| !v.is_empty());
+        let num = |k: &str, default: u64| -> Result<u64> {
+            match var(k) {
+                None => Ok(default),
+                Some(v) => v
+                    .trim()
+                    .parse()
+                    .map_err(|_| anyhow::anyhow!("{k}: not a number: {v:?}")),
+            }
+        };
+
+        let jwt_secret = var("API_JWT_SECRET").or_else(|| var("JWT_SECRET"));
+        let jwt_secret = match jwt_secret {
+            None => bail!(
+                "API_JWT_SECRET (or JWT_SECRET) is empty: refusing to start with no JWT secret"
+            ),
+            Some(s) if DEFAULT_JWT_SECRETS.contains(&s.as_str()) => {
+                bail!("API_JWT_SECRET is the default {s:?}: refusing to start; set a random secret")
+            }
+            Some(s) => s,
+        };
+        match var("APP_SECRET") {
+            None => bail!("APP_SECRET is empty: refusing to start; set a random secret"),
+            Some(s) if s == DEFAULT_APP_SECRET => {
+                bail!("APP_SECRET is the default {s:?}: refusing to start; set a random secret")
+            }
+            Some(_) => {}
+        }
+
+        let port = match var("APP_PORT").or_else(|| var("PORT")) {
+            None => 8080,
+            Some(p) => p
+                .trim()
+                .parse()
+                .map_err(|_| anyhow::anyhow!("APP_PORT/PORT: not a port: {p:?}"))?,
+        };
+
+        let dialect = Dialect::parse(&var("DB_DRIVER").unwrap_or_default())?;
+        let default_db_port = match dialect {
+            Dialect::Postgres => 5432,
+            _ => 3306,
+        };
+        let db = DbConfig {
+            dialect,
+            host: var("DB_HOST").unwrap_or_else(|| "localhost".into()),
+            port: num("DB_PORT", default_db_port)? as u16,
+            name: var("DB_NAME").unwrap_or_else(|| "exelearning".into()),
+            user: var("DB_USER").unwrap_or_else(|| "exelearning".into()),
+            password: var("DB_PASSWORD").unwrap_or_default(),
+            path: var("DB_PATH").unwrap_or_else(|| "data/exelearning.db".into()),
+            pool_max: num("DB_POOL_MAX", 10)?.max(1) as u32,
+        };
+
+        let redis = var("REDIS_HOST").map(|host| -> Result<RedisConfig> {
+            Ok(RedisConfig {
+                host,
+                port: num("REDIS_PORT", 6379)? as u16,
+                password: var("REDIS_PASSWORD"),
+            })
+        });
+        let redis = redis.transpose()?;
+
+        let pair = |a: &str, b: &str| Some((var(a)?, var(b)?));
+        let app_env = var("APP_ENV").unwrap_or_else(|| "prod".into());
+        let test_user = if app_env == "dev" {
+            Some((
+                var("TEST_USER_EMAIL").unwrap_or_else(|| "user@exelearning.net".into()),
+                var("TEST_USER_PASSWORD").unwrap_or_else(|| "1234".into()),
+            ))
+        } else {
+            None
+        };
+
+        let fault = match var("STANDIN_FAULT").as_deref() {
+            None | Some("none") => Fault::None,
+            Some("blocking-bcrypt") => Fault::BlockingBcrypt,
+            Some("leak-on-close") => Fault::LeakOnClose,
+            Some(other) => {
+                bail!("STANDIN_FAULT: unknown fault {other:?} (blocking-bcrypt|leak-on-close)")
+            }
+        };
+
+        let ping_ms = num("STANDIN_PING_INTERVAL_MS", 30_000)?.max(1);
+        Ok(Config {
+            port,
+            db,
+            redis,
+            jwt_secret,
+            production: var("NODE_ENV").as_deref() == Some("production"),
+            admin: pair("ADMIN_EMAIL", "ADMIN_PASSWORD"),
+            test_user,
+            info_requires_admin: var("STANDIN_INFO_REQUIRES_ADMIN").as_deref() == Some("1"),
+            fault,
+            ping_interval: Duration::from_millis(ping_ms),
+            // The app closes after interval + 10 s without a pong.
+            pong_timeout: Duration::from_millis(num("STANDIN_PONG_TIMEOUT_MS", ping_ms + 10_000)?),
+            room_cleanup: Duration::from_millis(num("STANDIN_ROOM_CLEANUP_MS", 30_000)?),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn cfg(pairs: &[(&str, &str)]) -> Result<Config> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|k| m.get(k).cloned())
+    }
+
+    const OK: [(&str, &str); 2] = [("API_JWT_SECRET", "s3cret"), ("APP_SECRET", "a")];
+
+    #[test]
+    fn defaults() {
+        let c = cfg(&OK).unwrap();
+        assert_eq!(c.port, 8080);
+        assert_eq!(c.db.dialect, Dialect::Sqlite);
+        assert_eq!(c.db.path, "data/exelearning.db");
+        assert_eq!(c.pong_timeout, Duration::from_secs(40));
+        assert!(c.redis.is_none() && c.admin.is_none() && c.test_user.is_none());
+    }
+
+    #[test]
+    fn refuses_default_secrets() {
+        for bad in [
+            vec![("APP_SECRET", "a")],
+            vec![
+                ("API_JWT_SECRET", "dev_secret_change_me"),
+                ("APP_SECRET", "a"),
+            ],
+            vec![
+                ("JWT_SECRET", "elysia-dev-secret-change-me"),
+                ("APP_SECRET", "a"),
+            ],
+            vec![
+                ("API_JWT_SECRET", "x"),
+                ("APP_SECRET", "CHANGE_THIS_TO_A_SECRET"),
+            ],
+            vec![("API_JWT_SECRET", "x")],
+        ] {
+            assert!(cfg(&bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            cfg(&[("JWT_SECRET", "j"), ("APP_SECRET", "a")])
+                .unwrap()
+                .jwt_secret,
+            "j"
+        );
+    }
+
+    #[test]
+    fn driver_aliases() {
+        for (d, want) in [
+            ("pdo_mysql", Dialect::MySql),
+            ("mariadb", Dialect::MySql),
+            ("pdo_pgsql", Dialect::Postgres),
+            ("postgresql", Dialect::Postgres),
+            ("sqlite3", Dialect::Sqlite),
+        ] {
+            assert_eq!(Dialect::parse(d).unwrap(), want);
+        }
+        assert!(Dialect::parse("oracle").is_err());
+    }
+}

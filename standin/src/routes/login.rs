@@ -1,0 +1,124 @@
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+
+use crate::auth::{verify_password, TOKEN_TTL_SECS};
+use crate::routes::error;
+use crate::state::AppState;
+
+/// Elysia's answer to a body that fails the route's schema.
+fn validation(message: &str) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        Json(json!({"type": "validation", "on": "body", "message": message})),
+    )
+        .into_response()
+}
+
+/// TypeBox's `format: 'email'`: local part of atext/dots, then a dotted domain of hostname labels.
+pub fn is_email(s: &str) -> bool {
+    let Some((local, domain)) = s.split_once('@') else {
+        return false;
+    };
+    let atext = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+/=?^_`{|}~-".contains(c);
+    let local_ok = !local.is_empty()
+        && local
+            .split('.')
+            .all(|p| !p.is_empty() && p.chars().all(atext));
+    let labels: Vec<&str> = domain.split('.').collect();
+    let label_ok = |l: &&str| {
+        !l.is_empty()
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+    };
+    local_ok && labels.len() >= 2 && labels.iter().all(label_ok)
+}
+
+/// `POST /api/auth/login` with `{"email","password"}`.
+pub async fn login(State(st): State<AppState>, body: Bytes) -> Response {
+    let Ok(body) = serde_json::from_slice::<Value>(&body) else {
+        return validation("Expected a JSON body");
+    };
+    let (Some(email), Some(password)) = (
+        body.get("email").and_then(Value::as_str),
+        body.get("password").and_then(Value::as_str),
+    ) else {
+        return validation("Expected string properties 'email' and 'password'");
+    };
+    if !is_email(email) {
+        return validation("Property 'email' must be an email");
+    }
+    if password.is_empty() {
+        return validation("Property 'password' must not be empty");
+    }
+
+    let user = match st.db.user_by_email(email).await {
+        Ok(u) => u,
+        Err(e) => {
+            tracing::error!("[Auth] user lookup failed: {e:#}");
+            return error(StatusCode::INTERNAL_SERVER_ERROR, "Internal server error");
+        }
+    };
+    let unauthorized = || error(StatusCode::UNAUTHORIZED, "Invalid credentials");
+    let Some(user) = user else {
+        return unauthorized();
+    };
+    let ok = {
+        let _slot = st.bcrypt_slots.acquire().await;
+        verify_password(st.cfg.fault, password.to_string(), user.password.clone()).await
+    };
+    if !ok {
+        return unauthorized();
+    }
+
+    let roles = user.role_list();
+    let token = st.tokens.issue(user.id, &user.email, &roles);
+    let secure = if st.cfg.production { "; Secure" } else { "" };
+    let cookie =
+        format!("auth={token}; Max-Age={TOKEN_TTL_SECS}; Path=/; HttpOnly; SameSite=Lax{secure}");
+    let body = json!({
+        "access_token": token,
+        "user": {
+            "id": user.id,
+            "email": user.email,
+            "user_id": user.user_id,
+            "roles": roles,
+            "is_lopd_accepted": user.is_lopd_accepted != 0,
+            "quota_mb": user.quota_mb,
+        }
+    });
+    ([(header::SET_COOKIE, cookie)], Json(body)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_email;
+
+    #[test]
+    fn email_format() {
+        for ok in [
+            "a@b.co",
+            "bench-user-0@exelearning.net",
+            "x.y+z@sub.example.org",
+        ] {
+            assert!(is_email(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "a",
+            "a@b",
+            "@b.co",
+            "a@.co",
+            "a@b..co",
+            "a b@c.de",
+            "a@-b.co",
+            "a..b@c.de",
+        ] {
+            assert!(!is_email(bad), "{bad}");
+        }
+    }
+}

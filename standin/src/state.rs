@@ -1,0 +1,23 @@
+//! What every handler shares.
+
+use std::sync::Arc;
+
+use tokio::sync::{watch, Semaphore};
+
+use crate::auth::Tokens;
+use crate::config::Config;
+use crate::db::Db;
+use crate::ws::room::Rooms;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub cfg: Arc<Config>,
+    pub db: Db,
+    pub tokens: Arc<Tokens>,
+    pub rooms: Arc<Rooms>,
+    /// At most one bcrypt verification per core: a login burst queues here (asynchronously) instead of
+    /// starting hundreds of CPU-bound threads that would starve the runtime's own threads of CPU.
+    pub bcrypt_slots: Arc<Semaphore>,
+    /// Flips to true on SIGTERM/SIGINT; sockets then close with 1001.
+    pub shutdown: watch::Receiver<bool>,
+}

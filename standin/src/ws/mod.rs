@@ -1,0 +1,226 @@
+//! The Yjs relay socket, `GET /yjs/:docName?token=<jwt>`: always upgrades, then authorises inside the
+//! socket (so rejection is a close code, as in the app), joins the room and relays frames.
+
+pub mod message;
+pub mod room;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::config::Fault;
+use crate::state::AppState;
+use message::Kind;
+
+/// The app's limit since newer upstream (Bun's default is 16 MiB).
+const MAX_MESSAGE: usize = 8 << 20;
+
+pub async fn upgrade(
+    ws: WebSocketUpgrade,
+    Path(doc): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+    State(st): State<AppState>,
+) -> Response {
+    let token = query.get("token").filter(|t| !t.is_empty()).cloned();
+    // Small buffers: the defaults (128 KiB read buffer) would dominate the memory of idle sockets.
+    ws.read_buffer_size(4096)
+        .write_buffer_size(0)
+        .max_message_size(MAX_MESSAGE)
+        .max_frame_size(MAX_MESSAGE)
+        .on_upgrade(move |socket| serve(socket, st, doc, token))
+}
+
+/// `project-<uuid>` → the uuid, as `^project-([0-9a-f-]{36})$` (case-insensitive).
+pub fn project_uuid(doc: &str) -> Option<&str> {
+    let rest = doc
+        .get(..8)
+        .filter(|p| p.eq_ignore_ascii_case("project-"))
+        .map(|_| &doc[8..])?;
+    (rest.len() == 36 && rest.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')).then_some(rest)
+}
+
+async fn close(mut socket: WebSocket, code: u16, reason: &str) {
+    let frame = CloseFrame {
+        code,
+        reason: reason.into(),
+    };
+    if socket.send(Message::Close(Some(frame))).await.is_err() {
+        return;
+    }
+    // Wait briefly for the client's reply: dropping the socket with unread input would reset the TCP
+    // connection and the client could lose the close frame.
+    let _ = tokio::time::timeout(Duration::from_secs(2), async {
+        while let Some(Ok(m)) = socket.recv().await {
+            if matches!(m, Message::Close(_)) {
+                break;
+            }
+        }
+    })
+    .await;
+}
+
+async fn serve(socket: WebSocket, st: AppState, doc: String, token: Option<String>) {
+    let Some(uuid) = project_uuid(&doc).map(str::to_string) else {
+        return close(socket, 4000, "Invalid document name").await;
+    };
+    let Some(token) = token else {
+        return close(socket, 4001, "Token required").await;
+    };
+    let Some(caller) = st.tokens.verify(&token) else {
+        return close(socket, 4001, "Invalid token").await;
+    };
+    let project = match st.db.project_by_uuid(&uuid).await {
+        Ok(Some(p)) => p,
+        Ok(None) => return close(socket, 4003, "PROJECT_NOT_FOUND").await,
+        Err(e) => {
+            tracing::error!("[WebSocket] project lookup failed: {e:#}");
+            return close(socket, 1011, "Internal error").await;
+        }
+    };
+    if project.status == "inactive" {
+        return close(socket, 4003, "PROJECT_INACTIVE").await;
+    }
+    let allowed = project.visibility == "public"
+        || project.owner_id == caller.id
+        || st
+            .db
+            .is_collaborator(project.id, caller.id)
+            .await
+            .unwrap_or(false);
+    if !allowed {
+        return close(socket, 4003, "ACCESS_DENIED").await;
+    }
+
+    let (outbox, inbox) = mpsc::channel(room::OUTBOX_CAPACITY);
+    let (client, count) = st.rooms.join(&doc, &uuid, outbox).await;
+    tracing::info!(
+        "[WebSocket] client {client} (user {}) connected to {doc} ({count} in room)",
+        caller.id
+    );
+    if count >= 2 {
+        resync(&st, &doc, count, project.saved_once == 0);
+    }
+
+    let close_with = relay_loop(socket, &st, &doc, &uuid, client, inbox).await;
+
+    // The seed's leak: the app's delete never matched, so the closed socket stayed in its room.
+    if st.cfg.fault != Fault::LeakOnClose {
+        st.rooms.leave(&doc, client);
+    }
+    tracing::debug!("[WebSocket] client {client} left {doc}");
+    if let Some((code, reason, socket)) = close_with {
+        close(socket, code, reason).await;
+    }
+}
+
+/// Ask every member to resync when someone joins an occupied room (and to push state if never saved).
+fn resync(st: &AppState, doc: &str, count: usize, unsaved: bool) {
+    let now = crate::db::now_ms();
+    let msg = serde_json::json!({
+        "type": "trigger-resync", "docName": doc, "reason": "client-joined",
+        "clientCount": count, "timestamp": now,
+    });
+    st.rooms
+        .send_local(doc, None, &Message::Text(msg.to_string().into()));
+    if unsaved {
+        let msg =
+            serde_json::json!({"type": "request-sync-state", "docName": doc, "timestamp": now});
+        st.rooms
+            .send_local(doc, None, &Message::Text(msg.to_string().into()));
+    }
+}
+
+/// Pump frames until the socket ends. Returns the close code to send, with the socket, when the server
+/// is the one closing (heartbeat timeout, shutdown); None when the client went away.
+async fn relay_loop(
+    mut socket: WebSocket,
+    st: &AppState,
+    doc: &str,
+    uuid: &str,
+    client: u64,
+    mut inbox: mpsc::Receiver<Message>,
+) -> Option<(u16, &'static str, WebSocket)> {
+    let interval = st.cfg.ping_interval;
+    let pong_timeout = st.cfg.pong_timeout;
+    let mut ping = tokio::time::interval_at(Instant::now() + interval, interval);
+    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let pong_deadline = tokio::time::sleep(pong_timeout);
+    tokio::pin!(pong_deadline);
+    let mut shutdown = st.shutdown.clone();
+
+    loop {
+        tokio::select! {
+            incoming = socket.recv() => {
+                let msg = match incoming {
+                    Some(Ok(m)) => m,
+                    _ => return None,
+                };
+                match msg {
+                    Message::Binary(data) => forward(st, doc, uuid, client, message::classify_binary(&data), &data, Message::Binary(data.clone())),
+                    Message::Text(text) => forward(st, doc, uuid, client, message::classify_text(&text), text.as_bytes(), Message::Text(text.clone())),
+                    Message::Pong(_) => pong_deadline.as_mut().reset(Instant::now() + pong_timeout),
+                    Message::Ping(_) => {} // answered by the WebSocket layer
+                    Message::Close(_) => return None,
+                }
+            }
+            Some(out) = inbox.recv() => {
+                if socket.send(out).await.is_err() {
+                    return None;
+                }
+            }
+            _ = ping.tick() => {
+                if socket.send(Message::Ping(Bytes::new())).await.is_err() {
+                    return None;
+                }
+            }
+            _ = &mut pong_deadline => return Some((4008, "Heartbeat timeout", socket)),
+            _ = shutdown.changed() => return Some((1001, "Server shutting down", socket)),
+        }
+    }
+}
+
+fn forward(
+    st: &AppState,
+    doc: &str,
+    uuid: &str,
+    client: u64,
+    kind: Kind,
+    raw: &[u8],
+    frame: Message,
+) {
+    if kind == Kind::Ignored {
+        return;
+    }
+    st.rooms.send_local(doc, Some(client), &frame);
+    if let Some(relay) = st.rooms.relay() {
+        relay.publish(doc, kind, raw, client, uuid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::project_uuid;
+
+    #[test]
+    fn doc_names() {
+        let u = "0f8fad5b-d9cb-469f-a165-70867728950e";
+        assert_eq!(project_uuid(&format!("project-{u}")), Some(u));
+        assert_eq!(
+            project_uuid(&format!("PROJECT-{}", u.to_uppercase())).map(str::len),
+            Some(36)
+        );
+        assert_eq!(project_uuid("project-123"), None);
+        assert_eq!(project_uuid(&format!("doc-{u}")), None);
+        assert_eq!(project_uuid(&format!("project-{u}x")), None);
+        assert_eq!(
+            project_uuid("pröject-0f8fad5b-d9cb-469f-a165-70867728950e"),
+            None
+        );
+    }
+}

@@ -1,0 +1,179 @@
+//! In-process rooms, as the app's `room-manager.ts`: docName → members. Members are keyed by a numeric
+//! client id (the upstream leak fix keys on `clientId`), and each holds only a small bounded outbox, so that
+//! ten thousand idle sockets stay cheap.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::ws::Message;
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+use crate::relay::Relay;
+
+/// Frames queued for one socket. Small: a client that falls this far behind loses frames rather than
+/// growing the server's memory.
+pub const OUTBOX_CAPACITY: usize = 64;
+
+pub type Outbox = mpsc::Sender<Message>;
+
+struct Room {
+    project_uuid: String,
+    members: Vec<(u64, Outbox)>,
+    /// Bumped whenever the room empties, so a stale cleanup timer can tell the room was reused.
+    generation: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RoomInfo {
+    pub name: String,
+    pub connections: usize,
+    #[serde(rename = "projectUuid")]
+    pub project_uuid: String,
+}
+
+pub struct Rooms {
+    rooms: Mutex<HashMap<String, Room>>,
+    next_client: AtomicU64,
+    cleanup_after: Duration,
+    relay: Option<Relay>,
+}
+
+impl Rooms {
+    pub fn new(cleanup_after: Duration, relay: Option<Relay>) -> Arc<Rooms> {
+        Arc::new(Rooms {
+            rooms: Mutex::new(HashMap::new()),
+            next_client: AtomicU64::new(1),
+            cleanup_after,
+            relay,
+        })
+    }
+
+    pub fn relay(&self) -> Option<&Relay> {
+        self.relay.as_ref()
+    }
+
+    /// Add a member; returns its client id and the room's member count after joining.
+    pub async fn join(&self, doc: &str, project_uuid: &str, outbox: Outbox) -> (u64, usize) {
+        let id = self.next_client.fetch_add(1, Ordering::Relaxed);
+        let (count, created) = {
+            let mut rooms = self.rooms.lock().unwrap();
+            let created = !rooms.contains_key(doc);
+            let room = rooms.entry(doc.to_string()).or_insert_with(|| Room {
+                project_uuid: project_uuid.to_string(),
+                members: Vec::new(),
+                generation: 0,
+            });
+            room.members.push((id, outbox));
+            (room.members.len(), created)
+        };
+        // Subscribe when the first local client joins, and wait for it: from then on, frames that other
+        // instances publish for this room reach this member.
+        if created {
+            if let Some(relay) = &self.relay {
+                relay.subscribe(doc).await;
+            }
+        }
+        (id, count)
+    }
+
+    /// Remove a member; an emptied room is dropped after the cleanup delay unless someone rejoins.
+    pub fn leave(self: &Arc<Self>, doc: &str, client: u64) {
+        let generation = {
+            let mut rooms = self.rooms.lock().unwrap();
+            let Some(room) = rooms.get_mut(doc) else {
+                return;
+            };
+            room.members.retain(|(id, _)| *id != client);
+            if !room.members.is_empty() {
+                return;
+            }
+            room.generation += 1;
+            room.generation
+        };
+        let this = Arc::clone(self);
+        let doc = doc.to_string();
+        tokio::spawn(async move {
+            tokio::time::sleep(this.cleanup_after).await;
+            let removed = {
+                let mut rooms = this.rooms.lock().unwrap();
+                match rooms.get(&doc) {
+                    Some(r) if r.members.is_empty() && r.generation == generation => {
+                        rooms.remove(&doc);
+                        true
+                    }
+                    _ => false,
+                }
+            };
+            if removed {
+                if let Some(relay) = &this.relay {
+                    relay.unsubscribe(&doc);
+                }
+            }
+        });
+    }
+
+    /// Queue a frame for every local member except `from` (None: from another instance, to all).
+    /// Never waits: a full outbox drops the frame for that member.
+    pub fn send_local(&self, doc: &str, from: Option<u64>, msg: &Message) {
+        let rooms = self.rooms.lock().unwrap();
+        if let Some(room) = rooms.get(doc) {
+            for (id, outbox) in &room.members {
+                if Some(*id) != from {
+                    let _ = outbox.try_send(msg.clone());
+                }
+            }
+        }
+    }
+
+    /// (roomsCount, totalConnections) of this instance.
+    pub fn counts(&self) -> (usize, usize) {
+        let rooms = self.rooms.lock().unwrap();
+        (rooms.len(), rooms.values().map(|r| r.members.len()).sum())
+    }
+
+    pub fn list(&self) -> Vec<RoomInfo> {
+        let rooms = self.rooms.lock().unwrap();
+        let mut v: Vec<RoomInfo> = rooms
+            .iter()
+            .map(|(name, r)| RoomInfo {
+                name: name.clone(),
+                connections: r.members.len(),
+                project_uuid: r.project_uuid.clone(),
+            })
+            .collect();
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn relay_skips_sender_and_cleanup_drops_room() {
+        let rooms = Rooms::new(Duration::from_millis(20), None);
+        let (tx1, mut rx1) = mpsc::channel(4);
+        let (tx2, mut rx2) = mpsc::channel(4);
+        let (a, n1) = rooms.join("d", "u", tx1).await;
+        let (b, n2) = rooms.join("d", "u", tx2).await;
+        assert_eq!((n1, n2), (1, 2));
+        rooms.send_local("d", Some(a), &Message::Binary(vec![1u8].into()));
+        assert!(rx1.try_recv().is_err());
+        assert!(matches!(rx2.try_recv(), Ok(Message::Binary(_))));
+        assert_eq!(rooms.counts(), (1, 2));
+        rooms.leave("d", a);
+        rooms.leave("d", b);
+        assert_eq!(rooms.counts(), (1, 0));
+        for _ in 0..100 {
+            if rooms.counts().0 == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(rooms.counts(), (0, 0));
+    }
+}
