@@ -1,0 +1,146 @@
+//! Command-line definitions (clap derive). Parsing only: values stay text here and are validated in
+//! `spec::resolve`, so flag and exectl.yaml errors read the same.
+
+use crate::spec::{Raw, SpecInput};
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "exectl",
+    version,
+    about = "Reproducible C10k benchmark stacks for eXeLearning"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Render the stack's files (compose.yaml, .env, nginx.conf, Traefik config, exectl.lock.json).
+    Render(RenderArgs),
+    /// Render into a temporary folder and check every file (typed re-parse, nginx -t, docker-compose).
+    Validate(ValidateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    #[command(flatten)]
+    pub spec: SpecArgs,
+    /// Folder to write the bundle into.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Print a machine-readable summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    #[command(flatten)]
+    pub spec: SpecArgs,
+    /// Print a machine-readable report.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Everything that defines a stack. Flags override exectl.yaml.
+#[derive(Debug, Args, Default)]
+pub struct SpecArgs {
+    /// single (app + DB + Traefik) or ha (N apps + PostgreSQL + Redis + nginx).
+    #[arg(value_name = "TOPOLOGY")]
+    pub topology: Option<String>,
+    /// Spec file (default: ./exectl.yaml when present).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Stack name; several stacks can live on one host [default: exe].
+    #[arg(long)]
+    pub stack: Option<String>,
+    /// App instances (ha) [default: 2].
+    #[arg(long, allow_hyphen_values = true)]
+    pub instances: Option<String>,
+    /// nginx variant (ha): baseline-default, tuned-ip-hash, tuned-least-conn [default: tuned-least-conn].
+    #[arg(long)]
+    pub nginx: Option<String>,
+    /// Override the variant's balancing: least_conn or ip_hash.
+    #[arg(long)]
+    pub lb_algorithm: Option<String>,
+    /// Override the variant's worker_connections.
+    #[arg(long, allow_hyphen_values = true)]
+    pub worker_connections: Option<String>,
+    /// Override the variant's worker_rlimit_nofile (at least 2 x worker_connections).
+    #[arg(long, allow_hyphen_values = true)]
+    pub worker_rlimit_nofile: Option<String>,
+    /// Database: mariadb, postgres or sqlite [default: mariadb for single, postgres for ha].
+    #[arg(long)]
+    pub db: Option<String>,
+    /// CPU limit per app instance [default: 2].
+    #[arg(long, allow_hyphen_values = true)]
+    pub cpus: Option<String>,
+    /// Memory limit per app instance [default: 2g].
+    #[arg(long, allow_hyphen_values = true)]
+    pub memory: Option<String>,
+    /// nofile ulimit (soft = hard) of app, nginx and Traefik containers [default: 200000].
+    #[arg(long, allow_hyphen_values = true)]
+    pub nofile: Option<String>,
+    /// Host header Traefik routes to the stack [default: STACK.localhost].
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Port the nginx LB publishes (ha) [default: 8090].
+    #[arg(long, allow_hyphen_values = true)]
+    pub lb_port: Option<String>,
+    /// Port Traefik publishes [default: 8080].
+    #[arg(long, allow_hyphen_values = true)]
+    pub http_port: Option<String>,
+    /// ha: also route the Host rule through Traefik to the LB.
+    #[arg(long)]
+    pub traefik: bool,
+    /// APP_ENV of the app: dev or prod [default: prod].
+    #[arg(long)]
+    pub app_env: Option<String>,
+    /// APP_DEBUG of the app: 0 or 1 [default: 0].
+    #[arg(long)]
+    pub app_debug: Option<String>,
+    /// App healthcheck interval, e.g. 5s [default: 30s, as the real image].
+    #[arg(long)]
+    pub health_interval: Option<String>,
+    /// Any other app environment variable, e.g. --set DB_POOL_MAX=50 (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE", allow_hyphen_values = true)]
+    pub set: Vec<String>,
+    /// YAML file mapping app/mariadb/postgres/redis/nginx/traefik to image references.
+    #[arg(long, value_name = "FILE")]
+    pub images: Option<PathBuf>,
+    /// Folder of template overrides (same relative names as the embedded ones, e.g. nginx/nginx.conf.tera).
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
+}
+
+impl SpecArgs {
+    /// The flags as raw spec input (images file not read here).
+    pub fn to_input(&self) -> SpecInput {
+        let f = |flag: &'static str, v: &Option<String>| v.as_ref().map(|v| Raw::flag(flag, v));
+        SpecInput {
+            topology: f("topology", &self.topology),
+            stack: f("--stack", &self.stack),
+            instances: f("--instances", &self.instances),
+            nginx: f("--nginx", &self.nginx),
+            lb_algorithm: f("--lb-algorithm", &self.lb_algorithm),
+            worker_connections: f("--worker-connections", &self.worker_connections),
+            worker_rlimit_nofile: f("--worker-rlimit-nofile", &self.worker_rlimit_nofile),
+            db: f("--db", &self.db),
+            cpus: f("--cpus", &self.cpus),
+            memory: f("--memory", &self.memory),
+            nofile: f("--nofile", &self.nofile),
+            host: f("--host", &self.host),
+            lb_port: f("--lb-port", &self.lb_port),
+            http_port: f("--http-port", &self.http_port),
+            traefik: self.traefik.then(|| Raw::flag("--traefik", "true")),
+            app_env: f("--app-env", &self.app_env),
+            app_debug: f("--app-debug", &self.app_debug),
+            health_interval: f("--health-interval", &self.health_interval),
+            env: self.set.iter().map(|s| Raw::flag("--set", s)).collect(),
+            images: Vec::new(),
+        }
+    }
+}

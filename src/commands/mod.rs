@@ -1,0 +1,29 @@
+//! One module per subcommand: each loads what it needs, calls the pure core and prints.
+
+pub mod render;
+pub mod validate;
+
+use crate::cli::SpecArgs;
+use crate::render::Templates;
+use crate::spec::{self, Spec};
+use anyhow::Result;
+
+/// exectl.yaml, then flags, then the images file: the validated spec.
+pub fn load_spec(args: &SpecArgs) -> Result<Spec> {
+    let file = spec::load_spec_file(args.config.as_deref())?;
+    let mut flags = args.to_input();
+    if let Some(path) = &args.images {
+        flags.images = spec::load_images_file(path)?;
+    }
+    Ok(spec::resolve(file.overridden_by(flags))?)
+}
+
+pub fn load_templates(args: &SpecArgs) -> Result<Templates> {
+    match &args.templates {
+        Some(dir) => Templates::with_overrides(dir),
+        None => Ok(Templates::embedded()),
+    }
+}
+
+/// Target key for local state: the local engine until remote targets exist.
+pub const LOCAL_TARGET: &str = "local";

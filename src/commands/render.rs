@@ -1,0 +1,69 @@
+//! `exectl render`: spec → bundle on disk. Nothing is written when the spec or a template is at fault.
+
+use super::{load_spec, load_templates, LOCAL_TARGET};
+use crate::cli::RenderArgs;
+use crate::validate::{self, Outcome};
+use crate::{render, secrets};
+use anyhow::{bail, Result};
+use serde_json::json;
+
+pub fn run(args: &RenderArgs) -> Result<()> {
+    let spec = load_spec(&args.spec)?;
+    let templates = load_templates(&args.spec)?;
+    let dir = secrets::stack_dir(&secrets::state_root(), LOCAL_TARGET, &spec.stack);
+    let secrets = secrets::load_or_generate(&dir, true)?;
+    let bundle = render::render(&spec, &secrets, &templates)?;
+    let faults: Vec<_> = validate::pure_checks(&bundle)
+        .into_iter()
+        .filter(|c| c.outcome == Outcome::Fail)
+        .collect();
+    if let Some(c) = faults.first() {
+        bail!(
+            "rendered {} is invalid ({}): {}; nothing written",
+            c.file,
+            c.what,
+            c.detail
+        );
+    }
+    bundle.write_to(&args.out)?;
+    if args.json {
+        let files: Vec<_> = bundle
+            .files
+            .iter()
+            .map(|f| json!({"path": f.path, "sha256": f.sha256(), "mode": format!("{:o}", f.mode)}))
+            .collect();
+        let out = json!({
+            "stack": spec.stack,
+            "topology": spec.topology.name(),
+            "out": args.out.display().to_string(),
+            "files": files,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!(
+            "rendered stack {} ({}) into {}",
+            spec.stack,
+            describe(&spec),
+            args.out.display()
+        );
+        for f in &bundle.files {
+            println!("  {:<22} sha256 {}", f.path, &f.sha256()[..16]);
+        }
+    }
+    Ok(())
+}
+
+/// One line that names the knobs that matter most.
+pub fn describe(spec: &crate::spec::Spec) -> String {
+    match &spec.nginx {
+        Some(n) => format!(
+            "ha, {} instances, {}, nginx {} ({}, worker_connections {})",
+            spec.instances,
+            spec.db.name(),
+            n.variant.name(),
+            n.lb_algorithm.directive(),
+            n.worker_connections
+        ),
+        None => format!("single, {}, Traefik Host {}", spec.db.name(), spec.host),
+    }
+}

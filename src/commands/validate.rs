@@ -1,0 +1,51 @@
+//! `exectl validate`: render into a temporary folder and check every file with real tools.
+
+use super::{load_spec, load_templates, LOCAL_TARGET};
+use crate::cli::ValidateArgs;
+use crate::validate::{self, Outcome};
+use crate::{render, secrets};
+use anyhow::Result;
+use serde_json::json;
+
+/// Returns whether every check passed.
+pub fn run(args: &ValidateArgs) -> Result<bool> {
+    let spec = load_spec(&args.spec)?;
+    let templates = load_templates(&args.spec)?;
+    let dir = secrets::stack_dir(&secrets::state_root(), LOCAL_TARGET, &spec.stack);
+    // Validation must not create state: reuse stored secrets, else use throw-away ones.
+    let secrets = secrets::load_or_generate(&dir, false)?;
+    let bundle = render::render(&spec, &secrets, &templates)?;
+    let tmp = tempfile::tempdir()?;
+    bundle.write_to(tmp.path())?;
+
+    let mut checks = validate::pure_checks(&bundle);
+    checks.extend(validate::nginx_check(&bundle, &spec.app_services()));
+    checks.push(validate::compose_cli_check(tmp.path()));
+    let ok = checks.iter().all(|c| c.outcome != Outcome::Fail);
+
+    if args.json {
+        let out = json!({
+            "stack": spec.stack,
+            "topology": spec.topology.name(),
+            "ok": ok,
+            "checks": checks,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!(
+            "validating stack {} ({})",
+            spec.stack,
+            super::render::describe(&spec)
+        );
+        for c in &checks {
+            let tag = match c.outcome {
+                Outcome::Pass => "PASS",
+                Outcome::Fail => "FAIL",
+                Outcome::Skip => "SKIP",
+            };
+            println!("  {tag} {} [{}]: {}", c.file, c.what, c.detail);
+        }
+        println!("{}", if ok { "valid" } else { "INVALID" });
+    }
+    Ok(ok)
+}

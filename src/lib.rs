@@ -1,0 +1,12 @@
+//! exectl: reproducible C10k benchmark stacks for eXeLearning. The flow is spec → render → plan → apply;
+//! `spec`, `render`, `compose` and `traefik` are pure, `validate` and `commands` are the shell around them.
+
+pub mod cli;
+pub mod commands;
+pub mod compose;
+pub mod error;
+pub mod render;
+pub mod secrets;
+pub mod spec;
+pub mod traefik;
+pub mod validate;

@@ -1,0 +1,271 @@
+//! Rendering: Spec + secrets + templates → Bundle (the files that define a stack). Pure: templates are
+//! embedded in the binary (or given by the caller), and nothing here touches the disk but `Bundle::write_to`
+//! and `Templates::with_overrides`.
+
+mod filters;
+
+pub use filters::yaml_quote;
+
+use crate::secrets::Secrets;
+use crate::spec::{Db, Spec, Topology};
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+pub const APP_PORT: u16 = 8080;
+pub const DB_NAME: &str = "exelearning";
+pub const DB_USER: &str = "exelearning";
+/// The admin exectl keeps in every stack (ADMIN_EMAIL bootstrap), for probes that newer images guard.
+pub const ADMIN_EMAIL: &str = "exectl-admin@exelearning.net";
+
+/// Template name → embedded source. The name is also its path under a `--templates` override folder.
+const EMBEDDED: [(&str, &str); 5] = [
+    (
+        "compose/compose.yaml.tera",
+        include_str!("../../compose/compose.yaml.tera"),
+    ),
+    ("compose/env.tera", include_str!("../../compose/env.tera")),
+    (
+        "nginx/nginx.conf.tera",
+        include_str!("../../nginx/nginx.conf.tera"),
+    ),
+    (
+        "traefik/traefik.yaml.tera",
+        include_str!("../../traefik/traefik.yaml.tera"),
+    ),
+    (
+        "traefik/dynamic.yaml.tera",
+        include_str!("../../traefik/dynamic.yaml.tera"),
+    ),
+];
+
+/// Bundle paths and the template each comes from.
+pub const COMPOSE: &str = "compose.yaml";
+pub const ENV: &str = ".env";
+pub const NGINX: &str = "nginx/nginx.conf";
+pub const TRAEFIK_STATIC: &str = "traefik/traefik.yaml";
+pub const TRAEFIK_DYNAMIC: &str = "traefik/dynamic.yaml";
+pub const LOCK: &str = "exectl.lock.json";
+const ALL_PATHS: [&str; 6] = [COMPOSE, ENV, NGINX, TRAEFIK_STATIC, TRAEFIK_DYNAMIC, LOCK];
+
+#[derive(Debug, Clone)]
+pub struct Templates {
+    /// name → (source, where it came from)
+    sources: BTreeMap<&'static str, (String, String)>,
+}
+
+impl Templates {
+    pub fn embedded() -> Templates {
+        Templates {
+            sources: EMBEDDED
+                .iter()
+                .map(|(n, s)| (*n, (s.to_string(), "embedded".to_string())))
+                .collect(),
+        }
+    }
+
+    /// The embedded templates, with any file of the same name under `dir` taking precedence. A `.tera` file
+    /// there that matches no template is refused (a typo would otherwise be ignored silently).
+    pub fn with_overrides(dir: &Path) -> Result<Templates> {
+        let mut t = Templates::embedded();
+        for (name, slot) in t.sources.iter_mut() {
+            let p = dir.join(name);
+            if p.exists() {
+                let src = std::fs::read_to_string(&p)
+                    .with_context(|| format!("reading template {}", p.display()))?;
+                *slot = (src, p.display().to_string());
+            }
+        }
+        for sub in ["compose", "nginx", "traefik"] {
+            let Ok(entries) = std::fs::read_dir(dir.join(sub)) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let rel = format!("{sub}/{}", e.file_name().to_string_lossy());
+                if rel.ends_with(".tera") && !t.sources.contains_key(rel.as_str()) {
+                    bail!(crate::error::UsageError::new(
+                        "--templates",
+                        dir.join(&rel).display(),
+                        "no template has that name",
+                        format!(
+                            "name it after one of: {}",
+                            EMBEDDED
+                                .iter()
+                                .map(|(n, _)| *n)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(t)
+    }
+
+    fn tera(&self) -> Result<tera::Tera> {
+        let mut tera = tera::Tera::default();
+        tera.autoescape_on(vec![]);
+        for (name, (src, origin)) in &self.sources {
+            tera.add_raw_template(name, src)
+                .with_context(|| format!("template {name} ({origin}) does not parse"))?;
+        }
+        tera.register_filter("yaml_str", filters::yaml_str);
+        tera.register_filter("compose_str", filters::compose_str);
+        tera.register_filter("nginx_word", filters::nginx_word);
+        tera.register_filter("env_value", filters::env_value);
+        Ok(tera)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BundleFile {
+    pub path: &'static str,
+    pub bytes: Vec<u8>,
+    pub mode: u32,
+}
+
+impl BundleFile {
+    pub fn sha256(&self) -> String {
+        hex::encode(Sha256::digest(&self.bytes))
+    }
+
+    pub fn text(&self) -> &str {
+        std::str::from_utf8(&self.bytes).unwrap_or("")
+    }
+}
+
+/// The rendered files of one stack.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bundle {
+    pub files: Vec<BundleFile>,
+}
+
+impl Bundle {
+    pub fn get(&self, path: &str) -> Option<&BundleFile> {
+        self.files.iter().find(|f| f.path == path)
+    }
+
+    /// Write every file into `dir` (each replaced atomically, with its mode) and remove bundle files a
+    /// previous render left that this one no longer has (e.g. nginx.conf after switching ha → single).
+    pub fn write_to(&self, dir: &Path) -> Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        for f in &self.files {
+            let path = dir.join(f.path);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)
+                    .with_context(|| format!("creating {}", parent.display()))?;
+            }
+            if f.mode == 0o600 {
+                crate::secrets::write_private(&path, &f.bytes)?;
+            } else {
+                let tmp = path.with_extension("exectl-tmp");
+                std::fs::write(&tmp, &f.bytes)
+                    .with_context(|| format!("writing {}", tmp.display()))?;
+                std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(f.mode))?;
+                std::fs::rename(&tmp, &path)
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+        }
+        for stale in ALL_PATHS.iter().filter(|p| self.get(p).is_none()) {
+            let p = dir.join(stale);
+            if p.exists() {
+                std::fs::remove_file(&p).with_context(|| format!("removing {}", p.display()))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What `exectl.lock.json` records: the effective spec and a hash per rendered file.
+#[derive(Debug, Serialize)]
+pub struct Lock<'a> {
+    pub exectl_version: &'static str,
+    pub stack: &'a str,
+    pub topology: &'static str,
+    pub spec: &'a Spec,
+    pub files: BTreeMap<&'static str, String>,
+}
+
+fn context(spec: &Spec, secrets: &Secrets) -> tera::Context {
+    let (db_driver, db_port) = match spec.db {
+        Db::Mariadb => ("pdo_mysql", 3306),
+        Db::Postgres => ("pdo_pgsql", 5432),
+        Db::Sqlite => ("pdo_sqlite", 0),
+    };
+    let value = json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "spec": spec,
+        "ha": spec.topology == Topology::Ha,
+        "apps": spec.app_services(),
+        "db_service": spec.db_service(),
+        "db_driver": db_driver,
+        "db_port": db_port,
+        "db_name": DB_NAME,
+        "db_user": DB_USER,
+        "app_port": APP_PORT,
+        "admin_email": ADMIN_EMAIL,
+        "has_traefik": spec.has_traefik(),
+        "traefik_backend": if spec.topology == Topology::Ha {
+            "http://nginx:80".to_string()
+        } else {
+            format!("http://app:{APP_PORT}")
+        },
+        "secrets": secrets.iter().map(|(k, v)| json!({"name": k, "value": v})).collect::<Vec<_>>(),
+    });
+    tera::Context::from_value(value).expect("context is an object")
+}
+
+/// Render every file of the stack. A template error names the template and what failed.
+pub fn render(spec: &Spec, secrets: &Secrets, templates: &Templates) -> Result<Bundle> {
+    let tera = templates.tera()?;
+    let ctx = context(spec, secrets);
+    let mut wanted: Vec<(&'static str, &str, u32)> = vec![
+        (COMPOSE, "compose/compose.yaml.tera", 0o644),
+        (ENV, "compose/env.tera", 0o600),
+    ];
+    if spec.topology == Topology::Ha {
+        wanted.push((NGINX, "nginx/nginx.conf.tera", 0o644));
+    }
+    if spec.has_traefik() {
+        wanted.push((TRAEFIK_STATIC, "traefik/traefik.yaml.tera", 0o644));
+        wanted.push((TRAEFIK_DYNAMIC, "traefik/dynamic.yaml.tera", 0o644));
+    }
+    let mut files = Vec::new();
+    for (path, template, mode) in wanted {
+        let text = tera.render(template, &ctx).map_err(|e| {
+            // tera keeps the useful part (which filter refused what) in the source chain.
+            let mut msg = e.to_string();
+            let mut src = std::error::Error::source(&e);
+            while let Some(s) = src {
+                msg.push_str(": ");
+                msg.push_str(&s.to_string());
+                src = s.source();
+            }
+            anyhow::anyhow!("rendering {path} from {template}: {msg}")
+        })?;
+        files.push(BundleFile {
+            path,
+            bytes: text.into_bytes(),
+            mode,
+        });
+    }
+    let lock = Lock {
+        exectl_version: env!("CARGO_PKG_VERSION"),
+        stack: &spec.stack,
+        topology: spec.topology.name(),
+        spec,
+        files: files.iter().map(|f| (f.path, f.sha256())).collect(),
+    };
+    let mut lock_text = serde_json::to_string_pretty(&lock)?;
+    lock_text.push('\n');
+    files.push(BundleFile {
+        path: LOCK,
+        bytes: lock_text.into_bytes(),
+        mode: 0o644,
+    });
+    Ok(Bundle { files })
+}

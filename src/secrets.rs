@@ -1,0 +1,162 @@
+//! Per-stack secrets: generated once, kept in a local state folder (mode 0600), reused on every render so
+//! that re-rendering gives identical bytes and a redeploy keeps the database reachable. Never printed.
+
+use anyhow::{Context, Result};
+use rand::RngCore;
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// The names, in the order .env lists them.
+pub const NAMES: [&str; 5] = [
+    "APP_SECRET",
+    "API_JWT_SECRET",
+    "DB_PASSWORD",
+    "DB_ROOT_PASSWORD",
+    "ADMIN_PASSWORD",
+];
+
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secrets(BTreeMap<String, String>);
+
+// Debug must not leak values into logs or panics.
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Secrets({:?})", self.0.keys().collect::<Vec<_>>())
+    }
+}
+
+impl Secrets {
+    pub fn generate() -> Secrets {
+        let mut rng = rand::rngs::OsRng;
+        Secrets(
+            NAMES
+                .iter()
+                .map(|n| {
+                    let mut b = [0u8; 24];
+                    rng.fill_bytes(&mut b);
+                    (n.to_string(), hex::encode(b))
+                })
+                .collect(),
+        )
+    }
+
+    pub fn get(&self, name: &str) -> &str {
+        self.0.get(name).map(String::as_str).unwrap_or("")
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        NAMES.iter().map(move |n| (*n, self.get(n)))
+    }
+
+    /// Parse KEY=VALUE lines; missing names are filled in by `complete`.
+    pub fn parse(text: &str) -> Secrets {
+        Secrets(
+            text.lines()
+                .filter_map(|l| l.split_once('='))
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .collect(),
+        )
+    }
+
+    /// Add any secret a newer exectl needs that an older state file lacks. Returns true if one was added.
+    fn complete(&mut self) -> bool {
+        let fresh = Secrets::generate();
+        let mut added = false;
+        for n in NAMES {
+            if self.get(n).is_empty() {
+                self.0.insert(n.to_string(), fresh.get(n).to_string());
+                added = true;
+            }
+        }
+        added
+    }
+
+    pub fn to_env_text(&self) -> String {
+        self.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
+    }
+}
+
+/// Where exectl keeps local state: $EXECTL_STATE_DIR, else $XDG_STATE_HOME/exectl, else ~/.local/state/exectl.
+pub fn state_root() -> PathBuf {
+    if let Some(d) = std::env::var_os("EXECTL_STATE_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d).join("exectl");
+    }
+    let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
+    PathBuf::from(home).join(".local/state/exectl")
+}
+
+/// The state folder of one stack on one target.
+pub fn stack_dir(root: &Path, target_key: &str, stack: &str) -> PathBuf {
+    root.join(target_key).join(stack)
+}
+
+/// Load the stack's secrets, generating missing ones. With `persist`, new secrets are saved (0600) so the
+/// next render reuses them; without it (validate), nothing is written.
+pub fn load_or_generate(dir: &Path, persist: bool) -> Result<Secrets> {
+    let path = dir.join("secrets.env");
+    let mut secrets = match fs::read_to_string(&path) {
+        Ok(text) => Secrets::parse(&text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Secrets(BTreeMap::new()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    if secrets.complete() && persist {
+        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+        write_private(&path, secrets.to_env_text().as_bytes())?;
+    }
+    Ok(secrets)
+}
+
+/// Write a file readable by its owner only, replacing it atomically.
+pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_stable_once_persisted() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = load_or_generate(dir.path(), true).unwrap();
+        let b = load_or_generate(dir.path(), true).unwrap();
+        assert_eq!(a, b);
+        let mode = fs::metadata(dir.path().join("secrets.env"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(a.get("API_JWT_SECRET").len(), 48);
+    }
+
+    #[test]
+    fn validate_does_not_persist() {
+        let dir = tempfile::tempdir().unwrap();
+        load_or_generate(&dir.path().join("s"), false).unwrap();
+        assert!(!dir.path().join("s").exists());
+    }
+
+    #[test]
+    fn debug_hides_values() {
+        let s = Secrets::generate();
+        assert!(!format!("{s:?}").contains(s.get("APP_SECRET")));
+    }
+}

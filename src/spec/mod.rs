@@ -1,0 +1,182 @@
+//! The topology spec: what a benchmark stack is, fully resolved and validated. Pure: no I/O here except
+//! reading the optional spec and images files in `input`.
+
+mod input;
+mod resolve;
+
+pub use input::{load_images_file, load_spec_file, Origin, Raw, SpecInput};
+pub use resolve::resolve;
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Topology {
+    Single,
+    Ha,
+}
+
+impl Topology {
+    pub fn name(self) -> &'static str {
+        match self {
+            Topology::Single => "single",
+            Topology::Ha => "ha",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Db {
+    Mariadb,
+    Postgres,
+    Sqlite,
+}
+
+impl Db {
+    pub fn name(self) -> &'static str {
+        match self {
+            Db::Mariadb => "mariadb",
+            Db::Postgres => "postgres",
+            Db::Sqlite => "sqlite",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NginxVariant {
+    BaselineDefault,
+    TunedIpHash,
+    TunedLeastConn,
+}
+
+impl NginxVariant {
+    pub const ALL: [(&'static str, NginxVariant); 3] = [
+        ("baseline-default", NginxVariant::BaselineDefault),
+        ("tuned-ip-hash", NginxVariant::TunedIpHash),
+        ("tuned-least-conn", NginxVariant::TunedLeastConn),
+    ];
+
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, v)| *v == self)
+            .map(|(n, _)| *n)
+            .unwrap_or("?")
+    }
+
+    /// The seed's three nginx files: (algorithm, worker_connections, worker_rlimit_nofile).
+    pub fn defaults(self) -> (LbAlgorithm, u64, Option<u64>) {
+        match self {
+            NginxVariant::BaselineDefault => (LbAlgorithm::IpHash, 1024, None),
+            NginxVariant::TunedIpHash => (LbAlgorithm::IpHash, 32768, Some(200_000)),
+            NginxVariant::TunedLeastConn => (LbAlgorithm::LeastConn, 32768, Some(200_000)),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LbAlgorithm {
+    LeastConn,
+    IpHash,
+}
+
+impl LbAlgorithm {
+    /// The nginx directive, as written in an upstream block.
+    pub fn directive(self) -> &'static str {
+        match self {
+            LbAlgorithm::LeastConn => "least_conn",
+            LbAlgorithm::IpHash => "ip_hash",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NginxSpec {
+    pub variant: NginxVariant,
+    pub lb_algorithm: LbAlgorithm,
+    pub worker_connections: u64,
+    /// None keeps nginx's default (the process limit), as the seed's baseline file did.
+    pub worker_rlimit_nofile: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Images {
+    pub app: String,
+    pub mariadb: String,
+    pub postgres: String,
+    pub redis: String,
+    pub nginx: String,
+    pub traefik: String,
+}
+
+impl Default for Images {
+    fn default() -> Self {
+        Images {
+            app: "ghcr.io/exelearning/exelearning:latest".into(),
+            mariadb: "mariadb:11.4".into(),
+            postgres: "postgres:18-alpine".into(),
+            redis: "redis:7-alpine".into(),
+            nginx: "nginx:1.27-alpine".into(),
+            traefik: "traefik:v3.3".into(),
+        }
+    }
+}
+
+/// A validated spec: every knob has its effective value.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Spec {
+    pub topology: Topology,
+    pub stack: String,
+    /// App instances: 1 for single.
+    pub instances: u32,
+    pub db: Db,
+    /// Load balancer settings (ha only).
+    pub nginx: Option<NginxSpec>,
+    /// CPU limit per app instance, as given (e.g. "2", "1.5").
+    pub cpus: String,
+    /// Memory limit per app instance, normalised (e.g. "2g").
+    pub memory: String,
+    pub memory_bytes: u64,
+    /// nofile soft = hard limit for app, nginx and traefik containers.
+    pub nofile: u64,
+    pub host: String,
+    /// Traefik's published port (single, or ha with traefik).
+    pub http_port: u16,
+    /// nginx's published port (ha).
+    pub lb_port: u16,
+    /// ha: also put Traefik in front of the LB, routing the Host rule to it.
+    pub traefik: bool,
+    pub app_env: String,
+    pub app_debug: u8,
+    /// Docker healthcheck interval of the app, seconds (the real image uses 30).
+    pub health_interval_s: u32,
+    /// Extra app environment from --set / env:.
+    pub env: BTreeMap<String, String>,
+    pub images: Images,
+}
+
+impl Spec {
+    /// App service names: `app` for single, `app-1..app-N` for ha.
+    pub fn app_services(&self) -> Vec<String> {
+        match self.topology {
+            Topology::Single => vec!["app".to_string()],
+            Topology::Ha => (1..=self.instances).map(|i| format!("app-{i}")).collect(),
+        }
+    }
+
+    /// The database service name, if the stack has one.
+    pub fn db_service(&self) -> Option<&'static str> {
+        match self.db {
+            Db::Sqlite => None,
+            other => Some(other.name()),
+        }
+    }
+
+    pub fn has_traefik(&self) -> bool {
+        self.topology == Topology::Single || self.traefik
+    }
+}

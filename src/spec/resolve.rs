@@ -1,0 +1,645 @@
+//! Validation: raw input → Spec, or a UsageError naming the field, the value and the fix.
+
+use super::input::{Raw, SpecInput};
+use super::{Db, Images, LbAlgorithm, NginxSpec, NginxVariant, Spec, Topology};
+use crate::error::UsageError;
+use std::collections::BTreeMap;
+
+/// App environment variables exectl sets itself: a `--set` may not change them, or the stack would break
+/// silently (wrong DB, mismatched secrets). Each names the flag to use instead.
+const MANAGED_ENV: &[(&str, &str)] = &[
+    ("APP_PORT", "the app listens on 8080 inside its container"),
+    ("PORT", "the app listens on 8080 inside its container"),
+    ("APP_ENV", "use --app-env"),
+    ("APP_DEBUG", "use --app-debug"),
+    ("APP_SECRET", "secrets are generated per stack"),
+    ("API_JWT_SECRET", "secrets are generated per stack"),
+    ("JWT_SECRET", "secrets are generated per stack"),
+    ("ADMIN_EMAIL", "exectl keeps its own admin for probes"),
+    ("ADMIN_PASSWORD", "exectl keeps its own admin for probes"),
+    ("DB_DRIVER", "use --db"),
+    ("DB_HOST", "use --db"),
+    ("DB_PORT", "use --db"),
+    ("DB_NAME", "use --db"),
+    ("DB_USER", "use --db"),
+    ("DB_PASSWORD", "secrets are generated per stack"),
+    ("DB_PATH", "use --db sqlite"),
+    ("REDIS_HOST", "Redis is wired in for ha"),
+    ("REDIS_PORT", "Redis is wired in for ha"),
+    ("REDIS_PASSWORD", "Redis is wired in for ha"),
+];
+
+const IMAGE_KEYS: [&str; 6] = ["app", "mariadb", "postgres", "redis", "nginx", "traefik"];
+
+pub fn resolve(input: SpecInput) -> Result<Spec, UsageError> {
+    let topology = match &input.topology {
+        None => {
+            return Err(UsageError::new(
+                "topology",
+                "",
+                "no topology given",
+                "name it: `single` or `ha` (or `topology:` in exectl.yaml)",
+            ))
+        }
+        Some(r) => match r.value.as_str() {
+            "single" => Topology::Single,
+            "ha" => Topology::Ha,
+            _ => return Err(r.error("unknown topology", "use `single` or `ha`")),
+        },
+    };
+    let ha = topology == Topology::Ha;
+    if !ha {
+        refuse_ha_flags(&input)?;
+    }
+
+    let stack = match &input.stack {
+        None => "exe".to_string(),
+        Some(r) => {
+            let ok = r.value.len() <= 32
+                && r.value
+                    .starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+                && r.value
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+            if !ok {
+                return Err(r.error(
+                    "a stack name becomes part of container, network and volume names",
+                    "use 1-32 characters of a-z, 0-9, '-' and '_', starting with a letter or digit",
+                ));
+            }
+            r.value.clone()
+        }
+    };
+
+    let instances = if ha {
+        match &input.instances {
+            None => 2,
+            Some(r) => {
+                let n = parse_u64(r, "a whole number of app instances")?;
+                if n < 2 {
+                    return Err(r.error(
+                        "an HA stack needs at least 2 app instances",
+                        "pass --instances 2 or more, or deploy `single`",
+                    ));
+                }
+                if n > 64 {
+                    return Err(r.error("more than 64 instances", "pass --instances 64 or fewer"));
+                }
+                n as u32
+            }
+        }
+    } else {
+        1
+    };
+
+    let db = match &input.db {
+        None if ha => Db::Postgres,
+        None => Db::Mariadb,
+        Some(r) => match r.value.as_str() {
+            "mariadb" => Db::Mariadb,
+            "postgres" => Db::Postgres,
+            "sqlite" if ha => {
+                return Err(r.error(
+                    "HA instances share one database and SQLite lives in one instance's volume",
+                    "use --db postgres (default for ha) or --db mariadb",
+                ))
+            }
+            "sqlite" => Db::Sqlite,
+            _ => return Err(r.error("unknown database", "use mariadb, postgres or sqlite")),
+        },
+    };
+
+    let nofile = match &input.nofile {
+        None => 200_000,
+        Some(r) => parse_in(r, 1024, 1 << 20, "a whole number of open files")?,
+    };
+
+    let nginx = if ha {
+        Some(resolve_nginx(&input, nofile)?)
+    } else {
+        None
+    };
+
+    let cpus = match &input.cpus {
+        None => "2".to_string(),
+        Some(r) => {
+            let v: f64 = r.value.parse().map_err(|_| {
+                r.error(
+                    "not a number of CPUs",
+                    "pass a positive number such as 2 or 1.5",
+                )
+            })?;
+            if !(v > 0.0 && v <= 1024.0) || !v.is_finite() {
+                return Err(r.error(
+                    "a CPU limit must be above 0",
+                    "pass a positive number such as 2 or 1.5",
+                ));
+            }
+            r.value.clone()
+        }
+    };
+
+    let (memory, memory_bytes) = match &input.memory {
+        None => ("2g".to_string(), 2 << 30),
+        Some(r) => parse_memory(r)?,
+    };
+
+    let host = match &input.host {
+        None => format!("{stack}.localhost"),
+        Some(r) => {
+            let ok = !r.value.is_empty()
+                && r.value.len() <= 253
+                && r.value.split('.').all(|label| {
+                    !label.is_empty()
+                        && label.len() <= 63
+                        && !label.starts_with('-')
+                        && !label.ends_with('-')
+                        && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+                });
+            if !ok {
+                return Err(r.error(
+                    "not a DNS host name",
+                    "pass a name such as benchmark.example.com",
+                ));
+            }
+            r.value.to_ascii_lowercase()
+        }
+    };
+
+    let http_port = port(&input.http_port, 8080)?;
+    let lb_port = port(&input.lb_port, 8090)?;
+    let traefik = match &input.traefik {
+        None => false,
+        Some(r) => parse_bool(r)?,
+    };
+    if ha && traefik && http_port == lb_port {
+        let r = input.lb_port.as_ref().or(input.http_port.as_ref());
+        return Err(UsageError::new(
+            r.map(|r| r.origin.to_string())
+                .unwrap_or_else(|| "--lb-port".into()),
+            lb_port,
+            "Traefik and the nginx LB would publish the same port",
+            "give --lb-port and --http-port different values",
+        ));
+    }
+
+    let app_env = match &input.app_env {
+        None => "prod".to_string(),
+        Some(r) if r.value == "dev" || r.value == "prod" => r.value.clone(),
+        Some(r) => return Err(r.error("unknown app environment", "use dev or prod")),
+    };
+    let app_debug = match &input.app_debug {
+        None => 0,
+        Some(r) if r.value == "0" || r.value == "false" => 0,
+        Some(r) if r.value == "1" || r.value == "true" => 1,
+        Some(r) => return Err(r.error("APP_DEBUG is 0 or 1", "use 0 or 1")),
+    };
+    let health_interval_s = match &input.health_interval {
+        None => 30,
+        Some(r) => parse_duration_s(r)?,
+    };
+
+    let env = resolve_env(&input.env)?;
+    let images = resolve_images(&input.images)?;
+
+    Ok(Spec {
+        topology,
+        stack,
+        instances,
+        db,
+        nginx,
+        cpus,
+        memory,
+        memory_bytes,
+        nofile,
+        host,
+        http_port,
+        lb_port,
+        traefik,
+        app_env,
+        app_debug,
+        health_interval_s,
+        env,
+        images,
+    })
+}
+
+/// Flags that only mean something for ha are refused with single rather than silently ignored.
+fn refuse_ha_flags(input: &SpecInput) -> Result<(), UsageError> {
+    let ha_only = [
+        &input.instances,
+        &input.nginx,
+        &input.lb_algorithm,
+        &input.worker_connections,
+        &input.worker_rlimit_nofile,
+        &input.lb_port,
+        &input.traefik,
+    ];
+    for r in ha_only.into_iter().flatten() {
+        if matches!(r.origin, super::Origin::Flag(_)) {
+            let allowed = r.origin == super::Origin::Flag("--instances") && r.value == "1";
+            if !allowed {
+                return Err(r.error(
+                    "this applies to the ha topology only",
+                    "drop it, or deploy `ha`",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn resolve_nginx(input: &SpecInput, nofile: u64) -> Result<NginxSpec, UsageError> {
+    let variant = match &input.nginx {
+        None => NginxVariant::TunedLeastConn,
+        Some(r) => NginxVariant::ALL
+            .iter()
+            .find(|(n, _)| *n == r.value)
+            .map(|(_, v)| *v)
+            .ok_or_else(|| {
+                r.error(
+                    "unknown nginx variant",
+                    "use baseline-default, tuned-ip-hash or tuned-least-conn",
+                )
+            })?,
+    };
+    let (mut algo, mut wc, mut rlimit) = variant.defaults();
+    if let Some(r) = &input.lb_algorithm {
+        algo = match r.value.as_str() {
+            "least_conn" => LbAlgorithm::LeastConn,
+            "ip_hash" => LbAlgorithm::IpHash,
+            _ => return Err(r.error("unknown LB algorithm", "use least_conn or ip_hash")),
+        };
+    }
+    if let Some(r) = &input.worker_connections {
+        wc = parse_in(r, 1, 1 << 20, "a whole number of connections per worker")?;
+    }
+    if let Some(r) = &input.worker_rlimit_nofile {
+        rlimit = Some(parse_in(r, 1, 1 << 20, "a whole number of open files")?);
+    }
+    if let Some(limit) = rlimit {
+        // Each proxied socket holds two descriptors (client side and upstream side).
+        if limit < 2 * wc {
+            let r = input
+                .worker_rlimit_nofile
+                .as_ref()
+                .or(input.worker_connections.as_ref());
+            return Err(UsageError::new(
+                r.map(|r| r.origin.to_string())
+                    .unwrap_or_else(|| "--worker-rlimit-nofile".into()),
+                limit,
+                format!(
+                    "worker_rlimit_nofile must be at least 2 x worker_connections ({}): each proxied socket uses two descriptors",
+                    2 * wc
+                ),
+                format!("pass --worker-rlimit-nofile {} or more", 2 * wc),
+            ));
+        }
+        if limit > nofile {
+            return Err(UsageError::new(
+                input
+                    .nofile
+                    .as_ref()
+                    .map(|r| r.origin.to_string())
+                    .unwrap_or_else(|| "--nofile".into()),
+                nofile,
+                format!(
+                    "the containers' nofile ulimit is below nginx's worker_rlimit_nofile {limit}"
+                ),
+                format!("pass --nofile {limit} or more, or a lower --worker-rlimit-nofile"),
+            ));
+        }
+    }
+    Ok(NginxSpec {
+        variant,
+        lb_algorithm: algo,
+        worker_connections: wc,
+        worker_rlimit_nofile: rlimit,
+    })
+}
+
+fn resolve_env(pairs: &[Raw]) -> Result<BTreeMap<String, String>, UsageError> {
+    let mut env = BTreeMap::new();
+    for r in pairs {
+        let Some((key, value)) = r.value.split_once('=') else {
+            return Err(r.error("expected KEY=VALUE", "write it as --set DB_POOL_MAX=50"));
+        };
+        let key_ok = key.starts_with(|c: char| c.is_ascii_uppercase() || c == '_')
+            && key
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+        if !key_ok {
+            return Err(r.error(
+                format!("{key:?} is not an environment variable name"),
+                "use upper-case letters, digits and '_', such as DB_POOL_MAX",
+            ));
+        }
+        if let Some((_, why)) = MANAGED_ENV.iter().find(|(k, _)| *k == key) {
+            return Err(r.error(format!("{key} is set by exectl"), *why));
+        }
+        if value.contains('\0') {
+            return Err(r.error("the value contains a NUL byte", "remove it"));
+        }
+        env.insert(key.to_string(), value.to_string());
+    }
+    Ok(env)
+}
+
+fn resolve_images(overrides: &[(String, Raw)]) -> Result<Images, UsageError> {
+    let mut images = Images::default();
+    for (key, r) in overrides {
+        let ok = r.value.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && r.value
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._/:@-".contains(c));
+        if !ok {
+            return Err(r.error(
+                format!("not an image reference for {key}"),
+                "use a reference such as registry/name:tag",
+            ));
+        }
+        let slot = match key.as_str() {
+            "app" => &mut images.app,
+            "mariadb" => &mut images.mariadb,
+            "postgres" => &mut images.postgres,
+            "redis" => &mut images.redis,
+            "nginx" => &mut images.nginx,
+            "traefik" => &mut images.traefik,
+            _ => {
+                return Err(r.error(
+                    format!("unknown image key {key:?}"),
+                    format!("use one of {}", IMAGE_KEYS.join(", ")),
+                ))
+            }
+        };
+        *slot = r.value.clone();
+    }
+    Ok(images)
+}
+
+fn parse_u64(r: &Raw, what: &str) -> Result<u64, UsageError> {
+    r.value
+        .parse::<u64>()
+        .map_err(|_| r.error(format!("expected {what}"), format!("pass {what}")))
+}
+
+fn parse_in(r: &Raw, min: u64, max: u64, what: &str) -> Result<u64, UsageError> {
+    let v = parse_u64(r, what)?;
+    if v < min || v > max {
+        return Err(r.error(
+            format!("out of range {min}..={max}"),
+            format!("pass a value from {min} to {max}"),
+        ));
+    }
+    Ok(v)
+}
+
+fn port(r: &Option<Raw>, default: u16) -> Result<u16, UsageError> {
+    match r {
+        None => Ok(default),
+        Some(r) => Ok(parse_in(r, 1, 65535, "a TCP port number")? as u16),
+    }
+}
+
+fn parse_bool(r: &Raw) -> Result<bool, UsageError> {
+    match r.value.as_str() {
+        "true" | "1" | "yes" => Ok(true),
+        "false" | "0" | "no" => Ok(false),
+        _ => Err(r.error("expected true or false", "use true or false")),
+    }
+}
+
+fn parse_duration_s(r: &Raw) -> Result<u32, UsageError> {
+    let v = r.value.as_str();
+    let (num, mult) = if let Some(n) = v.strip_suffix('m') {
+        (n, 60)
+    } else {
+        (v.strip_suffix('s').unwrap_or(v), 1)
+    };
+    let secs = num
+        .parse::<u32>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .filter(|s| (1..=3600).contains(s));
+    secs.ok_or_else(|| {
+        r.error(
+            "expected a duration from 1s to 60m",
+            "pass a value such as 5s or 30s",
+        )
+    })
+}
+
+fn parse_memory(r: &Raw) -> Result<(String, u64), UsageError> {
+    let v = r.value.to_ascii_lowercase();
+    let (num, mult) = match v.chars().last() {
+        Some('k') => (&v[..v.len() - 1], 1u64 << 10),
+        Some('m') => (&v[..v.len() - 1], 1 << 20),
+        Some('g') => (&v[..v.len() - 1], 1 << 30),
+        Some('b') => (&v[..v.len() - 1], 1),
+        _ => (v.as_str(), 1),
+    };
+    let bytes = num
+        .parse::<f64>()
+        .ok()
+        .filter(|n| {
+            n.is_finite() && *n > 0.0 && num.chars().all(|c| c.is_ascii_digit() || c == '.')
+        })
+        .map(|n| (n * mult as f64) as u64);
+    match bytes {
+        // Docker refuses memory limits below 6 MiB.
+        Some(b) if b >= 6 << 20 => Ok((v, b)),
+        _ => Err(r.error(
+            "expected a memory size of at least 6m",
+            "pass a size such as 512m or 2g",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::Raw;
+
+    fn ha() -> SpecInput {
+        SpecInput {
+            topology: Some(Raw::flag("topology", "ha")),
+            ..Default::default()
+        }
+    }
+
+    fn err(input: SpecInput) -> UsageError {
+        resolve(input).unwrap_err()
+    }
+
+    #[test]
+    fn ha_defaults_follow_the_seed() {
+        let s = resolve(ha()).unwrap();
+        assert_eq!(s.instances, 2);
+        assert_eq!(s.db, Db::Postgres);
+        let n = s.nginx.unwrap();
+        assert_eq!(n.variant, NginxVariant::TunedLeastConn);
+        assert_eq!(n.worker_connections, 32768);
+        assert_eq!(n.worker_rlimit_nofile, Some(200_000));
+        assert_eq!(
+            (s.cpus.as_str(), s.memory.as_str(), s.nofile),
+            ("2", "2g", 200_000)
+        );
+    }
+
+    #[test]
+    fn instances_zero_and_one_refused() {
+        for n in ["0", "1"] {
+            let e = err(SpecInput {
+                instances: Some(Raw::flag("--instances", n)),
+                ..ha()
+            });
+            assert_eq!(e.field, "--instances");
+            assert!(e.fix.contains("--instances 2"), "{e}");
+        }
+    }
+
+    #[test]
+    fn unknown_nginx_variant_refused() {
+        let e = err(SpecInput {
+            nginx: Some(Raw::flag("--nginx", "tuned-round-robin")),
+            ..ha()
+        });
+        assert_eq!(e.field, "--nginx");
+        assert!(e.fix.contains("tuned-least-conn"));
+    }
+
+    #[test]
+    fn sqlite_with_ha_refused() {
+        let e = err(SpecInput {
+            db: Some(Raw::flag("--db", "sqlite")),
+            ..ha()
+        });
+        assert_eq!(e.field, "--db");
+        assert!(e.fix.contains("postgres"));
+    }
+
+    #[test]
+    fn negative_cpus_refused() {
+        for v in ["-1", "0", "abc", "NaN", "inf"] {
+            let e = err(SpecInput {
+                cpus: Some(Raw::flag("--cpus", v)),
+                ..ha()
+            });
+            assert_eq!(e.field, "--cpus", "{v}");
+        }
+    }
+
+    #[test]
+    fn rlimit_below_twice_worker_connections_refused() {
+        let e = err(SpecInput {
+            worker_connections: Some(Raw::flag("--worker-connections", "32768")),
+            worker_rlimit_nofile: Some(Raw::flag("--worker-rlimit-nofile", "40000")),
+            ..ha()
+        });
+        assert_eq!(e.field, "--worker-rlimit-nofile");
+        assert!(e.fix.contains("65536"), "{e}");
+    }
+
+    #[test]
+    fn container_nofile_must_cover_nginx_rlimit() {
+        let e = err(SpecInput {
+            nofile: Some(Raw::flag("--nofile", "20000")),
+            ..ha()
+        });
+        assert_eq!(e.field, "--nofile");
+    }
+
+    #[test]
+    fn explicit_overrides_apply_over_variant() {
+        let s = resolve(SpecInput {
+            nginx: Some(Raw::flag("--nginx", "baseline-default")),
+            lb_algorithm: Some(Raw::flag("--lb-algorithm", "least_conn")),
+            ..ha()
+        })
+        .unwrap();
+        let n = s.nginx.unwrap();
+        assert_eq!(n.lb_algorithm, LbAlgorithm::LeastConn);
+        assert_eq!(n.worker_connections, 1024);
+        assert_eq!(n.worker_rlimit_nofile, None);
+    }
+
+    #[test]
+    fn ha_flags_refused_for_single() {
+        let e = err(SpecInput {
+            topology: Some(Raw::flag("topology", "single")),
+            nginx: Some(Raw::flag("--nginx", "tuned-ip-hash")),
+            ..Default::default()
+        });
+        assert_eq!(e.field, "--nginx");
+    }
+
+    #[test]
+    fn set_rejects_bad_keys_and_managed_keys() {
+        for (v, needle) in [
+            ("NOEQUALS", "KEY=VALUE"),
+            ("lower=1", "environment variable name"),
+            ("DB_HOST=x", "set by exectl"),
+        ] {
+            let e = err(SpecInput {
+                env: vec![Raw::flag("--set", v)],
+                ..ha()
+            });
+            assert!(e.to_string().contains(needle), "{e}");
+        }
+        let s = resolve(SpecInput {
+            env: vec![Raw::flag("--set", "X=a \"b\" $c # d\ne")],
+            ..ha()
+        })
+        .unwrap();
+        assert_eq!(s.env["X"], "a \"b\" $c # d\ne");
+    }
+
+    #[test]
+    fn memory_sizes() {
+        let ok = |v: &str| {
+            resolve(SpecInput {
+                memory: Some(Raw::flag("--memory", v)),
+                ..ha()
+            })
+        };
+        assert_eq!(ok("512M").unwrap().memory_bytes, 512 << 20);
+        assert_eq!(ok("1.5g").unwrap().memory_bytes, 3 << 29);
+        for bad in ["-1g", "1x", "g", "1k"] {
+            assert_eq!(ok(bad).unwrap_err().field, "--memory", "{bad}");
+        }
+    }
+
+    #[test]
+    fn bad_stack_host_and_images_refused() {
+        assert_eq!(
+            err(SpecInput {
+                stack: Some(Raw::flag("--stack", "Bad Name")),
+                ..ha()
+            })
+            .field,
+            "--stack"
+        );
+        assert_eq!(
+            err(SpecInput {
+                host: Some(Raw::flag("--host", "a b")),
+                ..ha()
+            })
+            .field,
+            "--host"
+        );
+        assert_eq!(
+            err(SpecInput {
+                images: vec![("app".into(), Raw::flag("--images", "x y"))],
+                ..ha()
+            })
+            .field,
+            "--images"
+        );
+        assert!(err(SpecInput {
+            images: vec![("memcached".into(), Raw::flag("--images", "x"))],
+            ..ha()
+        })
+        .problem
+        .contains("memcached"));
+    }
+}
