@@ -96,6 +96,8 @@ build_debian() {
     tar --numeric-owner -C "$rootfs" -cf "$tarball.tmp" .
     mv "$tarball.tmp" "$tarball"
     rm -rf "$rootfs"
+    # Tarballs of older inputs are never used again.
+    find "$CACHE" -maxdepth 1 -name "debian-$SUITE-minbase-*.tar" ! -path "$tarball" -delete
   fi
   docker import \
     --change "LABEL $LABEL=$h" --change 'LABEL org.exectl.fixture=1' \

@@ -23,3 +23,10 @@ CONF
 rm -f "$R/etc/resolv.conf" "$R/etc/hostname"
 # Package caches are dead weight in the image (derived images run apt-get update themselves).
 rm -rf "$R"/var/cache/apt/archives/*.deb "$R"/var/lib/apt/lists/* "$R"/var/log/*.log
+# Like the official Debian images: apt's caches (.deb, pkgcache.bin) never end up in a layer.
+cat >"$R/etc/apt/apt.conf.d/91exectl-clean" <<'CONF'
+DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+Dir::Cache::pkgcache "";
+Dir::Cache::srcpkgcache "";
+CONF
