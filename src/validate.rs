@@ -216,7 +216,15 @@ pub fn nginx_check(bundle: &Bundle, upstream_names: &[String]) -> Option<Check> 
     let detail = stderr
         .lines()
         .filter(|l| !l.contains("test failed"))
-        .map(|l| l.replace(&conf_str, f.path))
+        // Drop nginx's "2026/01/01 00:00:00 [emerg] 12#12: " prefix: keep the level and the message.
+        .map(|l| match (l.find('['), l.find("#")) {
+            (Some(b), Some(h)) if b < h => {
+                let level = &l[b..l[b..].find(']').map_or(b, |e| b + e + 1)];
+                let msg = l[h..].split_once(": ").map_or(l, |(_, m)| m);
+                format!("{level} {}", msg.replace(&conf_str, f.path))
+            }
+            _ => l.replace(&conf_str, f.path),
+        })
         .collect::<Vec<_>>()
         .join("; ");
     Some(Check::new(&at(f.path, line), what, Outcome::Fail, detail))

@@ -129,7 +129,7 @@ pub fn resolve(input: SpecInput) -> Result<Spec, UsageError> {
                     "pass a positive number such as 2 or 1.5",
                 )
             })?;
-            if !(v > 0.0 && v <= 1024.0) || !v.is_finite() {
+            if !(v > 0.0 && v <= 1024.0 && v.is_finite()) {
                 return Err(r.error(
                     "a CPU limit must be above 0",
                     "pass a positive number such as 2 or 1.5",

@@ -1,0 +1,93 @@
+//! Golden files: every variant renders exactly the reviewed bytes in tests/golden/<variant>/.
+//! After an intended template change: `UPDATE_GOLDEN=1 cargo test --test golden`, then review the diff.
+
+use exectl::render::{self, Templates};
+use exectl::secrets::Secrets;
+use exectl::spec::{self, Raw, SpecInput};
+use std::path::Path;
+
+/// Fixed secrets, so the golden .env and lock hashes are stable.
+fn secrets() -> Secrets {
+    Secrets::parse(
+        "APP_SECRET=golden-app-secret\nAPI_JWT_SECRET=golden-jwt-secret\nDB_PASSWORD=golden-db\n\
+         DB_ROOT_PASSWORD=golden-root\nADMIN_PASSWORD=golden-admin\n",
+    )
+}
+
+fn variants() -> Vec<(String, Vec<(&'static str, &'static str)>)> {
+    let mut v = Vec::new();
+    for db in ["mariadb", "postgres", "sqlite"] {
+        v.push((
+            format!("single-{db}"),
+            vec![("topology", "single"), ("--db", db)],
+        ));
+    }
+    for nginx in ["baseline-default", "tuned-ip-hash", "tuned-least-conn"] {
+        for n in ["2", "4"] {
+            v.push((
+                format!("ha-{nginx}-{n}"),
+                vec![("topology", "ha"), ("--nginx", nginx), ("--instances", n)],
+            ));
+        }
+    }
+    v.push((
+        "ha-traefik-mariadb".into(),
+        vec![
+            ("topology", "ha"),
+            ("--traefik", "true"),
+            ("--db", "mariadb"),
+        ],
+    ));
+    v
+}
+
+fn input(flags: &[(&'static str, &'static str)]) -> SpecInput {
+    let mut i = SpecInput::default();
+    for (flag, value) in flags {
+        let raw = Some(Raw::flag(flag, *value));
+        match *flag {
+            "topology" => i.topology = raw,
+            "--db" => i.db = raw,
+            "--nginx" => i.nginx = raw,
+            "--instances" => i.instances = raw,
+            "--traefik" => i.traefik = raw,
+            other => panic!("add {other}"),
+        }
+    }
+    i
+}
+
+#[test]
+fn every_variant_matches_its_golden_files() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    let mut mismatches = Vec::new();
+    for (name, flags) in variants() {
+        let spec = spec::resolve(input(&flags)).unwrap();
+        let bundle = render::render(&spec, &secrets(), &Templates::embedded()).unwrap();
+        let dir = root.join(&name);
+        if update {
+            let _ = std::fs::remove_dir_all(&dir);
+            bundle.write_to(&dir).unwrap();
+            continue;
+        }
+        for f in &bundle.files {
+            let want = std::fs::read(dir.join(f.path))
+                .unwrap_or_else(|e| panic!("{name}/{}: {e} (UPDATE_GOLDEN=1 to create)", f.path));
+            if want != f.bytes {
+                mismatches.push(format!("{name}/{}", f.path));
+            }
+        }
+        // No stale golden file for a file the variant no longer renders.
+        for p in [
+            "nginx/nginx.conf",
+            "traefik/traefik.yaml",
+            "traefik/dynamic.yaml",
+        ] {
+            if bundle.get(p).is_none() && dir.join(p).exists() {
+                mismatches.push(format!("{name}/{p} (stale)"));
+            }
+        }
+    }
+    assert!(mismatches.is_empty(), "differ from golden: {mismatches:?}");
+}
