@@ -1,0 +1,262 @@
+//! The deliberate faults, the heartbeat, the login contract and the fail-closed secrets (SQLite).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use common::*;
+use serde_json::Value;
+
+const OWNER: &str = "owner@exelearning.net";
+const PW: &str = "Bench1234!";
+
+async fn sqlite_server(extra: &[(&str, &str)]) -> (TestDb, Server) {
+    let db = TestDb::new(Dialect::Sqlite).await;
+    let mut env = db.env();
+    for (k, v) in extra {
+        env.push((k.to_string(), v.to_string()));
+    }
+    let server = Server::start(&env).await;
+    (db, server)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leak_on_close_keeps_the_closed_socket_counted() {
+    let (mut db, s) = sqlite_server(&[
+        ("STANDIN_FAULT", "leak-on-close"),
+        ("STANDIN_ROOM_CLEANUP_MS", "100"),
+    ])
+    .await;
+    db.seed_user(OWNER, &hash(PW, "$2b$", 4), r#"["ROLE_USER"]"#)
+        .await;
+    let p = db.seed_project(OWNER, "active", "private").await;
+    let (token, _) = login(&s, OWNER, PW).await;
+    let mut ws = ws_connect(&s, &format!("project-{p}"), Some(&token)).await;
+    expect_held(&mut ws, Duration::from_millis(200)).await;
+    eventually(Duration::from_secs(5), "1 connection", || async {
+        ws_counts(&s, None).await == (1, 1)
+    })
+    .await;
+    close_ws(ws).await;
+    // Well past the close and the room cleanup delay, the ghost is still there.
+    let until = Instant::now() + Duration::from_millis(1500);
+    while Instant::now() < until {
+        assert_eq!(ws_counts(&s, None).await, (1, 1), "the leak must persist");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeat_closes_silent_clients_with_4008() {
+    let (mut db, s) = sqlite_server(&[
+        ("STANDIN_PING_INTERVAL_MS", "200"),
+        ("STANDIN_PONG_TIMEOUT_MS", "700"),
+    ])
+    .await;
+    db.seed_user(OWNER, &hash(PW, "$2b$", 4), r#"["ROLE_USER"]"#)
+        .await;
+    let p = db.seed_project(OWNER, "active", "public").await;
+    let (token, _) = login(&s, OWNER, PW).await;
+    let doc = format!("project-{p}");
+    let mut silent = ws_connect(&s, &doc, Some(&token)).await;
+    let mut lively = ws_connect(&s, &doc, Some(&token)).await;
+    // Reading answers pings (tungstenite does it), so this one outlives several timeouts.
+    expect_held(&mut lively, Duration::from_millis(1600)).await;
+    // The other never read, so never answered: closed 4008.
+    let (code, reason) = expect_close(&mut silent).await;
+    assert_eq!(code, 4008, "{reason}");
+    eventually(
+        Duration::from_secs(5),
+        "only the lively socket left",
+        || async { ws_counts(&s, None).await.0 == 1 },
+    )
+    .await;
+    close_ws(lively).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn second_joiner_triggers_resync() {
+    let (mut db, s) = sqlite_server(&[]).await;
+    db.seed_user(OWNER, &hash(PW, "$2b$", 4), r#"["ROLE_USER"]"#)
+        .await;
+    let p = db.seed_project(OWNER, "active", "private").await;
+    let (token, _) = login(&s, OWNER, PW).await;
+    let doc = format!("project-{p}");
+    let mut first = ws_connect(&s, &doc, Some(&token)).await;
+    expect_held(&mut first, Duration::from_millis(200)).await;
+    let mut second = ws_connect(&s, &doc, Some(&token)).await;
+    let msg = next_text_of_type(&mut first, "trigger-resync", Duration::from_secs(3)).await;
+    assert!(msg.is_some(), "first member told to resync");
+    // Binary frames go to the others only.
+    send_binary(&mut second, &[0, 1, 2, 3]).await;
+    assert_eq!(
+        next_binary(&mut first, Duration::from_secs(3)).await,
+        Some(vec![0, 1, 2, 3])
+    );
+    assert_eq!(
+        next_binary(&mut second, Duration::from_millis(300)).await,
+        None
+    );
+}
+
+fn jwt_payload(token: &str) -> Value {
+    let part = token.split('.').nth(1).unwrap();
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(part)
+        .unwrap();
+    serde_json::from_slice(&raw).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_contract() {
+    let (mut db, s) = sqlite_server(&[
+        ("APP_ENV", "dev"),
+        ("NODE_ENV", "production"),
+        ("TEST_USER_EMAIL", "user@exelearning.net"),
+        ("TEST_USER_PASSWORD", "1234"),
+    ])
+    .await;
+    db.seed_user(OWNER, &hash(PW, "$2b$", 4), r#"["ROLE_USER"]"#)
+        .await;
+    let http = reqwest::Client::new();
+    let post = |body: &'static str| {
+        http.post(s.url("/api/auth/login"))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    for bad in [
+        "not json",
+        r#"{"email":"owner@exelearning.net"}"#,
+        r#"{"email":"not-an-email","password":"x"}"#,
+        r#"{"email":"owner@exelearning.net","password":""}"#,
+    ] {
+        assert_eq!(post(bad).await.unwrap().status(), 400, "{bad}");
+    }
+    for wrong in [
+        r#"{"email":"owner@exelearning.net","password":"wrong"}"#,
+        r#"{"email":"nobody@exelearning.net","password":"x"}"#,
+    ] {
+        let r = post(wrong).await.unwrap();
+        assert_eq!(r.status(), 401);
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"error":"Unauthorized","message":"Invalid credentials"})
+        );
+    }
+
+    let r = post(r#"{"email":"owner@exelearning.net","password":"Bench1234!"}"#)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let cookie = r.headers()["set-cookie"].to_str().unwrap().to_string();
+    let body: Value = r.json().await.unwrap();
+    let token = body["access_token"].as_str().unwrap();
+    assert!(cookie.starts_with(&format!("auth={token}")), "{cookie}");
+    for attr in [
+        "HttpOnly",
+        "SameSite=Lax",
+        "Max-Age=604800",
+        "Path=/",
+        "Secure",
+    ] {
+        assert!(cookie.contains(attr), "{attr} in {cookie}");
+    }
+    for key in [
+        "id",
+        "email",
+        "user_id",
+        "roles",
+        "is_lopd_accepted",
+        "quota_mb",
+    ] {
+        assert!(body["user"].get(key).is_some(), "user.{key}");
+    }
+    let claims = jwt_payload(token);
+    assert_eq!(claims["sub"], body["user"]["id"]);
+    assert!(claims["sub"].is_i64());
+    assert_eq!(claims["email"], OWNER);
+    assert_eq!(claims["roles"], serde_json::json!(["ROLE_USER"]));
+    assert_eq!(claims["isGuest"], false);
+    assert_eq!(claims["authMethod"], "local");
+    assert_eq!(
+        claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(),
+        604800
+    );
+
+    // A token minted offline with sub as a string (the app's jwt:generate) is accepted.
+    let now = claims["iat"].as_i64().unwrap();
+    let minted = jsonwebtoken::encode(
+        &jsonwebtoken::Header::default(),
+        &serde_json::json!({"sub": claims["sub"].to_string(), "email": OWNER, "iat": now, "exp": now + 3600}),
+        &jsonwebtoken::EncodingKey::from_secret(JWT_SECRET.as_bytes()),
+    )
+    .unwrap();
+    assert_eq!(get_json(&s, "/api/v1/projects", Some(&minted)).await.0, 200);
+
+    // APP_ENV=dev seeds the test user.
+    login(&s, "user@exelearning.net", "1234").await;
+    // And health answers as the app's.
+    let (status, h) = get_json(&s, "/health", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(h["status"], "ok");
+    assert!(h["timestamp"].as_i64().is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_redis_falls_back_to_single_instance() {
+    let dead_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let (_db, s) = sqlite_server(&[("REDIS_HOST", "127.0.0.1"), ("REDIS_PORT", &dead_port)]).await;
+    assert!(s
+        .log_text()
+        .contains("[Redis] Failed to connect, falling back to single-instance mode"));
+}
+
+#[test]
+fn refuses_default_or_empty_secrets() {
+    let cases: [(&[(&str, &str)], &str); 5] = [
+        (&[("APP_SECRET", "x")], "API_JWT_SECRET"),
+        (
+            &[
+                ("API_JWT_SECRET", "dev_secret_change_me"),
+                ("APP_SECRET", "x"),
+            ],
+            "API_JWT_SECRET",
+        ),
+        (
+            &[
+                ("JWT_SECRET", "elysia-dev-secret-change-me"),
+                ("APP_SECRET", "x"),
+            ],
+            "API_JWT_SECRET",
+        ),
+        (&[("API_JWT_SECRET", "s")], "APP_SECRET"),
+        (
+            &[
+                ("API_JWT_SECRET", "s"),
+                ("APP_SECRET", "CHANGE_THIS_TO_A_SECRET"),
+            ],
+            "APP_SECRET",
+        ),
+    ];
+    for (env, names) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_exe-standin"))
+            .env_clear()
+            .envs(env.iter().copied())
+            .env("APP_PORT", "1")
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{env:?} must refuse to start");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(names), "{env:?}: {stderr}");
+    }
+}
