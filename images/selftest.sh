@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Check that the fixture images (images/build.sh) honour their contracts, on the real engine:
-#   bash images/selftest.sh [IMAGE...]     IMAGE: mariadb postgres redis nginx traefik standin
+#   bash images/selftest.sh [IMAGE...]     IMAGE: mariadb postgres redis nginx traefik standin stacks
+# (stacks: the stand-in on MariaDB and on PostgreSQL + Redis, reached by service name like compose does).
 # Every container and network it makes is named exectl-selftest-*, and removed at exit. Exits non-zero
 # on the first failure, printing the container's log. Loopback/Docker networks only.
 set -euo pipefail
 
 P=exectl-selftest-$$
 NET=$P-net
-ALL=(mariadb postgres redis nginx traefik standin)
+ALL=(mariadb postgres redis nginx traefik standin stacks)
 [ $# -gt 0 ] || set -- "${ALL[@]}"
 
 made=()
@@ -139,6 +140,24 @@ EOF
     wait_for 90 "standin healthy (image HEALTHCHECK)" $P-standin health $P-standin
     docker exec $P-standin test -f /mnt/data/exelearning.db || fail "standin: no SQLite file at DB_PATH"
     ok "standin: SQLite boot, HEALTHCHECK healthy, DB at /mnt/data"
+    ;;
+  stacks)
+    secret() { head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+    run $P-s-mariadb --network-alias mariadb -e MARIADB_ROOT_PASSWORD=root -e MARIADB_DATABASE=exelearning \
+      -e MARIADB_USER=exelearning -e MARIADB_PASSWORD=pw exectl-fixture/mariadb:11
+    run $P-s-postgres --network-alias postgres -e POSTGRES_PASSWORD=pw -e POSTGRES_USER=exelearning \
+      -e POSTGRES_DB=exelearning exectl-fixture/postgres:15
+    run $P-s-redis --network-alias redis exectl-fixture/redis:7 redis-server --appendonly yes
+    # The stand-in waits for its database itself (like the real entrypoint); no ordering needed here.
+    run $P-s-app1 -e DB_DRIVER=pdo_mysql -e DB_HOST=mariadb -e DB_PASSWORD=pw \
+      -e API_JWT_SECRET="$(secret)" -e APP_SECRET="$(secret)" \
+      --health-interval 2s --health-start-period 1s exectl-fixture/standin:latest
+    run $P-s-app2 -e DB_DRIVER=pdo_pgsql -e DB_HOST=postgres -e DB_PASSWORD=pw -e REDIS_HOST=redis \
+      -e API_JWT_SECRET="$(secret)" -e APP_SECRET="$(secret)" \
+      --health-interval 2s --health-start-period 1s exectl-fixture/standin:latest
+    wait_for 120 "standin on MariaDB healthy" $P-s-app1 health $P-s-app1
+    wait_for 120 "standin on PostgreSQL + Redis healthy" $P-s-app2 health $P-s-app2
+    ok "stacks: standin on MariaDB, standin on PostgreSQL + Redis (names resolved by the static binary)"
     ;;
   *) fail "unknown image $img" ;;
   esac
