@@ -18,23 +18,22 @@ fn fail(status: StatusCode, code: &str, message: &str) -> Response {
         .into_response()
 }
 
-fn v1_caller(st: &AppState, headers: &HeaderMap) -> Result<Caller, Response> {
+/// Why a v1 request is refused: (status, code, message).
+type Refusal = (StatusCode, &'static str, &'static str);
+
+fn v1_caller(st: &AppState, headers: &HeaderMap) -> Result<Caller, Refusal> {
     let Some(token) = bearer(headers) else {
-        return Err(fail(
+        return Err((
             StatusCode::UNAUTHORIZED,
             "UNAUTHORIZED",
             "Bearer token required",
         ));
     };
     let Some(caller) = st.tokens.verify(token) else {
-        return Err(fail(
-            StatusCode::UNAUTHORIZED,
-            "UNAUTHORIZED",
-            "Invalid token",
-        ));
+        return Err((StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "Invalid token"));
     };
     if caller.is_guest {
-        return Err(fail(
+        return Err((
             StatusCode::FORBIDDEN,
             "FORBIDDEN",
             "Guest users cannot use the API",
@@ -63,7 +62,7 @@ fn internal(e: anyhow::Error) -> Response {
 pub async fn list(State(st): State<AppState>, headers: HeaderMap) -> Response {
     let caller = match v1_caller(&st, &headers) {
         Ok(c) => c,
-        Err(r) => return r,
+        Err((status, code, message)) => return fail(status, code, message),
     };
     match st.db.projects_for_user(caller.id).await {
         Ok(ps) => {
@@ -82,7 +81,7 @@ pub async fn show(
 ) -> Response {
     let caller = match v1_caller(&st, &headers) {
         Ok(c) => c,
-        Err(r) => return r,
+        Err((status, code, message)) => return fail(status, code, message),
     };
     match st.db.project_by_uuid(&uuid).await {
         Ok(None) => fail(StatusCode::NOT_FOUND, "NOT_FOUND", "Project not found"),
