@@ -66,7 +66,7 @@ for img in "$@"; do
     ;;
   postgres)
     run $P-postgres -e POSTGRES_PASSWORD=pgpw -e POSTGRES_USER=exelearning -e POSTGRES_DB=exelearning \
-      --health-cmd 'pg_isready -U exelearning -d exelearning -h 127.0.0.1' --health-interval 1s \
+      --health-cmd 'pg_isready -U exelearning -d exelearning' --health-interval 1s \
       exectl-fixture/postgres:15
     wait_for 90 "postgres healthy" $P-postgres health $P-postgres
     out=$(docker run --rm --pull never --network "$NET" -e PGPASSWORD=pgpw --entrypoint psql exectl-fixture/postgres:15 \

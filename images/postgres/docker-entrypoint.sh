@@ -46,8 +46,11 @@ if [ "$1" = postgres ] && [ ! -s "$PGDATA/PG_VERSION" ]; then
   rm -f "$pwfile"
   printf '\nhost all all all %s\n' "$auth" >>"$PGDATA/pg_hba.conf"
 
-  # Temporary server on the socket only: pg_isready over TCP stays red until the real server is up.
-  pg_ctl -D "$PGDATA" -o "-c listen_addresses='' -p 5432" -w start >/dev/null
+  # Temporary server without TCP and on a private socket directory: a healthcheck's `pg_isready` (default
+  # socket or TCP) stays red until the real server is up, so depends_on: service_healthy cannot start an
+  # app against a server that is about to restart.
+  export PGHOST; PGHOST=$(mktemp -d /tmp/pg-init.XXXXXX)
+  pg_ctl -D "$PGDATA" -o "-c listen_addresses='' -p 5432 -c unix_socket_directories=$PGHOST" -w start >/dev/null
   psql_=(psql -v ON_ERROR_STOP=1 --username "$POSTGRES_USER" --no-password --no-psqlrc --dbname postgres)
   if [ "$POSTGRES_DB" != postgres ]; then
     exists=$("${psql_[@]}" -tA -v db="$POSTGRES_DB" <<<"SELECT 1 FROM pg_database WHERE datname = :'db';")
@@ -63,6 +66,7 @@ if [ "$1" = postgres ] && [ ! -s "$PGDATA/PG_VERSION" ]; then
     esac
   done
   pg_ctl -D "$PGDATA" -m fast -w stop >/dev/null
+  rm -rf "$PGHOST"; unset PGHOST
   log "PostgreSQL init process complete; ready for start up."
 fi
 
