@@ -22,6 +22,53 @@ pub enum Command {
     Render(RenderArgs),
     /// Render into a temporary folder and check every file (typed re-parse, nginx -t, docker-compose).
     Validate(ValidateArgs),
+    /// Render, check the target, and converge its engine on the stack (create / recreate / keep / remove).
+    Deploy(DeployArgs),
+    /// Show what deploy would do, without changing anything.
+    Plan(PlanArgs),
+    /// Remove the stack's containers and network; its volumes too with --purge.
+    Teardown(TeardownArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DeployArgs {
+    #[command(flatten)]
+    pub spec: SpecArgs,
+    /// How long to wait for every service to be healthy.
+    #[arg(long, default_value = "300s")]
+    pub wait_timeout: String,
+    /// Send missing images from the local engine to a remote target.
+    #[arg(long)]
+    pub load_images: bool,
+    /// Take over the stack's lock even if another exectl holds it.
+    #[arg(long)]
+    pub break_lock: bool,
+    /// Print a machine-readable summary (and no progress).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub spec: SpecArgs,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TeardownArgs {
+    /// Stack name [default: exe].
+    #[arg(long)]
+    pub stack: Option<String>,
+    /// Also remove the stack's volumes (its data) and local state.
+    #[arg(long)]
+    pub purge: bool,
+    /// Take over the stack's lock even if another exectl holds it.
+    #[arg(long)]
+    pub break_lock: bool,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

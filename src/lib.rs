@@ -4,9 +4,12 @@
 pub mod cli;
 pub mod commands;
 pub mod compose;
+pub mod engine;
 pub mod error;
+pub mod plan;
 pub mod render;
 pub mod secrets;
 pub mod spec;
+pub mod target;
 pub mod traefik;
 pub mod validate;

@@ -7,6 +7,9 @@ fn main() {
     let result = match &cli.command {
         Command::Render(a) => commands::render::run(a).map(|_| 0),
         Command::Validate(a) => commands::validate::run(a).map(|ok| if ok { 0 } else { 1 }),
+        Command::Deploy(a) => runtime().block_on(commands::deploy::deploy(a)).map(code),
+        Command::Plan(a) => runtime().block_on(commands::deploy::plan_cmd(a)).map(|_| 0),
+        Command::Teardown(a) => runtime().block_on(commands::teardown::run(a)).map(|_| 0),
     };
     match result {
         Ok(code) => std::process::exit(code),
@@ -14,5 +17,21 @@ fn main() {
             eprintln!("error: {e:#}");
             std::process::exit(exectl::error::exit_code(&e));
         }
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+fn code(ok: bool) -> i32 {
+    if ok {
+        0
+    } else {
+        1
     }
 }

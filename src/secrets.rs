@@ -113,6 +113,18 @@ pub fn load_or_generate(dir: &Path, persist: bool) -> Result<Secrets> {
     Ok(secrets)
 }
 
+/// Save secrets (0600) unless the stack already has a secrets file: used once a deploy's preflight has
+/// passed, so that bad input leaves no state behind.
+pub fn save_if_absent(dir: &Path, secrets: &Secrets) -> Result<()> {
+    let path = dir.join("secrets.env");
+    if path.exists() {
+        return Ok(());
+    }
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+    write_private(&path, secrets.to_env_text().as_bytes())
+}
+
 /// Write a file readable by its owner only, replacing it atomically.
 pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = path.with_extension("tmp");

@@ -1,6 +1,8 @@
 //! One module per subcommand: each loads what it needs, calls the pure core and prints.
 
+pub mod deploy;
 pub mod render;
+pub mod teardown;
 pub mod validate;
 
 use crate::cli::SpecArgs;

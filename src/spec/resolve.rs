@@ -53,22 +53,8 @@ pub fn resolve(input: SpecInput) -> Result<Spec, UsageError> {
     }
 
     let stack = match &input.stack {
-        None => "exe".to_string(),
-        Some(r) => {
-            let ok = r.value.len() <= 32
-                && r.value
-                    .starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-                && r.value
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
-            if !ok {
-                return Err(r.error(
-                    "a stack name becomes part of container, network and volume names",
-                    "use 1-32 characters of a-z, 0-9, '-' and '_', starting with a letter or digit",
-                ));
-            }
-            r.value.clone()
-        }
+        None => DEFAULT_STACK.to_string(),
+        Some(r) => check_stack(r)?,
     };
 
     let instances = if ha {
@@ -225,6 +211,32 @@ pub fn resolve(input: SpecInput) -> Result<Spec, UsageError> {
 }
 
 /// Flags that only mean something for ha are refused with single rather than silently ignored.
+pub const DEFAULT_STACK: &str = "exe";
+
+fn check_stack(r: &Raw) -> Result<String, UsageError> {
+    let ok = r.value.len() <= 32
+        && r.value
+            .starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && r.value
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    if !ok {
+        return Err(r.error(
+            "a stack name becomes part of container, network and volume names",
+            "use 1-32 characters of a-z, 0-9, '-' and '_', starting with a letter or digit",
+        ));
+    }
+    Ok(r.value.clone())
+}
+
+/// A `--stack` given alone (teardown, status): validated like the spec's, defaulting to `exe`.
+pub fn resolve_stack_name(flag: Option<&str>) -> Result<String, UsageError> {
+    match flag {
+        None => Ok(DEFAULT_STACK.to_string()),
+        Some(v) => check_stack(&Raw::flag("--stack", v)),
+    }
+}
+
 fn refuse_ha_flags(input: &SpecInput) -> Result<(), UsageError> {
     let ha_only = [
         &input.instances,

@@ -1,0 +1,260 @@
+//! `exectl deploy` and `exectl plan`: render, preflight, converge the target's engine on the bundle.
+
+use super::{load_spec, load_templates};
+use crate::cli::{DeployArgs, PlanArgs};
+use crate::engine::desired::{self, Desired};
+use crate::engine::{apply, limits, lock::StackLock, observe, preflight};
+use crate::plan::{self, Plan};
+use crate::render::{self, Bundle};
+use crate::spec::Spec;
+use crate::target::Target;
+use crate::validate::{self, Outcome};
+use crate::{compose, secrets};
+use anyhow::{bail, Result};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+/// Everything deploy and plan share: the spec, its bundle and the desired state for a target.
+struct Prepared {
+    spec: Spec,
+    bundle: Bundle,
+    secrets: secrets::Secrets,
+    desired: Desired,
+}
+
+fn prepare(args: &crate::cli::SpecArgs, target: &Target) -> Result<Prepared> {
+    let spec = load_spec(args)?;
+    let templates = load_templates(args)?;
+    let secrets = secrets::load_or_generate(&target.stack_dir(&spec.stack), false)?;
+    let bundle = render::render(&spec, &secrets, &templates)?;
+    if let Some(c) = validate::pure_checks(&bundle)
+        .into_iter()
+        .find(|c| c.outcome == Outcome::Fail)
+    {
+        bail!("rendered {} is invalid ({}): {}", c.file, c.what, c.detail);
+    }
+    let file = compose::parse(bundle.get(render::COMPOSE).expect("always rendered").text())
+        .map_err(|e| anyhow::anyhow!("compose.yaml: {}", e.message))?;
+    let env = desired::parse_env(bundle.get(render::ENV).expect("always rendered").text());
+    let files: BTreeMap<String, Vec<u8>> = bundle
+        .files
+        .iter()
+        .map(|f| (f.path.to_string(), f.bytes.clone()))
+        .collect();
+    let desired = desired::desired(&file, &env, &target.bundle_dir(&spec.stack), &files)?;
+    Ok(Prepared {
+        spec,
+        bundle,
+        secrets,
+        desired,
+    })
+}
+
+fn print_plan(plan: &Plan) {
+    if let Some(n) = &plan.create_network {
+        println!("  create   network {n}");
+    }
+    for v in &plan.create_volumes {
+        println!("  create   volume {v}");
+    }
+    for a in &plan.actions {
+        println!("  {}", a.describe());
+    }
+}
+
+pub async fn plan_cmd(args: &PlanArgs) -> Result<()> {
+    let target = Target::local().await?;
+    let p = prepare(&args.spec, &target)?;
+    let observed = observe::observe(&target.docker, &p.spec.stack).await?;
+    let plan = plan::plan(&p.desired, &observed);
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "stack": p.spec.stack, "noop": plan.is_noop(), "plan": plan,
+            }))?
+        );
+    } else {
+        println!(
+            "plan for stack {} ({}):",
+            p.spec.stack,
+            super::render::describe(&p.spec)
+        );
+        print_plan(&plan);
+        if plan.is_noop() {
+            println!("nothing to change");
+        }
+    }
+    Ok(())
+}
+
+/// Progress lines: a spinner on a terminal, plain lines otherwise (logs, CI).
+struct Reporter {
+    bar: Option<indicatif::ProgressBar>,
+    stack: String,
+}
+
+impl Reporter {
+    fn new(stack: &str, quiet: bool) -> Reporter {
+        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let b = indicatif::ProgressBar::new_spinner();
+            b.enable_steady_tick(Duration::from_millis(120));
+            b.set_message(format!("deploying {stack}"));
+            b
+        });
+        Reporter {
+            bar,
+            stack: stack.to_string(),
+        }
+    }
+
+    fn event(&self, e: apply::Event, quiet: bool) {
+        let line = format!("{} {}: {}", self.stack, e.service, e.what);
+        match &self.bar {
+            Some(b) => {
+                b.println(line);
+                b.set_message(format!("deploying {}: last {}", self.stack, e.service));
+            }
+            None if !quiet => eprintln!("{line}"),
+            None => {}
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+pub async fn deploy(args: &DeployArgs) -> Result<bool> {
+    let started = Instant::now();
+    let timeout = parse_timeout(&args.wait_timeout)?;
+    let target = Target::local().await?;
+    let p = prepare(&args.spec, &target)?;
+    let stack = p.spec.stack.clone();
+
+    // Preflight: nothing is created before these pass.
+    preflight::capacity(&target, &p.spec).await?;
+    if args.load_images {
+        bail!(crate::error::UsageError::new(
+            "--load-images",
+            "true",
+            "the target is the local engine, which already has the local images",
+            "drop --load-images (it sends images to a remote --target)",
+        ));
+    }
+    let mut images: Vec<String> = p
+        .desired
+        .services
+        .iter()
+        .map(|s| s.service.image.clone())
+        .collect();
+    images.sort();
+    images.dedup();
+    let pulled = preflight::images(&target, &images).await?;
+
+    let _lock = StackLock::acquire(
+        &target.stack_dir(&stack),
+        &stack,
+        "exectl deploy",
+        args.break_lock,
+    )?;
+    secrets::save_if_absent(&target.stack_dir(&stack), &p.secrets)?;
+    p.bundle.write_to(&target.bundle_dir(&stack))?;
+
+    let observed = observe::observe(&target.docker, &stack).await?;
+    let plan = plan::plan(&p.desired, &observed);
+    if !args.json {
+        println!(
+            "deploying stack {} ({})",
+            stack,
+            super::render::describe(&p.spec)
+        );
+        print_plan(&plan);
+    }
+    let reporter = Reporter::new(&stack, args.json);
+    let progress = |e: apply::Event| reporter.event(e, args.json);
+    let result = apply::apply(&target.docker, &p.desired, &plan, timeout, &progress).await;
+    reporter.finish();
+    result?;
+    let effective = limits::read_back(&target.docker, &p.desired.services).await?;
+    let mismatched: Vec<_> = effective
+        .iter()
+        .filter(|e| !e.mismatches.is_empty())
+        .collect();
+    let changed = plan.actions.iter().filter(|a| a.changes()).count();
+    let elapsed = started.elapsed().as_secs_f64();
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "stack": stack,
+                "topology": p.spec.topology.name(),
+                "ok": mismatched.is_empty(),
+                "changed": changed,
+                "noop": plan.is_noop(),
+                "plan": plan,
+                "pulled": pulled,
+                "limits": effective,
+                "bundle": target.bundle_dir(&stack).display().to_string(),
+                "seconds": elapsed,
+            }))?
+        );
+    } else {
+        if plan.is_noop() {
+            println!("nothing changed: stack {stack} already matches the spec");
+        } else {
+            println!("stack {stack} ready: {changed} change(s) in {elapsed:.1}s");
+        }
+        for e in &effective {
+            let state = if e.mismatches.is_empty() {
+                "ok"
+            } else {
+                "MISMATCH"
+            };
+            println!(
+                "  limits {:<9} nofile {}/{} cpus {} memory {} {state} {}",
+                e.service,
+                opt(e.nofile_soft),
+                opt(e.nofile_hard),
+                e.cpus
+                    .map(|c| format!("{c}"))
+                    .unwrap_or_else(|| "unlimited".into()),
+                e.memory
+                    .map(|m| format!("{}m", m >> 20))
+                    .unwrap_or_else(|| "unlimited".into()),
+                e.mismatches.join("; ")
+            );
+        }
+    }
+    if !mismatched.is_empty() {
+        eprintln!(
+            "error: limits in effect differ from the spec in {}",
+            mismatched
+                .iter()
+                .map(|e| e.service.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(mismatched.is_empty())
+}
+
+fn opt(v: Option<u64>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_else(|| "?".into())
+}
+
+fn parse_timeout(text: &str) -> Result<Duration> {
+    match desired::duration_ns(text) {
+        Ok(ns) if ns > 0 => Ok(Duration::from_nanos(ns as u64)),
+        _ => bail!(crate::error::UsageError::new(
+            "--wait-timeout",
+            text,
+            "not a duration",
+            "pass a duration such as 300s or 5m",
+        )),
+    }
+}

@@ -1,0 +1,48 @@
+//! `exectl teardown`: remove the stack's containers and network (and volumes with --purge).
+
+use crate::cli::TeardownArgs;
+use crate::engine::{lock::StackLock, teardown};
+use crate::target::Target;
+use anyhow::Result;
+
+pub async fn run(args: &TeardownArgs) -> Result<()> {
+    let stack = crate::spec::resolve_stack_name(args.stack.as_deref())?;
+    let target = Target::local().await?;
+    let lock = StackLock::acquire(
+        &target.stack_dir(&stack),
+        &stack,
+        "exectl teardown",
+        args.break_lock,
+    )?;
+    let removed = teardown::teardown(&target.docker, &stack, args.purge).await?;
+    if args.purge {
+        // The data is gone, so its secrets and files are too; the lock goes last.
+        drop(lock);
+        let dir = target.stack_dir(&stack);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)?;
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&removed)?);
+    } else if removed.containers.is_empty()
+        && removed.networks.is_empty()
+        && removed.volumes.is_empty()
+    {
+        println!("stack {stack}: nothing to remove");
+    } else {
+        println!(
+            "stack {stack}: removed {} container(s), {} network(s), {} volume(s)",
+            removed.containers.len(),
+            removed.networks.len(),
+            removed.volumes.len()
+        );
+    }
+    if !removed.kept_volumes.is_empty() && !args.json {
+        println!(
+            "  kept volumes (data): {} — pass --purge to remove them",
+            removed.kept_volumes.join(", ")
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,301 @@
+//! Carry out a plan: network and volumes, then removals, then each service in start order, waiting for
+//! the services others depend on before starting those others.
+
+use super::desired::{duration_ns, Desired, DesiredService, LABEL_HASH, LABEL_PARTS, LABEL_STACK};
+use super::wait::{wait_ready, Readiness};
+use crate::plan::{Action, Plan};
+use anyhow::{bail, Context, Result};
+use bollard::models::{
+    ContainerCreateBody, EndpointSettings, HealthConfig, HostConfig, NetworkCreateRequest,
+    NetworkingConfig, PortBinding, ResourcesUlimits, RestartPolicy, RestartPolicyNameEnum,
+    VolumeCreateRequest,
+};
+use bollard::query_parameters::{CreateContainerOptionsBuilder, RemoveContainerOptionsBuilder};
+use bollard::Docker;
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// What happened to one service, for progress and the summary.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Event {
+    pub service: String,
+    pub what: String,
+}
+
+pub type Progress<'a> = &'a (dyn Fn(Event) + Sync);
+
+fn stack_labels(stack: &str) -> HashMap<String, String> {
+    HashMap::from([(LABEL_STACK.to_string(), stack.to_string())])
+}
+
+/// Build the engine's container definition from a resolved service.
+pub fn container_body(s: &DesiredService, network: &str) -> Result<ContainerCreateBody> {
+    let svc = &s.service;
+    let mut labels: HashMap<String, String> = svc.labels.clone().into_iter().collect();
+    labels.insert(LABEL_HASH.into(), s.hash.clone());
+    labels.insert(LABEL_PARTS.into(), serde_json::to_string(&s.parts)?);
+    let healthcheck = match &svc.healthcheck {
+        None => None,
+        Some(h) => Some(HealthConfig {
+            test: Some(h.test.clone()),
+            interval: Some(duration_ns(&h.interval)?),
+            timeout: Some(duration_ns(&h.timeout)?),
+            retries: Some(h.retries as i64),
+            start_period: h.start_period.as_deref().map(duration_ns).transpose()?,
+            ..Default::default()
+        }),
+    };
+    let mut port_bindings = HashMap::new();
+    let mut exposed = Vec::new();
+    for p in &svc.ports {
+        let (host, container) = p
+            .split_once(':')
+            .with_context(|| format!("port {p:?} of {} is not HOST:CONTAINER", s.name))?;
+        let key = format!("{container}/tcp");
+        exposed.push(key.clone());
+        port_bindings.insert(
+            key,
+            Some(vec![PortBinding {
+                host_ip: None,
+                host_port: Some(host.to_string()),
+            }]),
+        );
+    }
+    let limits = svc.deploy.as_ref().map(|d| &d.resources.limits);
+    let nano_cpus = limits
+        .map(|l| l.cpus.parse::<f64>().map(|c| (c * 1e9) as i64))
+        .transpose()
+        .with_context(|| format!("cpus of {}", s.name))?;
+    let memory = limits
+        .map(|l| memory_bytes(&l.memory))
+        .transpose()
+        .with_context(|| format!("memory of {}", s.name))?;
+    Ok(ContainerCreateBody {
+        image: Some(svc.image.clone()),
+        hostname: Some(s.name.clone()),
+        env: Some(
+            svc.environment
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect(),
+        ),
+        cmd: svc.command.clone(),
+        healthcheck,
+        labels: Some(labels),
+        exposed_ports: (!exposed.is_empty()).then_some(exposed),
+        host_config: Some(HostConfig {
+            binds: Some(svc.volumes.clone()),
+            port_bindings: (!port_bindings.is_empty()).then_some(port_bindings),
+            ulimits: Some(
+                svc.ulimits
+                    .iter()
+                    .map(|(name, u)| ResourcesUlimits {
+                        name: Some(name.clone()),
+                        soft: Some(u.soft as i64),
+                        hard: Some(u.hard as i64),
+                    })
+                    .collect(),
+            ),
+            nano_cpus,
+            memory,
+            restart_policy: Some(RestartPolicy {
+                name: Some(match svc.restart.as_deref() {
+                    Some("always") => RestartPolicyNameEnum::ALWAYS,
+                    Some("no") | None => RestartPolicyNameEnum::NO,
+                    Some("on-failure") => RestartPolicyNameEnum::ON_FAILURE,
+                    _ => RestartPolicyNameEnum::UNLESS_STOPPED,
+                }),
+                maximum_retry_count: None,
+            }),
+            network_mode: Some(network.to_string()),
+            ..Default::default()
+        }),
+        networking_config: Some(NetworkingConfig {
+            endpoints_config: Some(HashMap::from([(
+                network.to_string(),
+                EndpointSettings {
+                    aliases: Some(vec![s.name.clone()]),
+                    ..Default::default()
+                },
+            )])),
+        }),
+        ..Default::default()
+    })
+}
+
+/// "2g", "512m", "1.5g" → bytes.
+pub fn memory_bytes(text: &str) -> Result<i64> {
+    let t = text.to_ascii_lowercase();
+    let (num, mult) = match t.chars().last() {
+        Some('k') => (&t[..t.len() - 1], 1i64 << 10),
+        Some('m') => (&t[..t.len() - 1], 1 << 20),
+        Some('g') => (&t[..t.len() - 1], 1 << 30),
+        Some('b') => (&t[..t.len() - 1], 1),
+        _ => (t.as_str(), 1),
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| anyhow::anyhow!("cannot read memory size {text:?}"))?;
+    Ok((n * mult as f64) as i64)
+}
+
+async fn remove_container(docker: &Docker, name: &str) -> Result<()> {
+    match docker
+        .remove_container(
+            name,
+            Some(RemoveContainerOptionsBuilder::default().force(true).build()),
+        )
+        .await
+    {
+        Ok(()) => Ok(()),
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        }) => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("removing container {name}")),
+    }
+}
+
+async fn create_and_start(docker: &Docker, s: &DesiredService, network: &str) -> Result<()> {
+    let body = container_body(s, network)?;
+    docker
+        .create_container(
+            Some(
+                CreateContainerOptionsBuilder::default()
+                    .name(&s.container_name)
+                    .build(),
+            ),
+            body,
+        )
+        .await
+        .with_context(|| format!("creating container {}", s.container_name))?;
+    start(docker, s).await
+}
+
+async fn start(docker: &Docker, s: &DesiredService) -> Result<()> {
+    docker
+        .start_container(&s.container_name, None)
+        .await
+        .with_context(|| format!("starting container {}", s.container_name))
+}
+
+/// Apply `plan`. Each service is started only once the services it depends on are ready, and at the end
+/// every service is ready (healthy, running, or a one-shot that exited 0), or the error names the one that
+/// is not. Safe to interrupt: the next run observes what exists and converges.
+pub async fn apply(
+    docker: &Docker,
+    desired: &Desired,
+    plan: &Plan,
+    timeout: Duration,
+    progress: Progress<'_>,
+) -> Result<()> {
+    if let Some(net) = &plan.create_network {
+        docker
+            .create_network(NetworkCreateRequest {
+                name: net.clone(),
+                driver: Some("bridge".into()),
+                labels: Some(stack_labels(&desired.stack)),
+                ..Default::default()
+            })
+            .await
+            .with_context(|| format!("creating network {net}"))?;
+        progress(Event {
+            service: net.clone(),
+            what: "network created".into(),
+        });
+    }
+    for v in &plan.create_volumes {
+        docker
+            .create_volume(VolumeCreateRequest {
+                name: Some(v.clone()),
+                labels: Some(stack_labels(&desired.stack)),
+                ..Default::default()
+            })
+            .await
+            .with_context(|| format!("creating volume {v}"))?;
+        progress(Event {
+            service: v.clone(),
+            what: "volume created".into(),
+        });
+    }
+    for a in &plan.actions {
+        if let Action::Remove { service, .. } = a {
+            remove_container(docker, &format!("exectl-{}-{service}", desired.stack)).await?;
+            progress(Event {
+                service: service.clone(),
+                what: "removed".into(),
+            });
+        }
+    }
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut ready: Vec<String> = Vec::new();
+    for s in &desired.services {
+        // Wait for what this service depends on (compose's depends_on conditions).
+        for (dep, healthy) in &s.depends_on {
+            if !ready.contains(dep) {
+                let d = desired
+                    .services
+                    .iter()
+                    .find(|x| &x.name == dep)
+                    .expect("start order puts dependencies first");
+                wait_service(docker, d, *healthy, deadline, progress).await?;
+                ready.push(dep.clone());
+            }
+        }
+        let action = plan
+            .actions
+            .iter()
+            .find(|a| a.service() == s.name)
+            .expect("plan has an action per service");
+        match action {
+            Action::Create { .. } => {
+                create_and_start(docker, s, &desired.network).await?;
+                progress(Event {
+                    service: s.name.clone(),
+                    what: "created".into(),
+                });
+            }
+            Action::Recreate { reason, .. } => {
+                remove_container(docker, &s.container_name).await?;
+                create_and_start(docker, s, &desired.network).await?;
+                progress(Event {
+                    service: s.name.clone(),
+                    what: format!("recreated ({reason})"),
+                });
+            }
+            Action::Keep { start: true, .. } => {
+                start(docker, s).await?;
+                progress(Event {
+                    service: s.name.clone(),
+                    what: "started".into(),
+                });
+            }
+            Action::Keep { .. } | Action::Remove { .. } => {}
+        }
+    }
+    for s in &desired.services {
+        if !ready.contains(&s.name) {
+            wait_service(docker, s, true, deadline, progress).await?;
+        }
+    }
+    Ok(())
+}
+
+async fn wait_service(
+    docker: &Docker,
+    s: &DesiredService,
+    healthy: bool,
+    deadline: tokio::time::Instant,
+    progress: Progress<'_>,
+) -> Result<()> {
+    let started = tokio::time::Instant::now();
+    match wait_ready(docker, &s.container_name, healthy, deadline).await? {
+        Readiness::Ready(state) => {
+            progress(Event {
+                service: s.name.clone(),
+                what: format!("{state} ({:.1}s)", started.elapsed().as_secs_f64()),
+            });
+            Ok(())
+        }
+        Readiness::Failed(report) => bail!("service {} is not ready: {report}", s.name),
+    }
+}

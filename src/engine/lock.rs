@@ -1,0 +1,171 @@
+//! One deploy or teardown of a stack at a time: a lock file in the stack's folder on the target, naming
+//! its holder. A lock whose holder process is gone (same host) is stale and taken over with a notice;
+//! any other can be broken explicitly with --break-lock.
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Holder {
+    pub pid: u32,
+    pub host: String,
+    pub command: String,
+    /// RFC 3339-ish UTC seconds since the epoch, as text for people.
+    pub since: String,
+    pub since_epoch: u64,
+}
+
+#[derive(Debug)]
+pub struct StackLock {
+    path: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("stack {stack} is locked by {} (pid {} on {}) since {}; fix: wait for it, or if it is dead pass --break-lock", holder.command, holder.pid, holder.host, holder.since)]
+pub struct Locked {
+    pub stack: String,
+    pub holder: Holder,
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+impl StackLock {
+    pub fn acquire(dir: &Path, stack: &str, command: &str, break_lock: bool) -> Result<StackLock> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let path = dir.join("exectl.lock");
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs();
+        let me = Holder {
+            pid: std::process::id(),
+            host: hostname(),
+            command: command.to_string(),
+            since: format_epoch(now),
+            since_epoch: now,
+        };
+        for _ in 0..2 {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(mut f) => {
+                    f.write_all(serde_json::to_string(&me)?.as_bytes())?;
+                    return Ok(StackLock { path });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let holder: Option<Holder> = std::fs::read_to_string(&path)
+                        .ok()
+                        .and_then(|t| serde_json::from_str(&t).ok());
+                    let stale = match &holder {
+                        None => true,
+                        Some(h) => h.host == me.host && !alive(h.pid),
+                    };
+                    if stale || break_lock {
+                        if let Some(h) = &holder {
+                            eprintln!(
+                                "note: taking over the lock of stack {stack} held by {} (pid {} on {}) since {}{}",
+                                h.command,
+                                h.pid,
+                                h.host,
+                                h.since,
+                                if stale { ": that process is gone" } else { " (--break-lock)" }
+                            );
+                        }
+                        let _ = std::fs::remove_file(&path);
+                        continue;
+                    }
+                    return Err(Locked {
+                        stack: stack.to_string(),
+                        holder: holder.expect("not stale"),
+                    }
+                    .into());
+                }
+                Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
+            }
+        }
+        anyhow::bail!("could not take the lock {} (raced twice)", path.display())
+    }
+}
+
+impl Drop for StackLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Seconds since the epoch as `YYYY-MM-DD HH:MM:SS UTC` (civil-from-days, no time crate needed).
+pub fn format_epoch(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_holder_is_refused_and_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let _a = StackLock::acquire(dir.path(), "exe", "deploy", false).unwrap();
+        let err = StackLock::acquire(dir.path(), "exe", "teardown", false).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("locked by deploy") && msg.contains("--break-lock"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn dead_holder_is_stale_and_lock_is_released_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let stale = Holder {
+            pid: u32::MAX - 1,
+            host: hostname(),
+            command: "deploy".into(),
+            since: "then".into(),
+            since_epoch: 0,
+        };
+        std::fs::write(
+            dir.path().join("exectl.lock"),
+            serde_json::to_string(&stale).unwrap(),
+        )
+        .unwrap();
+        {
+            let _l = StackLock::acquire(dir.path(), "exe", "deploy", false).unwrap();
+        }
+        assert!(!dir.path().join("exectl.lock").exists());
+    }
+
+    #[test]
+    fn epoch_formatting() {
+        assert_eq!(format_epoch(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(format_epoch(1_795_000_000), "2026-11-18 11:06:40 UTC");
+    }
+}

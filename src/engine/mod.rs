@@ -1,0 +1,11 @@
+//! The imperative shell around `plan`: read the stack's objects from the engine, create and remove them,
+//! wait for health, read back limits. Nothing here decides what to do.
+
+pub mod apply;
+pub mod desired;
+pub mod limits;
+pub mod lock;
+pub mod observe;
+pub mod preflight;
+pub mod teardown;
+pub mod wait;

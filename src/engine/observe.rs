@@ -1,0 +1,78 @@
+//! Read the objects carrying a stack's label from the engine.
+
+use super::desired::{LABEL_HASH, LABEL_PARTS, LABEL_SERVICE, LABEL_STACK};
+use crate::plan::{Observed, ObservedContainer};
+use anyhow::Result;
+use bollard::query_parameters::{
+    ListContainersOptionsBuilder, ListNetworksOptionsBuilder, ListVolumesOptionsBuilder,
+};
+use bollard::Docker;
+use std::collections::HashMap;
+
+pub fn label_filter(stack: &str) -> HashMap<String, Vec<String>> {
+    HashMap::from([("label".to_string(), vec![format!("{LABEL_STACK}={stack}")])])
+}
+
+pub async fn observe(docker: &Docker, stack: &str) -> Result<Observed> {
+    let filters = label_filter(stack);
+    let containers = docker
+        .list_containers(Some(
+            ListContainersOptionsBuilder::default()
+                .all(true)
+                .filters(&filters)
+                .build(),
+        ))
+        .await?;
+    let networks = docker
+        .list_networks(Some(
+            ListNetworksOptionsBuilder::default()
+                .filters(&filters)
+                .build(),
+        ))
+        .await?;
+    let volumes = docker
+        .list_volumes(Some(
+            ListVolumesOptionsBuilder::default()
+                .filters(&filters)
+                .build(),
+        ))
+        .await?;
+    let mut observed = Observed {
+        containers: containers
+            .into_iter()
+            .map(|c| {
+                let labels = c.labels.unwrap_or_default();
+                let name = c
+                    .names
+                    .and_then(|n| n.first().cloned())
+                    .unwrap_or_default()
+                    .trim_start_matches('/')
+                    .to_string();
+                ObservedContainer {
+                    service: labels
+                        .get(LABEL_SERVICE)
+                        .cloned()
+                        .unwrap_or_else(|| name.clone()),
+                    hash: labels.get(LABEL_HASH).cloned().unwrap_or_default(),
+                    parts: labels
+                        .get(LABEL_PARTS)
+                        .and_then(|p| serde_json::from_str(p).ok())
+                        .unwrap_or_default(),
+                    state: c.state.map(|s| s.to_string()).unwrap_or_default(),
+                    name,
+                }
+            })
+            .collect(),
+        networks: networks.into_iter().filter_map(|n| n.name).collect(),
+        volumes: volumes
+            .volumes
+            .unwrap_or_default()
+            .into_iter()
+            .map(|v| v.name)
+            .collect(),
+    };
+    observed
+        .containers
+        .sort_by(|a, b| a.service.cmp(&b.service));
+    Ok(observed)
+}

@@ -1,0 +1,101 @@
+//! Checks before anything is created: the images are on the target (else pulled), and the target can
+//! give what the spec asks (CPUs, memory, open files). Each failure names the flag that fixes it.
+
+use crate::error::UsageError;
+use crate::spec::Spec;
+use crate::target::Target;
+use anyhow::{Context, Result};
+use bollard::query_parameters::CreateImageOptionsBuilder;
+use futures_util::StreamExt;
+
+/// Pure: compare the spec with what the target offers.
+pub fn check_capacity(
+    spec: &Spec,
+    ncpu: Option<i64>,
+    mem_total: Option<i64>,
+    max_nofile: Option<u64>,
+) -> Result<(), UsageError> {
+    let cpus: f64 = spec.cpus.parse().unwrap_or(0.0);
+    if let Some(n) = ncpu {
+        if cpus > n as f64 {
+            return Err(UsageError::new(
+                "--cpus",
+                &spec.cpus,
+                format!("the target has {n} CPUs and the engine refuses a larger limit"),
+                format!("pass --cpus {n} or less"),
+            ));
+        }
+    }
+    if let Some(m) = mem_total {
+        if spec.memory_bytes > m as u64 {
+            return Err(UsageError::new(
+                "--memory",
+                &spec.memory,
+                format!("the target has {} MiB of memory", m >> 20),
+                format!("pass --memory {}m or less", m >> 20),
+            ));
+        }
+    }
+    if let Some(max) = max_nofile {
+        if spec.nofile > max {
+            return Err(UsageError::new(
+                "--nofile",
+                spec.nofile,
+                format!(
+                    "the target allows at most {max} open files per container (the engine's hard limit)"
+                ),
+                format!(
+                    "pass --nofile {max} or less (with --worker-rlimit-nofile and --worker-connections to match), or raise the engine's LimitNOFILE"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub async fn capacity(target: &Target, spec: &Spec) -> Result<()> {
+    let info = target
+        .docker
+        .info()
+        .await
+        .context("reading the engine's info")?;
+    check_capacity(spec, info.ncpu, info.mem_total, target.max_nofile())?;
+    Ok(())
+}
+
+/// Every image present on the target, pulling the missing ones. Returns the images it pulled.
+pub async fn images(target: &Target, images: &[String]) -> Result<Vec<String>> {
+    let mut pulled = Vec::new();
+    for image in images {
+        if target.docker.inspect_image(image).await.is_ok() {
+            continue;
+        }
+        let mut stream = target.docker.create_image(
+            Some(
+                CreateImageOptionsBuilder::default()
+                    .from_image(image)
+                    .build(),
+            ),
+            None,
+            None,
+        );
+        let mut failure = None;
+        while let Some(item) = stream.next().await {
+            if let Err(e) = item {
+                failure = Some(e.to_string());
+                break;
+            }
+        }
+        if let Some(e) = failure.or_else(|| None) {
+            return Err(UsageError::new(
+                "image",
+                image,
+                format!("it is not on the target and pulling it failed ({e})"),
+                "build or load it on the target (here: bash images/build.sh, and --images images/fixture-images.yaml)",
+            )
+            .into());
+        }
+        pulled.push(image.clone());
+    }
+    Ok(pulled)
+}

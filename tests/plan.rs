@@ -1,0 +1,150 @@
+//! Plan as data: a rendered spec and an observed engine state in, actions out. No daemon.
+
+use exectl::engine::desired::{self, Desired};
+use exectl::plan::{plan, Action, Observed, ObservedContainer};
+use exectl::render::{self, Templates};
+use exectl::secrets::Secrets;
+use exectl::spec::{self, Raw, SpecInput};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+fn desired_for(flags: &[(&'static str, &str)]) -> Desired {
+    let mut i = SpecInput {
+        topology: Some(Raw::flag("topology", "ha")),
+        ..Default::default()
+    };
+    for (f, v) in flags {
+        let raw = Some(Raw::flag(f, *v));
+        match *f {
+            "--instances" => i.instances = raw,
+            "--nginx" => i.nginx = raw,
+            "--cpus" => i.cpus = raw,
+            "--set" => i.env.push(Raw::flag(f, *v)),
+            other => panic!("add {other}"),
+        }
+    }
+    let spec = spec::resolve(i).unwrap();
+    let secrets = Secrets::parse(
+        "APP_SECRET=a\nAPI_JWT_SECRET=b\nDB_PASSWORD=c\nDB_ROOT_PASSWORD=d\nADMIN_PASSWORD=e\n",
+    );
+    let bundle = render::render(&spec, &secrets, &Templates::embedded()).unwrap();
+    let file = exectl::compose::parse(bundle.get(render::COMPOSE).unwrap().text()).unwrap();
+    let env = desired::parse_env(bundle.get(render::ENV).unwrap().text());
+    let files: BTreeMap<String, Vec<u8>> = bundle
+        .files
+        .iter()
+        .map(|f| (f.path.to_string(), f.bytes.clone()))
+        .collect();
+    desired::desired(&file, &env, Path::new("/srv/exe"), &files).unwrap()
+}
+
+/// The engine after a successful deploy of `d`.
+fn deployed(d: &Desired) -> Observed {
+    Observed {
+        containers: d
+            .services
+            .iter()
+            .map(|s| ObservedContainer {
+                name: s.container_name.clone(),
+                service: s.name.clone(),
+                hash: s.hash.clone(),
+                parts: s.parts.clone(),
+                state: "running".into(),
+            })
+            .collect(),
+        networks: vec![d.network.clone()],
+        volumes: d.volumes.clone(),
+    }
+}
+
+fn changed(actions: &[Action]) -> Vec<String> {
+    actions
+        .iter()
+        .filter(|a| a.changes())
+        .map(|a| a.describe())
+        .collect()
+}
+
+#[test]
+fn fresh_engine_creates_everything_in_dependency_order() {
+    let d = desired_for(&[]);
+    let p = plan(&d, &Observed::default());
+    assert_eq!(p.create_network.as_deref(), Some("exectl-exe"));
+    assert_eq!(p.create_volumes.len(), 3);
+    let order: Vec<&str> = p.actions.iter().map(|a| a.service()).collect();
+    let pos = |s: &str| order.iter().position(|o| *o == s).unwrap();
+    assert!(pos("postgres") < pos("app-1") && pos("redis") < pos("app-1"));
+    assert!(pos("app-2") < pos("nginx"));
+    assert!(p.actions.iter().all(|a| matches!(a, Action::Create { .. })));
+}
+
+#[test]
+fn same_spec_is_a_noop() {
+    let d = desired_for(&[]);
+    let p = plan(&d, &deployed(&d));
+    assert!(p.is_noop(), "{:?}", changed(&p.actions));
+}
+
+#[test]
+fn changing_the_nginx_variant_recreates_nginx_alone() {
+    let before = desired_for(&[("--nginx", "tuned-least-conn")]);
+    let after = desired_for(&[("--nginx", "tuned-ip-hash")]);
+    let p = plan(&after, &deployed(&before));
+    assert_eq!(changed(&p.actions), ["recreate nginx (files changed)"]);
+}
+
+#[test]
+fn scaling_two_to_four_adds_two_apps_and_rewrites_the_lb() {
+    let before = desired_for(&[("--instances", "2")]);
+    let after = desired_for(&[("--instances", "4")]);
+    let p = plan(&after, &deployed(&before));
+    let mut c = changed(&p.actions);
+    c.sort();
+    assert_eq!(
+        c,
+        [
+            "create   app-3",
+            "create   app-4",
+            "recreate nginx (files changed)"
+        ]
+    );
+}
+
+#[test]
+fn scaling_down_removes_the_extra_apps() {
+    let before = desired_for(&[("--instances", "4")]);
+    let after = desired_for(&[("--instances", "2")]);
+    let mut c = changed(&plan(&after, &deployed(&before)).actions);
+    c.sort();
+    assert_eq!(c.len(), 3, "{c:?}");
+    assert!(c[0].starts_with("recreate nginx"));
+    assert!(c[1].starts_with("remove   app-3") && c[2].starts_with("remove   app-4"));
+}
+
+#[test]
+fn an_app_setting_recreates_every_app_and_nothing_else() {
+    let before = desired_for(&[]);
+    let after = desired_for(&[("--set", "DB_POOL_MAX=50")]);
+    assert_eq!(
+        changed(&plan(&after, &deployed(&before)).actions),
+        [
+            "recreate app-1 (environment changed)",
+            "recreate app-2 (environment changed)"
+        ]
+    );
+}
+
+#[test]
+fn stopped_container_with_same_config_is_started_not_recreated() {
+    let d = desired_for(&[]);
+    let mut o = deployed(&d);
+    o.containers[0].state = "created".into();
+    let service = o.containers[0].service.clone();
+    let p = plan(&d, &o);
+    assert_eq!(
+        changed(&p.actions),
+        [format!(
+            "start    {service} (config unchanged, not running)"
+        )]
+    );
+}
