@@ -1,0 +1,178 @@
+//! Shared helpers of the real-engine tests: run the exectl binary with its own state folder, reach the
+//! local engine, and find containers' addresses on their stack network.
+
+#![allow(dead_code)]
+
+use bollard::Docker;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/images/fixture-images.yaml");
+
+/// Flags every HA test needs on these machines: the engine allows 20000 open files per container.
+pub const HA_LIMITS: [&str; 6] = [
+    "--nofile",
+    "20000",
+    "--worker-rlimit-nofile",
+    "20000",
+    "--worker-connections",
+    "10000",
+];
+
+pub struct Exectl {
+    pub state: tempfile::TempDir,
+}
+
+impl Exectl {
+    pub fn new() -> Exectl {
+        Exectl {
+            state: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn command(&self, args: &[&str]) -> std::process::Command {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_exectl"));
+        c.env("EXECTL_STATE_DIR", self.state.path()).args(args);
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    /// Run and require exit 0, returning stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "exectl {args:?} failed ({:?}):\n{}\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `deploy --json`, parsed.
+    pub fn deploy_json(&self, args: &[&str]) -> serde_json::Value {
+        let mut full = vec!["deploy"];
+        full.extend(args);
+        full.extend(["--images", FIXTURES, "--health-interval", "1s", "--json"]);
+        serde_json::from_str(&self.ok(&full)).unwrap()
+    }
+
+    pub fn stack_dir(&self, stack: &str) -> PathBuf {
+        self.state.path().join("local").join(stack)
+    }
+}
+
+pub async fn docker() -> Docker {
+    let d = Docker::connect_with_defaults()
+        .unwrap()
+        .negotiate_version()
+        .await
+        .expect("a running Docker engine (scripts/dockerd.sh) is required for these tests");
+    for image in ["exectl-fixture/standin:latest", "exectl-fixture/postgres:15"] {
+        d.inspect_image(image)
+            .await
+            .unwrap_or_else(|_| panic!("fixture image {image} missing: run bash images/build.sh"));
+    }
+    d
+}
+
+/// Names of every container, network and volume carrying the stack's label.
+pub async fn labelled(d: &Docker, stack: &str) -> Vec<String> {
+    let o = exectl::engine::observe::observe(d, stack).await.unwrap();
+    let mut all: Vec<String> = o.containers.into_iter().map(|c| c.name).collect();
+    all.extend(o.networks);
+    all.extend(o.volumes);
+    all
+}
+
+/// Container name → id, for the stack.
+pub async fn container_ids(d: &Docker, stack: &str) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    for c in exectl::engine::observe::observe(d, stack).await.unwrap().containers {
+        let info = d.inspect_container(&c.name, None).await.unwrap();
+        out.insert(c.service, info.id.unwrap_or_default());
+    }
+    out
+}
+
+/// The container's address on its stack network (reachable from this host's bridge).
+pub async fn container_ip(d: &Docker, container: &str) -> String {
+    let info = d.inspect_container(container, None).await.unwrap();
+    let nets = info.network_settings.unwrap().networks.unwrap();
+    nets.values()
+        .find_map(|n| n.ip_address.clone().filter(|ip| !ip.is_empty()))
+        .unwrap()
+}
+
+pub fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap()
+}
+
+/// Run a SQL script in the stack's database container, as the app's user.
+pub async fn sql(d: &Docker, stack: &str, db: &str, script: &str) -> String {
+    let container = format!("exectl-{stack}-{db}");
+    let cmd: Vec<&str> = match db {
+        "postgres" => vec!["psql", "-v", "ON_ERROR_STOP=1", "-qAt", "-U", "exelearning", "exelearning"],
+        _ => vec!["sh", "-c", "mariadb -N -uexelearning -p\"$MARIADB_PASSWORD\" exelearning"],
+    };
+    let out = exectl::target::exec(d, &container, &cmd, Some(script.as_bytes()))
+        .await
+        .unwrap();
+    assert_eq!(out.exit_code, 0, "{script}: {}", out.stderr);
+    out.stdout
+}
+
+pub fn now_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+}
+
+/// Seed one user owning one public project; returns the project's uuid.
+pub async fn seed_owner(d: &Docker, stack: &str, db: &str, email: &str, password: &str) -> String {
+    let hash = bcrypt::hash(password, 4).unwrap();
+    let uuid = format!("{:08x}-0000-4000-8000-{:012x}", now_ms() as u32, now_ms() as u64 & 0xffff_ffff_ffff);
+    let now = now_ms();
+    sql(
+        d,
+        stack,
+        db,
+        &format!(
+            "INSERT INTO users (email, password, roles, is_lopd_accepted, quota_mb, is_active, created_at, updated_at) \
+             VALUES ('{email}', '{hash}', '[\"ROLE_USER\"]', 1, 4096, 1, {now}, {now});\n\
+             INSERT INTO projects (uuid, title, owner_id, status, visibility, saved_once, created_at, updated_at) \
+             VALUES ('{uuid}', 'bench', (SELECT id FROM users WHERE email = '{email}'), 'active', 'public', 1, {now}, {now});\n"
+        ),
+    )
+    .await;
+    uuid
+}
+
+pub async fn login(base: &str, host: Option<&str>, email: &str, password: &str) -> String {
+    let mut req = reqwest::Client::new()
+        .post(format!("{base}/api/auth/login"))
+        .json(&serde_json::json!({"email": email, "password": password}));
+    if let Some(h) = host {
+        req = req.header("Host", h);
+    }
+    let resp = req.send().await.unwrap();
+    assert_eq!(resp.status(), 200, "login through {base}");
+    let body: serde_json::Value = resp.json().await.unwrap();
+    body["access_token"].as_str().unwrap().to_string()
+}
+
+/// `/api/websocket/info` of one instance, queried directly on its container address.
+pub async fn ws_info(d: &Docker, container: &str) -> serde_json::Value {
+    let ip = container_ip(d, container).await;
+    reqwest::get(format!("http://{ip}:8080/api/websocket/info"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
