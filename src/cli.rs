@@ -28,6 +28,55 @@ pub enum Command {
     Plan(PlanArgs),
     /// Remove the stack's containers and network; its volumes too with --purge.
     Teardown(TeardownArgs),
+    /// Generate load on a stack: idle sockets, a login burst, collaboration or the editing mix.
+    Load(LoadArgs),
+}
+
+/// `exectl load`: values stay text here and are checked in `commands::load` (exit 2 naming the flag).
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// idle, login-burst, collab or editing.
+    #[arg(value_name = "SCENARIO")]
+    pub scenario: String,
+    /// Deployed stack whose front door gets the load.
+    #[arg(long, conflicts_with = "url")]
+    pub stack: Option<String>,
+    /// Front door to load, e.g. http://127.0.0.1:8080 (loopback or the stack's target only).
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Folder with accounts.json, projects.json (and tokens.json) written by `exectl prepare`.
+    #[arg(long, value_name = "DIR", default_value = "manifest")]
+    pub manifest: PathBuf,
+    /// Users (accounts 0..N of the manifest) [default: every account].
+    #[arg(long, allow_hyphen_values = true)]
+    pub users: Option<String>,
+    /// Start users evenly over this long, e.g. 30s [default: 0 for login-burst, else 10s].
+    #[arg(long)]
+    pub ramp: Option<String>,
+    /// Connection attempts in flight at most [default: every user for login-burst, else 64].
+    #[arg(long, allow_hyphen_values = true)]
+    pub dial_concurrency: Option<String>,
+    /// How long each socket must stay open after it connects [default: 30s].
+    #[arg(long)]
+    pub hold: Option<String>,
+    /// Mean time between a user's actions; waits are uniform in [D/2, 2D] [default: 1s collab, 10s editing].
+    #[arg(long)]
+    pub interval: Option<String>,
+    /// Use the minted tokens of tokens.json instead of logging in.
+    #[arg(long)]
+    pub tokens: bool,
+    /// Run id tagging the summary [default: SCENARIO-USERS-UNIXTIME].
+    #[arg(long)]
+    pub run_id: Option<String>,
+    /// Print the summary as JSON on stdout (the text summary goes to stderr).
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the JSON summary to this file.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// No per-second progress line on stderr.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]

@@ -6,6 +6,7 @@ pub mod commands;
 pub mod compose;
 pub mod engine;
 pub mod error;
+pub mod load;
 pub mod plan;
 pub mod render;
 pub mod secrets;

@@ -10,6 +10,7 @@ fn main() {
         Command::Deploy(a) => runtime().block_on(commands::deploy::deploy(a)).map(code),
         Command::Plan(a) => runtime().block_on(commands::deploy::plan_cmd(a)).map(|_| 0),
         Command::Teardown(a) => runtime().block_on(commands::teardown::run(a)).map(|_| 0),
+        Command::Load(a) => commands::load::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -1,6 +1,7 @@
 //! One module per subcommand: each loads what it needs, calls the pure core and prints.
 
 pub mod deploy;
+pub mod load;
 pub mod render;
 pub mod teardown;
 pub mod validate;

@@ -1,0 +1,217 @@
+//! `exectl load`: check the flags, the manifest, the target and the client's limits (exit 2 on any bad
+//! input, before a single dial), run the scenario, print the summary. Exit 0 when every user met the
+//! scenario's criterion, 1 when some did not.
+
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+
+use crate::cli::LoadArgs;
+use crate::error::UsageError;
+use crate::load::{
+    endpoint, parse_duration, preflight, runner, AllowList, LoadOptions, Manifest, Scenario,
+};
+
+/// Dials in flight by default: enough for a fast ramp, far below an accept queue (the MQTT seed's
+/// simultaneous dials overflowed it).
+pub const DEFAULT_DIAL_CONCURRENCY: usize = 64;
+pub const DEFAULT_RAMP: Duration = Duration::from_secs(10);
+pub const DEFAULT_HOLD: Duration = Duration::from_secs(30);
+
+fn duration(flag: &str, value: &Option<String>, default: Duration) -> Result<Duration, UsageError> {
+    match value {
+        None => Ok(default),
+        Some(v) => parse_duration(v).ok_or_else(|| {
+            UsageError::new(
+                flag,
+                v,
+                "not a duration",
+                "write e.g. 30s, 500ms, 2m or 1m30s",
+            )
+        }),
+    }
+}
+
+fn count(flag: &str, value: &str) -> Result<usize, UsageError> {
+    match value.trim().parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(UsageError::new(
+            flag,
+            value,
+            "not a positive whole number",
+            "give a count of at least 1",
+        )),
+    }
+}
+
+/// The flags, checked, as a run (no network, no limits yet).
+pub fn options(args: &LoadArgs) -> Result<LoadOptions, UsageError> {
+    let scenario = Scenario::parse(&args.scenario).ok_or_else(|| {
+        UsageError::new(
+            "scenario",
+            &args.scenario,
+            "unknown scenario",
+            "use idle, login-burst, collab or editing",
+        )
+    })?;
+    let endpoint = match (&args.stack, &args.url) {
+        (Some(stack), _) => endpoint::from_stack(stack)?,
+        (None, Some(url)) => endpoint::from_url(url, &AllowList::loopback_only())?,
+        (None, None) => {
+            return Err(UsageError::new(
+                "--url",
+                "",
+                "no target",
+                "give --url http://127.0.0.1:PORT (or --stack NAME)",
+            ))
+        }
+    };
+    if args.tokens && scenario == Scenario::LoginBurst {
+        return Err(UsageError::new(
+            "--tokens",
+            "true",
+            "login-burst measures logins; minted tokens skip them",
+            "drop --tokens",
+        ));
+    }
+    let manifest = Manifest::read(&args.manifest, args.tokens)?;
+    let users = match &args.users {
+        None => manifest.accounts.len(),
+        Some(v) => count("--users", v)?,
+    };
+    if users > manifest.accounts.len() {
+        return Err(UsageError::new(
+            "--users",
+            users,
+            format!(
+                "the manifest in {} has only {} accounts (one per user)",
+                args.manifest.display(),
+                manifest.accounts.len()
+            ),
+            "prepare more accounts, or lower --users",
+        ));
+    }
+    let default_ramp = if scenario == Scenario::LoginBurst {
+        Duration::ZERO
+    } else {
+        DEFAULT_RAMP
+    };
+    let ramp = duration("--ramp", &args.ramp, default_ramp)?;
+    let hold = duration("--hold", &args.hold, DEFAULT_HOLD)?;
+    if scenario.uses_socket() && hold.is_zero() {
+        return Err(UsageError::new(
+            "--hold",
+            args.hold.as_deref().unwrap_or(""),
+            "a socket must be held for some time",
+            "give e.g. --hold 30s",
+        ));
+    }
+    let interval = duration("--interval", &args.interval, scenario.default_interval())?;
+    if interval < Duration::from_millis(10) {
+        return Err(UsageError::new(
+            "--interval",
+            args.interval.as_deref().unwrap_or(""),
+            "below 10ms",
+            "give at least 10ms",
+        ));
+    }
+    let dial_concurrency = match &args.dial_concurrency {
+        Some(v) => count("--dial-concurrency", v)?,
+        None if scenario == Scenario::LoginBurst => users,
+        None => DEFAULT_DIAL_CONCURRENCY,
+    }
+    .min(users);
+    let run_id = match &args.run_id {
+        Some(id) => {
+            let ok = !id.is_empty()
+                && id.len() <= 100
+                && id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+            if !ok {
+                return Err(UsageError::new(
+                    "--run-id",
+                    id,
+                    "only letters, digits, '.', '_' and '-' (at most 100)",
+                    "e.g. --run-id E7-IDLE-1000-001",
+                ));
+            }
+            id.clone()
+        }
+        None => {
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            format!("{}-{users}-{now}", scenario.name())
+        }
+    };
+    Ok(LoadOptions {
+        scenario,
+        endpoint,
+        manifest,
+        users,
+        ramp,
+        dial_concurrency,
+        hold,
+        interval,
+        tokens: args.tokens,
+        run_id,
+        progress: !args.quiet,
+    })
+}
+
+fn check_out(path: &Path) -> Result<(), UsageError> {
+    std::fs::File::create(path).map(drop).map_err(|e| {
+        UsageError::new(
+            "--out",
+            path.display(),
+            format!("cannot write: {e}"),
+            "give a writable file path",
+        )
+    })
+}
+
+pub fn run(args: &LoadArgs) -> Result<i32> {
+    let opts = options(args)?;
+    if let Some(out) = &args.out {
+        check_out(out)?;
+    }
+    let needs = preflight::Needs {
+        sockets: if opts.scenario.uses_socket() {
+            opts.users as u64
+        } else {
+            0
+        },
+        http: opts.dial_concurrency as u64 + 1,
+    };
+    let limits = preflight::ensure(needs)?;
+    if !args.quiet {
+        eprintln!(
+            "exectl load {}: {} users → {} (ramp {:?}, hold {:?}, {} dials in flight; nofile {}, ports {})",
+            opts.scenario,
+            opts.users,
+            opts.endpoint.base,
+            opts.ramp,
+            opts.hold,
+            opts.dial_concurrency,
+            limits.nofile_soft,
+            limits
+                .ephemeral_ports
+                .map_or("?".to_string(), |p| p.to_string())
+        );
+    }
+    let summary = runner::run(opts)?;
+    let json = serde_json::to_string_pretty(&summary).context("serialising the summary")?;
+    if args.json {
+        eprint!("{}", summary.render());
+        println!("{json}");
+    } else {
+        print!("{}", summary.render());
+    }
+    if let Some(out) = &args.out {
+        std::fs::write(out, format!("{json}\n"))
+            .with_context(|| format!("writing {}", out.display()))?;
+    }
+    Ok(summary.exit_code())
+}

@@ -1,0 +1,175 @@
+//! Counting and timing: HdrHistograms of microseconds reported as milliseconds, live counters for the
+//! per-second progress line, and the client's own peak RSS and CPU (so a generator-bound run shows).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Latency percentiles in milliseconds (3 decimals).
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct Percentiles {
+    pub count: u64,
+    pub p50: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+/// A histogram of microseconds, 1 µs .. 1 hour, 3 significant digits.
+#[derive(Debug)]
+pub struct Hist(Histogram<u64>);
+
+impl Default for Hist {
+    fn default() -> Self {
+        Hist(Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds"))
+    }
+}
+
+impl Hist {
+    pub fn record(&mut self, d: Duration) {
+        self.record_us(d.as_micros() as u64);
+    }
+
+    pub fn record_us(&mut self, us: u64) {
+        self.0.saturating_record(us.max(1));
+    }
+
+    pub fn add(&mut self, other: &Hist) {
+        // Same bounds on both sides: cannot fail.
+        let _ = self.0.add(&other.0);
+    }
+
+    pub fn percentiles(&self) -> Percentiles {
+        let ms = |us: u64| (us as f64 / 1000.0 * 1000.0).round() / 1000.0;
+        if self.0.is_empty() {
+            return Percentiles::default();
+        }
+        Percentiles {
+            count: self.0.len(),
+            p50: ms(self.0.value_at_quantile(0.50)),
+            p95: ms(self.0.value_at_quantile(0.95)),
+            p99: ms(self.0.value_at_quantile(0.99)),
+            max: ms(self.0.max()),
+        }
+    }
+}
+
+/// A histogram shared by many tasks (recorded at message rates, not per poll).
+#[derive(Debug, Default)]
+pub struct SharedHist(Mutex<Hist>);
+
+impl SharedHist {
+    pub fn record(&self, d: Duration) {
+        self.0.lock().unwrap().record(d);
+    }
+    pub fn record_us(&self, us: u64) {
+        self.0.lock().unwrap().record_us(us);
+    }
+    pub fn percentiles(&self) -> Percentiles {
+        self.0.lock().unwrap().percentiles()
+    }
+}
+
+/// Counts by key (close codes, HTTP statuses, failure kinds), serialised as a JSON object.
+#[derive(Debug, Default)]
+pub struct Tally(Mutex<BTreeMap<String, u64>>);
+
+impl Tally {
+    pub fn add(&self, key: impl Into<String>) {
+        *self.0.lock().unwrap().entry(key.into()).or_default() += 1;
+    }
+    pub fn snapshot(&self) -> BTreeMap<String, u64> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// Live counters, read once a second by the progress line.
+#[derive(Debug, Default)]
+pub struct Live {
+    pub started: AtomicU64,
+    pub dialing: AtomicU64,
+    pub connected: AtomicU64,
+    pub open: AtomicU64,
+    pub held: AtomicU64,
+    pub failed: AtomicU64,
+    pub done: AtomicU64,
+    pub logins_ok: AtomicU64,
+    pub frames_sent: AtomicU64,
+    pub frames_received: AtomicU64,
+    pub http_requests: AtomicU64,
+}
+
+impl Live {
+    pub fn get(c: &AtomicU64) -> u64 {
+        c.load(Ordering::Relaxed)
+    }
+    pub fn inc(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+    pub fn dec(c: &AtomicU64) {
+        c.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Peak and current resident set size (VmHWM, VmRSS) of this process, in bytes.
+pub fn rss_bytes() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .map(|kib| kib * 1024)
+            .unwrap_or(0)
+    };
+    (field("VmHWM:"), field("VmRSS:"))
+}
+
+/// User plus system CPU time of this process, in seconds.
+pub fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage writes into a zeroed local struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0.0;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    ((tv(ru.ru_utime) + tv(ru.ru_stime)) * 1000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_in_ms() {
+        let mut h = Hist::default();
+        assert_eq!(h.percentiles(), Percentiles::default());
+        for ms in 1..=100u64 {
+            h.record(Duration::from_millis(ms));
+        }
+        let p = h.percentiles();
+        assert_eq!(p.count, 100);
+        assert!((p.p50 - 50.0).abs() < 0.1, "{p:?}");
+        assert!((p.p95 - 95.0).abs() < 0.1, "{p:?}");
+        assert!((p.max - 100.0).abs() < 0.1, "{p:?}");
+        let mut all = Hist::default();
+        all.add(&h);
+        all.add(&h);
+        assert_eq!(all.percentiles().count, 200);
+    }
+
+    #[test]
+    fn own_usage_is_readable() {
+        let (peak, now) = rss_bytes();
+        assert!(peak >= now && now > 0);
+        assert!(cpu_seconds() >= 0.0);
+        let t = Tally::default();
+        t.add("4003");
+        t.add("4003");
+        assert_eq!(t.snapshot()["4003"], 2);
+    }
+}

@@ -1,0 +1,188 @@
+//! Before any dial: can this client hold the run? Open files (one per socket) and ephemeral ports (one
+//! per connection to the same front door; the MQTT seed hit 16,384) versus the number of users. A run
+//! that cannot fit fails here with the fix, not halfway through with EMFILE or EADDRNOTAVAIL.
+
+use crate::error::UsageError;
+
+/// File descriptors the generator itself needs besides one per user socket: stdio, the runtime, the
+/// HTTP pool, the probe, /proc reads.
+pub const FD_SLACK: u64 = 64;
+
+/// What the run needs of the client.
+#[derive(Debug, Clone, Copy)]
+pub struct Needs {
+    /// Sockets held at once (one per user for WebSocket scenarios).
+    pub sockets: u64,
+    /// Extra HTTP connections at once (dials in flight, the probe).
+    pub http: u64,
+}
+
+impl Needs {
+    pub fn fds(&self) -> u64 {
+        self.sockets + self.http + FD_SLACK
+    }
+    pub fn ports(&self) -> u64 {
+        self.sockets + self.http
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub nofile_soft: u64,
+    pub nofile_hard: u64,
+    /// Size of net.ipv4.ip_local_port_range, when readable.
+    pub ephemeral_ports: Option<u64>,
+}
+
+/// The verdict, pure: what to raise, or why the run cannot be held.
+pub fn check(needs: Needs, limits: Limits) -> Result<Option<u64>, UsageError> {
+    let fds = needs.fds();
+    if fds > limits.nofile_hard {
+        return Err(UsageError::new(
+            "--users",
+            needs.sockets,
+            format!(
+                "needs about {fds} open files but RLIMIT_NOFILE's hard limit is {}",
+                limits.nofile_hard
+            ),
+            format!(
+                "raise the hard limit (e.g. `ulimit -Hn {fds}` as root, or LimitNOFILE= in the unit), \
+                 or lower --users, or shard the manifest over several clients"
+            ),
+        ));
+    }
+    if let Some(ports) = limits.ephemeral_ports {
+        if needs.ports() > ports {
+            return Err(UsageError::new(
+                "--users",
+                needs.sockets,
+                format!(
+                    "needs about {} connections to one front door but only {ports} ephemeral ports exist \
+                     (/proc/sys/net/ipv4/ip_local_port_range)",
+                    needs.ports()
+                ),
+                "sysctl -w net.ipv4.ip_local_port_range=\"1024 65535\" (or `exectl host tune`), \
+                 or lower --users, or shard over several clients",
+            ));
+        }
+    }
+    Ok((fds > limits.nofile_soft).then_some(limits.nofile_hard))
+}
+
+/// Ports in "LOW\tHIGH".
+pub fn parse_port_range(text: &str) -> Option<u64> {
+    let mut it = text.split_whitespace().map(|s| s.parse::<u64>().ok());
+    let (lo, hi) = (it.next()??, it.next()??);
+    (hi >= lo).then(|| hi - lo + 1)
+}
+
+pub fn read_limits() -> Limits {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into a valid local struct.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0;
+    let (soft, hard) = if ok {
+        (lim.rlim_cur, lim.rlim_max)
+    } else {
+        (1024, 1024)
+    };
+    let ephemeral_ports = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|t| parse_port_range(&t));
+    Limits {
+        nofile_soft: soft,
+        nofile_hard: hard,
+        ephemeral_ports,
+    }
+}
+
+/// Raise RLIMIT_NOFILE's soft limit to `to` (at most the hard limit).
+pub fn raise_nofile(to: u64) -> std::io::Result<()> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with a valid local struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        lim.rlim_cur = to.min(lim.rlim_max);
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Check, and raise the soft limit if needed. Returns the limits in force afterwards.
+pub fn ensure(needs: Needs) -> Result<Limits, UsageError> {
+    let mut limits = read_limits();
+    if let Some(to) = check(needs, limits)? {
+        raise_nofile(to).map_err(|e| {
+            UsageError::new(
+                "--users",
+                needs.sockets,
+                format!("cannot raise RLIMIT_NOFILE's soft limit to {to}: {e}"),
+                format!("run `ulimit -n {to}` first"),
+            )
+        })?;
+        limits = read_limits();
+    }
+    Ok(limits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const L: Limits = Limits {
+        nofile_soft: 1024,
+        nofile_hard: 20_000,
+        ephemeral_ports: Some(28_232),
+    };
+
+    #[test]
+    fn fits_raises_or_refuses() {
+        let small = Needs {
+            sockets: 100,
+            http: 10,
+        };
+        assert_eq!(check(small, L).unwrap(), None);
+        let big = Needs {
+            sockets: 10_000,
+            http: 64,
+        };
+        assert_eq!(check(big, L).unwrap(), Some(20_000));
+        let too_many = Needs {
+            sockets: 20_000,
+            http: 64,
+        };
+        let e = check(too_many, L).unwrap_err();
+        assert!(e.problem.contains("RLIMIT_NOFILE"), "{e}");
+        let ports = Limits {
+            nofile_hard: 100_000,
+            ephemeral_ports: Some(16_384),
+            ..L
+        };
+        let e = check(
+            Needs {
+                sockets: 20_000,
+                http: 0,
+            },
+            ports,
+        )
+        .unwrap_err();
+        assert!(e.fix.contains("ip_local_port_range"), "{e}");
+    }
+
+    #[test]
+    fn port_range() {
+        assert_eq!(parse_port_range("32768\t60999\n"), Some(28_232));
+        assert_eq!(parse_port_range("1024 65535"), Some(64_512));
+        assert_eq!(parse_port_range("x"), None);
+        assert_eq!(parse_port_range("10 5"), None);
+    }
+}

@@ -1,0 +1,405 @@
+//! One user's session: token (login or minted), one dial, then the scenario's hold loop, which keeps
+//! reading the socket all along (so tungstenite answers the server's pings) until the hold ends or the
+//! server closes. One attempt, no retries: a failed user is done, and the run goes on without it.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures_util::{SinkExt, StreamExt};
+use rand::Rng;
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::time::{sleep_until, Instant};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::Message;
+
+use super::client::{self, HttpResult, Ws};
+use super::frame::{self, Stamp};
+use super::manifest::Role;
+use super::metrics::{Live, SharedHist, Tally};
+use super::{LoadOptions, Scenario, CLOSE_GRACE};
+
+/// What the run shares with every user.
+pub struct Ctx {
+    pub opts: LoadOptions,
+    pub http: reqwest::Client,
+    pub live: Live,
+    pub t0: Instant,
+    epoch_us0: u64,
+    /// Marks this run's frames, so anything else relayed into a room is not counted.
+    pub nonce: u32,
+    /// Users whose dial is over (connected or failed): collab starts sending when all are.
+    pub dialed: AtomicU64,
+    /// The earliest hold end of any connected user: collab stops sending before it.
+    first_hold_end: Mutex<Option<Instant>>,
+    pub delivery: SharedHist,
+    pub metadata_ms: SharedHist,
+    pub autosave_ms: SharedHist,
+    /// Editing actions by "action status", e.g. "metadata 200".
+    pub actions: Tally,
+}
+
+impl Ctx {
+    pub fn new(opts: LoadOptions, http: reqwest::Client) -> Ctx {
+        let epoch_us0 = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_micros() as u64)
+            .unwrap_or(0);
+        Ctx {
+            opts,
+            http,
+            live: Live::default(),
+            t0: Instant::now(),
+            epoch_us0,
+            nonce: rand::thread_rng().gen(),
+            dialed: AtomicU64::new(0),
+            first_hold_end: Mutex::new(None),
+            delivery: SharedHist::default(),
+            metadata_ms: SharedHist::default(),
+            autosave_ms: SharedHist::default(),
+            actions: Tally::default(),
+        }
+    }
+
+    /// Wall-clock microseconds, advanced by the monotonic clock (comparable across generators).
+    pub fn now_us(&self) -> u64 {
+        self.epoch_us0 + self.t0.elapsed().as_micros() as u64
+    }
+
+    pub fn started_unix_s(&self) -> u64 {
+        self.epoch_us0 / 1_000_000
+    }
+
+    fn note_hold_end(&self, at: Instant) {
+        let mut first = self.first_hold_end.lock().unwrap();
+        if first.is_none_or(|f| at < f) {
+            *first = Some(at);
+        }
+    }
+
+    /// Collab's send window end: the first hold end, less time for the last frames to arrive.
+    fn send_window_end(&self) -> Option<Instant> {
+        let hold = self.opts.hold;
+        let drain = (hold / 4).clamp(Duration::from_millis(500), Duration::from_secs(2));
+        self.first_hold_end
+            .lock()
+            .unwrap()
+            .map(|f| f.checked_sub(drain).unwrap_or(f))
+    }
+
+    fn all_dialed(&self) -> bool {
+        self.dialed.load(Ordering::Relaxed) >= self.opts.users as u64
+    }
+}
+
+/// How a socket ended before the hold was over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// The server sent a close frame with this code (1005 when it had none).
+    Closed(u16),
+    /// The connection ended without a close frame.
+    Eof,
+    /// A read or write error.
+    Error,
+}
+
+/// Everything measured about one user.
+#[derive(Debug, Clone, Default)]
+pub struct UserOutcome {
+    pub login_us: Option<u64>,
+    /// "200", "401", "timeout", …; None with --tokens.
+    pub login_status: Option<String>,
+    pub connect_us: Option<u64>,
+    pub connected: bool,
+    /// When the upgrade completed, from the run's start.
+    pub connected_at_us: Option<u64>,
+    pub held: bool,
+    pub ended: Option<Ended>,
+    /// From connect to the early end, for sockets that did not last the hold.
+    pub early_end_us: Option<u64>,
+    /// Why this user failed, if it did at the transport level.
+    pub failure: Option<String>,
+    pub frames_sent: u64,
+    pub bytes_sent: u64,
+    pub frames_received: u64,
+    pub bytes_received: u64,
+    /// Editing: REST actions that failed (a collaborator's expected 403 on metadata excluded).
+    pub http_failures: u64,
+    /// Collab: whether the run's send window was open at all.
+    pub send_window_open: bool,
+}
+
+impl UserOutcome {
+    pub fn deadline() -> UserOutcome {
+        UserOutcome {
+            failure: Some("user_deadline".into()),
+            ..UserOutcome::default()
+        }
+    }
+}
+
+fn us(d: Duration) -> u64 {
+    d.as_micros() as u64
+}
+
+/// Login (or take the minted token), dial, hold. `permit` bounds the dials in flight and is released as
+/// soon as the dial is over.
+pub async fn run_user(ctx: Arc<Ctx>, i: usize, permit: OwnedSemaphorePermit) -> UserOutcome {
+    let mut out = UserOutcome::default();
+    let opts = &ctx.opts;
+    let account = &opts.manifest.accounts[i];
+    Live::inc(&ctx.live.dialing);
+
+    let token = match &opts.manifest.tokens {
+        Some(tokens) => tokens[i].clone(),
+        None => {
+            let start = Instant::now();
+            let r = Box::pin(client::login(
+                &ctx.http,
+                &opts.endpoint,
+                &account.email,
+                &account.password,
+            ))
+            .await;
+            out.login_us = Some(us(start.elapsed()));
+            match r {
+                Ok(t) => {
+                    out.login_status = Some("200".into());
+                    Live::inc(&ctx.live.logins_ok);
+                    t
+                }
+                Err(e) => {
+                    out.failure = Some(format!("login_{e}"));
+                    out.login_status = Some(e);
+                    Live::dec(&ctx.live.dialing);
+                    ctx.dialed.fetch_add(1, Ordering::Relaxed);
+                    return out;
+                }
+            }
+        }
+    };
+    if !opts.scenario.uses_socket() {
+        Live::dec(&ctx.live.dialing);
+        return out;
+    }
+
+    let start = Instant::now();
+    let dialed = Box::pin(client::dial(&opts.endpoint, &account.project_uuid, &token)).await;
+    Live::dec(&ctx.live.dialing);
+    drop(permit);
+    let ws = match dialed {
+        Ok(ws) => ws,
+        Err(e) => {
+            out.failure = Some(e);
+            ctx.dialed.fetch_add(1, Ordering::Relaxed);
+            return out;
+        }
+    };
+    let connected_at = Instant::now();
+    out.connect_us = Some(us(connected_at - start));
+    out.connected = true;
+    out.connected_at_us = Some(us(connected_at - ctx.t0));
+    let hold_until = connected_at + opts.hold;
+    ctx.note_hold_end(hold_until);
+    ctx.dialed.fetch_add(1, Ordering::Relaxed);
+    Live::inc(&ctx.live.connected);
+    Live::inc(&ctx.live.open);
+
+    Box::pin(hold(
+        &ctx,
+        i,
+        ws,
+        &token,
+        connected_at,
+        hold_until,
+        &mut out,
+    ))
+    .await;
+
+    Live::dec(&ctx.live.open);
+    if out.held {
+        Live::inc(&ctx.live.held);
+    }
+    out
+}
+
+type HttpFuture = Pin<Box<dyn Future<Output = (&'static str, HttpResult)> + Send>>;
+
+/// Where a user's next action timer stands.
+enum Plan {
+    /// Nothing more to do but hold.
+    Idle,
+    /// Collab: waiting for every user's dial to be over (checked at `at`).
+    Barrier { at: Instant },
+    /// Send (or act) at `at`; collab stops at `until`.
+    Act { at: Instant, until: Option<Instant> },
+}
+
+impl Plan {
+    fn at(&self) -> Option<Instant> {
+        match self {
+            Plan::Idle => None,
+            Plan::Barrier { at } | Plan::Act { at, .. } => Some(*at),
+        }
+    }
+}
+
+/// A wait uniform in [interval/2, 2·interval] (editing's default 10 s gives the seed's 5–20 s).
+fn next_wait(interval: Duration) -> Duration {
+    let lo = interval.as_secs_f64() / 2.0;
+    let hi = (interval.as_secs_f64() * 2.0).max(lo + 1e-6);
+    Duration::from_secs_f64(rand::thread_rng().gen_range(lo..hi))
+}
+
+async fn hold(
+    ctx: &Ctx,
+    i: usize,
+    mut ws: Ws,
+    token: &str,
+    connected_at: Instant,
+    hold_until: Instant,
+    out: &mut UserOutcome,
+) {
+    let opts = &ctx.opts;
+    let account = &opts.manifest.accounts[i];
+    let mut seq: u32 = 0;
+    let mut pending: Option<HttpFuture> = None;
+    let mut plan = match opts.scenario {
+        Scenario::Collab => Plan::Barrier { at: Instant::now() },
+        Scenario::Editing => Plan::Act {
+            at: Instant::now() + next_wait(opts.interval),
+            until: None,
+        },
+        _ => Plan::Idle,
+    };
+
+    let ended: Option<Ended> = loop {
+        let timer = plan.at();
+        tokio::select! {
+            biased;
+            msg = ws.next() => match msg {
+                Some(Ok(Message::Binary(b))) => {
+                    if let Some(stamp) = frame::decode(&b, ctx.nonce) {
+                        out.frames_received += 1;
+                        out.bytes_received += b.len() as u64;
+                        Live::inc(&ctx.live.frames_received);
+                        ctx.delivery.record_us(ctx.now_us().saturating_sub(stamp.sent_us));
+                    }
+                }
+                // Pings are answered by tungstenite while we read; text frames are the app's notices.
+                Some(Ok(Message::Close(f))) => {
+                    break Some(Ended::Closed(f.map(|f| u16::from(f.code)).unwrap_or(1005)));
+                }
+                Some(Ok(_)) => {}
+                Some(Err(_)) => break Some(Ended::Error),
+                None => break Some(Ended::Eof),
+            },
+            _ = sleep_until(hold_until) => break None,
+            (what, r) = async { pending.as_mut().expect("guarded").await }, if pending.is_some() => {
+                pending = None;
+                Live::inc(&ctx.live.http_requests);
+                match what {
+                    "metadata" => ctx.metadata_ms.record(r.took),
+                    _ => ctx.autosave_ms.record(r.took),
+                }
+                let expected_403 = what == "metadata" && r.status == "403" && account.role == Role::Collaborator;
+                ctx.actions.add(format!("{what} {}", r.status));
+                if !r.ok && !expected_403 {
+                    out.http_failures += 1;
+                }
+            }
+            _ = sleep_until(timer.unwrap_or(hold_until)), if timer.is_some() => {
+                let now = Instant::now();
+                plan = match plan {
+                    Plan::Barrier { .. } if ctx.all_dialed() => match ctx.send_window_end() {
+                        Some(until) if now < until => {
+                            out.send_window_open = true;
+                            Plan::Act { at: now + next_wait(opts.interval) / 4, until: Some(until) }
+                        }
+                        _ => Plan::Idle,
+                    },
+                    Plan::Barrier { .. } => Plan::Barrier { at: now + Duration::from_millis(50) },
+                    Plan::Act { until: Some(until), .. } if now >= until => Plan::Idle,
+                    Plan::Act { until, .. } => {
+                        let roll = if opts.scenario == Scenario::Editing {
+                            rand::thread_rng().gen_range(0..100)
+                        } else {
+                            0
+                        };
+                        if roll < 60 {
+                            let f = {
+                                let mut rng = rand::thread_rng();
+                                let stamp = Stamp { sender: i as u32, seq, sent_us: ctx.now_us() };
+                                frame::encode(&mut rng, ctx.nonce, stamp)
+                            };
+                            let len = f.len() as u64;
+                            match tokio::time::timeout(Duration::from_secs(5), ws.send(Message::Binary(f.into()))).await {
+                                Ok(Ok(())) => {
+                                    seq += 1;
+                                    out.frames_sent += 1;
+                                    out.bytes_sent += len;
+                                    Live::inc(&ctx.live.frames_sent);
+                                }
+                                _ => break Some(Ended::Error),
+                            }
+                        } else if pending.is_none() {
+                            let (http, ep, uuid, token) =
+                                (ctx.http.clone(), opts.endpoint.clone(), account.project_uuid.clone(), token.to_string());
+                            pending = Some(if roll < 85 {
+                                Box::pin(async move { ("metadata", client::metadata(&http, &ep, &uuid, &token).await) })
+                            } else {
+                                let body: Vec<u8> = {
+                                    let mut rng = rand::thread_rng();
+                                    let len = rng.gen_range(1024..16 * 1024);
+                                    (0..len).map(|_| rng.gen()).collect()
+                                };
+                                Box::pin(async move { ("autosave", client::autosave(&http, &ep, &uuid, &token, body).await) })
+                            });
+                        }
+                        Plan::Act { at: now + next_wait(opts.interval), until }
+                    }
+                    Plan::Idle => Plan::Idle,
+                };
+            }
+        }
+    };
+
+    // A REST action still in flight at the end of the hold finishes (bounded by its own timeout).
+    if let Some(p) = pending.take() {
+        let (what, r) = p.await;
+        ctx.actions.add(format!("{what} {}", r.status));
+        let expected_403 =
+            what == "metadata" && r.status == "403" && account.role == Role::Collaborator;
+        if !r.ok && !expected_403 {
+            out.http_failures += 1;
+        }
+    }
+
+    match ended {
+        None => {
+            out.held = true;
+            let bye = CloseFrame {
+                code: CloseCode::Normal,
+                reason: "".into(),
+            };
+            let _ = tokio::time::timeout(CLOSE_GRACE, ws.close(Some(bye))).await;
+        }
+        Some(e) => {
+            out.ended = Some(e);
+            out.early_end_us = Some(us(connected_at.elapsed()));
+            out.failure = Some(match e {
+                Ended::Closed(code) => format!("closed_{code}"),
+                Ended::Eof => "eof_without_close".into(),
+                Ended::Error => "socket_error".into(),
+            });
+        }
+    }
+    // Read until the close handshake is over (the reply to ours, or tungstenite's reply to theirs).
+    let _ = tokio::time::timeout(CLOSE_GRACE, async {
+        while let Some(Ok(_)) = ws.next().await {}
+    })
+    .await;
+}

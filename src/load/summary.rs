@@ -1,0 +1,333 @@
+//! The run's verdict: per-user outcomes folded into counts, close codes by kind, latency percentiles and
+//! the client's own usage; printed for people and as JSON tagged with the run id.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::metrics::{Hist, Percentiles};
+use super::session::{Ctx, Ended, UserOutcome};
+use super::Scenario;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Settings {
+    pub url: String,
+    pub ramp_s: f64,
+    pub hold_s: f64,
+    pub dial_concurrency: usize,
+    pub interval_s: f64,
+    pub tokens: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LoginBurst {
+    pub logins_ok: u64,
+    pub logins_failed: u64,
+    /// HTTP status (or "timeout"/"error") → count.
+    pub login_status: BTreeMap<String, u64>,
+    pub probe_samples: u64,
+    pub probe_errors: u64,
+    pub probe_ms: Percentiles,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Fanout {
+    pub frames_sent: u64,
+    pub bytes_sent: u64,
+    /// Frames this run's receivers got from others in their room.
+    pub fanout_messages: u64,
+    pub fanout_bytes: u64,
+    /// collab: frames that should have reached a receiver (sum over rooms of sent × (members − 1)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fanout_expected: Option<u64>,
+    /// collab: users that did not get every frame sent in their room.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub users_missing_frames: Option<u64>,
+    pub delivery_ms: Percentiles,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Editing {
+    /// "metadata 200", "autosave 200", "metadata 403", … → count.
+    pub actions: BTreeMap<String, u64>,
+    pub metadata_ms: Percentiles,
+    pub autosave_ms: Percentiles,
+    pub users_with_http_failures: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub run_id: String,
+    pub scenario: String,
+    pub users: usize,
+    pub started_unix_s: u64,
+    pub duration_s: f64,
+    /// Users whose WebSocket upgrade succeeded (101), whatever happened next.
+    pub connected: u64,
+    /// Users whose socket stayed open for the whole hold: the success that counts.
+    pub held_full_duration: u64,
+    /// Users that met the scenario's success criterion.
+    pub succeeded: u64,
+    pub failed: u64,
+    /// Close code the server sent before the hold was over → count.
+    pub close_codes: BTreeMap<String, u64>,
+    /// Failure kind (login_401, connect_timeout, closed_4003, eof_without_close, …) → count.
+    pub failures: BTreeMap<String, u64>,
+    pub login_ms: Percentiles,
+    pub connect_ms: Percentiles,
+    /// For sockets that ended early: how long after the upgrade (ACCESS_DENIED shows as ~0).
+    pub early_end_ms: Percentiles,
+    /// Successful connections per second, from the first dial to the last connect.
+    pub connect_rate_per_s: f64,
+    pub client_peak_rss_bytes: u64,
+    pub client_cpu_seconds: f64,
+    pub settings: Settings,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub login_burst: Option<LoginBurst>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fanout: Option<Fanout>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub editing: Option<Editing>,
+}
+
+/// What the runner measured besides the users' outcomes.
+pub struct RunFacts {
+    pub duration_s: f64,
+    /// Seconds from the first dial to the last successful connect.
+    pub connect_span_s: f64,
+    pub peak_rss: u64,
+    pub cpu_s: f64,
+    pub probe: Option<(u64, u64, Percentiles)>,
+}
+
+impl Summary {
+    pub fn build(ctx: &Ctx, outcomes: &[UserOutcome], facts: RunFacts) -> Summary {
+        let opts = &ctx.opts;
+        let scenario = opts.scenario;
+        let accounts = &opts.manifest.accounts;
+
+        // collab: each receiver should get every frame the others in its room sent.
+        let mut room_sent: HashMap<&str, u64> = HashMap::new();
+        for (i, o) in outcomes.iter().enumerate() {
+            *room_sent
+                .entry(accounts[i].project_uuid.as_str())
+                .or_default() += o.frames_sent;
+        }
+        let expected_for =
+            |i: usize| room_sent[accounts[i].project_uuid.as_str()] - outcomes[i].frames_sent;
+
+        let (mut login, mut connect, mut early) =
+            (Hist::default(), Hist::default(), Hist::default());
+        let mut close_codes = BTreeMap::new();
+        let mut failures: BTreeMap<String, u64> = BTreeMap::new();
+        let mut login_status = BTreeMap::new();
+        let (mut connected, mut held, mut succeeded) = (0u64, 0u64, 0u64);
+        let (mut missing, mut http_failed, mut fanout_expected) = (0u64, 0u64, 0u64);
+        for (i, o) in outcomes.iter().enumerate() {
+            if let Some(v) = o.login_us {
+                login.record_us(v);
+            }
+            if let Some(s) = &o.login_status {
+                *login_status.entry(s.clone()).or_insert(0u64) += 1;
+            }
+            if let Some(v) = o.connect_us {
+                connect.record_us(v);
+            }
+            if let Some(v) = o.early_end_us {
+                early.record_us(v);
+            }
+            if let Some(Ended::Closed(code)) = o.ended {
+                *close_codes.entry(code.to_string()).or_insert(0u64) += 1;
+            }
+            connected += o.connected as u64;
+            held += o.held as u64;
+            let mut failure = o.failure.clone();
+            if failure.is_none() && o.http_failures > 0 {
+                http_failed += 1;
+                failure = Some("http_action_failed".into());
+            }
+            if scenario == Scenario::Collab && o.held {
+                let want = expected_for(i);
+                fanout_expected += want;
+                if failure.is_none() && !o.send_window_open {
+                    failure = Some("no_send_window".into());
+                } else if failure.is_none() && o.frames_received < want {
+                    missing += 1;
+                    failure = Some("missing_frames".into());
+                }
+            }
+            match failure {
+                Some(f) => *failures.entry(f).or_default() += 1,
+                None => succeeded += 1,
+            }
+        }
+
+        let sum = |f: fn(&UserOutcome) -> u64| outcomes.iter().map(f).sum::<u64>();
+        let fanout = matches!(scenario, Scenario::Collab | Scenario::Editing).then(|| Fanout {
+            frames_sent: sum(|o| o.frames_sent),
+            bytes_sent: sum(|o| o.bytes_sent),
+            fanout_messages: sum(|o| o.frames_received),
+            fanout_bytes: sum(|o| o.bytes_received),
+            fanout_expected: (scenario == Scenario::Collab).then_some(fanout_expected),
+            users_missing_frames: (scenario == Scenario::Collab).then_some(missing),
+            delivery_ms: ctx.delivery.percentiles(),
+        });
+        let login_burst = facts.probe.map(|(samples, errors, probe_ms)| {
+            let ok = login_status.get("200").copied().unwrap_or(0);
+            LoginBurst {
+                logins_ok: ok,
+                logins_failed: outcomes.len() as u64 - ok,
+                login_status: login_status.clone(),
+                probe_samples: samples,
+                probe_errors: errors,
+                probe_ms,
+            }
+        });
+        let editing = (scenario == Scenario::Editing).then(|| Editing {
+            actions: ctx.actions.snapshot(),
+            metadata_ms: ctx.metadata_ms.percentiles(),
+            autosave_ms: ctx.autosave_ms.percentiles(),
+            users_with_http_failures: http_failed,
+        });
+        let rate = if facts.connect_span_s > 0.0 {
+            (connected as f64 / facts.connect_span_s * 10.0).round() / 10.0
+        } else {
+            0.0
+        };
+        Summary {
+            run_id: opts.run_id.clone(),
+            scenario: scenario.name().to_string(),
+            users: outcomes.len(),
+            started_unix_s: ctx.started_unix_s(),
+            duration_s: (facts.duration_s * 1000.0).round() / 1000.0,
+            connected,
+            held_full_duration: held,
+            succeeded,
+            failed: outcomes.len() as u64 - succeeded,
+            close_codes,
+            failures,
+            login_ms: login.percentiles(),
+            connect_ms: connect.percentiles(),
+            early_end_ms: early.percentiles(),
+            connect_rate_per_s: rate,
+            client_peak_rss_bytes: facts.peak_rss,
+            client_cpu_seconds: facts.cpu_s,
+            settings: Settings {
+                url: opts.endpoint.base.to_string(),
+                ramp_s: opts.ramp.as_secs_f64(),
+                hold_s: opts.hold.as_secs_f64(),
+                dial_concurrency: opts.dial_concurrency,
+                interval_s: opts.interval.as_secs_f64(),
+                tokens: opts.tokens,
+            },
+            login_burst,
+            fanout,
+            editing,
+        }
+    }
+
+    /// 0 when every user met the scenario's criterion, 1 otherwise.
+    pub fn exit_code(&self) -> i32 {
+        if self.failed == 0 {
+            0
+        } else {
+            1
+        }
+    }
+
+    /// The terminal form.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let p = |x: &Percentiles| {
+            if x.count == 0 {
+                "-".to_string()
+            } else {
+                format!(
+                    "p50 {:.1} / p95 {:.1} / p99 {:.1} / max {:.1} ms (n={})",
+                    x.p50, x.p95, x.p99, x.max, x.count
+                )
+            }
+        };
+        let kv = |m: &BTreeMap<String, u64>| {
+            if m.is_empty() {
+                "none".to_string()
+            } else {
+                m.iter()
+                    .map(|(k, v)| format!("{k}: {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        };
+        let verdict = if self.failed == 0 { "PASS" } else { "FAIL" };
+        let _ = writeln!(
+            s,
+            "exectl load {} — run {} — {verdict}",
+            self.scenario, self.run_id
+        );
+        let _ = writeln!(
+            s,
+            "  users {}  succeeded {}  failed {}  ({:.1} s)",
+            self.users, self.succeeded, self.failed, self.duration_s
+        );
+        if self.scenario != Scenario::LoginBurst.name() {
+            let _ = writeln!(
+                s,
+                "  connected (101) {}  held for the full {:.1} s {}",
+                self.connected, self.settings.hold_s, self.held_full_duration
+            );
+            let _ = writeln!(s, "  close codes   {}", kv(&self.close_codes));
+        }
+        let _ = writeln!(s, "  failures      {}", kv(&self.failures));
+        let _ = writeln!(s, "  login         {}", p(&self.login_ms));
+        let _ = writeln!(s, "  connect       {}", p(&self.connect_ms));
+        if self.early_end_ms.count > 0 {
+            let _ = writeln!(s, "  early end     {}", p(&self.early_end_ms));
+        }
+        if let Some(b) = &self.login_burst {
+            let _ = writeln!(
+                s,
+                "  logins        ok {}  failed {}  ({})",
+                b.logins_ok,
+                b.logins_failed,
+                kv(&b.login_status)
+            );
+            let _ = writeln!(
+                s,
+                "  probe         {} samples, {} errors, {}",
+                b.probe_samples,
+                b.probe_errors,
+                p(&b.probe_ms)
+            );
+        }
+        if let Some(f) = &self.fanout {
+            let _ = writeln!(
+                s,
+                "  frames        sent {} ({} B)  fan-out received {} ({} B){}",
+                f.frames_sent,
+                f.bytes_sent,
+                f.fanout_messages,
+                f.fanout_bytes,
+                f.fanout_expected
+                    .map(|e| format!(" of {e} expected"))
+                    .unwrap_or_default()
+            );
+            let _ = writeln!(s, "  delivery      {}", p(&f.delivery_ms));
+        }
+        if let Some(e) = &self.editing {
+            let _ = writeln!(s, "  actions       {}", kv(&e.actions));
+            let _ = writeln!(s, "  metadata      {}", p(&e.metadata_ms));
+            let _ = writeln!(s, "  autosave      {}", p(&e.autosave_ms));
+        }
+        if self.scenario != Scenario::LoginBurst.name() {
+            let _ = writeln!(s, "  connect rate  {:.1}/s", self.connect_rate_per_s);
+        }
+        let _ = writeln!(
+            s,
+            "  client        peak RSS {:.1} MiB, CPU {:.2} s",
+            self.client_peak_rss_bytes as f64 / (1 << 20) as f64,
+            self.client_cpu_seconds
+        );
+        s
+    }
+}
