@@ -30,6 +30,64 @@ pub enum Command {
     Teardown(TeardownArgs),
     /// Generate load on a stack: idle sockets, a login burst, collaboration or the editing mix.
     Load(LoadArgs),
+    /// Seed benchmark accounts and projects into a deployed stack's database, write the manifest, verify.
+    Prepare(PrepareArgs),
+}
+
+/// `exectl prepare`: values stay text here and are checked in `commands::prepare` (exit 2 naming the flag).
+#[derive(Debug, Args)]
+pub struct PrepareArgs {
+    /// Deployed stack to seed [default: exe].
+    #[arg(long)]
+    pub stack: Option<String>,
+    /// Accounts to make (required unless --reset).
+    #[arg(long, allow_hyphen_values = true)]
+    pub accounts: Option<String>,
+    /// Projects [default: accounts / users-per-project, rounded up].
+    #[arg(long, allow_hyphen_values = true)]
+    pub projects: Option<String>,
+    /// Members per project: the owner plus K-1 collaborators [default: accounts / projects, at least 1].
+    #[arg(long, allow_hyphen_values = true)]
+    pub users_per_project: Option<String>,
+    /// Password of every account [default: Bench1234!]; written to the manifest only, never printed.
+    #[arg(long, conflicts_with = "password_file")]
+    pub password: Option<String>,
+    /// Read the password from the first line of this file.
+    #[arg(long, value_name = "FILE")]
+    pub password_file: Option<PathBuf>,
+    /// Projects' visibility: private (members only) or public (anyone joins).
+    #[arg(long, default_value = "private")]
+    pub visibility: String,
+    /// Account emails; {i} is the account number from 0.
+    #[arg(long, default_value = "bench-user-{i}@exelearning.net")]
+    pub email_pattern: String,
+    /// bcrypt cost of the password hash [default: 10, the app's].
+    #[arg(long, allow_hyphen_values = true)]
+    pub bcrypt_cost: Option<String>,
+    /// Folder for the manifest files [default: the stack's folder].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Also write tokens.json: a JWT per account, signed with the stack's API_JWT_SECRET.
+    #[arg(long)]
+    pub mint_tokens: bool,
+    /// Lifetime of the minted tokens, e.g. 3600s, 12h, 7d [default: 7d, as the app's login].
+    #[arg(long, requires = "mint_tokens")]
+    pub token_ttl: Option<String>,
+    /// Remove the accounts (and their projects) that prepare made with this --email-pattern, and the manifest.
+    #[arg(long, conflicts_with_all = ["accounts", "projects", "users_per_project", "mint_tokens"])]
+    pub reset: bool,
+    /// Rows per transaction [default: 5000].
+    #[arg(long, allow_hyphen_values = true)]
+    pub batch_size: Option<String>,
+    /// How long to wait for the app's tables to appear [default: 60s].
+    #[arg(long)]
+    pub schema_timeout: Option<String>,
+    /// Take over the stack's lock even if another exectl holds it.
+    #[arg(long)]
+    pub break_lock: bool,
+    /// Print a machine-readable summary (and no progress).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `exectl load`: values stay text here and are checked in `commands::load` (exit 2 naming the flag).
@@ -51,16 +109,16 @@ pub struct LoadArgs {
     #[arg(long, allow_hyphen_values = true)]
     pub users: Option<String>,
     /// Start users evenly over this long, e.g. 30s [default: 0 for login-burst, else 10s].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub ramp: Option<String>,
     /// Connection attempts in flight at most [default: every user for login-burst, else 64].
     #[arg(long, allow_hyphen_values = true)]
     pub dial_concurrency: Option<String>,
     /// How long each socket must stay open after it connects [default: 30s].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub hold: Option<String>,
     /// Mean time between a user's actions; waits are uniform in [D/2, 2D] [default: 1s collab, 10s editing].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub interval: Option<String>,
     /// Use the minted tokens of tokens.json instead of logging in.
     #[arg(long)]

@@ -8,6 +8,7 @@ pub mod engine;
 pub mod error;
 pub mod load;
 pub mod plan;
+pub mod prepare;
 pub mod render;
 pub mod secrets;
 pub mod spec;

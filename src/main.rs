@@ -11,6 +11,7 @@ fn main() {
         Command::Plan(a) => runtime().block_on(commands::deploy::plan_cmd(a)).map(|_| 0),
         Command::Teardown(a) => runtime().block_on(commands::teardown::run(a)).map(|_| 0),
         Command::Load(a) => commands::load::run(a),
+        Command::Prepare(a) => runtime().block_on(commands::prepare::run(a)).map(code),
     };
     match result {
         Ok(code) => std::process::exit(code),

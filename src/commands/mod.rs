@@ -2,6 +2,7 @@
 
 pub mod deploy;
 pub mod load;
+pub mod prepare;
 pub mod render;
 pub mod teardown;
 pub mod validate;

@@ -111,6 +111,8 @@ pub struct Images {
     pub redis: String,
     pub nginx: String,
     pub traefik: String,
+    /// A one-shot with sqlite3 that `exectl prepare` runs on the app's data volume (SQLite stacks).
+    pub sqlite: String,
 }
 
 impl Default for Images {
@@ -122,6 +124,7 @@ impl Default for Images {
             redis: "redis:7-alpine".into(),
             nginx: "nginx:1.27-alpine".into(),
             traefik: "traefik:v3.3".into(),
+            sqlite: "keinos/sqlite3:latest".into(),
         }
     }
 }

@@ -29,7 +29,9 @@ const MANAGED_ENV: &[(&str, &str)] = &[
     ("REDIS_PASSWORD", "Redis is wired in for ha"),
 ];
 
-const IMAGE_KEYS: [&str; 6] = ["app", "mariadb", "postgres", "redis", "nginx", "traefik"];
+const IMAGE_KEYS: [&str; 7] = [
+    "app", "mariadb", "postgres", "redis", "nginx", "traefik", "sqlite",
+];
 
 pub fn resolve(input: SpecInput) -> Result<Spec, UsageError> {
     let topology = match &input.topology {
@@ -377,6 +379,7 @@ fn resolve_images(overrides: &[(String, Raw)]) -> Result<Images, UsageError> {
             "redis" => &mut images.redis,
             "nginx" => &mut images.nginx,
             "traefik" => &mut images.traefik,
+            "sqlite" => &mut images.sqlite,
             _ => {
                 return Err(r.error(
                     format!("unknown image key {key:?}"),

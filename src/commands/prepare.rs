@@ -1,0 +1,312 @@
+//! `exectl prepare`: check the flags (exit 2 naming the flag, nothing written), find the deployed stack,
+//! seed it, print the summary. Exit 0 when every check passed; 1 otherwise.
+
+use crate::cli::PrepareArgs;
+use crate::engine::lock::StackLock;
+use crate::error::UsageError;
+use crate::prepare::plan::{self, EmailPattern, Visibility};
+use crate::prepare::{self, Options, Stack, Summary};
+use crate::target::Target;
+use anyhow::Result;
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+pub const DEFAULT_COST: u32 = 10;
+pub const DEFAULT_BATCH: usize = 5000;
+pub const DEFAULT_TOKEN_TTL: Duration = Duration::from_secs(7 * 86_400);
+pub const DEFAULT_SCHEMA_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn number(flag: &str, value: &str, min: u64, max: u64) -> Result<u64, UsageError> {
+    match value.trim().parse::<u64>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(UsageError::new(
+            flag,
+            value,
+            format!("expected a whole number from {min} to {max}"),
+            format!("pass a number from {min} to {max}"),
+        )),
+    }
+}
+
+/// "7d", "12h", "3600s", "1h30m", bare seconds.
+fn duration(flag: &str, value: &str) -> Result<Duration, UsageError> {
+    let parsed = match value.trim().strip_suffix('d') {
+        Some(days) => days
+            .parse::<u64>()
+            .ok()
+            .map(|d| Duration::from_secs(d * 86_400)),
+        None => crate::load::parse_duration(value),
+    };
+    parsed.filter(|d| !d.is_zero()).ok_or_else(|| {
+        UsageError::new(
+            flag,
+            value,
+            "not a duration",
+            "write e.g. 3600s, 12h, 7d or 1m30s",
+        )
+    })
+}
+
+fn password(args: &PrepareArgs) -> Result<String, UsageError> {
+    let pw = match (&args.password, &args.password_file) {
+        (Some(p), _) => p.clone(),
+        (None, Some(f)) => {
+            let text = std::fs::read_to_string(f).map_err(|e| {
+                UsageError::new(
+                    "--password-file",
+                    f.display(),
+                    format!("cannot read: {e}"),
+                    "give a readable file whose first line is the password",
+                )
+            })?;
+            text.lines().next().unwrap_or_default().to_string()
+        }
+        (None, None) => plan::DEFAULT_PASSWORD.to_string(),
+    };
+    // The app's api/v1 asks for 4 characters at least; bcrypt reads 72 bytes at most.
+    if pw.len() < 4 || pw.len() > 72 {
+        return Err(UsageError::new(
+            if args.password_file.is_some() {
+                "--password-file"
+            } else {
+                "--password"
+            },
+            "(not shown)",
+            format!("a password of {} bytes", pw.len()),
+            "use a password of 4 to 72 bytes",
+        ));
+    }
+    Ok(pw)
+}
+
+/// The flags as a seeding run, without touching anything. `out` is filled in once the stack is known.
+pub fn options(args: &PrepareArgs) -> Result<Options, UsageError> {
+    let pattern = EmailPattern::parse(&args.email_pattern)?;
+    let Some(accounts) = &args.accounts else {
+        return Err(UsageError::new(
+            "--accounts",
+            "",
+            "how many accounts to make is not given",
+            "pass --accounts N (or --reset to remove what prepare made)",
+        ));
+    };
+    let accounts = number("--accounts", accounts, 0, 10_000_000)?;
+    let projects = args
+        .projects
+        .as_deref()
+        .map(|v| number("--projects", v, 0, 10_000_000))
+        .transpose()?;
+    let k = args
+        .users_per_project
+        .as_deref()
+        .map(|v| number("--users-per-project", v, 0, 10_000_000))
+        .transpose()?;
+    let shape = plan::shape(accounts, projects, k)?;
+    pattern.check_length(shape.accounts)?;
+    let visibility = Visibility::parse(&args.visibility)?;
+    let bcrypt_cost = match &args.bcrypt_cost {
+        Some(c) => number("--bcrypt-cost", c, 4, 31)? as u32,
+        None => DEFAULT_COST,
+    };
+    let batch = match &args.batch_size {
+        Some(b) => number("--batch-size", b, 1, 100_000)? as usize,
+        None => DEFAULT_BATCH,
+    };
+    let token_ttl = match (args.mint_tokens, &args.token_ttl) {
+        (false, _) => None,
+        (true, None) => Some(DEFAULT_TOKEN_TTL),
+        (true, Some(t)) => Some(duration("--token-ttl", t)?),
+    };
+    let schema_timeout = match &args.schema_timeout {
+        Some(t) => duration("--schema-timeout", t)?,
+        None => DEFAULT_SCHEMA_TIMEOUT,
+    };
+    Ok(Options {
+        plan: plan::plan(shape, &pattern, visibility),
+        password: password(args)?,
+        bcrypt_cost,
+        out: args.out.clone().unwrap_or_default(),
+        token_ttl,
+        batch,
+        schema_timeout,
+    })
+}
+
+pub async fn run(args: &PrepareArgs) -> Result<bool> {
+    let stack_name = crate::spec::resolve_stack_name(args.stack.as_deref())?;
+    // Every flag is checked before anything is read or written.
+    let (opts, pattern) = if args.reset {
+        let pattern = EmailPattern::parse(&args.email_pattern)?;
+        let timeout = match &args.schema_timeout {
+            Some(t) => duration("--schema-timeout", t)?,
+            None => DEFAULT_SCHEMA_TIMEOUT,
+        };
+        (None, (pattern, timeout))
+    } else {
+        let o = options(args)?;
+        let t = o.schema_timeout;
+        let p = o.plan.pattern.clone();
+        (Some(o), (p, t))
+    };
+    let target = Target::local().await?;
+    let stack = Stack::read(&target, &stack_name)?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| target.stack_dir(&stack_name));
+    let _lock = StackLock::acquire(
+        &target.stack_dir(&stack_name),
+        &stack_name,
+        "exectl prepare",
+        args.break_lock,
+    )?;
+
+    let Some(mut opts) = opts else {
+        let r = prepare::reset(&target, &stack, &pattern.0, &out, pattern.1).await?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&r)?);
+        } else {
+            println!(
+                "stack {}: removed {} account(s) and {} project(s) made by prepare ({}); other accounts untouched",
+                r.stack,
+                r.accounts,
+                r.projects,
+                args.email_pattern
+            );
+        }
+        return Ok(true);
+    };
+    opts.out = out;
+
+    let started = Instant::now();
+    let bar = (!args.json && std::io::stderr().is_terminal()).then(|| {
+        let b = indicatif::ProgressBar::new(0);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} seeding {pos}/{len} rows [{bar:30}] {elapsed}",
+            )
+            .expect("template")
+            .progress_chars("=> "),
+        );
+        b
+    });
+    let progress = |done: u64, total: u64| {
+        if let Some(b) = &bar {
+            b.set_length(total);
+            b.set_position(done);
+        }
+    };
+    let result = prepare::run(&target, &stack, &opts, &progress).await;
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let summary = result?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        print_summary(&summary, started.elapsed());
+    }
+    Ok(true)
+}
+
+fn print_summary(s: &Summary, took: Duration) {
+    println!(
+        "stack {} ({}): {} accounts, {} projects x {} users ({}), ready in {:.2} s",
+        s.stack,
+        s.db,
+        s.accounts,
+        s.projects,
+        s.users_per_project,
+        s.visibility,
+        took.as_secs_f64()
+    );
+    println!(
+        "  added {} accounts, {} projects, {} collaborator rows (already there: {}, {}, {})",
+        s.added.accounts,
+        s.added.projects,
+        s.added.collaborators,
+        s.before.accounts,
+        s.before.projects,
+        s.before.collaborators
+    );
+    println!(
+        "  time: hash {} ms, schema {} ms, write {} ms, read-back {} ms, verify {} ms",
+        s.ms.hash, s.ms.schema, s.ms.write, s.ms.readback, s.ms.verify
+    );
+    for c in &s.checks {
+        println!(
+            "  verified through {}: {} {} logged in ({} ms) and held its project's WebSocket",
+            s.front_door, c.role, c.email, c.login_ms
+        );
+    }
+    for f in &s.files {
+        println!("  wrote {}", f.display());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn args(extra: &[&str]) -> PrepareArgs {
+        let mut v = vec!["exectl", "prepare"];
+        v.extend(extra);
+        match crate::cli::Cli::parse_from(v).command {
+            crate::cli::Command::Prepare(a) => a,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn bad_flags_name_the_field() {
+        for (flags, field) in [
+            (vec!["--accounts", "0"], "--accounts"),
+            (vec!["--accounts", "-3"], "--accounts"),
+            (
+                vec!["--accounts", "10", "--users-per-project", "0"],
+                "--users-per-project",
+            ),
+            (
+                vec!["--accounts", "3", "--users-per-project", "4"],
+                "--users-per-project",
+            ),
+            (
+                vec!["--accounts", "10", "--bcrypt-cost", "3"],
+                "--bcrypt-cost",
+            ),
+            (
+                vec!["--accounts", "10", "--visibility", "open"],
+                "--visibility",
+            ),
+            (vec!["--accounts", "10", "--password", "abc"], "--password"),
+            (
+                vec!["--accounts", "10", "--mint-tokens", "--token-ttl", "soon"],
+                "--token-ttl",
+            ),
+            (vec![], "--accounts"),
+        ] {
+            let e = options(&args(&flags)).unwrap_err();
+            assert_eq!(e.field, field, "{flags:?}: {e}");
+            assert!(!e.to_string().contains("Bench"), "never the password");
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        let o = options(&args(&["--accounts", "1000", "--projects", "250"])).unwrap();
+        assert_eq!(o.plan.shape.users_per_project, 4);
+        assert_eq!(o.bcrypt_cost, 10);
+        assert_eq!(o.password, "Bench1234!");
+        assert_eq!(o.token_ttl, None);
+        let t = options(&args(&[
+            "--accounts",
+            "2",
+            "--mint-tokens",
+            "--token-ttl",
+            "2d",
+        ]))
+        .unwrap();
+        assert_eq!(t.token_ttl, Some(Duration::from_secs(172_800)));
+    }
+}

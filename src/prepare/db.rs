@@ -1,0 +1,229 @@
+//! The imperative edge: stream SQL scripts into the stack's database client through the engine's exec
+//! API. MariaDB and PostgreSQL: their own client inside their container (no port is published). SQLite:
+//! the app image has no sqlite3, so a one-shot container from the `sqlite` image mounts the app's data
+//! volume (SQLite's locks work across containers on one local volume), runs as the owner of the data
+//! folder (so that files it creates stay the app's), and is removed at the end.
+
+use super::sql;
+use crate::engine::desired::{LABEL_SERVICE, LABEL_STACK};
+use crate::spec::Db;
+use anyhow::{bail, Context, Result};
+use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, CreateImageOptionsBuilder, RemoveContainerOptionsBuilder,
+};
+use bollard::Docker;
+use futures_util::StreamExt;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+pub struct Database {
+    docker: Docker,
+    pub db: Db,
+    /// The container the client runs in.
+    pub container: String,
+    /// The one-shot container to remove at the end (SQLite).
+    oneshot: Option<String>,
+}
+
+/// The schema is not there (yet): the app migrates at boot.
+#[derive(Debug)]
+pub struct SchemaMissing {
+    pub present: u64,
+    pub detail: String,
+}
+
+async fn running(docker: &Docker, name: &str) -> bool {
+    docker
+        .inspect_container(name, None)
+        .await
+        .ok()
+        .and_then(|c| c.state)
+        .and_then(|s| s.running)
+        .unwrap_or(false)
+}
+
+impl Database {
+    /// Reach the stack's database. Errors when its container is not running.
+    pub async fn open(
+        docker: &Docker,
+        stack: &str,
+        db: Db,
+        app_container: &str,
+        sqlite_image: &str,
+    ) -> Result<Database> {
+        match db {
+            Db::Mariadb | Db::Postgres => {
+                let container = format!("exectl-{stack}-{}", db.name());
+                if !running(docker, &container).await {
+                    bail!(crate::error::UsageError::new(
+                        "--stack",
+                        stack,
+                        format!("its database container {container} is not running"),
+                        "deploy the stack first: exectl deploy …",
+                    ));
+                }
+                Ok(Database {
+                    docker: docker.clone(),
+                    db,
+                    container,
+                    oneshot: None,
+                })
+            }
+            Db::Sqlite => {
+                if !running(docker, app_container).await {
+                    bail!(crate::error::UsageError::new(
+                        "--stack",
+                        stack,
+                        format!("its app container {app_container} is not running"),
+                        "deploy the stack first: exectl deploy …",
+                    ));
+                }
+                // Owner of the data folder, as the app sees it.
+                let out = crate::target::exec(
+                    docker,
+                    app_container,
+                    &["stat", "-c", "%u:%g", "/mnt/data"],
+                    None,
+                )
+                .await?;
+                let owner = out.stdout.trim().to_string();
+                if out.exit_code != 0 || owner.is_empty() {
+                    bail!(
+                        "cannot read the owner of /mnt/data in {app_container}: {}",
+                        out.stderr.trim()
+                    );
+                }
+                let name = format!("exectl-{stack}-prepare-sqlite");
+                let oneshot = start_oneshot(docker, stack, &name, sqlite_image, &owner).await?;
+                Ok(Database {
+                    docker: docker.clone(),
+                    db,
+                    container: oneshot.clone(),
+                    oneshot: Some(oneshot),
+                })
+            }
+        }
+    }
+
+    /// Run a script; its output, or an error with the client's own message.
+    pub async fn run(&self, script: &str) -> Result<String> {
+        let cmd = sql::client(self.db);
+        let out = crate::target::exec(&self.docker, &self.container, &cmd, Some(script.as_bytes()))
+            .await?;
+        if out.exit_code != 0 {
+            bail!(
+                "{} client in {} failed (exit {}): {}",
+                self.db.name(),
+                self.container,
+                out.exit_code,
+                out.stderr.trim()
+            );
+        }
+        Ok(out.stdout)
+    }
+
+    /// Poll until prepare's tables exist, or `timeout` passes.
+    pub async fn wait_schema(&self, timeout: Duration) -> Result<(), SchemaMissing> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let (present, detail) = match self.run(&sql::schema_probe(self.db)).await {
+                Ok(out) => {
+                    let n = sql::rows(&out, "T")
+                        .next()
+                        .and_then(|r| r.first().and_then(|n| n.parse::<u64>().ok()))
+                        .unwrap_or(0);
+                    (n, String::new())
+                }
+                Err(e) => (0, format!("{e:#}")),
+            };
+            if present as usize == sql::TABLES.len() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(SchemaMissing { present, detail });
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    /// Remove the one-shot container, if any.
+    pub async fn close(self) {
+        if let Some(name) = &self.oneshot {
+            remove(&self.docker, name).await;
+        }
+    }
+}
+
+async fn remove(docker: &Docker, name: &str) {
+    let _ = docker
+        .remove_container(
+            name,
+            Some(RemoveContainerOptionsBuilder::default().force(true).build()),
+        )
+        .await;
+}
+
+async fn start_oneshot(
+    docker: &Docker,
+    stack: &str,
+    name: &str,
+    image: &str,
+    user: &str,
+) -> Result<String> {
+    // A previous run that was killed may have left it.
+    remove(docker, name).await;
+    if docker.inspect_image(image).await.is_err() {
+        let (repo, tag) = match image.rsplit_once(':') {
+            Some((r, t)) if !t.contains('/') => (r, t),
+            _ => (image, "latest"),
+        };
+        let mut pull = docker.create_image(
+            Some(
+                CreateImageOptionsBuilder::default()
+                    .from_image(repo)
+                    .tag(tag)
+                    .build(),
+            ),
+            None,
+            None,
+        );
+        while let Some(step) = pull.next().await {
+            step.with_context(|| {
+                format!(
+                    "image {image} (for seeding SQLite) is not present and cannot be pulled; fix: load it, \
+                     or map `sqlite:` to an image with sqlite3 in the --images file when deploying"
+                )
+            })?;
+        }
+    }
+    let volume = format!("exectl-{stack}-app-data");
+    let body = ContainerCreateBody {
+        image: Some(image.to_string()),
+        entrypoint: Some(vec!["sleep".into()]),
+        cmd: Some(vec!["3600".into()]),
+        user: Some(user.to_string()),
+        labels: Some(HashMap::from([
+            (LABEL_STACK.to_string(), stack.to_string()),
+            (LABEL_SERVICE.to_string(), "prepare-sqlite".to_string()),
+        ])),
+        host_config: Some(HostConfig {
+            binds: Some(vec![format!("{volume}:/mnt/data")]),
+            network_mode: Some("none".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    docker
+        .create_container(
+            Some(CreateContainerOptionsBuilder::default().name(name).build()),
+            body,
+        )
+        .await
+        .with_context(|| format!("creating the SQLite one-shot container {name} from {image}"))?;
+    if let Err(e) = docker.start_container(name, None).await {
+        remove(docker, name).await;
+        return Err(e).with_context(|| format!("starting {name}"));
+    }
+    Ok(name.to_string())
+}

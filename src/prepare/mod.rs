@@ -1,0 +1,612 @@
+//! `exectl prepare`: seed benchmark accounts and projects straight into a deployed stack's database,
+//! write the manifest a load run reads, and prove through the front door that accounts log in and hold
+//! their project's WebSocket.
+//!
+//! Pure core: `plan` (who, which project, which role), `sql` (the scripts per dialect), `manifest`
+//! (files), `token` (JWTs). The edge: `db` (exec into the database client), `verify` (HTTP and
+//! WebSocket through the front door), and `run` here, which strings them together.
+
+pub mod db;
+pub mod manifest;
+pub mod plan;
+pub mod sql;
+pub mod token;
+pub mod verify;
+
+use crate::error::UsageError;
+use crate::spec::{Db, Topology};
+use crate::target::Target;
+use anyhow::{bail, Context, Result};
+use plan::{Plan, Role};
+use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The default image of the SQLite one-shot when the stack's lock names none.
+pub const DEFAULT_SQLITE_IMAGE: &str = "keinos/sqlite3:latest";
+
+/// What prepare needs to know about a deployed stack, from its exectl.lock.json.
+#[derive(Debug, Clone)]
+pub struct Stack {
+    pub name: String,
+    pub topology: Topology,
+    pub db: Db,
+    pub host: String,
+    pub http_port: u16,
+    pub lb_port: u16,
+    pub sqlite_image: String,
+    pub bundle: PathBuf,
+}
+
+impl Stack {
+    /// Read the deployed stack's lock; a UsageError when it is not deployed.
+    pub fn read(target: &Target, name: &str) -> Result<Stack> {
+        let bundle = target.bundle_dir(name);
+        let lock = bundle.join(crate::render::LOCK);
+        let text = std::fs::read_to_string(&lock).map_err(|_| {
+            UsageError::new(
+                "--stack",
+                name,
+                format!("not deployed (no {})", lock.display()),
+                "deploy it first: exectl deploy single|ha --stack NAME …",
+            )
+        })?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).with_context(|| format!("reading {}", lock.display()))?;
+        let spec = &v["spec"];
+        let s = |k: &str| spec[k].as_str().unwrap_or_default().to_string();
+        let port = |k: &str| spec[k].as_u64().unwrap_or(0) as u16;
+        let db = match spec["db"].as_str() {
+            Some("mariadb") => Db::Mariadb,
+            Some("postgres") => Db::Postgres,
+            Some("sqlite") => Db::Sqlite,
+            other => bail!("{}: unknown db {other:?}", lock.display()),
+        };
+        let topology = match spec["topology"].as_str() {
+            Some("ha") => Topology::Ha,
+            _ => Topology::Single,
+        };
+        Ok(Stack {
+            name: name.to_string(),
+            topology,
+            db,
+            host: s("host"),
+            http_port: port("http_port"),
+            lb_port: port("lb_port"),
+            sqlite_image: spec["images"]["sqlite"]
+                .as_str()
+                .unwrap_or(DEFAULT_SQLITE_IMAGE)
+                .to_string(),
+            bundle,
+        })
+    }
+
+    /// The front door: nginx on lb_port (ha), else Traefik on http_port with the stack's Host.
+    pub fn front_door(&self) -> verify::FrontDoor {
+        match self.topology {
+            Topology::Ha => verify::FrontDoor {
+                addr: format!("127.0.0.1:{}", self.lb_port),
+                host: None,
+            },
+            Topology::Single => verify::FrontDoor {
+                addr: format!("127.0.0.1:{}", self.http_port),
+                host: Some(self.host.clone()),
+            },
+        }
+    }
+
+    /// The first app container (its data volume is the SQLite file's home).
+    pub fn app_container(&self) -> String {
+        match self.topology {
+            Topology::Single => format!("exectl-{}-app", self.name),
+            Topology::Ha => format!("exectl-{}-app-1", self.name),
+        }
+    }
+
+    /// A secret of the stack's .env (never printed).
+    pub fn secret(&self, name: &str) -> Result<String> {
+        let path = self.bundle.join(crate::render::ENV);
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let v = crate::secrets::Secrets::parse(&text).get(name).to_string();
+        if v.is_empty() {
+            bail!("{} has no {name}", path.display());
+        }
+        Ok(v)
+    }
+}
+
+/// Validated options of a seeding run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub plan: Plan,
+    pub password: String,
+    pub bcrypt_cost: u32,
+    pub out: PathBuf,
+    pub token_ttl: Option<Duration>,
+    pub batch: usize,
+    pub schema_timeout: Duration,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct Counts {
+    pub accounts: u64,
+    pub projects: u64,
+    pub collaborators: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub stack: String,
+    pub db: &'static str,
+    pub front_door: String,
+    pub accounts: u64,
+    pub projects: u64,
+    pub users_per_project: u64,
+    pub visibility: &'static str,
+    /// Rows prepare had made for this pattern before the run, and after it.
+    pub before: Counts,
+    pub after: Counts,
+    pub added: Counts,
+    pub files: Vec<PathBuf>,
+    pub checks: Vec<verify::Check>,
+    pub ms: Timings,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Timings {
+    pub hash: u64,
+    pub schema: u64,
+    pub write: u64,
+    pub readback: u64,
+    pub verify: u64,
+    pub total: u64,
+}
+
+/// Progress of the writes: rows done, of `total`.
+pub type Progress<'a> = &'a (dyn Fn(u64, u64) + Sync);
+
+fn ms(d: Duration) -> u64 {
+    d.as_millis() as u64
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis() as i64
+}
+
+fn hash(password: &str, cost: u32) -> Result<String> {
+    Ok(bcrypt::hash_with_result(password, cost)
+        .context("bcrypt")?
+        .format_for_version(bcrypt::Version::TwoB))
+}
+
+fn schema_error(stack: &Stack, m: db::SchemaMissing) -> anyhow::Error {
+    let detail = if m.detail.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", m.detail)
+    };
+    UsageError::new(
+        "--stack",
+        &stack.name,
+        format!(
+            "the app has not created its tables in the {} database: {} of {} ({}) present{detail}",
+            stack.db.name(),
+            m.present,
+            sql::TABLES.len(),
+            sql::TABLES.join(", "),
+        ),
+        format!(
+            "wait for the app to finish booting (it migrates at boot), or read its log: docker logs {}",
+            stack.app_container()
+        ),
+    )
+    .into()
+}
+
+/// Seed, read back, write the manifest, verify. Nothing is written when a check before the writes fails.
+pub async fn run(
+    target: &Target,
+    stack: &Stack,
+    opts: &Options,
+    progress: Progress<'_>,
+) -> Result<Summary> {
+    let start = Instant::now();
+    let mut timings = Timings::default();
+    let plan = &opts.plan;
+    let (pw, cost) = (opts.password.clone(), opts.bcrypt_cost);
+    let hashing = tokio::task::spawn_blocking(move || {
+        let t = Instant::now();
+        hash(&pw, cost).map(|h| (h, t.elapsed()))
+    });
+    let jwt_secret = match opts.token_ttl {
+        Some(_) => Some(stack.secret("API_JWT_SECRET")?),
+        None => None,
+    };
+
+    let db = db::Database::open(
+        &target.docker,
+        &stack.name,
+        stack.db,
+        &stack.app_container(),
+        &stack.sqlite_image,
+    )
+    .await?;
+    let result = seed(stack, opts, &db, hashing, &mut timings, progress).await;
+    db.close().await;
+    let (before, after, ids) = result?;
+
+    // Manifest.
+    let mut files = Vec::new();
+    let accounts = manifest::accounts(plan, &opts.password);
+    files.push(manifest::write_private(
+        &opts.out,
+        manifest::PROJECTS,
+        &serde_json::to_vec_pretty(&manifest::projects(plan))?,
+    )?);
+    files.push(manifest::write_private(
+        &opts.out,
+        manifest::ACCOUNTS_JSON,
+        &serde_json::to_vec_pretty(&accounts)?,
+    )?);
+    files.push(manifest::write_private(
+        &opts.out,
+        manifest::ACCOUNTS_CSV,
+        manifest::accounts_csv(&accounts).as_bytes(),
+    )?);
+    if let (Some(ttl), Some(secret)) = (opts.token_ttl, &jwt_secret) {
+        let iat = now_ms() / 1000;
+        let tokens: Vec<_> = plan
+            .accounts
+            .iter()
+            .map(|a| manifest::TokenEntry {
+                email: &a.email,
+                token: token::mint(
+                    secret.as_bytes(),
+                    ids[&a.email],
+                    &a.email,
+                    iat,
+                    ttl.as_secs() as i64,
+                ),
+            })
+            .collect();
+        files.push(manifest::write_private(
+            &opts.out,
+            manifest::TOKENS,
+            &serde_json::to_vec_pretty(&tokens)?,
+        )?);
+    } else {
+        // A tokens.json of an earlier run would name accounts this manifest may not have.
+        let _ = std::fs::remove_file(opts.out.join(manifest::TOKENS));
+    }
+
+    // Verification through the front door: a sampled owner, and a sampled collaborator when there are any.
+    let t = Instant::now();
+    let door = stack.front_door();
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()?;
+    let samples = samples(plan);
+    let checks = futures_util::future::join_all(samples.iter().map(|&i| {
+        let a = &plan.accounts[i];
+        let role = match a.role {
+            Role::Owner => "owner",
+            Role::Collaborator => "collaborator",
+        };
+        verify::check(
+            &client,
+            &door,
+            &a.email,
+            &opts.password,
+            &plan.projects[a.project].uuid,
+            role,
+        )
+    }))
+    .await
+    .into_iter()
+    .collect::<Result<Vec<_>>>()?;
+    timings.verify = ms(t.elapsed());
+    timings.total = ms(start.elapsed());
+    for c in &checks {
+        if !c.ok() {
+            bail!(
+                "verification failed: {} {} logged in through {} but its WebSocket to project {} was not held: {:?}",
+                c.role,
+                c.email,
+                door.addr,
+                c.project_uuid,
+                c.socket
+            );
+        }
+    }
+    let added = Counts {
+        accounts: after.accounts.saturating_sub(before.accounts),
+        projects: after.projects.saturating_sub(before.projects),
+        collaborators: after.collaborators.saturating_sub(before.collaborators),
+    };
+    Ok(Summary {
+        stack: stack.name.clone(),
+        db: stack.db.name(),
+        front_door: door.addr.clone(),
+        accounts: plan.shape.accounts,
+        projects: plan.shape.projects,
+        users_per_project: plan.shape.users_per_project,
+        visibility: plan.visibility.name(),
+        before,
+        after,
+        added,
+        files,
+        checks,
+        ms: timings,
+    })
+}
+
+/// A random owner and, when the plan has collaborators, a random collaborator.
+fn samples(plan: &Plan) -> Vec<usize> {
+    use rand::seq::SliceRandom;
+    let mut rng = rand::thread_rng();
+    let mut out = Vec::new();
+    for role in [Role::Owner, Role::Collaborator] {
+        let of: Vec<usize> = (0..plan.accounts.len())
+            .filter(|&i| plan.accounts[i].role == role)
+            .collect();
+        if let Some(&i) = of.choose(&mut rng) {
+            out.push(i);
+        }
+    }
+    out
+}
+
+type Seeded = (Counts, Counts, HashMap<String, i64>);
+
+async fn seed(
+    stack: &Stack,
+    opts: &Options,
+    db: &db::Database,
+    hashing: tokio::task::JoinHandle<Result<(String, Duration)>>,
+    timings: &mut Timings,
+    progress: Progress<'_>,
+) -> Result<Seeded> {
+    let plan = &opts.plan;
+    let like = plan.pattern.like();
+    let t = Instant::now();
+    if let Err(m) = db.wait_schema(opts.schema_timeout).await {
+        return Err(schema_error(stack, m));
+    }
+    timings.schema = ms(t.elapsed());
+
+    // Before writing: what exists, and whether it agrees with this run.
+    let state = db
+        .run(&format!(
+            "{}{}",
+            sql::state(stack.db, &like),
+            sql::readback(stack.db, &like)
+        ))
+        .await?;
+    let before = sql::rows(&state, "B")
+        .next()
+        .map(|r| counts(&r))
+        .transpose()?
+        .unwrap_or_default();
+    let existing_hash = sql::rows(&state, "H").next().map(|r| r.join("\t"));
+    let wanted: HashSet<&str> = plan.accounts.iter().map(|a| a.email.as_str()).collect();
+    if let Some(r) =
+        sql::rows(&state, "U").find(|r| r.get(2) == Some(&"0") && wanted.contains(r[1]))
+    {
+        bail!(UsageError::new(
+            "--email-pattern",
+            format!("{}{{i}}{}", plan.pattern.prefix, plan.pattern.suffix),
+            format!("account {} exists and was not made by prepare", r[1]),
+            "choose another --email-pattern (prepare never changes accounts it did not make)",
+        ));
+    }
+    let (hash, took) = hashing.await.context("hashing thread")??;
+    timings.hash = ms(took);
+    if let Some(old) = existing_hash {
+        let pw = opts.password.clone();
+        let same = tokio::task::spawn_blocking(move || bcrypt::verify(pw, &old).unwrap_or(false))
+            .await
+            .context("hashing thread")?;
+        if !same {
+            bail!(UsageError::new(
+                "--password",
+                "(not shown)",
+                "accounts prepare made earlier with this --email-pattern have another password",
+                "pass the password of the earlier run, or remove them first with --reset",
+            ));
+        }
+    }
+
+    // Writes: one transaction per chunk.
+    let t = Instant::now();
+    let chunks = sql::write_chunks(stack.db, plan, &hash, now_ms(), opts.batch);
+    let total: u64 = chunks.iter().map(|c| c.rows as u64).sum();
+    let mut done = 0;
+    progress(0, total);
+    for c in &chunks {
+        db.run(&c.sql)
+            .await
+            .with_context(|| format!("writing {} {} rows", c.rows, c.what))?;
+        done += c.rows as u64;
+        progress(done, total);
+    }
+    timings.write = ms(t.elapsed());
+
+    // Read back and check every planned row.
+    let t = Instant::now();
+    let out = db.run(&sql::readback(stack.db, &like)).await?;
+    let ids = check_rows(plan, &out)?;
+    let after = Counts {
+        accounts: sql::rows(&out, "U")
+            .filter(|r| r.get(2) == Some(&"1"))
+            .count() as u64,
+        projects: sql::rows(&out, "P").count() as u64,
+        collaborators: sql::rows(&out, "C").count() as u64,
+    };
+    timings.readback = ms(t.elapsed());
+    Ok((before, after, ids))
+}
+
+fn counts(r: &[&str]) -> Result<Counts> {
+    let n = |i: usize| -> Result<u64> {
+        r.get(i)
+            .and_then(|v| v.trim().parse().ok())
+            .with_context(|| format!("unexpected counts row {r:?}"))
+    };
+    Ok(Counts {
+        accounts: n(0)?,
+        projects: n(1)?,
+        collaborators: n(2)?,
+    })
+}
+
+/// Every planned account, project (with its owner) and collaborator row is in the database: the map
+/// email → users.id. Pure, on the read-back text.
+pub fn check_rows(plan: &Plan, out: &str) -> Result<HashMap<String, i64>> {
+    let num = |v: &str| -> Result<i64> {
+        v.trim()
+            .parse()
+            .with_context(|| format!("unexpected id {v:?} in the read-back"))
+    };
+    let mut ids = HashMap::new();
+    for r in sql::rows(out, "U") {
+        if r.len() >= 3 && r[2] == "1" {
+            ids.insert(r[1].to_string(), num(r[0])?);
+        }
+    }
+    let mut projects = HashMap::new();
+    for r in sql::rows(out, "P") {
+        if r.len() >= 3 {
+            projects.insert(r[1].to_string(), (num(r[0])?, num(r[2])?));
+        }
+    }
+    let mut collab = HashSet::new();
+    for r in sql::rows(out, "C") {
+        if r.len() >= 2 {
+            collab.insert((num(r[0])?, num(r[1])?));
+        }
+    }
+    let missing_accounts = plan
+        .accounts
+        .iter()
+        .filter(|a| !ids.contains_key(&a.email))
+        .count();
+    if missing_accounts > 0 {
+        bail!(
+            "row check: {missing_accounts} of {} accounts are missing after the writes",
+            plan.accounts.len()
+        );
+    }
+    let mut bad_projects = 0;
+    for p in &plan.projects {
+        match projects.get(&p.uuid) {
+            Some((_, owner)) if *owner == ids[&plan.accounts[p.owner].email] => {}
+            _ => bad_projects += 1,
+        }
+    }
+    if bad_projects > 0 {
+        bail!(
+            "row check: {bad_projects} of {} projects are missing or have another owner",
+            plan.projects.len()
+        );
+    }
+    let missing_collab = plan
+        .collaborator_rows()
+        .filter(|(p, c)| !collab.contains(&(projects[&p.uuid].0, ids[&plan.accounts[*c].email])))
+        .count();
+    if missing_collab > 0 {
+        bail!(
+            "row check: {missing_collab} of {} collaborator rows are missing",
+            plan.collaborator_count()
+        );
+    }
+    Ok(ids)
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ResetSummary {
+    pub stack: String,
+    pub accounts: u64,
+    pub projects: u64,
+    pub files: Vec<PathBuf>,
+}
+
+/// Remove what prepare made for this pattern, and the manifest files in `out`.
+pub async fn reset(
+    target: &Target,
+    stack: &Stack,
+    pattern: &plan::EmailPattern,
+    out: &Path,
+    schema_timeout: Duration,
+) -> Result<ResetSummary> {
+    let db = db::Database::open(
+        &target.docker,
+        &stack.name,
+        stack.db,
+        &stack.app_container(),
+        &stack.sqlite_image,
+    )
+    .await?;
+    let result = async {
+        if let Err(m) = db.wait_schema(schema_timeout).await {
+            return Err(schema_error(stack, m));
+        }
+        db.run(&sql::reset(stack.db, &pattern.like())).await
+    }
+    .await;
+    db.close().await;
+    let text = result?;
+    let r = sql::rows(&text, "R").next().unwrap_or_default();
+    let n = |i: usize| r.get(i).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
+    let mut files = Vec::new();
+    for f in manifest::ALL {
+        let p = out.join(f);
+        if std::fs::remove_file(&p).is_ok() {
+            files.push(p);
+        }
+    }
+    Ok(ResetSummary {
+        stack: stack.name.clone(),
+        accounts: n(0),
+        projects: n(1),
+        files,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plan::{plan, shape, EmailPattern, Visibility};
+    use super::*;
+
+    #[test]
+    fn row_check_finds_missing_rows() {
+        let p = plan(
+            shape(4, Some(2), Some(2)).unwrap(),
+            &EmailPattern::parse("u{i}@x.org").unwrap(),
+            Visibility::Private,
+        );
+        let (u0, u1) = (&p.projects[0].uuid, &p.projects[1].uuid);
+        let mut out = String::from(
+            "U\t1\tu0@x.org\t1\nU\t2\tu1@x.org\t1\nU\t3\tu2@x.org\t1\nU\t4\tu3@x.org\t1\n",
+        );
+        out += &format!("P\t10\t{u0}\t1\nP\t11\t{u1}\t3\nC\t10\t2\n");
+        let err = check_rows(&p, &out).unwrap_err().to_string();
+        assert!(err.contains("1 of 2 collaborator rows"), "{err}");
+        let ids = check_rows(&p, &(out.clone() + "C\t11\t4\n")).unwrap();
+        assert_eq!(ids["u3@x.org"], 4);
+        let wrong_owner = out.replace(&format!("{u1}\t3"), &format!("{u1}\t2")) + "C\t11\t4\n";
+        assert!(check_rows(&p, &wrong_owner)
+            .unwrap_err()
+            .to_string()
+            .contains("another owner"));
+        let unmarked = out.replace("u3@x.org\t1", "u3@x.org\t0");
+        assert!(check_rows(&p, &unmarked)
+            .unwrap_err()
+            .to_string()
+            .contains("1 of 4 accounts"));
+    }
+}

@@ -1,0 +1,364 @@
+//! SQL text for each dialect, from a plan. Pure: the runner streams these scripts into the database's
+//! own client (mariadb, psql, sqlite3) and parses what the SELECTs print (tab-separated, no headers).
+//!
+//! Writes are idempotent: users and projects by their unique email / uuid (INSERT IGNORE, ON CONFLICT DO
+//! NOTHING, INSERT OR IGNORE), collaborators by NOT EXISTS (the app's table has no unique key in older
+//! images). Each chunk is one transaction.
+
+use super::plan::{Plan, MARKER};
+use crate::spec::Db;
+
+/// One script to run in one exec: a transaction over `rows` rows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    pub what: &'static str,
+    pub rows: usize,
+    pub sql: String,
+}
+
+/// Tables prepare writes; the app creates them when it migrates at boot.
+pub const TABLES: [&str; 3] = ["users", "projects", "project_collaborators"];
+
+/// A string literal. Emails and uuids are checked upstream (no quotes or backslashes); doubling quotes
+/// and, for MariaDB, backslashes keeps any text safe anyway.
+pub fn quote(db: Db, s: &str) -> String {
+    let s = s.replace('\'', "''");
+    let s = if db == Db::Mariadb {
+        s.replace('\\', "\\\\")
+    } else {
+        s
+    };
+    format!("'{s}'")
+}
+
+fn prelude(db: Db) -> &'static str {
+    match db {
+        // The app holds the file open too: wait for its locks instead of failing at once.
+        Db::Sqlite => "PRAGMA busy_timeout = 30000;\nPRAGMA foreign_keys = ON;\n",
+        _ => "",
+    }
+}
+
+fn begin(db: Db) -> &'static str {
+    match db {
+        Db::Mariadb => "START TRANSACTION;\n",
+        Db::Postgres => "BEGIN;\n",
+        // Take the write lock up front, so the transaction never has to upgrade (and deadlock).
+        Db::Sqlite => "BEGIN IMMEDIATE;\n",
+    }
+}
+
+fn insert_ignore(db: Db, table: &str, cols: &str, values: &str, key: &str) -> String {
+    match db {
+        Db::Mariadb => format!("INSERT IGNORE INTO {table} ({cols}) VALUES\n{values};\n"),
+        Db::Postgres => {
+            format!(
+                "INSERT INTO {table} ({cols}) VALUES\n{values}\nON CONFLICT ({key}) DO NOTHING;\n"
+            )
+        }
+        Db::Sqlite => format!("INSERT OR IGNORE INTO {table} ({cols}) VALUES\n{values};\n"),
+    }
+}
+
+fn transaction(db: Db, what: &'static str, rows: usize, body: String) -> Chunk {
+    Chunk {
+        what,
+        rows,
+        sql: format!("{}{}{body}COMMIT;\n", prelude(db), begin(db)),
+    }
+}
+
+/// Does the schema exist? Prints `T <count of prepare's tables present>`.
+pub fn schema_probe(db: Db) -> String {
+    let names = TABLES.map(|t| format!("'{t}'")).join(", ");
+    match db {
+        Db::Mariadb => format!(
+            "SELECT 'T', COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name IN ({names});\n"
+        ),
+        Db::Postgres => format!(
+            "SELECT 'T', COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name IN ({names});\n"
+        ),
+        Db::Sqlite => format!(
+            "{}SELECT 'T', COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ({names});\n",
+            prelude(db)
+        ),
+    }
+}
+
+fn marked_users(db: Db) -> String {
+    format!("external_identifier = {}", quote(db, MARKER))
+}
+
+fn like(db: Db, plan_like: &str) -> String {
+    format!("LIKE {} ESCAPE '!'", quote(db, plan_like))
+}
+
+/// What exists before writing: `B users projects collaborators` made by prepare for this pattern, and
+/// `H <hash>` of one of its accounts (to check a re-run's password against).
+pub fn state(db: Db, pattern_like: &str) -> String {
+    let mine = format!("{} AND email {}", marked_users(db), like(db, pattern_like));
+    format!(
+        "{}SELECT 'B', \
+(SELECT COUNT(*) FROM users WHERE {mine}), \
+(SELECT COUNT(*) FROM projects p JOIN users u ON u.id = p.owner_id WHERE u.{mine}), \
+(SELECT COUNT(*) FROM project_collaborators c JOIN users u ON u.id = c.user_id WHERE u.{mine});\n\
+SELECT 'H', password FROM users WHERE {mine} ORDER BY id LIMIT 1;\n",
+        prelude(db)
+    )
+}
+
+/// The write scripts: users, then projects (owner by email), then collaborators, each in chunks of at
+/// most `batch` rows, one transaction each.
+pub fn write_chunks(db: Db, plan: &Plan, hash: &str, now_ms: i64, batch: usize) -> Vec<Chunk> {
+    let batch = batch.max(1);
+    let mut out = Vec::new();
+    let marker = quote(db, MARKER);
+    let hash = quote(db, hash);
+    for slice in plan.accounts.chunks(batch) {
+        let values = slice
+            .iter()
+            .map(|a| {
+                format!(
+                    "({}, {hash}, '[\"ROLE_USER\"]', 1, 4096, {marker}, 1, {now_ms}, {now_ms})",
+                    quote(db, &a.email)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(",\n");
+        let body = insert_ignore(
+            db,
+            "users",
+            "email, password, roles, is_lopd_accepted, quota_mb, external_identifier, is_active, created_at, updated_at",
+            &values,
+            "email",
+        );
+        out.push(transaction(db, "accounts", slice.len(), body));
+    }
+    let vis = quote(db, plan.visibility.name());
+    for slice in plan.projects.chunks(batch) {
+        let values = slice
+            .iter()
+            .map(|p| {
+                format!(
+                    "({}, {}, (SELECT id FROM users WHERE email = {}), 'active', {vis}, 1, {now_ms}, {now_ms})",
+                    quote(db, &p.uuid),
+                    quote(db, &p.title),
+                    quote(db, &plan.accounts[p.owner].email)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(",\n");
+        let body = insert_ignore(
+            db,
+            "projects",
+            "uuid, title, owner_id, status, visibility, saved_once, created_at, updated_at",
+            &values,
+            "uuid",
+        );
+        out.push(transaction(db, "projects", slice.len(), body));
+    }
+    let rows: Vec<_> = plan.collaborator_rows().collect();
+    for slice in rows.chunks(batch) {
+        let values = slice
+            .iter()
+            .map(|(p, c)| {
+                format!(
+                    "({}, {})",
+                    quote(db, &p.uuid),
+                    quote(db, &plan.accounts[*c].email)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(",\n");
+        let body = format!(
+            "INSERT INTO project_collaborators (project_id, user_id)\n\
+WITH v (uuid, email) AS (VALUES\n{values})\n\
+SELECT p.id, u.id FROM v JOIN projects p ON p.uuid = v.uuid JOIN users u ON u.email = v.email\n\
+WHERE NOT EXISTS (SELECT 1 FROM project_collaborators c WHERE c.project_id = p.id AND c.user_id = u.id);\n"
+        );
+        out.push(transaction(db, "collaborators", slice.len(), body));
+    }
+    out
+}
+
+/// Read back what exists for this pattern: `U id email marked`, and for prepare's accounts
+/// `P id uuid owner_id` and `C project_id user_id`.
+pub fn readback(db: Db, pattern_like: &str) -> String {
+    let m = marked_users(db);
+    let l = like(db, pattern_like);
+    format!(
+        "{}SELECT 'U', id, email, CASE WHEN {m} THEN 1 ELSE 0 END FROM users WHERE email {l};\n\
+SELECT 'P', p.id, p.uuid, p.owner_id FROM projects p JOIN users u ON u.id = p.owner_id WHERE u.{m} AND u.email {l};\n\
+SELECT 'C', c.project_id, c.user_id FROM project_collaborators c JOIN users u ON u.id = c.user_id WHERE u.{m} AND u.email {l};\n",
+        prelude(db),
+    )
+}
+
+/// Remove what prepare made for this pattern: its accounts' collaborator rows, the projects they own
+/// (with their collaborators and Yjs snapshots), then the accounts. Prints `R users projects`.
+/// Accounts without the marker (the admin, anyone else's) are never touched.
+pub fn reset(db: Db, pattern_like: &str) -> String {
+    let mine = format!(
+        "SELECT id FROM users WHERE {} AND email {}",
+        marked_users(db),
+        like(db, pattern_like)
+    );
+    let owned = format!("SELECT id FROM projects WHERE owner_id IN ({mine})");
+    format!(
+        "{prelude}{begin}SELECT 'R', (SELECT COUNT(*) FROM ({mine}) AS a), (SELECT COUNT(*) FROM ({owned}) AS b);\n\
+DELETE FROM project_collaborators WHERE user_id IN ({mine}) OR project_id IN ({owned});\n\
+DELETE FROM yjs_documents WHERE project_id IN ({owned});\n\
+DELETE FROM projects WHERE owner_id IN ({mine});\n\
+DELETE FROM users WHERE {marked} AND email {like};\n\
+COMMIT;\n",
+        prelude = prelude(db),
+        begin = begin(db),
+        marked = marked_users(db),
+        like = like(db, pattern_like)
+    )
+}
+
+/// The client command to run in the database container (or the SQLite one-shot), reading a script on
+/// stdin, stopping at the first error, printing rows tab-separated without headers.
+pub fn client(db: Db) -> Vec<&'static str> {
+    match db {
+        Db::Mariadb => vec![
+            "sh",
+            "-c",
+            "MYSQL_PWD=\"$MARIADB_PASSWORD\" exec mariadb --batch --skip-column-names -u exelearning exelearning",
+        ],
+        Db::Postgres => vec![
+            "psql",
+            "-X",
+            "-q",
+            "-A",
+            "-t",
+            "-F",
+            "\t",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-U",
+            "exelearning",
+            "exelearning",
+        ],
+        Db::Sqlite => vec![
+            "sqlite3",
+            "-batch",
+            "-bail",
+            "-noheader",
+            "-separator",
+            "\t",
+            SQLITE_URI,
+        ],
+    }
+}
+
+/// The app's SQLite database in its data volume (DB_PATH of the rendered stack), opened read-write but
+/// never created: an absent file means the app has not migrated yet.
+pub const SQLITE_URI: &str = "file:/mnt/data/exelearning.db?mode=rw";
+
+/// Rows of a client's output: tag → fields after it.
+pub fn rows<'a>(out: &'a str, tag: &'a str) -> impl Iterator<Item = Vec<&'a str>> + 'a {
+    out.lines().filter_map(move |l| {
+        let mut f = l.split('\t');
+        (f.next() == Some(tag)).then(|| f.collect())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prepare::plan::{plan, shape, EmailPattern, Visibility};
+
+    fn small() -> Plan {
+        plan(
+            shape(4, Some(2), Some(2)).unwrap(),
+            &EmailPattern::parse("u{i}@x.org").unwrap(),
+            Visibility::Private,
+        )
+    }
+
+    #[test]
+    fn postgres_chunks_exact() {
+        let p = small();
+        let c = write_chunks(Db::Postgres, &p, "$2b$04$h", 1700000000000, 3);
+        assert_eq!(
+            c.iter().map(|c| (c.what, c.rows)).collect::<Vec<_>>(),
+            vec![
+                ("accounts", 3),
+                ("accounts", 1),
+                ("projects", 2),
+                ("collaborators", 2)
+            ]
+        );
+        assert_eq!(
+            c[1].sql,
+            "BEGIN;\nINSERT INTO users (email, password, roles, is_lopd_accepted, quota_mb, external_identifier, is_active, created_at, updated_at) VALUES\n\
+('u3@x.org', '$2b$04$h', '[\"ROLE_USER\"]', 1, 4096, 'exectl-prepare', 1, 1700000000000, 1700000000000)\n\
+ON CONFLICT (email) DO NOTHING;\nCOMMIT;\n"
+        );
+        let (u0, u1) = (&p.projects[0].uuid, &p.projects[1].uuid);
+        assert_eq!(
+            c[2].sql,
+            format!(
+                "BEGIN;\nINSERT INTO projects (uuid, title, owner_id, status, visibility, saved_once, created_at, updated_at) VALUES\n\
+('{u0}', 'bench-project-0', (SELECT id FROM users WHERE email = 'u0@x.org'), 'active', 'private', 1, 1700000000000, 1700000000000),\n\
+('{u1}', 'bench-project-1', (SELECT id FROM users WHERE email = 'u2@x.org'), 'active', 'private', 1, 1700000000000, 1700000000000)\n\
+ON CONFLICT (uuid) DO NOTHING;\nCOMMIT;\n"
+            )
+        );
+        assert_eq!(
+            c[3].sql,
+            format!(
+                "BEGIN;\nINSERT INTO project_collaborators (project_id, user_id)\n\
+WITH v (uuid, email) AS (VALUES\n('{u0}', 'u1@x.org'),\n('{u1}', 'u3@x.org'))\n\
+SELECT p.id, u.id FROM v JOIN projects p ON p.uuid = v.uuid JOIN users u ON u.email = v.email\n\
+WHERE NOT EXISTS (SELECT 1 FROM project_collaborators c WHERE c.project_id = p.id AND c.user_id = u.id);\nCOMMIT;\n"
+            )
+        );
+    }
+
+    #[test]
+    fn mariadb_and_sqlite_ignore_forms() {
+        let p = small();
+        let m = write_chunks(Db::Mariadb, &p, "h", 1, 10);
+        assert!(m[0].sql.starts_with(
+            "START TRANSACTION;\nINSERT IGNORE INTO users (email, password, roles, is_lopd_accepted"
+        ));
+        assert!(m[0].sql.ends_with("1, 1);\nCOMMIT;\n"), "{}", m[0].sql);
+        let s = write_chunks(Db::Sqlite, &p, "h", 1, 10);
+        assert!(s[1].sql.starts_with(
+            "PRAGMA busy_timeout = 30000;\nPRAGMA foreign_keys = ON;\nBEGIN IMMEDIATE;\nINSERT OR IGNORE INTO projects"
+        ));
+        assert_eq!(s.len(), 3);
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(quote(Db::Postgres, "a'b\\c"), "'a''b\\c'");
+        assert_eq!(quote(Db::Mariadb, "a'b\\c"), "'a''b\\\\c'");
+    }
+
+    #[test]
+    fn reset_touches_only_marked_pattern_accounts() {
+        let r = reset(Db::Mariadb, "bench!_%@x.org");
+        assert!(r.contains(
+            "SELECT id FROM users WHERE external_identifier = 'exectl-prepare' AND email LIKE 'bench!_%@x.org' ESCAPE '!'"
+        ));
+        assert!(r.contains(
+            "DELETE FROM users WHERE external_identifier = 'exectl-prepare' AND email LIKE 'bench!_%@x.org' ESCAPE '!';"
+        ));
+        assert!(r.starts_with("START TRANSACTION;\n") && r.ends_with("COMMIT;\n"));
+    }
+
+    #[test]
+    fn parses_tagged_rows() {
+        let out = "T\t3\nU\t1\ta@x.org\t1\nnoise\nU\t2\tb@x.org\t0\n";
+        let u: Vec<_> = rows(out, "U").collect();
+        assert_eq!(
+            u,
+            vec![vec!["1", "a@x.org", "1"], vec!["2", "b@x.org", "0"]]
+        );
+        assert_eq!(rows(out, "T").next(), Some(vec!["3"]));
+    }
+}
