@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Check that the fixture images (images/build.sh) honour their contracts, on the real engine:
-#   bash images/selftest.sh [IMAGE...]     IMAGE: mariadb postgres redis nginx traefik standin stacks
+#   bash images/selftest.sh [IMAGE...]     IMAGE: mariadb postgres redis nginx traefik standin sqlite stacks
 # (stacks: the stand-in on MariaDB and on PostgreSQL + Redis, reached by service name like compose does).
 # Every container and network it makes is named exectl-selftest-*, and removed at exit. Exits non-zero
 # on the first failure, printing the container's log. Loopback/Docker networks only.
@@ -8,7 +8,7 @@ set -euo pipefail
 
 P=exectl-selftest-$$
 NET=$P-net
-ALL=(mariadb postgres redis nginx traefik standin stacks)
+ALL=(mariadb postgres redis nginx traefik standin sqlite stacks)
 [ $# -gt 0 ] || set -- "${ALL[@]}"
 
 made=()
@@ -16,6 +16,7 @@ cleanup() {
   local c
   for c in "${made[@]}"; do docker rm -f -v "$c" >/dev/null 2>&1 || true; done
   docker network rm "$NET" >/dev/null 2>&1 || true
+  docker volume rm "$P-data" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 
@@ -133,13 +134,24 @@ EOF
     ok "traefik: $(echo "$out" | sed -n 's/^Version: *//p'), routes by Docker labels"
     ;;
   standin)
-    run $P-standin -e DB_DRIVER=sqlite -e DB_PATH=/mnt/data/exelearning.db \
+    # A named volume on /mnt/data, as in compose: it takes the image's ownership (uid 1000, user bun).
+    run $P-standin -v "$P-data:/mnt/data" -e DB_DRIVER=sqlite -e DB_PATH=/mnt/data/exelearning.db \
       -e API_JWT_SECRET="$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')" \
       -e APP_SECRET="$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')" \
       --health-interval 2s --health-start-period 1s exectl-fixture/standin:latest
     wait_for 90 "standin healthy (image HEALTHCHECK)" $P-standin health $P-standin
     docker exec $P-standin test -f /mnt/data/exelearning.db || fail "standin: no SQLite file at DB_PATH"
-    ok "standin: SQLite boot, HEALTHCHECK healthy, DB at /mnt/data"
+    ok "standin: SQLite boot on a named volume, HEALTHCHECK healthy, DB at /mnt/data"
+    ;;
+  sqlite)
+    # exectl prepare's one-shot: sqlite3 on a data volume (the stand-in's, when that test ran first).
+    out=$(docker run --rm --pull never -v "$P-data:/mnt/data" exectl-fixture/sqlite:3 \
+      sqlite3 /mnt/data/selftest.db 'CREATE TABLE t (i); INSERT INTO t VALUES (42); SELECT i FROM t;')
+    [ "$out" = 42 ] || fail "sqlite: sqlite3 on a volume gave '$out'"
+    tables=$(docker run --rm --pull never -v "$P-data:/mnt/data" exectl-fixture/sqlite:3 sh -c \
+      'rm -f /mnt/data/selftest.db; if [ -f /mnt/data/exelearning.db ]; then sqlite3 /mnt/data/exelearning.db .tables; else echo none; fi')
+    [ -n "$tables" ] || fail "sqlite: the stand-in's database has no tables"
+    ok "sqlite: sqlite3 one-shot on a data volume"
     ;;
   stacks)
     secret() { head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
