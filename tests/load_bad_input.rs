@@ -1,0 +1,158 @@
+//! Bad input to `exectl load` exits 2 with a one-line error naming the flag, before a single dial
+//! (nothing listens on the URLs used here).
+
+use std::path::Path;
+use std::process::Command;
+
+use exectl::load::manifest::{Account, Manifest, Project, Role};
+
+const UUID: &str = "0b8e6f6e-8a43-4f55-9d3c-2f1b7b0a9e11";
+
+fn manifest(dir: &Path, accounts: usize) {
+    let accounts: Vec<Account> = (0..accounts)
+        .map(|i| Account {
+            email: format!("u{i}@x.org"),
+            password: "pw".into(),
+            project_uuid: UUID.into(),
+            role: if i == 0 {
+                Role::Owner
+            } else {
+                Role::Collaborator
+            },
+        })
+        .collect();
+    let projects = [Project {
+        uuid: UUID.into(),
+        owner_email: "u0@x.org".into(),
+    }];
+    Manifest::write(dir, &accounts, &projects, None).unwrap();
+}
+
+fn load(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_exectl"))
+        .arg("load")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+#[test]
+fn bad_input_exits_2_naming_the_flag() {
+    let d = tempfile::tempdir().unwrap();
+    manifest(d.path(), 3);
+    let m = d.path().to_str().unwrap();
+    let url = "http://127.0.0.1:1";
+    let missing = d.path().join("nope");
+    let missing = missing.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["stampede", "--url", url, "--manifest", m], "scenario"),
+        (
+            vec!["idle", "--url", "http://10.0.0.1:8080", "--manifest", m],
+            "--url",
+        ),
+        (
+            vec!["idle", "--url", "http://example.org", "--manifest", m],
+            "--url",
+        ),
+        (
+            vec!["idle", "--url", "https://127.0.0.1", "--manifest", m],
+            "--url",
+        ),
+        (vec!["idle", "--manifest", m], "--url"),
+        (vec!["idle", "--stack", "exe", "--manifest", m], "--stack"),
+        (
+            vec!["idle", "--url", url, "--manifest", m, "--users", "0"],
+            "--users",
+        ),
+        (
+            vec!["idle", "--url", url, "--manifest", m, "--users", "4"],
+            "--users",
+        ),
+        (
+            vec!["idle", "--url", url, "--manifest", m, "--users", "-3"],
+            "--users",
+        ),
+        (
+            vec!["idle", "--url", url, "--manifest", m, "--hold", "soon"],
+            "--hold",
+        ),
+        (
+            vec!["idle", "--url", url, "--manifest", m, "--hold", "0"],
+            "--hold",
+        ),
+        (
+            vec!["idle", "--url", url, "--manifest", m, "--ramp", "-1s"],
+            "--ramp",
+        ),
+        (
+            vec![
+                "idle",
+                "--url",
+                url,
+                "--manifest",
+                m,
+                "--dial-concurrency",
+                "0",
+            ],
+            "--dial-concurrency",
+        ),
+        (
+            vec!["idle", "--url", url, "--manifest", missing],
+            "--manifest",
+        ),
+        (
+            vec!["idle", "--url", url, "--manifest", m, "--tokens"],
+            "--manifest",
+        ),
+        (
+            vec!["login-burst", "--url", url, "--manifest", m, "--tokens"],
+            "--tokens",
+        ),
+        (
+            vec!["idle", "--url", url, "--manifest", m, "--run-id", "a b"],
+            "--run-id",
+        ),
+    ];
+    for (args, flag) in cases {
+        let (code, stderr) = load(&args);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(flag),
+            "{args:?} should name {flag}: {stderr}"
+        );
+        assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    }
+    // clap's own refusals exit 2 as well.
+    let (code, _) = load(&["idle", "--url", url, "--stack", "exe", "--manifest", m]);
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn limits_that_cannot_hold_the_run_exit_2_with_the_fix() {
+    let d = tempfile::tempdir().unwrap();
+    manifest(d.path(), 300);
+    let m = d.path().to_str().unwrap();
+    // 300 sockets cannot fit under a hard limit of 256 open files.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(r#"ulimit -n 256 && exec "$0" "$@""#)
+        .arg(env!("CARGO_BIN_EXE_exectl"))
+        .args([
+            "load",
+            "idle",
+            "--url",
+            "http://127.0.0.1:1",
+            "--manifest",
+            m,
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("RLIMIT_NOFILE"), "{stderr}");
+    assert!(stderr.contains("ulimit"), "the fix is named: {stderr}");
+}
