@@ -3,7 +3,7 @@
 # debootstrap for fixture images, real nginx for `nginx -t`, and the database servers the stand-in's tests use.
 set -euo pipefail
 pkgs=(docker.io containerd runc debootstrap docker-compose nginx-light mariadb-server mariadb-client
-      postgresql postgresql-client redis-server busybox-static iproute2 python3-pip)
+      postgresql postgresql-client redis-server busybox-static iproute2 python3-pip bc)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

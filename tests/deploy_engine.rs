@@ -16,7 +16,9 @@ async fn spread(d: &bollard::Docker, stack: &str, port: &str, apps: &[&str], n: 
     let dials = (0..n).map(|_| {
         let url = format!("ws://127.0.0.1:{port}/yjs/project-{uuid}?token={token}");
         async move {
-            let tcp = tokio::net::TcpStream::connect(format!("127.0.0.1:{port}")).await.unwrap();
+            let tcp = tokio::net::TcpStream::connect(format!("127.0.0.1:{port}"))
+                .await
+                .unwrap();
             tokio_tungstenite::client_async(url, tcp).await.unwrap().0
         }
     });
@@ -25,7 +27,10 @@ async fn spread(d: &bollard::Docker, stack: &str, port: &str, apps: &[&str], n: 
     tokio::time::sleep(Duration::from_millis(700)).await;
     for s in sockets.iter_mut() {
         if let Ok(Some(msg)) = tokio::time::timeout(Duration::from_millis(5), s.next()).await {
-            assert!(!matches!(msg, Ok(tokio_tungstenite::tungstenite::Message::Close(_))), "closed: {msg:?}");
+            assert!(
+                !matches!(msg, Ok(tokio_tungstenite::tungstenite::Message::Close(_))),
+                "closed: {msg:?}"
+            );
         }
     }
     let mut counts = Vec::new();
@@ -47,32 +52,64 @@ fn args<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
 async fn ha_deploys_converges_scales_and_tears_down() {
     let d = docker().await;
     let x = Exectl::new();
+    x.purge_leftovers(&["t-ha"]).await;
     let stack = "t-ha";
-    let mut base = vec!["ha", "--stack", stack, "--lb-port", "18190", "--cpus", "1", "--memory", "512m"];
+    let mut base = vec![
+        "ha",
+        "--stack",
+        stack,
+        "--lb-port",
+        "18190",
+        "--cpus",
+        "1",
+        "--memory",
+        "512m",
+    ];
     base.extend(HA_LIMITS);
 
     let first = x.deploy_json(&args(&base, &["--instances", "2"]));
     assert_eq!(first["ok"], true, "{first}");
-    assert_eq!(first["changed"], 5, "app-1, app-2, postgres, redis, nginx: {first}");
+    assert_eq!(
+        first["changed"], 5,
+        "app-1, app-2, postgres, redis, nginx: {first}"
+    );
     for l in first["limits"].as_array().unwrap() {
         assert_eq!(l["nofile_soft"], 20000, "{l}");
         assert!(l["mismatches"].as_array().unwrap().is_empty(), "{l}");
     }
-    let app1 = first["limits"].as_array().unwrap().iter().find(|l| l["service"] == "app-1").unwrap();
-    assert_eq!((app1["cpus"].as_f64(), app1["memory"].as_u64()), (Some(1.0), Some(512 << 20)));
+    let app1 = first["limits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["service"] == "app-1")
+        .unwrap();
+    assert_eq!(
+        (app1["cpus"].as_f64(), app1["memory"].as_u64()),
+        (Some(1.0), Some(512 << 20))
+    );
 
     let counts = spread(&d, stack, "18190", &["app-1", "app-2"], 40).await;
     assert_eq!(counts.iter().sum::<u64>(), 40, "{counts:?}");
-    assert!(counts.iter().all(|c| *c > 0), "least_conn reaches every instance: {counts:?}");
+    assert!(
+        counts.iter().all(|c| *c > 0),
+        "least_conn reaches every instance: {counts:?}"
+    );
 
     // Same spec again: nothing recreated.
     let ids = container_ids(&d, stack).await;
     let again = x.deploy_json(&args(&base, &["--instances", "2"]));
-    assert_eq!((again["noop"].as_bool(), again["changed"].as_u64()), (Some(true), Some(0)), "{again}");
+    assert_eq!(
+        (again["noop"].as_bool(), again["changed"].as_u64()),
+        (Some(true), Some(0)),
+        "{again}"
+    );
     assert_eq!(container_ids(&d, stack).await, ids);
 
     // Only the nginx variant changes: only nginx is recreated.
-    let v = x.deploy_json(&args(&base, &["--instances", "2", "--nginx", "tuned-ip-hash"]));
+    let v = x.deploy_json(&args(
+        &base,
+        &["--instances", "2", "--nginx", "tuned-ip-hash"],
+    ));
     assert_eq!(v["changed"], 1, "{v}");
     let after = container_ids(&d, stack).await;
     for (service, id) in &ids {
@@ -85,23 +122,61 @@ async fn ha_deploys_converges_scales_and_tears_down() {
     let apps = ["app-1", "app-2", "app-3", "app-4"];
     let counts = spread(&d, stack, "18190", &apps, 40).await;
     assert_eq!(counts.iter().sum::<u64>(), 40, "{counts:?}");
-    assert!(counts.iter().all(|c| *c > 0), "every one of 4 instances serves some: {counts:?}");
+    assert!(
+        counts.iter().all(|c| *c > 0),
+        "every one of 4 instances serves some: {counts:?}"
+    );
 
-    let plan = x.ok(&args(&["plan"], &args(&base, &["--instances", "4", "--images", FIXTURES, "--health-interval", "1s"])));
+    let plan = x.ok(&args(
+        &["plan"],
+        &args(
+            &base,
+            &[
+                "--instances",
+                "4",
+                "--images",
+                FIXTURES,
+                "--health-interval",
+                "1s",
+            ],
+        ),
+    ));
     assert!(plan.contains("nothing to change"), "{plan}");
 
     x.ok(&["teardown", "--stack", stack, "--purge"]);
     assert!(labelled(&d, stack).await.is_empty());
-    assert!(!x.stack_dir(stack).exists(), "purge removes the local state");
+    assert!(
+        !x.stack_dir(stack).exists(),
+        "purge removes the local state"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn single_mariadb_routes_by_host_and_teardown_spares_other_stacks() {
     let d = docker().await;
     let x = Exectl::new();
-    let first = x.deploy_json(&["single", "--stack", "t-single", "--http-port", "18180", "--nofile", "20000"]);
+    x.purge_leftovers(&["t-single", "t-other"]).await;
+    let first = x.deploy_json(&[
+        "single",
+        "--stack",
+        "t-single",
+        "--http-port",
+        "18180",
+        "--nofile",
+        "20000",
+    ]);
     assert_eq!(first["ok"], true, "{first}");
-    let other = x.deploy_json(&["single", "--stack", "t-other", "--db", "sqlite", "--http-port", "18181", "--nofile", "20000"]);
+    let other = x.deploy_json(&[
+        "single",
+        "--stack",
+        "t-other",
+        "--db",
+        "sqlite",
+        "--http-port",
+        "18181",
+        "--nofile",
+        "20000",
+    ]);
     assert_eq!(other["ok"], true, "{other}");
 
     // Through Traefik, the Host header decides: the stack's host reaches the app, another does not.
@@ -118,8 +193,46 @@ async fn single_mariadb_routes_by_host_and_teardown_spares_other_stacks() {
     assert_eq!(body["status"], "ok");
     assert_eq!(get("elsewhere.localhost").await.unwrap().status(), 404);
     // The app really talks to MariaDB: a seeded user logs in through Traefik.
-    seed_owner(&d, "t-single", "mariadb", "via-traefik@exelearning.net", "pw-1234").await;
-    login("http://127.0.0.1:18180", Some("t-single.localhost"), "via-traefik@exelearning.net", "pw-1234").await;
+    seed_owner(
+        &d,
+        "t-single",
+        "mariadb",
+        "via-traefik@exelearning.net",
+        "pw-1234",
+    )
+    .await;
+    login(
+        "http://127.0.0.1:18180",
+        Some("t-single.localhost"),
+        "via-traefik@exelearning.net",
+        "pw-1234",
+    )
+    .await;
+
+    // Data kept but secrets lost: refused before anything changes, naming the way out.
+    let secrets = x.stack_dir("t-single").join("secrets.env");
+    let saved = std::fs::read(&secrets).unwrap();
+    std::fs::remove_file(&secrets).unwrap();
+    let out = x.run(&[
+        "deploy",
+        "single",
+        "--stack",
+        "t-single",
+        "--http-port",
+        "18180",
+        "--nofile",
+        "20000",
+        "--images",
+        FIXTURES,
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("secrets") && stderr.contains("--purge"),
+        "{stderr}"
+    );
+    assert!(!secrets.exists(), "no new secrets written");
+    std::fs::write(&secrets, saved).unwrap();
 
     // Without --purge the data stays; with it nothing labelled t-single remains; t-other is untouched.
     let kept = x.ok(&["teardown", "--stack", "t-single"]);
@@ -128,7 +241,9 @@ async fn single_mariadb_routes_by_host_and_teardown_spares_other_stacks() {
     assert!(labelled(&d, "t-single").await.is_empty());
     let again = x.ok(&["teardown", "--stack", "t-single"]);
     assert!(again.contains("nothing to remove"), "{again}");
-    let others = exectl::engine::observe::observe(&d, "t-other").await.unwrap();
+    let others = exectl::engine::observe::observe(&d, "t-other")
+        .await
+        .unwrap();
     assert_eq!(others.containers.len(), 2);
     assert!(others.containers.iter().all(|c| c.state == "running"));
     x.ok(&["teardown", "--stack", "t-other", "--purge"]);
@@ -139,33 +254,88 @@ async fn single_mariadb_routes_by_host_and_teardown_spares_other_stacks() {
 async fn interrupted_deploy_converges_on_the_next_run() {
     let d = docker().await;
     let x = Exectl::new();
+    x.purge_leftovers(&["t-int"]).await;
     let flags = [
-        "deploy", "single", "--stack", "t-int", "--db", "sqlite", "--http-port", "18182", "--nofile", "20000",
-        "--images", FIXTURES, "--health-interval", "3s",
+        "deploy",
+        "single",
+        "--stack",
+        "t-int",
+        "--db",
+        "sqlite",
+        "--http-port",
+        "18182",
+        "--nofile",
+        "20000",
+        "--images",
+        FIXTURES,
+        "--health-interval",
+        "3s",
     ];
-    let mut child = x.command(&flags).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let mut child = x
+        .command(&flags)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
     // Kill it while it waits for the app to turn healthy.
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
         let o = exectl::engine::observe::observe(&d, "t-int").await.unwrap();
-        if o.containers.iter().any(|c| c.service == "app" && c.state == "running") {
+        if o.containers
+            .iter()
+            .any(|c| c.service == "app" && c.state == "running")
+        {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "deploy never created the app");
-        assert!(child.try_wait().unwrap().is_none(), "deploy ended before it could be interrupted");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "deploy never created the app"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "deploy ended before it could be interrupted"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(child.try_wait().unwrap().is_none(), "still in the health wait");
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "still in the health wait"
+    );
     child.kill().unwrap();
     child.wait().unwrap();
-    assert!(x.stack_dir("t-int").join("exectl.lock").exists(), "the killed run left its lock");
+    assert!(
+        x.stack_dir("t-int").join("exectl.lock").exists(),
+        "the killed run left its lock"
+    );
 
-    let out = x.deploy_json(&["single", "--stack", "t-int", "--db", "sqlite", "--http-port", "18182", "--nofile", "20000"]);
+    let out = x.deploy_json(&[
+        "single",
+        "--stack",
+        "t-int",
+        "--db",
+        "sqlite",
+        "--http-port",
+        "18182",
+        "--nofile",
+        "20000",
+    ]);
     assert_eq!(out["ok"], true, "{out}");
-    for c in exectl::engine::observe::observe(&d, "t-int").await.unwrap().containers {
+    for c in exectl::engine::observe::observe(&d, "t-int")
+        .await
+        .unwrap()
+        .containers
+    {
         assert_eq!(c.state, "running", "{}", c.name);
     }
-    let health = d.inspect_container("exectl-t-int-app", None).await.unwrap().state.unwrap().health.unwrap().status;
+    let health = d
+        .inspect_container("exectl-t-int-app", None)
+        .await
+        .unwrap()
+        .state
+        .unwrap()
+        .health
+        .unwrap()
+        .status;
     assert_eq!(health, Some(bollard::models::HealthStatusEnum::HEALTHY));
     x.ok(&["teardown", "--stack", "t-int", "--purge"]);
 }
@@ -174,14 +344,33 @@ async fn interrupted_deploy_converges_on_the_next_run() {
 async fn preflight_refuses_what_the_target_cannot_give_before_creating_anything() {
     let d = docker().await;
     let x = Exectl::new();
+    x.purge_leftovers(&["t-pre"]).await;
     for (flags, field) in [
         (vec!["--nofile", "200000"], "--nofile"),
-        (vec!["--cpus", "64", "--nofile", "20000", "--worker-rlimit-nofile", "20000", "--worker-connections", "10000"], "--cpus"),
+        (
+            vec![
+                "--cpus",
+                "64",
+                "--nofile",
+                "20000",
+                "--worker-rlimit-nofile",
+                "20000",
+                "--worker-connections",
+                "10000",
+            ],
+            "--cpus",
+        ),
     ] {
-        let out = x.run(&args(&["deploy", "ha", "--stack", "t-pre", "--images", FIXTURES], &flags));
+        let out = x.run(&args(
+            &["deploy", "ha", "--stack", "t-pre", "--images", FIXTURES],
+            &flags,
+        ));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{stderr}");
-        assert!(stderr.contains(field) && stderr.contains("fix:"), "{stderr}");
+        assert!(
+            stderr.contains(field) && stderr.contains("fix:"),
+            "{stderr}"
+        );
         if field == "--nofile" {
             assert!(stderr.contains("20000"), "names the limit: {stderr}");
         }
@@ -194,6 +383,7 @@ async fn preflight_refuses_what_the_target_cannot_give_before_creating_anything(
 async fn a_held_lock_stops_a_second_deploy_at_once_and_names_its_holder() {
     let d = docker().await;
     let x = Exectl::new();
+    x.purge_leftovers(&["t-lock"]).await;
     let dir = x.stack_dir("t-lock");
     std::fs::create_dir_all(&dir).unwrap();
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
@@ -203,14 +393,24 @@ async fn a_held_lock_stops_a_second_deploy_at_once_and_names_its_holder() {
     });
     std::fs::write(dir.join("exectl.lock"), holder.to_string()).unwrap();
     for cmd in [
-        vec!["deploy", "single", "--stack", "t-lock", "--db", "sqlite", "--nofile", "20000", "--images", FIXTURES],
+        vec![
+            "deploy", "single", "--stack", "t-lock", "--db", "sqlite", "--nofile", "20000",
+            "--images", FIXTURES,
+        ],
         vec!["teardown", "--stack", "t-lock"],
     ] {
         let out = x.run(&cmd);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{stderr}");
-        assert!(stderr.contains("locked by exectl deploy") && stderr.contains("since 2026-11-29 10:00:00 UTC"), "{stderr}");
-        assert!(stderr.contains(&format!("pid {}", std::process::id())), "{stderr}");
+        assert!(
+            stderr.contains("locked by exectl deploy")
+                && stderr.contains("since 2026-11-29 10:00:00 UTC"),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains(&format!("pid {}", std::process::id())),
+            "{stderr}"
+        );
     }
     assert!(labelled(&d, "t-lock").await.is_empty());
     // Broken explicitly, the lock no longer stops a (no-op) teardown.
@@ -221,14 +421,34 @@ async fn a_held_lock_stops_a_second_deploy_at_once_and_names_its_holder() {
 async fn health_gate_timeout_names_the_service_and_shows_its_logs() {
     let d = docker().await;
     let x = Exectl::new();
+    x.purge_leftovers(&["t-bad"]).await;
     let out = x.run(&[
-        "deploy", "single", "--stack", "t-bad", "--db", "sqlite", "--http-port", "18183", "--nofile", "20000",
-        "--images", FIXTURES, "--health-interval", "1s", "--wait-timeout", "8s", "--set", "STANDIN_FAULT=no-such-fault",
+        "deploy",
+        "single",
+        "--stack",
+        "t-bad",
+        "--db",
+        "sqlite",
+        "--http-port",
+        "18183",
+        "--nofile",
+        "20000",
+        "--images",
+        FIXTURES,
+        "--health-interval",
+        "1s",
+        "--wait-timeout",
+        "8s",
+        "--set",
+        "STANDIN_FAULT=no-such-fault",
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("service app is not ready"), "{stderr}");
-    assert!(stderr.contains("STANDIN_FAULT"), "shows the app's own log line: {stderr}");
+    assert!(
+        stderr.contains("STANDIN_FAULT"),
+        "shows the app's own log line: {stderr}"
+    );
     x.ok(&["teardown", "--stack", "t-bad", "--purge"]);
     assert!(labelled(&d, "t-bad").await.is_empty());
 }

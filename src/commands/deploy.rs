@@ -137,6 +137,9 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
     let stack = p.spec.stack.clone();
 
     // Preflight: nothing is created before these pass.
+    let secrets_file = target.stack_dir(&stack).join("secrets.env");
+    let before = observe::observe(&target.docker, &stack).await?;
+    preflight::secrets_match_data(&stack, &before, secrets_file.exists(), &secrets_file)?;
     preflight::capacity(&target, &p.spec).await?;
     if args.load_images {
         bail!(crate::error::UsageError::new(
@@ -180,7 +183,7 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
     let result = apply::apply(&target.docker, &p.desired, &plan, timeout, &progress).await;
     reporter.finish();
     result?;
-    let effective = limits::read_back(&target.docker, &p.desired.services).await?;
+    let effective = limits::read_back(&target, &p.desired.services).await?;
     let mismatched: Vec<_> = effective
         .iter()
         .filter(|e| !e.mismatches.is_empty())

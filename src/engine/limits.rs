@@ -2,9 +2,8 @@
 //! limit), so a deploy never silently runs with other limits than asked.
 
 use super::desired::DesiredService;
-use crate::target::{exec, parse_nofile};
-use anyhow::Result;
-use bollard::Docker;
+use crate::target::{parse_nofile, Target};
+use anyhow::{Context, Result};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -20,10 +19,22 @@ pub struct Effective {
     pub mismatches: Vec<String>,
 }
 
-/// cgroup v1 and v2 paths, read in one exec.
-const SCRIPT: &str = "cat /proc/1/limits; echo '--cpu'; \
-    cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo \"$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us)\"; \
-    echo '--mem'; cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes";
+/// Run on the target's host with the container's PID 1 as $1: its limits as the kernel applies them, and
+/// its cgroup's CPU quota and memory limit (v2, else v1). Read from the host, so images without a shell
+/// (Traefik is FROM scratch) are covered too.
+const SCRIPT: &str = r#"pid=$1
+cat /proc/$pid/limits
+echo --cpu
+if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+  p=$(sed -n 's/^0:://p' /proc/$pid/cgroup)
+  cat "/sys/fs/cgroup$p/cpu.max"; echo --mem; cat "/sys/fs/cgroup$p/memory.max"
+else
+  c=$(sed -n 's/^[0-9]*:\(cpu,cpuacct\|cpu\):\(.*\)/\2/p' /proc/$pid/cgroup | head -n1)
+  m=$(sed -n 's/^[0-9]*:memory:\(.*\)/\1/p' /proc/$pid/cgroup | head -n1)
+  echo "$(cat /sys/fs/cgroup/cpu$c/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu$c/cpu.cfs_period_us)"
+  echo --mem; cat /sys/fs/cgroup/memory$m/memory.limit_in_bytes
+fi
+"#;
 
 /// Parse the script's output (pure, for tests).
 pub fn parse(service: &str, text: &str) -> Effective {
@@ -77,16 +88,30 @@ pub fn compare(mut e: Effective, s: &DesiredService) -> Effective {
 }
 
 /// Read back every service that asks for limits.
-pub async fn read_back(docker: &Docker, services: &[DesiredService]) -> Result<Vec<Effective>> {
+pub async fn read_back(target: &Target, services: &[DesiredService]) -> Result<Vec<Effective>> {
     let mut out = Vec::new();
     for s in services {
         if s.service.ulimits.is_empty() && s.service.deploy.is_none() {
             continue;
         }
-        let o = exec(docker, &s.container_name, &["sh", "-c", SCRIPT], None).await?;
-        out.push(compare(parse(&s.name, &o.stdout), s));
+        out.push(compare(
+            read_one(target, &s.container_name, &s.name).await?,
+            s,
+        ));
     }
     Ok(out)
+}
+
+/// The limits in effect in one running container.
+pub async fn read_one(target: &Target, container: &str, service: &str) -> Result<Effective> {
+    let info = target.docker.inspect_container(container, None).await?;
+    let pid = info
+        .state
+        .and_then(|s| s.pid)
+        .filter(|p| *p > 0)
+        .with_context(|| format!("{container} is not running"))?;
+    let text = target.host_shell(SCRIPT, &[&pid.to_string()]).await?;
+    Ok(parse(service, &text))
 }
 
 #[cfg(test)]

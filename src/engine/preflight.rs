@@ -53,6 +53,34 @@ pub fn check_capacity(
     Ok(())
 }
 
+/// A stack whose database volume survives while its stored secrets are gone would get new passwords the
+/// old data refuses (the app then never turns healthy). Refuse before anything changes.
+pub fn secrets_match_data(
+    stack: &str,
+    observed: &crate::plan::Observed,
+    secrets_stored: bool,
+    secrets_path: &std::path::Path,
+) -> Result<(), UsageError> {
+    let data: Vec<&String> = observed
+        .volumes
+        .iter()
+        .filter(|v| v.ends_with("-db-data"))
+        .collect();
+    if secrets_stored || data.is_empty() {
+        return Ok(());
+    }
+    Err(UsageError::new(
+        "--stack",
+        stack,
+        format!(
+            "its database volume {} exists from an earlier deploy, but its secrets ({}) are gone, so the database would refuse new passwords",
+            data[0],
+            secrets_path.display()
+        ),
+        format!("restore that file, or remove the old data with `exectl teardown --stack {stack} --purge`"),
+    ))
+}
+
 pub async fn capacity(target: &Target, spec: &Spec) -> Result<()> {
     let info = target
         .docker
@@ -86,7 +114,7 @@ pub async fn images(target: &Target, images: &[String]) -> Result<Vec<String>> {
                 break;
             }
         }
-        if let Some(e) = failure.or_else(|| None) {
+        if let Some(e) = failure {
             return Err(UsageError::new(
                 "image",
                 image,

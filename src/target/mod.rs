@@ -44,6 +44,26 @@ impl Target {
         self.stack_dir(stack).join("bundle")
     }
 
+    /// Run a shell script on the target's host (arguments as $1, $2, ...) and return its stdout.
+    pub async fn host_shell(&self, script: &str, args: &[&str]) -> Result<String> {
+        let out = tokio::process::Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .arg("sh")
+            .args(args)
+            .output()
+            .await
+            .context("running a shell on the target host")?;
+        if !out.status.success() {
+            anyhow::bail!(
+                "host script failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
     /// The hard open-files limit a container may ask for: the engine's own hard limit (a container's
     /// rlimit is set by a child of dockerd, which cannot raise it without CAP_SYS_RESOURCE) and the
     /// kernel's fs.nr_open. None when it cannot be read.

@@ -61,6 +61,16 @@ impl Exectl {
         serde_json::from_str(&self.ok(&full)).unwrap()
     }
 
+    /// Remove anything a crashed earlier run left under these stack names (only those of this test).
+    pub async fn purge_leftovers(&self, stacks: &[&str]) {
+        let d = docker().await;
+        for s in stacks {
+            if !labelled(&d, s).await.is_empty() {
+                self.ok(&["teardown", "--stack", s, "--purge", "--break-lock"]);
+            }
+        }
+    }
+
     pub fn stack_dir(&self, stack: &str) -> PathBuf {
         self.state.path().join("local").join(stack)
     }
@@ -72,7 +82,10 @@ pub async fn docker() -> Docker {
         .negotiate_version()
         .await
         .expect("a running Docker engine (scripts/dockerd.sh) is required for these tests");
-    for image in ["exectl-fixture/standin:latest", "exectl-fixture/postgres:15"] {
+    for image in [
+        "exectl-fixture/standin:latest",
+        "exectl-fixture/postgres:15",
+    ] {
         d.inspect_image(image)
             .await
             .unwrap_or_else(|_| panic!("fixture image {image} missing: run bash images/build.sh"));
@@ -92,7 +105,11 @@ pub async fn labelled(d: &Docker, stack: &str) -> Vec<String> {
 /// Container name → id, for the stack.
 pub async fn container_ids(d: &Docker, stack: &str) -> std::collections::BTreeMap<String, String> {
     let mut out = std::collections::BTreeMap::new();
-    for c in exectl::engine::observe::observe(d, stack).await.unwrap().containers {
+    for c in exectl::engine::observe::observe(d, stack)
+        .await
+        .unwrap()
+        .containers
+    {
         let info = d.inspect_container(&c.name, None).await.unwrap();
         out.insert(c.service, info.id.unwrap_or_default());
     }
@@ -116,8 +133,20 @@ pub fn read(path: &Path) -> String {
 pub async fn sql(d: &Docker, stack: &str, db: &str, script: &str) -> String {
     let container = format!("exectl-{stack}-{db}");
     let cmd: Vec<&str> = match db {
-        "postgres" => vec!["psql", "-v", "ON_ERROR_STOP=1", "-qAt", "-U", "exelearning", "exelearning"],
-        _ => vec!["sh", "-c", "mariadb -N -uexelearning -p\"$MARIADB_PASSWORD\" exelearning"],
+        "postgres" => vec![
+            "psql",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-qAt",
+            "-U",
+            "exelearning",
+            "exelearning",
+        ],
+        _ => vec![
+            "sh",
+            "-c",
+            "mariadb -N -uexelearning -p\"$MARIADB_PASSWORD\" exelearning",
+        ],
     };
     let out = exectl::target::exec(d, &container, &cmd, Some(script.as_bytes()))
         .await
@@ -136,7 +165,11 @@ pub fn now_ms() -> u128 {
 /// Seed one user owning one public project; returns the project's uuid.
 pub async fn seed_owner(d: &Docker, stack: &str, db: &str, email: &str, password: &str) -> String {
     let hash = bcrypt::hash(password, 4).unwrap();
-    let uuid = format!("{:08x}-0000-4000-8000-{:012x}", now_ms() as u32, now_ms() as u64 & 0xffff_ffff_ffff);
+    let uuid = format!(
+        "{:08x}-0000-4000-8000-{:012x}",
+        now_ms() as u32,
+        now_ms() as u64 & 0xffff_ffff_ffff
+    );
     let now = now_ms();
     sql(
         d,
