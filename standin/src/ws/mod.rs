@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::config::Fault;
+use crate::db::Project;
 use crate::state::AppState;
 use message::Kind;
 
@@ -33,7 +34,11 @@ pub async fn upgrade(
         .write_buffer_size(0)
         .max_message_size(MAX_MESSAGE)
         .max_frame_size(MAX_MESSAGE)
-        .on_upgrade(move |socket| serve(socket, st, doc, token))
+        .on_upgrade(move |socket| {
+            let task = serve(socket, st, doc, token);
+            tracing::trace!("socket task: {} bytes", std::mem::size_of_val(&task));
+            task
+        })
 }
 
 /// `project-<uuid>` → the uuid, as `^project-([0-9a-f-]{36})$` (case-insensitive).
@@ -65,26 +70,25 @@ async fn close(mut socket: WebSocket, code: u16, reason: &str) {
     .await;
 }
 
-async fn serve(socket: WebSocket, st: AppState, doc: String, token: Option<String>) {
-    let Some(uuid) = project_uuid(&doc).map(str::to_string) else {
-        return close(socket, 4000, "Invalid document name").await;
-    };
-    let Some(token) = token else {
-        return close(socket, 4001, "Token required").await;
-    };
-    let Some(caller) = st.tokens.verify(&token) else {
-        return close(socket, 4001, "Invalid token").await;
-    };
-    let project = match st.db.project_by_uuid(&uuid).await {
+/// Who may join: the checks of the app's `open()`, in its order. Err is the close code and reason.
+async fn authorize(
+    st: &AppState,
+    doc: &str,
+    token: Option<&str>,
+) -> Result<(String, i32, Project), (u16, &'static str)> {
+    let uuid = project_uuid(doc).ok_or((4000, "Invalid document name"))?;
+    let token = token.ok_or((4001, "Token required"))?;
+    let caller = st.tokens.verify(token).ok_or((4001, "Invalid token"))?;
+    let project = match st.db.project_by_uuid(uuid).await {
         Ok(Some(p)) => p,
-        Ok(None) => return close(socket, 4003, "PROJECT_NOT_FOUND").await,
+        Ok(None) => return Err((4003, "PROJECT_NOT_FOUND")),
         Err(e) => {
             tracing::error!("[WebSocket] project lookup failed: {e:#}");
-            return close(socket, 1011, "Internal error").await;
+            return Err((1011, "Internal error"));
         }
     };
     if project.status == "inactive" {
-        return close(socket, 4003, "PROJECT_INACTIVE").await;
+        return Err((4003, "PROJECT_INACTIVE"));
     }
     let allowed = project.visibility == "public"
         || project.owner_id == caller.id
@@ -94,14 +98,25 @@ async fn serve(socket: WebSocket, st: AppState, doc: String, token: Option<Strin
             .await
             .unwrap_or(false);
     if !allowed {
-        return close(socket, 4003, "ACCESS_DENIED").await;
+        return Err((4003, "ACCESS_DENIED"));
     }
+    Ok((uuid.to_string(), caller.id, project))
+}
+
+async fn serve(socket: WebSocket, st: AppState, doc: String, token: Option<String>) {
+    // Boxed: the database futures are large, and inlined they would stay reserved in every idle
+    // socket's task for its whole life (this alone is most of the memory of 10,000 idle sockets).
+    let auth = Box::pin(authorize(&st, &doc, token.as_deref())).await;
+    drop(token);
+    let (uuid, user, project) = match auth {
+        Ok(ok) => ok,
+        Err((code, reason)) => return Box::pin(close(socket, code, reason)).await,
+    };
 
     let (outbox, inbox) = mpsc::channel(room::OUTBOX_CAPACITY);
     let (client, count) = st.rooms.join(&doc, &uuid, outbox).await;
     tracing::info!(
-        "[WebSocket] client {client} (user {}) connected to {doc} ({count} in room)",
-        caller.id
+        "[WebSocket] client {client} (user {user}) connected to {doc} ({count} in room)"
     );
     if count >= 2 {
         resync(&st, &doc, count, project.saved_once == 0);
@@ -115,7 +130,7 @@ async fn serve(socket: WebSocket, st: AppState, doc: String, token: Option<Strin
     }
     tracing::debug!("[WebSocket] client {client} left {doc}");
     if let Some((code, reason, socket)) = close_with {
-        close(socket, code, reason).await;
+        Box::pin(close(socket, code, reason)).await;
     }
 }
 
