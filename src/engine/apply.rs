@@ -227,56 +227,96 @@ pub async fn apply(
         }
     }
     let deadline = tokio::time::Instant::now() + timeout;
+    // Waves, as compose does: every service whose dependencies are placed goes in the next wave; a wave
+    // first waits (in parallel) for what it depends on, then converges its services in parallel.
+    let mut placed: Vec<&str> = Vec::new();
     let mut ready: Vec<String> = Vec::new();
-    for s in &desired.services {
-        // Wait for what this service depends on (compose's depends_on conditions).
-        for (dep, healthy) in &s.depends_on {
-            if !ready.contains(dep) {
+    while placed.len() < desired.services.len() {
+        let wave: Vec<&DesiredService> = desired
+            .services
+            .iter()
+            .filter(|s| !placed.contains(&s.name.as_str()))
+            .filter(|s| {
+                s.depends_on
+                    .iter()
+                    .all(|(d, _)| placed.contains(&d.as_str()))
+            })
+            .collect();
+        if wave.is_empty() {
+            bail!("services depend on each other in a cycle");
+        }
+        let mut deps: Vec<(&DesiredService, bool)> = Vec::new();
+        for s in &wave {
+            for (dep, healthy) in &s.depends_on {
+                if ready.contains(dep) || deps.iter().any(|(d, _)| &d.name == dep) {
+                    continue;
+                }
                 let d = desired
                     .services
                     .iter()
                     .find(|x| &x.name == dep)
-                    .expect("start order puts dependencies first");
-                wait_service(docker, d, *healthy, deadline, progress).await?;
-                ready.push(dep.clone());
+                    .expect("placed services exist");
+                deps.push((d, *healthy));
             }
         }
-        let action = plan
-            .actions
+        let waits = deps
             .iter()
-            .find(|a| a.service() == s.name)
-            .expect("plan has an action per service");
-        match action {
-            Action::Create { .. } => {
-                create_and_start(docker, s, &desired.network).await?;
-                progress(Event {
-                    service: s.name.clone(),
-                    what: "created".into(),
-                });
-            }
-            Action::Recreate { reason, .. } => {
-                remove_container(docker, &s.container_name).await?;
-                create_and_start(docker, s, &desired.network).await?;
-                progress(Event {
-                    service: s.name.clone(),
-                    what: format!("recreated ({reason})"),
-                });
-            }
-            Action::Keep { start: true, .. } => {
-                start(docker, s).await?;
-                progress(Event {
-                    service: s.name.clone(),
-                    what: "started".into(),
-                });
-            }
-            Action::Keep { .. } | Action::Remove { .. } => {}
+            .map(|(d, healthy)| wait_service(docker, d, *healthy, deadline, progress));
+        for r in futures_util::future::join_all(waits).await {
+            r?;
         }
-    }
-    for s in &desired.services {
-        if !ready.contains(&s.name) {
-            wait_service(docker, s, true, deadline, progress).await?;
+        ready.extend(deps.iter().map(|(d, _)| d.name.clone()));
+        let converge = wave.iter().map(|s| {
+            let action = plan
+                .actions
+                .iter()
+                .find(|a| a.service() == s.name)
+                .expect("plan has an action per service");
+            converge_one(docker, s, action, &desired.network, progress)
+        });
+        for r in futures_util::future::join_all(converge).await {
+            r?;
         }
+        placed.extend(wave.iter().map(|s| s.name.as_str()));
     }
+    let rest = desired
+        .services
+        .iter()
+        .filter(|s| !ready.contains(&s.name))
+        .map(|s| wait_service(docker, s, true, deadline, progress));
+    for r in futures_util::future::join_all(rest).await {
+        r?;
+    }
+    Ok(())
+}
+
+async fn converge_one(
+    docker: &Docker,
+    s: &DesiredService,
+    action: &Action,
+    network: &str,
+    progress: Progress<'_>,
+) -> Result<()> {
+    let what = match action {
+        Action::Create { .. } => {
+            create_and_start(docker, s, network).await?;
+            "created".to_string()
+        }
+        Action::Recreate { reason, .. } => {
+            remove_container(docker, &s.container_name).await?;
+            create_and_start(docker, s, network).await?;
+            format!("recreated ({reason})")
+        }
+        Action::Keep { start: true, .. } => {
+            start(docker, s).await?;
+            "started".to_string()
+        }
+        Action::Keep { .. } | Action::Remove { .. } => return Ok(()),
+    };
+    progress(Event {
+        service: s.name.clone(),
+        what,
+    });
     Ok(())
 }
 
