@@ -84,13 +84,16 @@ fn idle_holds_every_socket_and_reports_access_denied_as_failure() {
 
 #[test]
 fn idle_with_minted_tokens_skips_login() {
-    let s = Standin::start(&[("STANDIN_PING_INTERVAL_MS", "500")]);
+    let s = Standin::start(&[
+        ("STANDIN_PING_INTERVAL_MS", "300"),
+        ("STANDIN_PONG_TIMEOUT_MS", "1000"),
+    ]);
     let seeded = load_support::seed(&s, 50, Seeded::solo_layout(50), 4);
     let dir = tempfile::tempdir().unwrap();
     seeded.write_manifest(dir.path(), Some(&s.secret), 0);
     let m = dir.path().to_str().unwrap();
     let url = s.url();
-    // Pings every 500 ms with a 10.5 s pong deadline: a 2 s hold must answer several pings.
+    // Pings every 300 ms, 4008 after 1 s without a pong: a 3 s hold is held only if pings are answered.
     let (code, json, stderr) = exectl_load(
         &[
             "idle",
@@ -102,7 +105,7 @@ fn idle_with_minted_tokens_skips_login() {
             "--ramp",
             "500ms",
             "--hold",
-            "2s",
+            "3s",
             "--json",
         ],
         Duration::from_secs(60),
@@ -138,4 +141,63 @@ fn idle_with_minted_tokens_skips_login() {
     let j = json.unwrap();
     assert_eq!(code, 1);
     assert_eq!(j["close_codes"]["4001"], 10, "{j:#}");
+}
+
+/// `totalConnections` of the stand-in's /api/websocket/info.
+fn server_connections(port: u16) -> u64 {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(s, "GET /api/websocket/info HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).unwrap();
+    let body = buf.split("\r\n\r\n").nth(1).unwrap();
+    let v: serde_json::Value = serde_json::from_str(body).unwrap();
+    v["totalConnections"].as_u64().unwrap()
+}
+
+#[test]
+fn leak_on_close_is_invisible_to_the_client_but_not_to_the_server() {
+    // The run itself succeeds either way; only the server's count (what status --expect-idle checks)
+    // tells the leaking server from the healthy one after the run.
+    for (fault, leaked) in [(None, false), (Some("leak-on-close"), true)] {
+        let env: Vec<(&str, &str)> = fault.map(|f| ("STANDIN_FAULT", f)).into_iter().collect();
+        let s = Standin::start(&env);
+        let seeded = load_support::seed(&s, 20, Seeded::solo_layout(20), 4);
+        let dir = tempfile::tempdir().unwrap();
+        seeded.write_manifest(dir.path(), Some(&s.secret), 0);
+        let m = dir.path().to_str().unwrap();
+        let url = s.url();
+        let (code, json, stderr) = exectl_load(
+            &[
+                "idle",
+                "--url",
+                &url,
+                "--manifest",
+                m,
+                "--tokens",
+                "--ramp",
+                "200ms",
+                "--hold",
+                "1s",
+                "--quiet",
+            ],
+            Duration::from_secs(60),
+        );
+        let j = json.unwrap_or_else(|| panic!("no summary; stderr:\n{stderr}"));
+        assert_eq!(code, 0, "{fault:?}: {j:#}");
+        assert_eq!(j["held_full_duration"], 20);
+        // Closes are processed right after the client's close handshake; allow a moment.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let mut n = server_connections(s.port);
+        while !leaked && n > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            n = server_connections(s.port);
+        }
+        if leaked {
+            assert_eq!(n, 20, "leak-on-close keeps every closed socket counted");
+        } else {
+            assert_eq!(n, 0, "every socket closed cleanly");
+        }
+    }
 }

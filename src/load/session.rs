@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures_util::{SinkExt, StreamExt};
 use rand::Rng;
-use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{sleep_until, Instant};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
@@ -36,6 +36,9 @@ pub struct Ctx {
     /// The earliest hold end of any connected user: collab stops sending before it.
     first_hold_end: Mutex<Option<Instant>>,
     pub delivery: SharedHist,
+    /// Editing's REST actions in flight at most (as many as dials), so the client's open files and
+    /// ports stay within what preflight checked even when the server slows down.
+    pub http_slots: Arc<Semaphore>,
     pub metadata_ms: SharedHist,
     pub autosave_ms: SharedHist,
     /// Editing actions by "action status", e.g. "metadata 200".
@@ -49,7 +52,6 @@ impl Ctx {
             .map(|d| d.as_micros() as u64)
             .unwrap_or(0);
         Ctx {
-            opts,
             http,
             live: Live::default(),
             t0: Instant::now(),
@@ -58,9 +60,11 @@ impl Ctx {
             dialed: AtomicU64::new(0),
             first_hold_end: Mutex::new(None),
             delivery: SharedHist::default(),
+            http_slots: Arc::new(Semaphore::new(opts.dial_concurrency.max(1))),
             metadata_ms: SharedHist::default(),
             autosave_ms: SharedHist::default(),
             actions: Tally::default(),
+            opts,
         }
     }
 
@@ -278,8 +282,8 @@ async fn hold(
 
     let ended: Option<Ended> = loop {
         let timer = plan.at();
+        // Unbiased: a busy socket must not starve the hold timer or the action timer.
         tokio::select! {
-            biased;
             msg = ws.next() => match msg {
                 Some(Ok(Message::Binary(b))) => {
                     if let Some(stamp) = frame::decode(&b, ctx.nonce) {
@@ -348,15 +352,22 @@ async fn hold(
                         } else if pending.is_none() {
                             let (http, ep, uuid, token) =
                                 (ctx.http.clone(), opts.endpoint.clone(), account.project_uuid.clone(), token.to_string());
+                            let slots = Arc::clone(&ctx.http_slots);
                             pending = Some(if roll < 85 {
-                                Box::pin(async move { ("metadata", client::metadata(&http, &ep, &uuid, &token).await) })
+                                Box::pin(async move {
+                                    let _slot = slots.acquire_owned().await;
+                                    ("metadata", client::metadata(&http, &ep, &uuid, &token).await)
+                                })
                             } else {
                                 let body: Vec<u8> = {
                                     let mut rng = rand::thread_rng();
                                     let len = rng.gen_range(1024..16 * 1024);
                                     (0..len).map(|_| rng.gen()).collect()
                                 };
-                                Box::pin(async move { ("autosave", client::autosave(&http, &ep, &uuid, &token, body).await) })
+                                Box::pin(async move {
+                                    let _slot = slots.acquire_owned().await;
+                                    ("autosave", client::autosave(&http, &ep, &uuid, &token, body).await)
+                                })
                             });
                         }
                         Plan::Act { at: now + next_wait(opts.interval), until }
