@@ -9,7 +9,7 @@ use load_support::{exectl_load, Seeded, Standin};
 
 const USERS: usize = 200;
 
-fn args<'a>(url: &'a str, manifest: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+fn args<'a>(url: &'a str, manifest: &'a str, users: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut v = vec![
         "idle",
         "--url",
@@ -17,7 +17,7 @@ fn args<'a>(url: &'a str, manifest: &'a str, extra: &[&'a str]) -> Vec<&'a str> 
         "--manifest",
         manifest,
         "--users",
-        "200",
+        users,
         "--ramp",
         "2s",
         "--hold",
@@ -39,7 +39,7 @@ fn idle_holds_every_socket_and_reports_access_denied_as_failure() {
     let good = tempfile::tempdir().unwrap();
     seeded.write_manifest(good.path(), None, 0);
     let m = good.path().to_str().unwrap();
-    let (code, json, stderr) = exectl_load(&args(&url, m, &[]), Duration::from_secs(120));
+    let (code, json, stderr) = exectl_load(&args(&url, m, "200", &[]), Duration::from_secs(120));
     let j = json.unwrap_or_else(|| panic!("no summary; stderr:\n{stderr}"));
     assert_eq!(code, 0, "{j:#}\n{stderr}");
     assert_eq!(j["scenario"], "idle");
@@ -66,7 +66,7 @@ fn idle_holds_every_socket_and_reports_access_denied_as_failure() {
     seeded.write_manifest(denied.path(), None, 1);
     let m = denied.path().to_str().unwrap();
     let (code, json, stderr) = exectl_load(
-        &args(&url, m, &["--run-id", "denied-1", "--json"]),
+        &args(&url, m, "200", &["--run-id", "denied-1", "--json"]),
         Duration::from_secs(120),
     );
     let j = json.unwrap_or_else(|| panic!("no summary; stderr:\n{stderr}"));
@@ -80,6 +80,25 @@ fn idle_holds_every_socket_and_reports_access_denied_as_failure() {
     // Closed right after the upgrade, far from the 3 s hold.
     assert!(j["early_end_ms"]["max"].as_f64().unwrap() < 2000.0, "{j:#}");
     assert!(stderr.contains("4003"), "{stderr}");
+
+    // Wrong passwords: each user tries once (no retry storm), fails with 401, opens no socket.
+    let wrong = tempfile::tempdir().unwrap();
+    seeded.write_manifest(wrong.path(), None, 0);
+    let accounts = wrong.path().join("accounts.json");
+    let text = std::fs::read_to_string(&accounts).unwrap();
+    std::fs::write(
+        &accounts,
+        text.replace(load_support::PASSWORD, "wrong-password"),
+    )
+    .unwrap();
+    let m = wrong.path().to_str().unwrap();
+    let (code, json, stderr) =
+        exectl_load(&args(&url, m, "10", &["--quiet"]), Duration::from_secs(60));
+    let j = json.unwrap_or_else(|| panic!("no summary; stderr:\n{stderr}"));
+    assert_eq!(code, 1, "{j:#}");
+    assert_eq!(j["failures"]["login_401"], 10, "{j:#}");
+    assert_eq!(j["login_ms"]["count"], 10, "one attempt per user: {j:#}");
+    assert_eq!(j["connected"], 0);
 }
 
 #[test]

@@ -187,13 +187,17 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     };
     let limits = preflight::ensure(needs)?;
     if !args.quiet {
+        let hold = if opts.scenario.uses_socket() {
+            format!(", hold {:?}", opts.hold)
+        } else {
+            String::new()
+        };
         eprintln!(
-            "exectl load {}: {} users → {} (ramp {:?}, hold {:?}, {} dials in flight; nofile {}, ports {})",
+            "exectl load {}: {} users → {} (ramp {:?}{hold}, {} in flight; nofile {}, ports {})",
             opts.scenario,
             opts.users,
             opts.endpoint.base,
             opts.ramp,
-            opts.hold,
             opts.dial_concurrency,
             limits.nofile_soft,
             limits

@@ -280,7 +280,9 @@ impl Summary {
         }
         let _ = writeln!(s, "  failures      {}", kv(&self.failures));
         let _ = writeln!(s, "  login         {}", p(&self.login_ms));
-        let _ = writeln!(s, "  connect       {}", p(&self.connect_ms));
+        if self.scenario != Scenario::LoginBurst.name() {
+            let _ = writeln!(s, "  connect       {}", p(&self.connect_ms));
+        }
         if self.early_end_ms.count > 0 {
             let _ = writeln!(s, "  early end     {}", p(&self.early_end_ms));
         }
