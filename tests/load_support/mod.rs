@@ -21,12 +21,36 @@ pub fn target_dir() -> PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"))
 }
 
-/// The stand-in binary, built (or brought up to date) once per test process with `cargo build -p
-/// exe-standin`; tests of this package cannot use CARGO_BIN_EXE of another package.
+/// The newest modification time of the files under `path`.
+fn newest(path: &Path) -> std::time::SystemTime {
+    let own = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .unwrap_or(std::time::UNIX_EPOCH);
+    match std::fs::read_dir(path) {
+        Ok(entries) => entries
+            .filter_map(Result::ok)
+            .map(|e| newest(&e.path()))
+            .fold(own, std::cmp::max),
+        Err(_) => own,
+    }
+}
+
+/// The stand-in binary. `cargo test --workspace` builds it for the stand-in's own tests; when it is
+/// missing or older than its sources (e.g. `cargo test -p exectl`), it is built once per test process
+/// with `cargo build -p exe-standin`: tests of this package cannot use CARGO_BIN_EXE of another package.
 pub fn standin_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let bin = target_dir().join("debug/exe-standin");
+        let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("standin");
+        let fresh = std::fs::metadata(&bin)
+            .and_then(|m| m.modified())
+            .is_ok_and(|built| {
+                built >= newest(&sources.join("src")).max(newest(&sources.join("Cargo.toml")))
+            });
+        if fresh {
+            return bin;
+        }
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let status = Command::new(cargo)
             .args(["build", "-q", "-p", "exe-standin", "--bin", "exe-standin"])
