@@ -258,6 +258,61 @@ fn next_wait(interval: Duration) -> Duration {
     Duration::from_secs_f64(rand::thread_rng().gen_range(lo..hi))
 }
 
+/// One of this run's Yjs-like frames from user `i`.
+fn yjs_frame(ctx: &Ctx, i: usize, seq: u32) -> Vec<u8> {
+    let stamp = Stamp {
+        sender: i as u32,
+        seq,
+        sent_us: ctx.now_us(),
+    };
+    frame::encode(&mut rand::thread_rng(), ctx.nonce, stamp)
+}
+
+/// Editing's REST action: the metadata poll, or the autosave of a 1–16 KiB binary document. It waits
+/// for one of the run's HTTP slots first.
+fn rest_action(ctx: &Ctx, uuid: &str, token: &str, metadata: bool) -> HttpFuture {
+    let (http, ep) = (ctx.http.clone(), ctx.opts.endpoint.clone());
+    let (uuid, token) = (uuid.to_string(), token.to_string());
+    let slots = Arc::clone(&ctx.http_slots);
+    if metadata {
+        Box::pin(async move {
+            let _slot = slots.acquire_owned().await;
+            (
+                "metadata",
+                client::metadata(&http, &ep, &uuid, &token).await,
+            )
+        })
+    } else {
+        let body: Vec<u8> = {
+            let mut rng = rand::thread_rng();
+            let len = rng.gen_range(1024..16 * 1024);
+            (0..len).map(|_| rng.gen()).collect()
+        };
+        Box::pin(async move {
+            let _slot = slots.acquire_owned().await;
+            (
+                "autosave",
+                client::autosave(&http, &ep, &uuid, &token, body).await,
+            )
+        })
+    }
+}
+
+/// Count a finished REST action. A collaborator's 403 on the metadata route is the app's rule (owner or
+/// admin only), not a failure.
+fn record_action(ctx: &Ctx, role: Role, what: &str, r: &HttpResult, out: &mut UserOutcome) {
+    Live::inc(&ctx.live.http_requests);
+    match what {
+        "metadata" => ctx.metadata_ms.record(r.took),
+        _ => ctx.autosave_ms.record(r.took),
+    }
+    ctx.actions.add(format!("{what} {}", r.status));
+    let expected_403 = what == "metadata" && r.status == "403" && role == Role::Collaborator;
+    if !r.ok && !expected_403 {
+        out.http_failures += 1;
+    }
+}
+
 async fn hold(
     ctx: &Ctx,
     i: usize,
@@ -304,16 +359,7 @@ async fn hold(
             _ = sleep_until(hold_until) => break None,
             (what, r) = async { pending.as_mut().expect("guarded").await }, if pending.is_some() => {
                 pending = None;
-                Live::inc(&ctx.live.http_requests);
-                match what {
-                    "metadata" => ctx.metadata_ms.record(r.took),
-                    _ => ctx.autosave_ms.record(r.took),
-                }
-                let expected_403 = what == "metadata" && r.status == "403" && account.role == Role::Collaborator;
-                ctx.actions.add(format!("{what} {}", r.status));
-                if !r.ok && !expected_403 {
-                    out.http_failures += 1;
-                }
+                record_action(ctx, account.role, what, &r, out);
             }
             _ = sleep_until(timer.unwrap_or(hold_until)), if timer.is_some() => {
                 let now = Instant::now();
@@ -334,11 +380,7 @@ async fn hold(
                             0
                         };
                         if roll < 60 {
-                            let f = {
-                                let mut rng = rand::thread_rng();
-                                let stamp = Stamp { sender: i as u32, seq, sent_us: ctx.now_us() };
-                                frame::encode(&mut rng, ctx.nonce, stamp)
-                            };
+                            let f = yjs_frame(ctx, i, seq);
                             let len = f.len() as u64;
                             match tokio::time::timeout(Duration::from_secs(5), ws.send(Message::Binary(f.into()))).await {
                                 Ok(Ok(())) => {
@@ -350,25 +392,7 @@ async fn hold(
                                 _ => break Some(Ended::Error),
                             }
                         } else if pending.is_none() {
-                            let (http, ep, uuid, token) =
-                                (ctx.http.clone(), opts.endpoint.clone(), account.project_uuid.clone(), token.to_string());
-                            let slots = Arc::clone(&ctx.http_slots);
-                            pending = Some(if roll < 85 {
-                                Box::pin(async move {
-                                    let _slot = slots.acquire_owned().await;
-                                    ("metadata", client::metadata(&http, &ep, &uuid, &token).await)
-                                })
-                            } else {
-                                let body: Vec<u8> = {
-                                    let mut rng = rand::thread_rng();
-                                    let len = rng.gen_range(1024..16 * 1024);
-                                    (0..len).map(|_| rng.gen()).collect()
-                                };
-                                Box::pin(async move {
-                                    let _slot = slots.acquire_owned().await;
-                                    ("autosave", client::autosave(&http, &ep, &uuid, &token, body).await)
-                                })
-                            });
+                            pending = Some(rest_action(ctx, &account.project_uuid, token, roll < 85));
                         }
                         Plan::Act { at: now + next_wait(opts.interval), until }
                     }
@@ -381,12 +405,7 @@ async fn hold(
     // A REST action still in flight at the end of the hold finishes (bounded by its own timeout).
     if let Some(p) = pending.take() {
         let (what, r) = p.await;
-        ctx.actions.add(format!("{what} {}", r.status));
-        let expected_403 =
-            what == "metadata" && r.status == "403" && account.role == Role::Collaborator;
-        if !r.ok && !expected_403 {
-            out.http_failures += 1;
-        }
+        record_action(ctx, account.role, what, &r, out);
     }
 
     match ended {
