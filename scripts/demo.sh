@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# README's main job: set the machine up (idempotent), then stand up a benchmark stack on the local engine
-# with the fixture images and the stand-in app.
+# README's main job: set the machine up (idempotent: packages, engine, fixture images), deploy an HA stack
+# with the stand-in app on the local engine, seed it with benchmark accounts, and show its state.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cargo build --release -q -p exectl
 exectl=target/release/exectl
-$exectl validate ha --instances 2 --images images/fixture-images.yaml
-$exectl render ha --instances 2 --images images/fixture-images.yaml --out target/demo-stack
+$exectl deploy --config scripts/demo.yaml --images images/fixture-images.yaml
+$exectl prepare --stack demo --accounts 1000 --users-per-project 4
+$exectl plan --config scripts/demo.yaml --images images/fixture-images.yaml
+echo "demo stack up: nginx LB on http://127.0.0.1:8090 — remove it with: $exectl teardown --stack demo --purge"
