@@ -11,7 +11,7 @@ state=$(mktemp -d); export EXECTL_STATE_DIR=$state
 work=$(mktemp -d)
 trap 'rm -rf "$state" "$work"' EXIT
 limits=(--nofile 20000 --worker-rlimit-nofile 20000 --worker-connections 10000 --cpus 1 --memory 512m
-        --health-interval 1s --images images/fixture-images.yaml --instances 4)
+        --health-interval 1s --images images/fixtures.yaml --instances 4)
 now() { date +%s.%N; }
 since() { echo "$(now) - $1" | bc -l; }
 

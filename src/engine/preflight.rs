@@ -119,7 +119,7 @@ pub async fn images(target: &Target, images: &[String]) -> Result<Vec<String>> {
                 "image",
                 image,
                 format!("it is not on the target and pulling it failed ({e})"),
-                "build or load it on the target (here: bash images/build.sh, and --images images/fixture-images.yaml)",
+                "build or load it on the target (here: bash images/build.sh, and --images images/fixtures.yaml)",
             )
             .into());
         }

@@ -7,7 +7,7 @@ use bollard::Docker;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/images/fixture-images.yaml");
+pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/images/fixtures.yaml");
 
 /// Flags every HA test needs on these machines: the engine allows 20000 open files per container.
 pub const HA_LIMITS: [&str; 6] = [
