@@ -19,7 +19,6 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 const EMAIL: &str = "bench-user-0@exelearning.net";
 const PW: &str = "Bench1234!";
-const ROOMS: usize = 100;
 const REAL_APP_MIB: f64 = 257.0;
 
 fn raise_nofile() -> u64 {
@@ -69,6 +68,10 @@ async fn parent(nofile: u64) {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000);
+    let rooms: usize = std::env::var("STANDIN_BENCH_ROOMS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
     let mut db = TestDb::new(Dialect::Sqlite).await;
     let mut env = db.env();
     env.push(("RUST_LOG".into(), "warn".into()));
@@ -84,13 +87,16 @@ async fn parent(nofile: u64) {
     db.seed_user(EMAIL, &hash(PW, "$2b$", 10), r#"["ROLE_USER"]"#)
         .await;
     let mut docs = Vec::new();
-    for _ in 0..ROOMS {
+    for _ in 0..rooms {
         docs.push(format!(
             "project-{}",
             db.seed_project(EMAIL, "active", "private").await
         ));
     }
     let (token, _) = login(&server, EMAIL, PW).await;
+    // A file, not a variable: 10,000 names exceed the kernel's limit for one environment string.
+    let docs_file = db.dir.path().join("docs.txt");
+    std::fs::write(&docs_file, docs.join("\n")).unwrap();
     let pid = server.pid();
     let (rss0, _) = rss_mib(pid);
 
@@ -98,7 +104,7 @@ async fn parent(nofile: u64) {
         .env("STANDIN_BENCH_ROLE", "client")
         .env("BENCH_BASE", format!("ws://127.0.0.1:{}/yjs/", server.port))
         .env("BENCH_TOKEN", &token)
-        .env("BENCH_DOCS", docs.join(","))
+        .env("BENCH_DOCS_FILE", &docs_file)
         .env("BENCH_N", n.to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -152,7 +158,7 @@ async fn parent(nofile: u64) {
     }
     let (rss_after, _) = rss_mib(pid);
 
-    println!("idle WebSockets: {n} requested over {ROOMS} rooms, client in a separate process");
+    println!("idle WebSockets: {n} requested over {rooms} rooms, client in a separate process");
     println!("RLIMIT_NOFILE soft raised to {nofile}");
     println!("client: {}", client_line.trim());
     println!("server totalConnections while held: {held} (all opened within {open_secs:.1} s)");
@@ -170,9 +176,9 @@ async fn parent(nofile: u64) {
 fn client() {
     let base = std::env::var("BENCH_BASE").unwrap();
     let token = std::env::var("BENCH_TOKEN").unwrap();
-    let docs: Vec<String> = std::env::var("BENCH_DOCS")
+    let docs: Vec<String> = std::fs::read_to_string(std::env::var("BENCH_DOCS_FILE").unwrap())
         .unwrap()
-        .split(',')
+        .lines()
         .map(str::to_string)
         .collect();
     let n: usize = std::env::var("BENCH_N").unwrap().parse().unwrap();
