@@ -35,18 +35,39 @@ async fn db_sql(d: &bollard::Docker, stack: &str, db: &str, script: &str) -> Str
     use std::io::Write;
     let mut child = std::process::Command::new("docker")
         .args([
-            "run", "--rm", "-i", "--network", "none", "--user", "1000:1000", "--label",
-            &format!("exectl.stack={stack}"), "-v", &format!("exectl-{stack}-app-data:/mnt/data"),
-            "exectl-fixture/sqlite:3", "sqlite3", "-bail", "/mnt/data/exelearning.db",
+            "run",
+            "--rm",
+            "-i",
+            "--network",
+            "none",
+            "--user",
+            "1000:1000",
+            "--label",
+            &format!("exectl.stack={stack}"),
+            "-v",
+            &format!("exectl-{stack}-app-data:/mnt/data"),
+            "exectl-fixture/sqlite:3",
+            "sqlite3",
+            "-bail",
+            "/mnt/data/exelearning.db",
         ])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{script}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -68,8 +89,21 @@ async fn table_counts(d: &bollard::Docker, stack: &str, db: &str) -> [u64; 3] {
 
 fn prepare_json(x: &Exectl, stack: &str, out: &Path, extra: &[&str]) -> serde_json::Value {
     let mut args = vec![
-        "prepare", "--stack", stack, "--accounts", "1000", "--projects", "250", "--users-per-project", "4",
-        "--bcrypt-cost", "4", "--mint-tokens", "--json", "--out", out.to_str().unwrap(),
+        "prepare",
+        "--stack",
+        stack,
+        "--accounts",
+        "1000",
+        "--projects",
+        "250",
+        "--users-per-project",
+        "4",
+        "--bcrypt-cost",
+        "4",
+        "--mint-tokens",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
     ];
     args.extend(extra);
     serde_json::from_str(&x.ok(&args)).unwrap()
@@ -100,8 +134,16 @@ async fn every_account_holds(door: &FrontDoor, accounts: &serde_json::Value) {
     .await;
     assert_eq!(checks.len(), 1000);
     let bad: Vec<_> = checks.iter().filter(|c| !c.ok()).collect();
-    assert!(bad.is_empty(), "{} of 1000 not held, e.g. {:?}", bad.len(), bad.first());
-    assert_eq!(checks.iter().filter(|c| c.role == "collaborator").count(), 750);
+    assert!(
+        bad.is_empty(),
+        "{} of 1000 not held, e.g. {:?}",
+        bad.len(),
+        bad.first()
+    );
+    assert_eq!(
+        checks.iter().filter(|c| c.role == "collaborator").count(),
+        750
+    );
 }
 
 /// The acceptance scenario on one deployed stack.
@@ -116,17 +158,36 @@ async fn scenario(d: &bollard::Docker, x: &Exectl, stack: &str, db: &str, door: 
     let base = table_counts(d, stack, db).await;
 
     let first = prepare_json(x, stack, out.path(), &[]);
-    assert_eq!(first["added"], serde_json::json!({"accounts": 1000, "projects": 250, "collaborators": 750}), "{first}");
+    assert_eq!(
+        first["added"],
+        serde_json::json!({"accounts": 1000, "projects": 250, "collaborators": 750}),
+        "{first}"
+    );
     let checks = first["checks"].as_array().unwrap();
-    assert_eq!(checks.len(), 2, "a sampled owner and a sampled collaborator: {first}");
-    assert!(checks.iter().all(|c| c["socket"]["result"] == "held"), "{first}");
+    assert_eq!(
+        checks.len(),
+        2,
+        "a sampled owner and a sampled collaborator: {first}"
+    );
+    assert!(
+        checks.iter().all(|c| c["socket"]["result"] == "held"),
+        "{first}"
+    );
     let after_first = table_counts(d, stack, db).await;
     assert_eq!(after_first, [base[0] + 1000, base[1] + 250, base[2] + 750]);
 
     // The manifest: 0600, the seed's shapes, one entry per account.
-    for f in ["projects.json", "accounts.json", "accounts.csv", "tokens.json"] {
+    for f in [
+        "projects.json",
+        "accounts.json",
+        "accounts.csv",
+        "tokens.json",
+    ] {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(out.path().join(f)).unwrap().permissions().mode();
+        let mode = std::fs::metadata(out.path().join(f))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600, "{f}");
     }
     let accounts = read_json(&out.path().join("accounts.json"));
@@ -142,33 +203,90 @@ async fn scenario(d: &bollard::Docker, x: &Exectl, stack: &str, db: &str, door: 
     // A minted token opens the socket without a login.
     let tokens = read_json(&out.path().join("tokens.json"));
     assert_eq!(tokens[7]["email"], accounts[7]["email"]);
-    let held = verify::hold(&door, accounts[7]["projectUuid"].as_str().unwrap(), tokens[7]["token"].as_str().unwrap(), verify::HOLD)
-        .await
-        .unwrap();
+    let held = verify::hold(
+        &door,
+        accounts[7]["projectUuid"].as_str().unwrap(),
+        tokens[7]["token"].as_str().unwrap(),
+        verify::HOLD,
+    )
+    .await
+    .unwrap();
     assert!(matches!(held, Hold::Held { .. }), "{held:?}");
 
     // A stranger to a private project is refused: account 0 (project 0) joins project 1.
-    let token = verify::login(&reqwest::Client::new(), &door, "bench-user-0@exelearning.net", "Bench1234!").await.unwrap();
-    let refused = verify::hold(&door, projects[1]["uuid"].as_str().unwrap(), &token, verify::HOLD).await.unwrap();
-    assert!(matches!(refused, Hold::Closed { code: 4003, .. }), "{refused:?}");
+    let token = verify::login(
+        &reqwest::Client::new(),
+        &door,
+        "bench-user-0@exelearning.net",
+        "Bench1234!",
+    )
+    .await
+    .unwrap();
+    let refused = verify::hold(
+        &door,
+        projects[1]["uuid"].as_str().unwrap(),
+        &token,
+        verify::HOLD,
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(refused, Hold::Closed { code: 4003, .. }),
+        "{refused:?}"
+    );
 
     // Re-running adds nothing.
     let again = prepare_json(x, stack, out.path(), &[]);
-    assert_eq!(again["added"], serde_json::json!({"accounts": 0, "projects": 0, "collaborators": 0}), "{again}");
+    assert_eq!(
+        again["added"],
+        serde_json::json!({"accounts": 0, "projects": 0, "collaborators": 0}),
+        "{again}"
+    );
     assert_eq!(table_counts(d, stack, db).await, after_first);
 
     // --reset removes only what prepare made: the admin and the stranger stay, with the stranger's project.
-    let r = x.ok(&["prepare", "--stack", stack, "--reset", "--out", out.path().to_str().unwrap()]);
-    assert!(r.contains("removed 1000 account(s) and 250 project(s)"), "{r}");
+    let r = x.ok(&[
+        "prepare",
+        "--stack",
+        stack,
+        "--reset",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(
+        r.contains("removed 1000 account(s) and 250 project(s)"),
+        "{r}"
+    );
     assert_eq!(table_counts(d, stack, db).await, base);
-    let admin = db_sql(d, stack, db, "SELECT COUNT(*) FROM users WHERE email = 'exectl-admin@exelearning.net';\n").await;
+    let admin = db_sql(
+        d,
+        stack,
+        db,
+        "SELECT COUNT(*) FROM users WHERE email = 'exectl-admin@exelearning.net';\n",
+    )
+    .await;
     assert_eq!(admin.trim(), "1");
     if let Some(uuid) = stranger_project {
-        let s = db_sql(d, stack, db, &format!("SELECT COUNT(*) FROM projects WHERE uuid = '{uuid}';\n")).await;
+        let s = db_sql(
+            d,
+            stack,
+            db,
+            &format!("SELECT COUNT(*) FROM projects WHERE uuid = '{uuid}';\n"),
+        )
+        .await;
         assert_eq!(s.trim(), "1");
-        login(&format!("http://{}", door.addr), door.host.as_deref(), stranger_email, "pw-stranger").await;
+        login(
+            &format!("http://{}", door.addr),
+            door.host.as_deref(),
+            stranger_email,
+            "pw-stranger",
+        )
+        .await;
     }
-    assert!(!out.path().join("accounts.json").exists(), "reset removes the manifest");
+    assert!(
+        !out.path().join("accounts.json").exists(),
+        "reset removes the manifest"
+    );
 }
 
 fn single_door(port: &str, stack: &str) -> FrontDoor {
@@ -183,7 +301,20 @@ async fn prepare_single_mariadb_and_bad_input() {
     let d = docker().await;
     let x = Exectl::new();
     let stack = "t-prep-maria";
-    deploy(&x, &["single", "--stack", stack, "--db", "mariadb", "--http-port", "18392", "--nofile", "20000"]);
+    deploy(
+        &x,
+        &[
+            "single",
+            "--stack",
+            stack,
+            "--db",
+            "mariadb",
+            "--http-port",
+            "18392",
+            "--nofile",
+            "20000",
+        ],
+    );
     scenario(&d, &x, stack, "mariadb", single_door("18392", stack)).await;
 
     // Bad input: exit 2, the field named, nothing written.
@@ -192,28 +323,62 @@ async fn prepare_single_mariadb_and_bad_input() {
     let before = table_counts(&d, stack, "mariadb").await;
     for (flags, field) in [
         (vec!["--accounts", "0"], "--accounts"),
-        (vec!["--accounts", "10", "--users-per-project", "0"], "--users-per-project"),
-        (vec!["--accounts", "3", "--users-per-project", "4"], "--users-per-project"),
+        (
+            vec!["--accounts", "10", "--users-per-project", "0"],
+            "--users-per-project",
+        ),
+        (
+            vec!["--accounts", "3", "--users-per-project", "4"],
+            "--users-per-project",
+        ),
     ] {
         let mut args = vec!["prepare", "--stack", stack, "--out", o];
         args.extend(flags);
         let r = x.run(&args);
         let stderr = String::from_utf8_lossy(&r.stderr);
         assert_eq!(r.status.code(), Some(2), "{stderr}");
-        assert!(stderr.contains(field) && stderr.contains("fix:"), "{stderr}");
+        assert!(
+            stderr.contains(field) && stderr.contains("fix:"),
+            "{stderr}"
+        );
     }
-    let r = x.run(&["prepare", "--stack", "t-prep-none", "--accounts", "5", "--out", o]);
+    let r = x.run(&[
+        "prepare",
+        "--stack",
+        "t-prep-none",
+        "--accounts",
+        "5",
+        "--out",
+        o,
+    ]);
     let stderr = String::from_utf8_lossy(&r.stderr);
     assert_eq!(r.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("not deployed"), "{stderr}");
     // A database the app has not migrated: a clear error once the wait is over.
     sql(&d, stack, "mariadb", "DROP TABLE project_collaborators;\n").await;
-    let r = x.run(&["prepare", "--stack", stack, "--accounts", "5", "--out", o, "--schema-timeout", "2s"]);
+    let r = x.run(&[
+        "prepare",
+        "--stack",
+        stack,
+        "--accounts",
+        "5",
+        "--out",
+        o,
+        "--schema-timeout",
+        "2s",
+    ]);
     let stderr = String::from_utf8_lossy(&r.stderr);
     assert_eq!(r.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("has not created its tables") && stderr.contains("2 of 3"), "{stderr}");
+    assert!(
+        stderr.contains("has not created its tables") && stderr.contains("2 of 3"),
+        "{stderr}"
+    );
     assert_eq!(count(&d, stack, "mariadb", "users").await, before[0]);
-    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0, "no manifest written");
+    assert_eq!(
+        std::fs::read_dir(out.path()).unwrap().count(),
+        0,
+        "no manifest written"
+    );
 
     x.ok(&["teardown", "--stack", stack, "--purge"]);
     assert!(labelled(&d, stack).await.is_empty());
@@ -224,16 +389,44 @@ async fn prepare_single_postgres_default_cost_and_public() {
     let d = docker().await;
     let x = Exectl::new();
     let stack = "t-prep-pg";
-    deploy(&x, &["single", "--stack", stack, "--db", "postgres", "--http-port", "18393", "--nofile", "20000"]);
+    deploy(
+        &x,
+        &[
+            "single",
+            "--stack",
+            stack,
+            "--db",
+            "postgres",
+            "--http-port",
+            "18393",
+            "--nofile",
+            "20000",
+        ],
+    );
     scenario(&d, &x, stack, "postgres", single_door("18393", stack)).await;
 
     // The default cost is the app's: $2b$10$. Public projects: anyone may join.
     let out = tempfile::tempdir().unwrap();
     x.ok(&[
-        "prepare", "--stack", stack, "--accounts", "2", "--email-pattern", "cost-{i}@exelearning.net",
-        "--visibility", "public", "--out", out.path().to_str().unwrap(),
+        "prepare",
+        "--stack",
+        stack,
+        "--accounts",
+        "2",
+        "--email-pattern",
+        "cost-{i}@exelearning.net",
+        "--visibility",
+        "public",
+        "--out",
+        out.path().to_str().unwrap(),
     ]);
-    let hash = sql(&d, stack, "postgres", "SELECT password FROM users WHERE email = 'cost-1@exelearning.net';\n").await;
+    let hash = sql(
+        &d,
+        stack,
+        "postgres",
+        "SELECT password FROM users WHERE email = 'cost-1@exelearning.net';\n",
+    )
+    .await;
     assert!(hash.trim().starts_with("$2b$10$"), "{hash}");
     let vis = sql(&d, stack, "postgres", "SELECT DISTINCT visibility || ' ' || status || ' ' || saved_once FROM projects p JOIN users u ON u.id = p.owner_id WHERE u.email LIKE 'cost-%';\n").await;
     assert_eq!(vis.trim(), "public active 1");
@@ -246,12 +439,35 @@ async fn prepare_single_sqlite_through_a_one_shot() {
     let d = docker().await;
     let x = Exectl::new();
     let stack = "t-prep-lite";
-    deploy(&x, &["single", "--stack", stack, "--db", "sqlite", "--http-port", "18394", "--nofile", "20000"]);
+    deploy(
+        &x,
+        &[
+            "single",
+            "--stack",
+            stack,
+            "--db",
+            "sqlite",
+            "--http-port",
+            "18394",
+            "--nofile",
+            "20000",
+        ],
+    );
     scenario(&d, &x, stack, "sqlite", single_door("18394", stack)).await;
     // The one-shot is gone; the app's files in its volume still belong to the app's user.
     let o = exectl::engine::observe::observe(&d, stack).await.unwrap();
-    assert!(o.containers.iter().all(|c| c.service != "prepare-sqlite"), "{:?}", o.containers);
-    let owners = db_sql(&d, stack, "sqlite", ".shell stat -c '%u %n' /mnt/data/exelearning.db\n").await;
+    assert!(
+        o.containers.iter().all(|c| c.service != "prepare-sqlite"),
+        "{:?}",
+        o.containers
+    );
+    let owners = db_sql(
+        &d,
+        stack,
+        "sqlite",
+        ".shell stat -c '%u %n' /mnt/data/exelearning.db\n",
+    )
+    .await;
     assert!(owners.starts_with("1000 "), "{owners}");
     x.ok(&["teardown", "--stack", stack, "--purge"]);
     assert!(labelled(&d, stack).await.is_empty());
@@ -262,7 +478,17 @@ async fn prepare_ha_through_the_lb() {
     let d = docker().await;
     let x = Exectl::new();
     let stack = "t-prep-ha";
-    let mut args = vec!["ha", "--stack", stack, "--lb-port", "18391", "--cpus", "1", "--memory", "512m"];
+    let mut args = vec![
+        "ha",
+        "--stack",
+        stack,
+        "--lb-port",
+        "18391",
+        "--cpus",
+        "1",
+        "--memory",
+        "512m",
+    ];
     args.extend(HA_LIMITS);
     deploy(&x, &args);
     let door = FrontDoor {

@@ -26,6 +26,13 @@ pub struct Database {
     oneshot: Option<String>,
 }
 
+pub enum SchemaWait {
+    /// The tables are absent.
+    Missing(SchemaMissing),
+    /// They are there, but the rest of the script failed.
+    Failed(anyhow::Error),
+}
+
 /// The schema is not there (yet): the app migrates at boot.
 #[derive(Debug)]
 pub struct SchemaMissing {
@@ -106,42 +113,55 @@ impl Database {
         }
     }
 
+    /// Run a script: exit code, stdout, stderr.
+    async fn exec(&self, script: &str) -> Result<crate::target::ExecOutput> {
+        let cmd = sql::client(self.db);
+        crate::target::exec(&self.docker, &self.container, &cmd, Some(script.as_bytes())).await
+    }
+
+    fn failed(&self, out: &crate::target::ExecOutput) -> anyhow::Error {
+        anyhow::anyhow!(
+            "{} client in {} failed (exit {}): {}",
+            self.db.name(),
+            self.container,
+            out.exit_code,
+            out.stderr.trim()
+        )
+    }
+
     /// Run a script; its output, or an error with the client's own message.
     pub async fn run(&self, script: &str) -> Result<String> {
-        let cmd = sql::client(self.db);
-        let out = crate::target::exec(&self.docker, &self.container, &cmd, Some(script.as_bytes()))
-            .await?;
+        let out = self.exec(script).await?;
         if out.exit_code != 0 {
-            bail!(
-                "{} client in {} failed (exit {}): {}",
-                self.db.name(),
-                self.container,
-                out.exit_code,
-                out.stderr.trim()
-            );
+            return Err(self.failed(&out));
         }
         Ok(out.stdout)
     }
 
-    /// Poll until prepare's tables exist, or `timeout` passes.
-    pub async fn wait_schema(&self, timeout: Duration) -> Result<(), SchemaMissing> {
+    /// Poll until prepare's tables exist, or `timeout` passes; then run `then` in the same exec (one
+    /// round trip in the common case, where the schema is there at once). Its output.
+    pub async fn wait_schema(&self, timeout: Duration, then: &str) -> Result<String, SchemaWait> {
         let deadline = Instant::now() + timeout;
+        let script = format!("{}{then}", sql::schema_probe(self.db));
         loop {
-            let (present, detail) = match self.run(&sql::schema_probe(self.db)).await {
+            let (present, detail) = match self.exec(&script).await {
                 Ok(out) => {
-                    let n = sql::rows(&out, "T")
+                    let n = sql::rows(&out.stdout, "T")
                         .next()
-                        .and_then(|r| r.first().and_then(|n| n.parse::<u64>().ok()))
+                        .and_then(|r| r.first().and_then(|n| n.trim().parse::<u64>().ok()))
                         .unwrap_or(0);
-                    (n, String::new())
+                    if n as usize == sql::TABLES.len() {
+                        if out.exit_code != 0 {
+                            return Err(SchemaWait::Failed(self.failed(&out)));
+                        }
+                        return Ok(out.stdout);
+                    }
+                    (n, out.stderr.trim().to_string())
                 }
                 Err(e) => (0, format!("{e:#}")),
             };
-            if present as usize == sql::TABLES.len() {
-                return Ok(());
-            }
             if Instant::now() >= deadline {
-                return Err(SchemaMissing { present, detail });
+                return Err(SchemaWait::Missing(SchemaMissing { present, detail }));
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
         }

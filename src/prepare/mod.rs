@@ -374,19 +374,23 @@ async fn seed(
     let plan = &opts.plan;
     let like = plan.pattern.like();
     let t = Instant::now();
-    if let Err(m) = db.wait_schema(opts.schema_timeout).await {
-        return Err(schema_error(stack, m));
-    }
+    // Once the schema is there, in the same exec: what exists, and whether it agrees with this run.
+    let state = match db
+        .wait_schema(
+            opts.schema_timeout,
+            &format!(
+                "{}{}",
+                sql::state(stack.db, &like),
+                sql::readback(stack.db, &like)
+            ),
+        )
+        .await
+    {
+        Ok(out) => out,
+        Err(db::SchemaWait::Missing(m)) => return Err(schema_error(stack, m)),
+        Err(db::SchemaWait::Failed(e)) => return Err(e),
+    };
     timings.schema = ms(t.elapsed());
-
-    // Before writing: what exists, and whether it agrees with this run.
-    let state = db
-        .run(&format!(
-            "{}{}",
-            sql::state(stack.db, &like),
-            sql::readback(stack.db, &like)
-        ))
-        .await?;
     let before = sql::rows(&state, "B")
         .next()
         .map(|r| counts(&r))
@@ -421,24 +425,31 @@ async fn seed(
         }
     }
 
-    // Writes: one transaction per chunk.
+    // Writes: one transaction per chunk, several chunks per exec; the read-back rides on the last.
     let t = Instant::now();
     let chunks = sql::write_chunks(stack.db, plan, &hash, now_ms(), opts.batch);
     let total: u64 = chunks.iter().map(|c| c.rows as u64).sum();
+    let groups = group(&chunks, ROWS_PER_EXEC);
     let mut done = 0;
+    let mut out = String::new();
     progress(0, total);
-    for c in &chunks {
-        db.run(&c.sql)
+    for (i, g) in groups.iter().enumerate() {
+        let mut script: String = g.iter().map(|c| c.sql.as_str()).collect();
+        if i + 1 == groups.len() {
+            script.push_str(&sql::readback(stack.db, &like));
+        }
+        let rows: usize = g.iter().map(|c| c.rows).sum();
+        out = db
+            .run(&script)
             .await
-            .with_context(|| format!("writing {} {} rows", c.rows, c.what))?;
-        done += c.rows as u64;
+            .with_context(|| format!("writing {rows} rows ({})", what(g)))?;
+        done += rows as u64;
         progress(done, total);
     }
     timings.write = ms(t.elapsed());
 
-    // Read back and check every planned row.
+    // Check every planned row against the read-back.
     let t = Instant::now();
-    let out = db.run(&sql::readback(stack.db, &like)).await?;
     let ids = check_rows(plan, &out)?;
     let after = Counts {
         accounts: sql::rows(&out, "U")
@@ -449,6 +460,31 @@ async fn seed(
     };
     timings.readback = ms(t.elapsed());
     Ok((before, after, ids))
+}
+
+/// Rows streamed in one exec at most: large runs still show progress, the usual ones take one round trip.
+const ROWS_PER_EXEC: usize = 20_000;
+
+fn group(chunks: &[sql::Chunk], max_rows: usize) -> Vec<&[sql::Chunk]> {
+    let mut out = Vec::new();
+    let (mut start, mut rows) = (0, 0);
+    for (i, c) in chunks.iter().enumerate() {
+        if i > start && rows + c.rows > max_rows {
+            out.push(&chunks[start..i]);
+            (start, rows) = (i, 0);
+        }
+        rows += c.rows;
+    }
+    if start < chunks.len() {
+        out.push(&chunks[start..]);
+    }
+    out
+}
+
+fn what(g: &[sql::Chunk]) -> String {
+    let mut names: Vec<&str> = g.iter().map(|c| c.what).collect();
+    names.dedup();
+    names.join(", ")
 }
 
 fn counts(r: &[&str]) -> Result<Counts> {
@@ -551,13 +587,14 @@ pub async fn reset(
         &stack.sqlite_image,
     )
     .await?;
-    let result = async {
-        if let Err(m) = db.wait_schema(schema_timeout).await {
-            return Err(schema_error(stack, m));
-        }
-        db.run(&sql::reset(stack.db, &pattern.like())).await
-    }
-    .await;
+    let result = match db
+        .wait_schema(schema_timeout, &sql::reset(stack.db, &pattern.like()))
+        .await
+    {
+        Ok(out) => Ok(out),
+        Err(db::SchemaWait::Missing(m)) => Err(schema_error(stack, m)),
+        Err(db::SchemaWait::Failed(e)) => Err(e),
+    };
     db.close().await;
     let text = result?;
     let r = sql::rows(&text, "R").next().unwrap_or_default();
@@ -581,6 +618,24 @@ pub async fn reset(
 mod tests {
     use super::plan::{plan, shape, EmailPattern, Visibility};
     use super::*;
+
+    #[test]
+    fn groups_of_chunks() {
+        let c = |rows| sql::Chunk {
+            what: "accounts",
+            rows,
+            sql: String::new(),
+        };
+        let chunks = vec![c(5000), c(5000), c(5000), c(5000), c(5000), c(100)];
+        let g = group(&chunks, 20_000);
+        assert_eq!(g.iter().map(|g| g.len()).collect::<Vec<_>>(), vec![4, 2]);
+        assert_eq!(
+            group(&chunks[..1], 10).len(),
+            1,
+            "an oversized chunk is still sent"
+        );
+        assert!(group(&[], 10).is_empty());
+    }
 
     #[test]
     fn row_check_finds_missing_rows() {
