@@ -430,6 +430,87 @@ async fn prepare_single_postgres_default_cost_and_public() {
     assert!(hash.trim().starts_with("$2b$10$"), "{hash}");
     let vis = sql(&d, stack, "postgres", "SELECT DISTINCT visibility || ' ' || status || ' ' || saved_once FROM projects p JOIN users u ON u.id = p.owner_id WHERE u.email LIKE 'cost-%';\n").await;
     assert_eq!(vis.trim(), "public active 1");
+
+    // A larger N adds only the difference.
+    let o = out.path().to_str().unwrap();
+    let grow = |n: &'static str| {
+        let args = [
+            "prepare",
+            "--stack",
+            stack,
+            "--accounts",
+            n,
+            "--email-pattern",
+            "grow-{i}@exelearning.net",
+            "--bcrypt-cost",
+            "4",
+            "--out",
+            o,
+            "--json",
+        ];
+        serde_json::from_str::<serde_json::Value>(&x.ok(&args)).unwrap()
+    };
+    assert_eq!(
+        grow("8")["added"],
+        serde_json::json!({"accounts": 8, "projects": 8, "collaborators": 0})
+    );
+    assert_eq!(
+        grow("12")["added"],
+        serde_json::json!({"accounts": 4, "projects": 4, "collaborators": 0})
+    );
+
+    // Another password than the earlier run's, or an account of the pattern prepare did not make: refused.
+    let r = x.run(&[
+        "prepare",
+        "--stack",
+        stack,
+        "--accounts",
+        "12",
+        "--email-pattern",
+        "grow-{i}@exelearning.net",
+        "--password",
+        "another-pw",
+        "--out",
+        o,
+    ]);
+    let stderr = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--password") && !stderr.contains("another-pw"),
+        "{stderr}"
+    );
+    seed_owner(&d, stack, "postgres", "clash-1@exelearning.net", "theirs").await;
+    let before = table_counts(&d, stack, "postgres").await;
+    let r = x.run(&[
+        "prepare",
+        "--stack",
+        stack,
+        "--accounts",
+        "3",
+        "--email-pattern",
+        "clash-{i}@exelearning.net",
+        "--out",
+        o,
+    ]);
+    let stderr = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("clash-1@exelearning.net exists and was not made by prepare"),
+        "{stderr}"
+    );
+    assert_eq!(
+        table_counts(&d, stack, "postgres").await,
+        before,
+        "nothing written"
+    );
+    login(
+        "http://127.0.0.1:18393",
+        Some("t-prep-pg.localhost"),
+        "clash-1@exelearning.net",
+        "theirs",
+    )
+    .await;
+
     x.ok(&["teardown", "--stack", stack, "--purge"]);
     assert!(labelled(&d, stack).await.is_empty());
 }
