@@ -28,6 +28,10 @@ pub enum Command {
     Plan(PlanArgs),
     /// Remove the stack's containers and network; its volumes too with --purge.
     Teardown(TeardownArgs),
+    /// Health, resources, limits in effect and per-instance WebSocket counts (the leak check).
+    Status(StatusArgs),
+    /// Recorded deploys: list, show, and diff two of them.
+    Runs(RunsArgs),
     /// Generate load on a stack: idle sockets, a login burst, collaboration or the editing mix.
     Load(LoadArgs),
     /// Seed benchmark accounts and projects into a deployed stack's database, write the manifest, verify.
@@ -297,4 +301,53 @@ impl SpecArgs {
             images: Vec::new(),
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Stack name [default: exe].
+    #[arg(long)]
+    pub stack: Option<String>,
+    /// Print the stable JSON report.
+    #[arg(long)]
+    pub json: bool,
+    /// Refresh until interrupted.
+    #[arg(long)]
+    pub watch: bool,
+    /// Refresh interval with --watch.
+    #[arg(long, default_value = "2s")]
+    pub interval: String,
+    /// Exit 1 unless every instance reports 0 connections and 0 rooms (within --settle).
+    #[arg(long)]
+    pub expect_idle: bool,
+    /// How long --expect-idle waits for sockets to close and rooms to be cleaned up.
+    #[arg(long, default_value = "45s")]
+    pub settle: String,
+    /// Exit 1 unless every service is healthy (or running, without a healthcheck).
+    #[arg(long)]
+    pub expect_healthy: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    #[command(subcommand)]
+    pub command: RunsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RunsCommand {
+    /// Every recorded run.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One record in full.
+    Show { id: String },
+    /// The variables that differ between two runs.
+    Diff {
+        a: String,
+        b: String,
+        #[arg(long)]
+        json: bool,
+    },
 }

@@ -10,6 +10,8 @@ fn main() {
         Command::Deploy(a) => runtime().block_on(commands::deploy::deploy(a)).map(code),
         Command::Plan(a) => runtime().block_on(commands::deploy::plan_cmd(a)).map(|_| 0),
         Command::Teardown(a) => runtime().block_on(commands::teardown::run(a)).map(|_| 0),
+        Command::Status(a) => runtime().block_on(commands::status::run(a)),
+        Command::Runs(a) => commands::runs::run(a).map(|_| 0),
         Command::Load(a) => commands::load::run(a),
         Command::Prepare(a) => runtime().block_on(commands::prepare::run(a)).map(code),
     };

@@ -3,7 +3,6 @@
 mod common;
 
 use common::*;
-use futures_util::StreamExt;
 use std::time::Duration;
 
 /// Open `n` WebSockets through the front door at `port`, hold them, and return each app instance's
@@ -13,34 +12,13 @@ async fn spread(d: &bollard::Docker, stack: &str, port: &str, apps: &[&str], n: 
     let uuid = seed_owner(d, stack, "postgres", &email, "Bench1234!").await;
     let base = format!("http://127.0.0.1:{port}");
     let token = login(&base, None, &email, "Bench1234!").await;
-    let dials = (0..n).map(|_| {
-        let url = format!("ws://127.0.0.1:{port}/yjs/project-{uuid}?token={token}");
-        async move {
-            let tcp = tokio::net::TcpStream::connect(format!("127.0.0.1:{port}"))
-                .await
-                .unwrap();
-            tokio_tungstenite::client_async(url, tcp).await.unwrap().0
-        }
-    });
-    let mut sockets = futures_util::future::join_all(dials).await;
-    // Held means still open after the server had time to authorise and reject.
-    tokio::time::sleep(Duration::from_millis(700)).await;
-    for s in sockets.iter_mut() {
-        if let Ok(Some(msg)) = tokio::time::timeout(Duration::from_millis(5), s.next()).await {
-            assert!(
-                !matches!(msg, Ok(tokio_tungstenite::tungstenite::Message::Close(_))),
-                "closed: {msg:?}"
-            );
-        }
-    }
+    let sockets = hold_sockets(port, &uuid, &token, n).await;
     let mut counts = Vec::new();
     for app in apps {
         let info = ws_info(d, &format!("exectl-{stack}-{app}")).await;
         counts.push(info["totalConnections"].as_u64().unwrap());
     }
-    for mut s in sockets {
-        let _ = s.close(None).await;
-    }
+    close_sockets(sockets).await;
     counts
 }
 

@@ -9,7 +9,7 @@ use crate::render::{self, Bundle};
 use crate::spec::Spec;
 use crate::target::Target;
 use crate::validate::{self, Outcome};
-use crate::{compose, secrets};
+use crate::{compose, runs, secrets};
 use anyhow::{bail, Result};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -190,11 +190,13 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
         .collect();
     let changed = plan.actions.iter().filter(|a| a.changes()).count();
     let elapsed = started.elapsed().as_secs_f64();
+    let run_id = record_run(&target, &p, changed, elapsed).await?;
     if args.json {
         println!(
             "{}",
             serde_json::to_string_pretty(&json!({
                 "stack": stack,
+            "run_id": run_id,
                 "topology": p.spec.topology.name(),
                 "ok": mismatched.is_empty(),
                 "changed": changed,
@@ -212,6 +214,7 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
         } else {
             println!("stack {stack} ready: {changed} change(s) in {elapsed:.1}s");
         }
+        println!("run id: {run_id}");
         for e in &effective {
             let state = if e.mismatches.is_empty() {
                 "ok"
@@ -244,6 +247,64 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
         );
     }
     Ok(mismatched.is_empty())
+}
+
+/// Write this deploy's run record; returns its id.
+async fn record_run(target: &Target, p: &Prepared, changed: usize, seconds: f64) -> Result<String> {
+    let version = target.docker.version().await?;
+    let info = target.docker.info().await?;
+    let mut images = BTreeMap::new();
+    for s in &p.desired.services {
+        let digest = match target.docker.inspect_image(&s.service.image).await {
+            Ok(i) => i
+                .repo_digests
+                .and_then(|d| d.first().cloned())
+                .or(i.id)
+                .unwrap_or_default(),
+            Err(_) => "unknown".into(),
+        };
+        images.insert(
+            s.name.clone(),
+            runs::ImageRecord {
+                reference: s.service.image.clone(),
+                digest,
+            },
+        );
+    }
+    let dir = runs::runs_dir(&secrets::state_root());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs();
+    let record = runs::Record {
+        id: runs::next_id(&p.spec, &runs::list_ids(&dir)),
+        created: crate::engine::lock::format_epoch(now),
+        created_epoch: now,
+        stack: p.spec.stack.clone(),
+        knobs: runs::knobs(&p.spec),
+        spec: serde_json::to_value(&p.spec)?,
+        files: p
+            .bundle
+            .files
+            .iter()
+            .filter(|f| f.path != render::LOCK)
+            .map(|f| (f.path.to_string(), f.sha256()))
+            .collect(),
+        images,
+        engine: runs::EngineRecord {
+            version: version.version.unwrap_or_default(),
+            api_version: version.api_version.unwrap_or_default(),
+            kernel: version.kernel_version.unwrap_or_default(),
+            os: info.operating_system.unwrap_or_default(),
+            cpus: info.ncpu.unwrap_or(0),
+            mem_bytes: info.mem_total.unwrap_or(0),
+        },
+        exectl: runs::ExectlRecord::current(),
+        changed,
+        seconds,
+    };
+    runs::save(&dir, &record)?;
+    Ok(record.id)
 }
 
 fn opt(v: Option<u64>) -> String {

@@ -4,6 +4,8 @@ pub mod deploy;
 pub mod load;
 pub mod prepare;
 pub mod render;
+pub mod runs;
+pub mod status;
 pub mod teardown;
 pub mod validate;
 

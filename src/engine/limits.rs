@@ -15,6 +15,12 @@ pub struct Effective {
     pub cpus: Option<f64>,
     /// Bytes; None = unlimited.
     pub memory: Option<u64>,
+    /// Cumulative CPU time of the container's cgroup (for CPU % between two reads).
+    #[serde(skip)]
+    pub cpu_usage_ns: Option<u64>,
+    /// Resident anonymous memory of the cgroup.
+    #[serde(skip)]
+    pub rss_bytes: Option<u64>,
     /// What differs from the spec, one message per limit.
     pub mismatches: Vec<String>,
 }
@@ -28,18 +34,25 @@ echo --cpu
 if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
   p=$(sed -n 's/^0:://p' /proc/$pid/cgroup)
   cat "/sys/fs/cgroup$p/cpu.max"; echo --mem; cat "/sys/fs/cgroup$p/memory.max"
+  echo --usage; echo $(( $(sed -n 's/^usage_usec //p' "/sys/fs/cgroup$p/cpu.stat") * 1000 ))
+  echo --rss; sed -n 's/^anon //p' "/sys/fs/cgroup$p/memory.stat"
 else
   c=$(sed -n 's/^[0-9]*:\(cpu,cpuacct\|cpu\):\(.*\)/\2/p' /proc/$pid/cgroup | head -n1)
   m=$(sed -n 's/^[0-9]*:memory:\(.*\)/\1/p' /proc/$pid/cgroup | head -n1)
   echo "$(cat /sys/fs/cgroup/cpu$c/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu$c/cpu.cfs_period_us)"
   echo --mem; cat /sys/fs/cgroup/memory$m/memory.limit_in_bytes
+  a=$(sed -n 's/^[0-9]*:\(cpuacct,cpu\|cpu,cpuacct\|cpuacct\):\(.*\)/\2/p' /proc/$pid/cgroup | head -n1)
+  echo --usage; cat /sys/fs/cgroup/cpuacct$a/cpuacct.usage
+  echo --rss; sed -n 's/^rss //p' /sys/fs/cgroup/memory$m/memory.stat
 fi
 "#;
 
 /// Parse the script's output (pure, for tests).
 pub fn parse(service: &str, text: &str) -> Effective {
     let (limits, rest) = text.split_once("--cpu").unwrap_or((text, ""));
-    let (cpu, mem) = rest.split_once("--mem").unwrap_or((rest, ""));
+    let (cpu, rest) = rest.split_once("--mem").unwrap_or((rest, ""));
+    let (mem, rest) = rest.split_once("--usage").unwrap_or((rest, ""));
+    let (usage, rss) = rest.split_once("--rss").unwrap_or((rest, ""));
     let nofile = parse_nofile(limits);
     let mut cpu_words = cpu.split_whitespace();
     let cpus = match (cpu_words.next(), cpu_words.next()) {
@@ -57,6 +70,8 @@ pub fn parse(service: &str, text: &str) -> Effective {
         nofile_hard: nofile.map(|n| n.1),
         cpus,
         memory,
+        cpu_usage_ns: usage.trim().parse().ok(),
+        rss_bytes: rss.trim().parse().ok(),
         mismatches: Vec::new(),
     }
 }
@@ -120,8 +135,12 @@ mod tests {
 
     #[test]
     fn parses_cgroup_v1_and_v2() {
-        let v1 = "Max open files            20000                20000                files\n--cpu\n200000 100000\n--mem\n2147483648\n";
+        let v1 = "Max open files            20000                20000                files\n--cpu\n200000 100000\n--mem\n2147483648\n--usage\n123456789\n--rss\n4096\n";
         let e = parse("app-1", v1);
+        assert_eq!(
+            (e.cpu_usage_ns, e.rss_bytes),
+            (Some(123_456_789), Some(4096))
+        );
         assert_eq!((e.nofile_soft, e.nofile_hard), (Some(20000), Some(20000)));
         assert_eq!(e.cpus, Some(2.0));
         assert_eq!(e.memory, Some(2 << 30));

@@ -209,3 +209,39 @@ pub async fn ws_info(d: &Docker, container: &str) -> serde_json::Value {
         .await
         .unwrap()
 }
+
+pub type Socket = tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>;
+
+/// Open `n` WebSockets to the project through 127.0.0.1:`port`, and check they are held: still open once
+/// the server has had time to authorise (a rejection comes as a close right after the upgrade).
+pub async fn hold_sockets(port: &str, uuid: &str, token: &str, n: usize) -> Vec<Socket> {
+    use futures_util::StreamExt;
+    let dials = (0..n).map(|_| {
+        let url = format!("ws://127.0.0.1:{port}/yjs/project-{uuid}?token={token}");
+        async move {
+            let tcp = tokio::net::TcpStream::connect(format!("127.0.0.1:{port}"))
+                .await
+                .unwrap();
+            tokio_tungstenite::client_async(url, tcp).await.unwrap().0
+        }
+    });
+    let mut sockets = futures_util::future::join_all(dials).await;
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    for s in sockets.iter_mut() {
+        if let Ok(Some(msg)) =
+            tokio::time::timeout(std::time::Duration::from_millis(5), s.next()).await
+        {
+            assert!(
+                !matches!(msg, Ok(tokio_tungstenite::tungstenite::Message::Close(_))),
+                "closed: {msg:?}"
+            );
+        }
+    }
+    sockets
+}
+
+pub async fn close_sockets(sockets: Vec<Socket>) {
+    for mut s in sockets {
+        let _ = s.close(None).await;
+    }
+}

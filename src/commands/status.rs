@@ -1,0 +1,85 @@
+//! `exectl status`: the stack's state in one command with an exit code (the seed's manual checks).
+
+use crate::cli::StatusArgs;
+use crate::engine::desired::duration_ns;
+use crate::error::UsageError;
+use crate::status::{self, report};
+use crate::target::Target;
+use anyhow::Result;
+use std::io::IsTerminal;
+use std::time::Duration;
+
+fn duration(flag: &'static str, text: &str) -> Result<Duration> {
+    match duration_ns(text) {
+        Ok(ns) if ns >= 0 => Ok(Duration::from_nanos(ns as u64)),
+        _ => {
+            Err(UsageError::new(flag, text, "not a duration", "pass a duration such as 30s").into())
+        }
+    }
+}
+
+/// Returns the exit code: 0, or 1 when an --expect-* check fails.
+pub async fn run(args: &StatusArgs) -> Result<i32> {
+    let stack = crate::spec::resolve_stack_name(args.stack.as_deref())?;
+    let settle = duration("--settle", &args.settle)?;
+    let interval = duration("--interval", &args.interval)?;
+    let target = Target::local().await?;
+    let deployed = status::read_deployed(&target, &stack)?;
+    loop {
+        let deadline = tokio::time::Instant::now() + settle;
+        // --expect-idle waits up to --settle for sockets to close and rooms to be cleaned up.
+        let r = loop {
+            let r = report::assess(
+                status::observe_stack(&target, &stack, &deployed).await?,
+                args.expect_idle,
+                args.expect_healthy,
+            );
+            if r.verdict != "fail" || !args.expect_idle || tokio::time::Instant::now() >= deadline {
+                break r;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        };
+        print(&r, args.json)?;
+        if !args.watch {
+            return Ok(
+                if r.verdict == "fail" && (args.expect_idle || args.expect_healthy) {
+                    1
+                } else {
+                    0
+                },
+            );
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = tokio::signal::ctrl_c() => return Ok(0),
+        }
+    }
+}
+
+fn print(r: &report::Report, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(r)?);
+        return Ok(());
+    }
+    if std::io::stdout().is_terminal() {
+        print!("\x1b[2J\x1b[H");
+    }
+    println!(
+        "stack {} ({}{})",
+        r.stack,
+        r.topology,
+        r.lb_algorithm
+            .as_deref()
+            .map(|a| format!(", {a}"))
+            .unwrap_or_default()
+    );
+    println!("{}", report::table(r));
+    for w in &r.warnings {
+        println!("warning: {w}");
+    }
+    for p in &r.problems {
+        println!("problem: {p}");
+    }
+    println!("verdict: {}", r.verdict);
+    Ok(())
+}

@@ -1,0 +1,337 @@
+//! Run records: what a deploy deployed, precisely enough to compare two runs one variable at a time.
+//! Records are JSON files under <state>/runs/; building, flattening and diffing them is pure.
+
+use crate::error::UsageError;
+use crate::spec::Spec;
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Record {
+    pub id: String,
+    pub created: String,
+    pub created_epoch: u64,
+    pub stack: String,
+    /// Every knob's effective value, flattened (`nginx.variant`, `cpus`, `env.DB_POOL_MAX`, ...).
+    pub knobs: BTreeMap<String, String>,
+    /// The full effective spec, as deployed.
+    pub spec: serde_json::Value,
+    /// Bundle path → sha256 (the .env hash stands for the secrets; their values are never recorded).
+    pub files: BTreeMap<String, String>,
+    /// Service → image reference and the digest resolved on the target.
+    pub images: BTreeMap<String, ImageRecord>,
+    pub engine: EngineRecord,
+    pub exectl: ExectlRecord,
+    pub changed: usize,
+    pub seconds: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ImageRecord {
+    pub reference: String,
+    pub digest: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct EngineRecord {
+    pub version: String,
+    pub api_version: String,
+    pub kernel: String,
+    pub os: String,
+    pub cpus: i64,
+    pub mem_bytes: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ExectlRecord {
+    pub version: String,
+    pub git_commit: String,
+}
+
+impl ExectlRecord {
+    pub fn current() -> ExectlRecord {
+        ExectlRecord {
+            version: env!("CARGO_PKG_VERSION").into(),
+            git_commit: option_env!("EXECTL_GIT_COMMIT").unwrap_or("unknown").into(),
+        }
+    }
+}
+
+/// Flatten a JSON value into dotted keys.
+fn flatten(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&key, v, out);
+            }
+        }
+        serde_json::Value::String(s) => {
+            out.insert(prefix.to_string(), s.clone());
+        }
+        serde_json::Value::Null => {
+            out.insert(prefix.to_string(), "-".into());
+        }
+        other => {
+            out.insert(prefix.to_string(), other.to_string());
+        }
+    }
+}
+
+/// Every knob of a spec, flattened.
+pub fn knobs(spec: &Spec) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    flatten(
+        "",
+        &serde_json::to_value(spec).expect("spec serialises"),
+        &mut out,
+    );
+    out
+}
+
+/// `E-<topology>-<instances>-<variant>-<seq>`: the variant is the nginx variant for ha, the database for
+/// single. `seq` follows the highest record of the same prefix.
+pub fn next_id(spec: &Spec, existing: &[String]) -> String {
+    let variant = match &spec.nginx {
+        Some(n) => n.variant.name(),
+        None => spec.db.name(),
+    };
+    let prefix = format!("E-{}-{}-{}-", spec.topology.name(), spec.instances, variant);
+    let seq = existing
+        .iter()
+        .filter_map(|id| id.strip_prefix(&prefix)?.parse::<u32>().ok())
+        .max()
+        .unwrap_or(0)
+        + 1;
+    format!("{prefix}{seq:03}")
+}
+
+pub fn runs_dir(state_root: &Path) -> PathBuf {
+    state_root.join("runs")
+}
+
+pub fn list_ids(dir: &Path) -> Vec<String> {
+    let mut ids: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_suffix(".json")
+                .map(String::from)
+        })
+        .collect();
+    ids.sort();
+    ids
+}
+
+pub fn save(dir: &Path, r: &Record) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let path = dir.join(format!("{}.json", r.id));
+    let mut text = serde_json::to_string_pretty(r)?;
+    text.push('\n');
+    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
+}
+
+pub fn load(dir: &Path, id: &str) -> Result<Record> {
+    let path = dir.join(format!("{id}.json"));
+    let text = std::fs::read_to_string(&path).map_err(|_| {
+        UsageError::new(
+            "run id",
+            id,
+            "no such run record",
+            "see `exectl runs list` for the recorded ids",
+        )
+    })?;
+    serde_json::from_str(&text).with_context(|| format!("reading {}", path.display()))
+}
+
+/// One difference between two records.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Change {
+    pub key: String,
+    pub a: String,
+    pub b: String,
+}
+
+/// What a comparison changed: the differing keys, and the independent variables they come from.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Diff {
+    pub changes: Vec<Change>,
+    pub variables: Vec<String>,
+}
+
+/// The variable a key belongs to. nginx's knobs move together when only the variant changes, so they are
+/// one variable; rendered files follow from knobs and are not variables of their own.
+fn variable_of(key: &str) -> Option<String> {
+    if key.starts_with("files.") {
+        return None;
+    }
+    if let Some(rest) = key.strip_prefix("knobs.nginx.") {
+        return Some(format!("nginx {}", rest.replace('_', " ")));
+    }
+    if let Some(k) = key.strip_prefix("knobs.") {
+        return Some(k.to_string());
+    }
+    if let Some(rest) = key.strip_prefix("images.") {
+        return Some(format!("image {}", rest.split('.').next().unwrap_or(rest)));
+    }
+    Some(key.split('.').next().unwrap_or(key).to_string())
+}
+
+pub fn diff(a: &Record, b: &Record) -> Diff {
+    let view = |r: &Record| {
+        let mut m = BTreeMap::new();
+        for (k, v) in &r.knobs {
+            m.insert(format!("knobs.{k}"), v.clone());
+        }
+        // The stack name says where, not what: comparing two stacks is the normal case.
+        m.remove("knobs.stack");
+        for (k, v) in &r.files {
+            m.insert(format!("files.{k}"), v.clone());
+        }
+        for (k, v) in &r.images {
+            m.insert(format!("images.{k}.digest"), v.digest.clone());
+        }
+        let mut e = BTreeMap::new();
+        flatten(
+            "engine",
+            &serde_json::to_value(&r.engine).unwrap_or_default(),
+            &mut e,
+        );
+        flatten(
+            "exectl",
+            &serde_json::to_value(&r.exectl).unwrap_or_default(),
+            &mut e,
+        );
+        m.extend(e);
+        m
+    };
+    let (va, vb) = (view(a), view(b));
+    let keys: std::collections::BTreeSet<&String> = va.keys().chain(vb.keys()).collect();
+    let changes: Vec<Change> = keys
+        .into_iter()
+        .filter(|k| va.get(*k) != vb.get(*k))
+        .map(|k| Change {
+            key: k.clone(),
+            a: va.get(k).cloned().unwrap_or_else(|| "-".into()),
+            b: vb.get(k).cloned().unwrap_or_else(|| "-".into()),
+        })
+        .collect();
+    let mut variables: Vec<String> = Vec::new();
+    let nginx_variant_changed = changes.iter().any(|c| c.key == "knobs.nginx.variant");
+    for c in &changes {
+        let Some(mut v) = variable_of(&c.key) else {
+            continue;
+        };
+        // Knobs that only followed the variant's defaults are the variant's change.
+        if nginx_variant_changed && v.starts_with("nginx ") && follows_variant(&c.key, b) {
+            v = "nginx variant".into();
+        }
+        if !variables.contains(&v) {
+            variables.push(v);
+        }
+    }
+    Diff { changes, variables }
+}
+
+fn follows_variant(key: &str, r: &Record) -> bool {
+    let Some(variant) = r.knobs.get("nginx.variant") else {
+        return false;
+    };
+    let Some((_, (alg, wc, rl))) = crate::spec::NginxVariant::ALL
+        .iter()
+        .find(|(n, _)| n == variant)
+        .map(|(n, v)| (n, v.defaults()))
+    else {
+        return false;
+    };
+    let expected = match key {
+        "knobs.nginx.variant" => return true,
+        "knobs.nginx.lb_algorithm" => serde_json::to_value(alg)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from)),
+        "knobs.nginx.worker_connections" => Some(wc.to_string()),
+        "knobs.nginx.worker_rlimit_nofile" => {
+            Some(rl.map(|r| r.to_string()).unwrap_or_else(|| "-".into()))
+        }
+        _ => None,
+    };
+    expected.is_some() && r.knobs.get(key.trim_start_matches("knobs.")) == expected.as_ref()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{resolve, Raw, SpecInput};
+
+    fn spec(nginx: &str, instances: &str) -> Spec {
+        resolve(SpecInput {
+            topology: Some(Raw::flag("topology", "ha")),
+            nginx: Some(Raw::flag("--nginx", nginx)),
+            instances: Some(Raw::flag("--instances", instances)),
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
+    fn record(s: &Spec, id: &str) -> Record {
+        Record {
+            id: id.into(),
+            created: "t".into(),
+            created_epoch: 0,
+            stack: s.stack.clone(),
+            knobs: knobs(s),
+            spec: serde_json::to_value(s).unwrap(),
+            files: BTreeMap::from([("nginx/nginx.conf".to_string(), format!("{:?}", s.nginx))]),
+            images: BTreeMap::new(),
+            engine: EngineRecord::default(),
+            exectl: ExectlRecord::current(),
+            changed: 0,
+            seconds: 0.0,
+        }
+    }
+
+    #[test]
+    fn ids_count_up_per_prefix() {
+        let s = spec("tuned-ip-hash", "4");
+        assert_eq!(next_id(&s, &[]), "E-ha-4-tuned-ip-hash-001");
+        let existing = vec![
+            "E-ha-4-tuned-ip-hash-001".into(),
+            "E-ha-2-tuned-ip-hash-007".into(),
+        ];
+        assert_eq!(next_id(&s, &existing), "E-ha-4-tuned-ip-hash-002");
+    }
+
+    #[test]
+    fn variant_change_is_one_variable() {
+        let a = record(&spec("tuned-ip-hash", "2"), "a");
+        let b = record(&spec("tuned-least-conn", "2"), "b");
+        let d = diff(&a, &b);
+        let keys: Vec<&str> = d.changes.iter().map(|c| c.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "files.nginx/nginx.conf",
+                "knobs.nginx.lb_algorithm",
+                "knobs.nginx.variant"
+            ]
+        );
+        assert_eq!(d.variables, ["nginx variant"]);
+    }
+
+    #[test]
+    fn two_changes_are_two_variables() {
+        let a = record(&spec("tuned-ip-hash", "2"), "a");
+        let b = record(&spec("tuned-least-conn", "4"), "b");
+        assert_eq!(diff(&a, &b).variables, ["instances", "nginx variant"]);
+    }
+}

@@ -1,0 +1,276 @@
+//! `status`: observe a deployed stack (containers, health, resources, limits in effect, and each app
+//! instance's own WebSocket counts) into a `Report`. Effects here; the verdict is pure (`report`).
+
+pub mod report;
+
+use crate::engine::desired::parse_env;
+use crate::engine::{limits, observe};
+use crate::error::UsageError;
+use crate::target::Target;
+use anyhow::{Context, Result};
+use bollard::Docker;
+use report::{InstanceStatus, Report, ServiceStatus};
+use std::time::Duration;
+
+/// What status needs from a deployment's recorded spec.
+pub struct Deployed {
+    pub topology: String,
+    pub lb_algorithm: Option<String>,
+    pub admin_password: Option<String>,
+}
+
+pub fn read_deployed(target: &Target, stack: &str) -> Result<Deployed> {
+    let bundle = target.bundle_dir(stack);
+    let lock = std::fs::read_to_string(bundle.join(crate::render::LOCK)).map_err(|_| {
+        UsageError::new(
+            "--stack",
+            stack,
+            "no deployment of it is recorded on this target",
+            "deploy it first (exectl deploy ...), or name a deployed stack",
+        )
+    })?;
+    let lock: serde_json::Value =
+        serde_json::from_str(&lock).context("reading exectl.lock.json")?;
+    let env = std::fs::read_to_string(bundle.join(crate::render::ENV)).unwrap_or_default();
+    Ok(Deployed {
+        topology: lock["spec"]["topology"].as_str().unwrap_or("?").to_string(),
+        lb_algorithm: lock["spec"]["nginx"]["lb_algorithm"]
+            .as_str()
+            .map(String::from),
+        admin_password: parse_env(&env).get("ADMIN_PASSWORD").cloned(),
+    })
+}
+
+/// One observation of the whole stack; services and instances are probed concurrently.
+pub async fn observe_stack(target: &Target, stack: &str, deployed: &Deployed) -> Result<Report> {
+    let observed = observe::observe(&target.docker, stack).await?;
+    let services = futures_util::future::join_all(
+        observed
+            .containers
+            .iter()
+            .map(|c| service_status(target, &c.name, &c.service)),
+    )
+    .await
+    .into_iter()
+    .collect::<Result<Vec<_>>>()?;
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()?;
+    let token = tokio::sync::OnceCell::new();
+    let instances = futures_util::future::join_all(
+        observed
+            .containers
+            .iter()
+            .filter(|c| c.service == "app" || c.service.starts_with("app-"))
+            .map(|c| {
+                instance_status(
+                    &target.docker,
+                    &client,
+                    &c.name,
+                    &c.service,
+                    deployed,
+                    &token,
+                )
+            }),
+    )
+    .await;
+    Ok(Report {
+        stack: stack.to_string(),
+        topology: deployed.topology.clone(),
+        lb_algorithm: deployed.lb_algorithm.clone(),
+        services,
+        instances,
+        total_connections: 0,
+        warnings: vec![],
+        problems: vec![],
+        verdict: String::new(),
+    })
+}
+
+async fn service_status(target: &Target, container: &str, service: &str) -> Result<ServiceStatus> {
+    let docker = &target.docker;
+    let info = docker
+        .inspect_container(container, None)
+        .await
+        .with_context(|| format!("inspecting {container}"))?;
+    let state = info.state.clone().unwrap_or_default();
+    let running = state.running == Some(true);
+    let image = info
+        .config
+        .as_ref()
+        .and_then(|c| c.image.clone())
+        .unwrap_or_default();
+    let digest = match docker.inspect_image(&image).await {
+        Ok(i) => i
+            .repo_digests
+            .and_then(|d| d.first().cloned())
+            .or(i.id)
+            .unwrap_or_default(),
+        Err(_) => info.image.clone().unwrap_or_default(),
+    };
+    let uptime_s = state
+        .started_at
+        .as_deref()
+        .filter(|_| running)
+        .and_then(parse_rfc3339)
+        .map(|started| now_s().saturating_sub(started));
+    // CPU % from the cgroup's CPU time read twice, 200 ms apart, on the host (the engine's own stats
+    // endpoint serialises concurrent requests on a one-second tick).
+    let (first, second) = if running {
+        let a = limits::read_one(target, container, service).await.ok();
+        let t0 = std::time::Instant::now();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let b = limits::read_one(target, container, service).await.ok();
+        (a.map(|a| (a, t0)), b)
+    } else {
+        (None, None)
+    };
+    let cpu_percent = match (&first, &second) {
+        (Some((a, t0)), Some(b)) => match (a.cpu_usage_ns, b.cpu_usage_ns) {
+            (Some(x), Some(y)) => {
+                Some(y.saturating_sub(x) as f64 / t0.elapsed().as_nanos() as f64 * 100.0)
+            }
+            _ => None,
+        },
+        _ => None,
+    };
+    let nofile = second.as_ref().and_then(|e| e.nofile_soft);
+    let mem_bytes = second.as_ref().and_then(|e| e.rss_bytes);
+    let mem_limit_bytes = second.as_ref().and_then(|e| e.memory);
+    Ok(ServiceStatus {
+        name: service.to_string(),
+        container: container.to_string(),
+        state: state
+            .status
+            .map(|s| s.to_string())
+            .unwrap_or_else(|| "unknown".into()),
+        health: state
+            .health
+            .and_then(|h| h.status)
+            .map(|h| h.to_string())
+            .unwrap_or_else(|| "none".into()),
+        image,
+        digest,
+        uptime_s,
+        restarts: info.restart_count.unwrap_or(0),
+        cpu_percent,
+        mem_bytes,
+        mem_limit_bytes,
+        nofile,
+    })
+}
+
+/// `/api/websocket/info` on the instance's own address; with the stack's admin token when the image
+/// guards it (newer images answer 401/403 to anonymous callers).
+async fn instance_status(
+    docker: &Docker,
+    client: &reqwest::Client,
+    container: &str,
+    service: &str,
+    deployed: &Deployed,
+    token: &tokio::sync::OnceCell<Option<String>>,
+) -> InstanceStatus {
+    let mut out = InstanceStatus {
+        name: service.to_string(),
+        total_connections: None,
+        rooms_count: None,
+        share: None,
+        error: None,
+    };
+    let result: Result<serde_json::Value> = async {
+        let ip = container_ip(docker, container).await?;
+        let base = format!("http://{ip}:{}", crate::render::APP_PORT);
+        let url = format!("{base}/api/websocket/info");
+        let resp = client.get(&url).send().await?;
+        let resp = if resp.status() == 401 || resp.status() == 403 {
+            let t = token
+                .get_or_init(|| admin_token(client, &base, deployed.admin_password.as_deref()))
+                .await
+                .clone()
+                .context("the image requires an admin token and the admin login failed")?;
+            client.get(&url).bearer_auth(t).send().await?
+        } else {
+            resp
+        };
+        anyhow::ensure!(resp.status().is_success(), "HTTP {}", resp.status());
+        Ok(resp.json().await?)
+    }
+    .await;
+    match result {
+        Ok(v) => {
+            out.total_connections = v["totalConnections"].as_u64();
+            out.rooms_count = v["roomsCount"].as_u64();
+            if out.total_connections.is_none() {
+                out.error = Some(format!("unexpected answer {v}"));
+            }
+        }
+        Err(e) => out.error = Some(format!("{e:#}")),
+    }
+    out
+}
+
+async fn admin_token(
+    client: &reqwest::Client,
+    base: &str,
+    password: Option<&str>,
+) -> Option<String> {
+    let body = serde_json::json!({"email": crate::render::ADMIN_EMAIL, "password": password?});
+    let resp = client
+        .post(format!("{base}/api/auth/login"))
+        .json(&body)
+        .send()
+        .await
+        .ok()?;
+    let v: serde_json::Value = resp.json().await.ok()?;
+    v["access_token"].as_str().map(String::from)
+}
+
+/// The container's address on its stack network: probes go there directly, never through the LB.
+pub async fn container_ip(docker: &Docker, container: &str) -> Result<String> {
+    let info = docker.inspect_container(container, None).await?;
+    info.network_settings
+        .and_then(|n| n.networks)
+        .and_then(|nets| {
+            nets.values()
+                .find_map(|n| n.ip_address.clone().filter(|ip| !ip.is_empty()))
+        })
+        .with_context(|| format!("{container} has no address on its network"))
+}
+
+fn now_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs()
+}
+
+/// Seconds since the epoch of Docker's `2026-11-29T20:01:02.123456789Z`.
+pub fn parse_rfc3339(t: &str) -> Option<u64> {
+    let (date, time) = t.split_once('T')?;
+    let mut d = date.split('-').map(|x| x.parse::<i64>().ok());
+    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
+    let time = time.trim_end_matches('Z');
+    let time = time.split(['+', '.']).next()?;
+    let mut h = time.split(':').map(|x| x.parse::<i64>().ok());
+    let (hh, mm, ss) = (h.next()??, h.next()??, h.next()??);
+    // days from civil (Howard Hinnant)
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    u64::try_from(days * 86_400 + hh * 3600 + mm * 60 + ss).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rfc3339() {
+        assert_eq!(
+            super::parse_rfc3339("2026-11-18T11:06:40.5Z"),
+            Some(1_795_000_000)
+        );
+        assert_eq!(super::parse_rfc3339("1970-01-01T00:00:00Z"), Some(0));
+    }
+}

@@ -1,0 +1,242 @@
+//! The status report and its verdict, pure: observed facts in, warnings, problems and a verdict out.
+
+use serde::Serialize;
+
+/// One container of the stack. JSON field names are part of the documented, stable shape.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ServiceStatus {
+    pub name: String,
+    pub container: String,
+    pub state: String,
+    /// healthy / unhealthy / starting, or "none" when the image has no healthcheck.
+    pub health: String,
+    pub image: String,
+    pub digest: String,
+    pub uptime_s: Option<u64>,
+    pub restarts: i64,
+    pub cpu_percent: Option<f64>,
+    /// Memory in use (RSS where the engine reports it, else usage).
+    pub mem_bytes: Option<u64>,
+    pub mem_limit_bytes: Option<u64>,
+    /// nofile soft limit of PID 1 as in effect inside the container.
+    pub nofile: Option<u64>,
+}
+
+/// One app instance's own WebSocket counts, queried directly on the stack network.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct InstanceStatus {
+    pub name: String,
+    #[serde(rename = "totalConnections")]
+    pub total_connections: Option<u64>,
+    #[serde(rename = "roomsCount")]
+    pub rooms_count: Option<u64>,
+    /// This instance's part of all connections, 0..1 (None when there are none).
+    pub share: Option<f64>,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Report {
+    pub stack: String,
+    pub topology: String,
+    pub lb_algorithm: Option<String>,
+    pub services: Vec<ServiceStatus>,
+    pub instances: Vec<InstanceStatus>,
+    pub total_connections: u64,
+    pub warnings: Vec<String>,
+    pub problems: Vec<String>,
+    /// "ok", "warn" or "fail".
+    pub verdict: String,
+}
+
+/// A share above this, under ip_hash, is the seed's single-source pinning.
+pub const PINNING_SHARE: f64 = 0.8;
+
+/// Healthy enough for --expect-healthy: healthy, or running when the image has no healthcheck.
+pub fn is_healthy(s: &ServiceStatus) -> bool {
+    s.state == "running" && (s.health == "healthy" || s.health == "none")
+}
+
+pub fn is_idle(i: &InstanceStatus) -> bool {
+    i.total_connections == Some(0) && i.rooms_count == Some(0)
+}
+
+/// Fill shares, warnings, problems and the verdict.
+pub fn assess(mut r: Report, expect_idle: bool, expect_healthy: bool) -> Report {
+    r.total_connections = r.instances.iter().filter_map(|i| i.total_connections).sum();
+    for i in r.instances.iter_mut() {
+        i.share = (r.total_connections > 0)
+            .then(|| i.total_connections.unwrap_or(0) as f64 / r.total_connections as f64);
+    }
+    let mut warnings = Vec::new();
+    let mut problems = Vec::new();
+    if r.lb_algorithm.as_deref() == Some("ip_hash") && r.instances.len() > 1 {
+        if let Some(top) = r
+            .instances
+            .iter()
+            .filter(|i| i.share.unwrap_or(0.0) > PINNING_SHARE)
+            .max_by(|a, b| a.share.partial_cmp(&b.share).unwrap())
+        {
+            warnings.push(format!(
+                "imbalance: {} holds {:.0}% of {} connections under ip_hash, which hashes the client's first three address octets, so one load source lands on one backend; fix: --nginx tuned-least-conn, or load from several source networks",
+                top.name,
+                top.share.unwrap_or(0.0) * 100.0,
+                r.total_connections
+            ));
+        }
+    }
+    for s in &r.services {
+        if !is_healthy(s) {
+            let msg = format!("{} is {} (health {})", s.name, s.state, s.health);
+            if expect_healthy {
+                problems.push(msg);
+            } else {
+                warnings.push(msg);
+            }
+        }
+    }
+    for i in &r.instances {
+        if let Some(e) = &i.error {
+            problems.push(format!("{}: /api/websocket/info failed: {e}", i.name));
+        } else if expect_idle && !is_idle(i) {
+            problems.push(format!(
+                "{} is not idle: {} connections, {} rooms (a leak if no load is running)",
+                i.name,
+                i.total_connections.unwrap_or(0),
+                i.rooms_count.unwrap_or(0)
+            ));
+        }
+    }
+    r.verdict = if !problems.is_empty() {
+        "fail"
+    } else if !warnings.is_empty() {
+        "warn"
+    } else {
+        "ok"
+    }
+    .to_string();
+    r.warnings = warnings;
+    r.problems = problems;
+    r
+}
+
+/// The terminal table.
+pub fn table(r: &Report) -> String {
+    use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED);
+    t.set_header(vec![
+        "service", "state", "health", "image", "uptime", "cpu%", "mem", "limit", "restarts",
+        "nofile",
+    ]);
+    let mib = |b: Option<u64>| {
+        b.map(|b| format!("{}M", b >> 20))
+            .unwrap_or_else(|| "-".into())
+    };
+    for s in &r.services {
+        t.add_row(vec![
+            s.name.clone(),
+            s.state.clone(),
+            s.health.clone(),
+            format!("{} ({})", s.image, short_digest(&s.digest)),
+            s.uptime_s
+                .map(|u| format!("{u}s"))
+                .unwrap_or_else(|| "-".into()),
+            s.cpu_percent
+                .map(|c| format!("{c:.1}"))
+                .unwrap_or_else(|| "-".into()),
+            mib(s.mem_bytes),
+            mib(s.mem_limit_bytes),
+            s.restarts.to_string(),
+            s.nofile
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    let mut out = t.to_string();
+    if !r.instances.is_empty() {
+        let mut w = Table::new();
+        w.load_style(UTF8_FULL_CONDENSED);
+        w.set_header(vec!["instance", "connections", "rooms", "share"]);
+        for i in &r.instances {
+            w.add_row(vec![
+                i.name.clone(),
+                i.total_connections
+                    .map(|c| c.to_string())
+                    .unwrap_or_else(|| "?".into()),
+                i.rooms_count
+                    .map(|c| c.to_string())
+                    .unwrap_or_else(|| "?".into()),
+                i.share
+                    .map(|s| format!("{:.0}%", s * 100.0))
+                    .unwrap_or_else(|| "-".into()),
+            ]);
+        }
+        out.push('\n');
+        out.push_str(&w.to_string());
+    }
+    out
+}
+
+fn short_digest(d: &str) -> &str {
+    let hex = d.rsplit(':').next().unwrap_or(d);
+    &hex[..hex.len().min(12)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(alg: &str, counts: &[u64]) -> Report {
+        Report {
+            stack: "s".into(),
+            topology: "ha".into(),
+            lb_algorithm: Some(alg.into()),
+            services: vec![],
+            instances: counts
+                .iter()
+                .enumerate()
+                .map(|(n, c)| InstanceStatus {
+                    name: format!("app-{}", n + 1),
+                    total_connections: Some(*c),
+                    rooms_count: Some(u64::from(*c > 0)),
+                    share: None,
+                    error: None,
+                })
+                .collect(),
+            total_connections: 0,
+            warnings: vec![],
+            problems: vec![],
+            verdict: String::new(),
+        }
+    }
+
+    #[test]
+    fn ip_hash_pinning_warns_least_conn_does_not() {
+        let r = assess(report("ip_hash", &[40, 0]), false, false);
+        assert_eq!(r.verdict, "warn");
+        assert!(
+            r.warnings[0].contains("app-1 holds 100%"),
+            "{:?}",
+            r.warnings
+        );
+        assert!(assess(report("ip_hash", &[20, 20]), false, false)
+            .warnings
+            .is_empty());
+        assert!(assess(report("least_conn", &[40, 0]), false, false)
+            .warnings
+            .is_empty());
+    }
+
+    #[test]
+    fn expect_idle_names_busy_instances() {
+        let r = assess(report("least_conn", &[0, 3]), true, false);
+        assert_eq!(r.verdict, "fail");
+        assert_eq!(r.problems.len(), 1);
+        assert!(r.problems[0].starts_with("app-2 is not idle: 3 connections"));
+        assert_eq!(
+            assess(report("least_conn", &[0, 0]), true, false).verdict,
+            "ok"
+        );
+    }
+}

@@ -1,0 +1,201 @@
+//! status and runs on a real engine with the stand-in app: the leak check, the ip_hash pinning warning,
+//! the JSON shape, and a diff of two recorded deploys.
+
+mod common;
+
+use common::*;
+use std::process::Output;
+
+fn status(x: &Exectl, stack: &str, extra: &[&str]) -> (Output, serde_json::Value) {
+    let mut args = vec!["status", "--stack", stack, "--json"];
+    args.extend(extra);
+    let out = x.run(&args);
+    let json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "status JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    (out, json)
+}
+
+fn counts(report: &serde_json::Value) -> Vec<u64> {
+    report["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["totalConnections"].as_u64().unwrap())
+        .collect()
+}
+
+/// Every documented field, with its type.
+fn check_shape(r: &serde_json::Value, services: &[&str], apps: usize) {
+    assert_eq!(r["stack"], "t-status");
+    assert_eq!(r["topology"], "ha");
+    assert!(["ok", "warn", "fail"].contains(&r["verdict"].as_str().unwrap()));
+    assert!(r["warnings"].is_array() && r["problems"].is_array());
+    let names: Vec<&str> = r["services"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, services);
+    for s in r["services"].as_array().unwrap() {
+        assert_eq!(s["state"], "running", "{s}");
+        assert!(
+            ["healthy", "none"].contains(&s["health"].as_str().unwrap()),
+            "{s}"
+        );
+        assert!(s["image"].as_str().unwrap().starts_with("exectl-fixture/"));
+        assert!(s["digest"].as_str().unwrap().starts_with("sha256:"), "{s}");
+        assert!(s["cpu_percent"].as_f64().unwrap() >= 0.0, "{s}");
+        assert!(s["mem_bytes"].is_u64(), "{s}");
+        assert_eq!(s["nofile"], 20000, "{s}");
+        assert!(s["uptime_s"].is_u64() && s["restarts"].is_i64());
+    }
+    let app = r["services"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "app-1")
+        .unwrap();
+    assert_eq!(app["mem_limit_bytes"], 512u64 << 20);
+    assert_eq!(r["instances"].as_array().unwrap().len(), apps);
+    for i in r["instances"].as_array().unwrap() {
+        assert!(i["name"].as_str().unwrap().starts_with("app-"));
+        assert!(
+            i["totalConnections"].is_u64() && i["roomsCount"].is_u64(),
+            "{i}"
+        );
+        assert!(i["error"].is_null(), "{i}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leak_check_pinning_warning_json_and_run_diff() {
+    let d = docker().await;
+    let x = Exectl::new();
+    x.purge_leftovers(&["t-status"]).await;
+    let mut base = vec![
+        "ha",
+        "--stack",
+        "t-status",
+        "--lb-port",
+        "18390",
+        "--cpus",
+        "1",
+        "--memory",
+        "512m",
+        "--set",
+        "STANDIN_ROOM_CLEANUP_MS=300",
+    ];
+    base.extend(HA_LIMITS);
+    let services = ["app-1", "app-2", "nginx", "postgres", "redis"];
+
+    // Idle stack: every instance at 0, --expect-idle passes.
+    let least = x.deploy_json(&base);
+    let (out, r) = status(
+        &x,
+        "t-status",
+        &["--expect-idle", "--expect-healthy", "--settle", "5s"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{r}");
+    check_shape(&r, &services, 2);
+    assert_eq!(counts(&r), [0, 0]);
+    assert_eq!(r["verdict"], "ok");
+
+    // 40 held sockets, spread by least_conn: reported per instance, not idle, no pinning warning.
+    let email = "status-owner@exelearning.net";
+    let uuid = seed_owner(&d, "t-status", "postgres", email, "pw-status").await;
+    let token = login("http://127.0.0.1:18390", None, email, "pw-status").await;
+    let sockets = hold_sockets("18390", &uuid, &token, 40).await;
+    let (out, r) = status(&x, "t-status", &["--expect-idle", "--settle", "1s"]);
+    assert_eq!(out.status.code(), Some(1), "{r}");
+    check_shape(&r, &services, 2);
+    let c = counts(&r);
+    assert_eq!(c.iter().sum::<u64>(), 40, "{r}");
+    assert!(c.iter().all(|n| *n > 0), "{c:?}");
+    assert!(
+        r["problems"][0].as_str().unwrap().contains("is not idle"),
+        "{r}"
+    );
+    assert!(
+        r["warnings"].as_array().unwrap().is_empty(),
+        "least_conn: no pinning warning: {r}"
+    );
+    close_sockets(sockets).await;
+    let (out, r) = status(&x, "t-status", &["--expect-idle", "--settle", "10s"]);
+    assert_eq!(out.status.code(), Some(0), "idle again after close: {r}");
+
+    // Same single source under ip_hash: everything on one backend, and status says so.
+    let hashed = x.deploy_json(&args(&base, &["--nginx", "tuned-ip-hash"]));
+    assert_eq!(hashed["changed"], 1, "only nginx: {hashed}");
+    let sockets = hold_sockets("18390", &uuid, &token, 40).await;
+    let (_, r) = status(&x, "t-status", &[]);
+    assert_eq!(r["lb_algorithm"], "ip_hash");
+    assert_eq!(counts(&r).iter().max(), Some(&40), "{r}");
+    assert_eq!(r["verdict"], "warn");
+    assert!(
+        r["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("holds 100% of 40 connections under ip_hash"),
+        "{r}"
+    );
+    close_sockets(sockets).await;
+
+    // The two deploys differ in exactly the nginx variant.
+    let (a, b) = (
+        least["run_id"].as_str().unwrap(),
+        hashed["run_id"].as_str().unwrap(),
+    );
+    assert!(
+        a.starts_with("E-ha-2-tuned-least-conn-") && b.starts_with("E-ha-2-tuned-ip-hash-"),
+        "{a} {b}"
+    );
+    let diff = x.ok(&["runs", "diff", a, b]);
+    let changed: Vec<&str> = diff
+        .lines()
+        .skip(1)
+        .filter(|l| l.starts_with("  "))
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(
+        changed,
+        [
+            "files.nginx/nginx.conf",
+            "knobs.nginx.lb_algorithm",
+            "knobs.nginx.variant"
+        ],
+        "{diff}"
+    );
+    assert!(diff.contains("1 variable changed: nginx variant"), "{diff}");
+    let list: serde_json::Value = serde_json::from_str(&x.ok(&["runs", "list", "--json"])).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 2);
+    let record = x.ok(&["runs", "show", a]);
+    let secrets = read(&x.stack_dir("t-status").join("secrets.env"));
+    for line in secrets.lines() {
+        let value = line.split_once('=').unwrap().1;
+        assert!(!record.contains(value), "a secret reached the run record");
+    }
+
+    // With the seed's leak: sockets opened and closed stay counted, and the leak check fails.
+    x.deploy_json(&args(&base, &["--set", "STANDIN_FAULT=leak-on-close"]));
+    let sockets = hold_sockets("18390", &uuid, &token, 10).await;
+    close_sockets(sockets).await;
+    let (out, r) = status(&x, "t-status", &["--expect-idle", "--settle", "3s"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the leak must fail the check: {r}"
+    );
+    assert!(counts(&r).iter().sum::<u64>() >= 10, "{r}");
+
+    x.ok(&["teardown", "--stack", "t-status", "--purge"]);
+    assert!(labelled(&d, "t-status").await.is_empty());
+}
+
+fn args<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+    base.iter().chain(extra).copied().collect()
+}
