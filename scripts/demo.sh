@@ -8,5 +8,5 @@ cargo build --release -q -p exectl
 exectl=target/release/exectl
 $exectl deploy --config scripts/demo.yaml --images images/fixtures.yaml
 $exectl prepare --stack demo --accounts 1000 --users-per-project 4
-$exectl plan --config scripts/demo.yaml --images images/fixtures.yaml
+$exectl status --stack demo --expect-healthy
 echo "demo stack up: nginx LB on http://127.0.0.1:8090 — remove it with: $exectl teardown --stack demo --purge"
