@@ -11,20 +11,10 @@ use futures_util::StreamExt;
 use std::path::Path;
 use std::time::Duration;
 
-/// deploy with the fixture images. A non-zero exit is shown but not fatal here (prepare's own checks
-/// follow and fail if the stack is not usable).
+/// deploy with the fixture images; the stack must come up healthy with the limits asked.
 fn deploy(x: &Exectl, args: &[&str]) {
-    let mut full = vec!["deploy"];
-    full.extend(args);
-    full.extend(["--images", FIXTURES, "--health-interval", "1s", "--json"]);
-    let out = x.run(&full);
-    if !out.status.success() {
-        eprintln!(
-            "note: deploy {args:?} exited {:?}: {}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    let out = x.deploy_json(args);
+    assert_eq!(out["ok"], true, "{out}");
 }
 
 /// Run a script in the stack's database as the app's user; rows as text.

@@ -1,11 +1,8 @@
 //! Remove what carries the stack's label, and only that: containers and network; volumes with --purge.
 
-use super::observe::label_filter;
+use super::observe::observe;
 use anyhow::{Context, Result};
-use bollard::query_parameters::{
-    ListContainersOptionsBuilder, ListNetworksOptionsBuilder, ListVolumesOptionsBuilder,
-    RemoveContainerOptionsBuilder, RemoveVolumeOptionsBuilder,
-};
+use bollard::query_parameters::{RemoveContainerOptionsBuilder, RemoveVolumeOptionsBuilder};
 use bollard::Docker;
 use serde::Serialize;
 
@@ -19,80 +16,45 @@ pub struct Removed {
 }
 
 pub async fn teardown(docker: &Docker, stack: &str, purge: bool) -> Result<Removed> {
-    let filters = label_filter(stack);
-    let mut removed = Removed::default();
-    let containers = docker
-        .list_containers(Some(
-            ListContainersOptionsBuilder::default()
-                .all(true)
-                .filters(&filters)
-                .build(),
-        ))
-        .await?;
+    let found = observe(docker, stack).await?;
     // Remove in parallel: each force-remove stops its container first.
-    let futures = containers
-        .iter()
-        .filter_map(|c| c.id.clone())
-        .map(|id| async move {
-            docker
-                .remove_container(
-                    &id,
-                    Some(
-                        RemoveContainerOptionsBuilder::default()
-                            .force(true)
-                            .v(false)
-                            .build(),
-                    ),
-                )
-                .await
-                .with_context(|| format!("removing container {id}"))
-        });
-    for r in futures_util::future::join_all(futures).await {
+    let removals = found.containers.iter().map(|c| async move {
+        docker
+            .remove_container(
+                &c.name,
+                Some(
+                    RemoveContainerOptionsBuilder::default()
+                        .force(true)
+                        .v(false)
+                        .build(),
+                ),
+            )
+            .await
+            .with_context(|| format!("removing container {}", c.name))
+    });
+    for r in futures_util::future::join_all(removals).await {
         r?;
     }
-    removed.containers = containers
-        .iter()
-        .filter_map(|c| {
-            c.names
-                .as_ref()?
-                .first()
-                .map(|n| n.trim_start_matches('/').to_string())
-        })
-        .collect();
-    for n in docker
-        .list_networks(Some(
-            ListNetworksOptionsBuilder::default()
-                .filters(&filters)
-                .build(),
-        ))
-        .await?
-    {
-        if let Some(name) = n.name {
-            docker
-                .remove_network(&name)
-                .await
-                .with_context(|| format!("removing network {name}"))?;
-            removed.networks.push(name);
-        }
+    for name in &found.networks {
+        docker
+            .remove_network(name)
+            .await
+            .with_context(|| format!("removing network {name}"))?;
     }
-    let volumes = docker
-        .list_volumes(Some(
-            ListVolumesOptionsBuilder::default()
-                .filters(&filters)
-                .build(),
-        ))
-        .await?
-        .volumes
-        .unwrap_or_default();
-    for v in volumes {
+    let mut removed = Removed {
+        containers: found.containers.into_iter().map(|c| c.name).collect(),
+        networks: found.networks,
+        ..Default::default()
+    };
+    for v in found.volumes {
         if purge {
             docker
-                .remove_volume(&v.name, Some(RemoveVolumeOptionsBuilder::default().build()))
+                .remove_volume(&v, Some(RemoveVolumeOptionsBuilder::default().build()))
                 .await
-                .with_context(|| format!("removing volume {}", v.name))?;
-            removed.volumes.push(v.name);
+                .with_context(|| format!("removing volume {v}"))?;
+            removed.volumes.push(v);
         } else {
-            removed.kept_volumes.push(v.name);
+            removed.kept_volumes.push(v);
         }
     }
     Ok(removed)

@@ -10,11 +10,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine as _;
-use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
-use sha2::Sha256;
 
 use crate::error::UsageError;
 
@@ -182,28 +178,6 @@ impl Manifest {
     }
 }
 
-/// An HS256 JWT in the app's login payload shape (`sub` = users.id, email, roles, isGuest, authMethod,
-/// iat, exp), signed with the stack's API_JWT_SECRET: what the app's `verifyToken()` accepts without a
-/// database lookup (contract §1).
-pub fn mint_token(secret: &[u8], user_id: i64, email: &str, now_s: i64, ttl_s: i64) -> String {
-    let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
-    let payload = serde_json::json!({
-        "sub": user_id,
-        "email": email,
-        "roles": ["ROLE_USER"],
-        "isGuest": false,
-        "authMethod": "local",
-        "iat": now_s,
-        "exp": now_s + ttl_s,
-    });
-    let payload = URL_SAFE_NO_PAD.encode(payload.to_string());
-    let signing_input = format!("{header}.{payload}");
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key length");
-    mac.update(signing_input.as_bytes());
-    let sig = URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes());
-    format!("{signing_input}.{sig}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,22 +245,6 @@ mod tests {
         }
         let missing = Manifest::read(&d.path().join("nope"), false).unwrap_err();
         assert!(missing.problem.contains("cannot read"));
-    }
-
-    #[test]
-    fn token_is_hs256_with_app_payload() {
-        let t = mint_token(b"k", 42, "a@x.org", 1_700_000_000, 3600);
-        let parts: Vec<&str> = t.split('.').collect();
-        assert_eq!(parts.len(), 3);
-        let payload: serde_json::Value =
-            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[1]).unwrap()).unwrap();
-        assert_eq!(payload["sub"], 42);
-        assert_eq!(payload["exp"], 1_700_003_600);
-        assert_eq!(payload["authMethod"], "local");
-        let mut mac = Hmac::<Sha256>::new_from_slice(b"k").unwrap();
-        mac.update(format!("{}.{}", parts[0], parts[1]).as_bytes());
-        mac.verify_slice(&URL_SAFE_NO_PAD.decode(parts[2]).unwrap())
-            .unwrap();
     }
 
     #[test]

@@ -10,7 +10,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use exectl::load::manifest::{mint_token, Account, Manifest, Project, Role, TokenEntry};
+use exectl::load::manifest::{Account, Manifest, Project, Role, TokenEntry};
+use exectl::prepare::token::mint as mint_token;
 use rand::Rng;
 
 pub const PASSWORD: &str = "Bench1234!";
