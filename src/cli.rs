@@ -106,9 +106,10 @@ pub struct LoadArgs {
     /// Front door to load, e.g. http://127.0.0.1:8080 (loopback or the stack's target only).
     #[arg(long)]
     pub url: Option<String>,
-    /// Folder with accounts.json, projects.json (and tokens.json) written by `exectl prepare`.
-    #[arg(long, value_name = "DIR", default_value = "manifest")]
-    pub manifest: PathBuf,
+    /// Folder with accounts.json, projects.json (and tokens.json) written by `exectl prepare`
+    /// [default: the stack's folder with --stack, else ./manifest].
+    #[arg(long, value_name = "DIR")]
+    pub manifest: Option<PathBuf>,
     /// Users (accounts 0..N of the manifest) [default: every account].
     #[arg(long, allow_hyphen_values = true)]
     pub users: Option<String>,

@@ -56,7 +56,14 @@ pub fn options(args: &LoadArgs) -> Result<LoadOptions, UsageError> {
         )
     })?;
     let endpoint = match (&args.stack, &args.url) {
-        (Some(stack), _) => endpoint::from_stack(stack)?,
+        (Some(stack), _) => {
+            let stack = crate::spec::resolve_stack_name(Some(stack))?;
+            let lock =
+                std::fs::read_to_string(stack_dir(&stack).join("bundle").join(crate::render::LOCK))
+                    .ok()
+                    .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+            endpoint::from_stack(&stack, lock.as_ref())?
+        }
         (None, Some(url)) => endpoint::from_url(url, &AllowList::loopback_only())?,
         (None, None) => {
             return Err(UsageError::new(
@@ -75,7 +82,13 @@ pub fn options(args: &LoadArgs) -> Result<LoadOptions, UsageError> {
             "drop --tokens",
         ));
     }
-    let manifest = Manifest::read(&args.manifest, args.tokens)?;
+    // With --stack and no --manifest, read what prepare wrote into the stack's folder.
+    let manifest_dir = match (&args.stack, &args.manifest) {
+        (Some(stack), None) => stack_dir(stack),
+        (_, Some(dir)) => dir.clone(),
+        (None, None) => std::path::PathBuf::from("manifest"),
+    };
+    let manifest = Manifest::read(&manifest_dir, args.tokens)?;
     let users = match &args.users {
         None => manifest.accounts.len(),
         Some(v) => count("--users", v)?,
@@ -86,7 +99,7 @@ pub fn options(args: &LoadArgs) -> Result<LoadOptions, UsageError> {
             users,
             format!(
                 "the manifest in {} has only {} accounts (one per user)",
-                args.manifest.display(),
+                manifest_dir.display(),
                 manifest.accounts.len()
             ),
             "prepare more accounts, or lower --users",
@@ -218,4 +231,9 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
             .with_context(|| format!("writing {}", out.display()))?;
     }
     Ok(summary.exit_code())
+}
+
+/// The stack's folder on the local target, where deploy and prepare write.
+fn stack_dir(stack: &str) -> std::path::PathBuf {
+    crate::secrets::stack_dir(&crate::secrets::state_root(), super::LOCAL_TARGET, stack)
 }

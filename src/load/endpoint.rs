@@ -125,18 +125,30 @@ pub fn from_url(value: &str, allow: &AllowList) -> Result<Endpoint, UsageError> 
     })
 }
 
-/// `--stack NAME` → the stack's front door and the addresses it may be reached at.
-///
-/// Not wired yet: the deploy engine owns where a stack's front door is (nginx LB port for ha, Traefik's
-/// port and Host for single) and which target address it runs on. Fill this in there: return
-/// `from_url(front_door_url, &AllowList::loopback_only().allow(target_ip))`.
-pub fn from_stack(name: &str) -> Result<Endpoint, UsageError> {
-    Err(UsageError::new(
-        "--stack",
-        name,
-        "not yet wired to deployed stacks",
-        "pass the stack's front door with --url http://127.0.0.1:PORT",
-    ))
+/// `--stack NAME` → the stack's front door, from its recorded deployment (`exectl.lock.json`'s spec): the
+/// nginx LB for ha, Traefik with the stack's Host header for single. Pure: the caller reads the file.
+/// The local engine publishes on this host, so loopback is the target address.
+pub fn from_stack(name: &str, lock: Option<&serde_json::Value>) -> Result<Endpoint, UsageError> {
+    let spec = lock.map(|l| &l["spec"]).ok_or_else(|| {
+        UsageError::new(
+            "--stack",
+            name,
+            "no deployment of it is recorded on this target",
+            "deploy it first (exectl deploy ...), or give --url",
+        )
+    })?;
+    let port = |k: &str| spec[k].as_u64().unwrap_or(0);
+    let (port, host) = if spec["topology"] == "ha" {
+        (port("lb_port"), None)
+    } else {
+        (port("http_port"), spec["host"].as_str().map(String::from))
+    };
+    let mut e = from_url(
+        &format!("http://127.0.0.1:{port}"),
+        &AllowList::loopback_only(),
+    )?;
+    e.host_header = host;
+    Ok(e)
 }
 
 #[cfg(test)]
@@ -193,9 +205,17 @@ mod tests {
     }
 
     #[test]
-    fn stack_is_not_wired() {
-        let err = from_stack("exe").unwrap_err();
+    fn stack_front_door_from_its_lock() {
+        let err = from_stack("exe", None).unwrap_err();
         assert_eq!(err.field, "--stack");
-        assert!(err.problem.contains("not yet wired"));
+        let ha = serde_json::json!({"spec": {"topology": "ha", "lb_port": 8090, "http_port": 8080, "host": "x"}});
+        let e = from_stack("exe", Some(&ha)).unwrap();
+        assert_eq!((e.addr.port(), e.host_header), (8090, None));
+        let single = serde_json::json!({"spec": {"topology": "single", "lb_port": 8090, "http_port": 8080, "host": "exe.localhost"}});
+        let e = from_stack("exe", Some(&single)).unwrap();
+        assert_eq!(
+            (e.addr.port(), e.host_header.as_deref()),
+            (8080, Some("exe.localhost"))
+        );
     }
 }
