@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
-# README's test command: set the machine up (idempotent), then run every test of the workspace.
+# README's test command: set the machine up (idempotent), then run every test of the workspace, and close
+# with one line counting them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-cargo test --workspace --locked -- --test-threads=2
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+# Unit and integration tests of both crates; benches and examples are benchmarks, run on their own.
+cargo test --workspace --locked --lib --bins --tests -- --test-threads=2 2>&1 | tee "$log"
+sum() { grep -E '^test result:' "$log" | grep -oE "[0-9]+ $1" | awk '{s += $1} END {print s + 0}'; }
+echo "tests: $(sum passed) passed, $(sum failed) failed"

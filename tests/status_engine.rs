@@ -192,6 +192,21 @@ async fn leak_check_pinning_warning_json_and_run_diff() {
     );
     assert!(counts(&r).iter().sum::<u64>() >= 10, "{r}");
 
+    // Newer images guard /api/websocket/info behind ROLE_ADMIN: status logs in as the stack's admin.
+    x.deploy_json(&args(&base, &["--set", "STANDIN_INFO_REQUIRES_ADMIN=1"]));
+    let ip = container_ip(&d, "exectl-t-status-app-1").await;
+    let anonymous = reqwest::get(format!("http://{ip}:8080/api/websocket/info"))
+        .await
+        .unwrap();
+    assert!(
+        anonymous.status() == 401 || anonymous.status() == 403,
+        "{}",
+        anonymous.status()
+    );
+    let (out, r) = status(&x, "t-status", &["--expect-idle", "--settle", "5s"]);
+    assert_eq!(out.status.code(), Some(0), "{r}");
+    assert_eq!(counts(&r), [0, 0]);
+
     x.ok(&["teardown", "--stack", "t-status", "--purge"]);
     assert!(labelled(&d, "t-status").await.is_empty());
 }
