@@ -132,13 +132,29 @@ pub fn list_ids(dir: &Path) -> Vec<String> {
     ids
 }
 
-pub fn save(dir: &Path, r: &Record) -> Result<PathBuf> {
+/// Give the record the next free id for its spec and save it. Never overwrites another run's record:
+/// two deploys picking the same id at once get consecutive ones.
+pub fn save_next(dir: &Path, spec: &Spec, r: &mut Record) -> Result<PathBuf> {
+    use std::io::Write;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let path = dir.join(format!("{}.json", r.id));
-    let mut text = serde_json::to_string_pretty(r)?;
-    text.push('\n');
-    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-    Ok(path)
+    for _ in 0..10 {
+        r.id = next_id(spec, &list_ids(dir));
+        let path = dir.join(format!("{}.json", r.id));
+        let mut f = match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("writing {}", path.display())),
+        };
+        let mut text = serde_json::to_string_pretty(r)?;
+        text.push('\n');
+        f.write_all(text.as_bytes())?;
+        return Ok(path);
+    }
+    anyhow::bail!("could not pick a free run id in {}", dir.display())
 }
 
 pub fn load(dir: &Path, id: &str) -> Result<Record> {
@@ -309,6 +325,25 @@ mod tests {
             "E-ha-2-tuned-ip-hash-007".into(),
         ];
         assert_eq!(next_id(&s, &existing), "E-ha-4-tuned-ip-hash-002");
+    }
+
+    #[test]
+    fn saving_twice_takes_consecutive_ids_and_never_overwrites() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = spec("tuned-ip-hash", "2");
+        let mut a = record(&s, "");
+        let mut b = record(&s, "");
+        runs_save_both(dir.path(), &s, &mut a, &mut b);
+        assert_eq!(
+            (a.id.as_str(), b.id.as_str()),
+            ("E-ha-2-tuned-ip-hash-001", "E-ha-2-tuned-ip-hash-002")
+        );
+        assert_eq!(load(dir.path(), &a.id).unwrap(), a);
+    }
+
+    fn runs_save_both(dir: &Path, s: &Spec, a: &mut Record, b: &mut Record) {
+        save_next(dir, s, a).unwrap();
+        save_next(dir, s, b).unwrap();
     }
 
     #[test]

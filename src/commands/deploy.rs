@@ -276,8 +276,8 @@ async fn record_run(target: &Target, p: &Prepared, changed: usize, seconds: f64)
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()
         .as_secs();
-    let record = runs::Record {
-        id: runs::next_id(&p.spec, &runs::list_ids(&dir)),
+    let mut record = runs::Record {
+        id: String::new(),
         created: crate::engine::lock::format_epoch(now),
         created_epoch: now,
         stack: p.spec.stack.clone(),
@@ -303,7 +303,7 @@ async fn record_run(target: &Target, p: &Prepared, changed: usize, seconds: f64)
         changed,
         seconds,
     };
-    runs::save(&dir, &record)?;
+    runs::save_next(&dir, &p.spec, &mut record)?;
     Ok(record.id)
 }
 
