@@ -333,17 +333,13 @@ mod tests {
         let s = spec("tuned-ip-hash", "2");
         let mut a = record(&s, "");
         let mut b = record(&s, "");
-        runs_save_both(dir.path(), &s, &mut a, &mut b);
+        save_next(dir.path(), &s, &mut a).unwrap();
+        save_next(dir.path(), &s, &mut b).unwrap();
         assert_eq!(
             (a.id.as_str(), b.id.as_str()),
             ("E-ha-2-tuned-ip-hash-001", "E-ha-2-tuned-ip-hash-002")
         );
         assert_eq!(load(dir.path(), &a.id).unwrap(), a);
-    }
-
-    fn runs_save_both(dir: &Path, s: &Spec, a: &mut Record, b: &mut Record) {
-        save_next(dir, s, a).unwrap();
-        save_next(dir, s, b).unwrap();
     }
 
     #[test]
