@@ -89,6 +89,10 @@ pub struct PrepareArgs {
     /// Take over the stack's lock even if another exectl holds it.
     #[arg(long)]
     pub break_lock: bool,
+    /// How to make the rows: sql (straight into the database, in bulk) or api (the app's admin HTTP API
+    /// through the front door; slower, same manifest).
+    #[arg(long, default_value = "sql")]
+    pub via: String,
     /// Print a machine-readable summary (and no progress).
     #[arg(long)]
     pub json: bool,

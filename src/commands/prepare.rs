@@ -5,7 +5,7 @@ use crate::cli::PrepareArgs;
 use crate::engine::lock::StackLock;
 use crate::error::UsageError;
 use crate::prepare::plan::{self, EmailPattern, Visibility};
-use crate::prepare::{self, Options, Stack, Summary};
+use crate::prepare::{self, Options, Stack, Summary, Via};
 use crate::target::Target;
 use anyhow::Result;
 use std::io::IsTerminal;
@@ -122,6 +122,7 @@ pub fn options(args: &PrepareArgs) -> Result<Options, UsageError> {
         None => DEFAULT_SCHEMA_TIMEOUT,
     };
     Ok(Options {
+        via: Via::parse(&args.via)?,
         plan: plan::plan(shape, &pattern, visibility),
         password: password(args)?,
         bcrypt_cost,
@@ -135,6 +136,16 @@ pub fn options(args: &PrepareArgs) -> Result<Options, UsageError> {
 pub async fn run(args: &PrepareArgs) -> Result<bool> {
     let stack_name = crate::spec::resolve_stack_name(args.stack.as_deref())?;
     // Every flag is checked before anything is read or written.
+    let via = Via::parse(&args.via)?;
+    if args.reset && via == Via::Api {
+        return Err(UsageError::new(
+            "--via",
+            "api",
+            "--reset removes rows through SQL only",
+            "run --reset without --via api (it removes only what the SQL path made; see prepare/README.md)",
+        )
+        .into());
+    }
     let (opts, pattern) = if args.reset {
         let pattern = EmailPattern::parse(&args.email_pattern)?;
         let timeout = match &args.schema_timeout {
@@ -182,9 +193,11 @@ pub async fn run(args: &PrepareArgs) -> Result<bool> {
     let bar = (!args.json && std::io::stderr().is_terminal()).then(|| {
         let b = indicatif::ProgressBar::new(0);
         b.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} seeding {pos}/{len} rows [{bar:30}] {elapsed}",
-            )
+            indicatif::ProgressStyle::with_template(if opts.via == Via::Api {
+                "{spinner} seeding through the API {pos}/{len} requests [{bar:30}] {elapsed}"
+            } else {
+                "{spinner} seeding {pos}/{len} rows [{bar:30}] {elapsed}"
+            })
             .expect("template")
             .progress_chars("=> "),
         );
@@ -196,7 +209,15 @@ pub async fn run(args: &PrepareArgs) -> Result<bool> {
             b.set_position(done);
         }
     };
-    let result = prepare::run(&target, &stack, &opts, &progress).await;
+    if opts.via == Via::Api && args.bcrypt_cost.is_some() {
+        eprintln!(
+            "note: --bcrypt-cost is not used with --via api: the app hashes each password at its own cost"
+        );
+    }
+    let result = match opts.via {
+        Via::Sql => prepare::run(&target, &stack, &opts, &progress).await,
+        Via::Api => prepare::run_api(&stack, &opts, &progress).await,
+    };
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
@@ -211,9 +232,10 @@ pub async fn run(args: &PrepareArgs) -> Result<bool> {
 
 fn print_summary(s: &Summary, took: Duration) {
     println!(
-        "stack {} ({}): {} accounts, {} projects x {} users ({}), ready in {:.2} s",
+        "stack {} ({}, via {}): {} accounts, {} projects x {} users ({}), ready in {:.2} s",
         s.stack,
         s.db,
+        s.via,
         s.accounts,
         s.projects,
         s.users_per_project,
@@ -229,10 +251,17 @@ fn print_summary(s: &Summary, took: Duration) {
         s.before.projects,
         s.before.collaborators
     );
-    println!(
-        "  time: hash {} ms, schema {} ms, write {} ms, read-back {} ms, verify {} ms",
-        s.ms.hash, s.ms.schema, s.ms.write, s.ms.readback, s.ms.verify
-    );
+    if s.via == Via::Api.name() {
+        println!(
+            "  time: admin login {} ms, API requests {} ms, verify {} ms",
+            s.ms.schema, s.ms.write, s.ms.verify
+        );
+    } else {
+        println!(
+            "  time: hash {} ms, schema {} ms, write {} ms, read-back {} ms, verify {} ms",
+            s.ms.hash, s.ms.schema, s.ms.write, s.ms.readback, s.ms.verify
+        );
+    }
     for c in &s.checks {
         println!(
             "  verified through {}: {} {} logged in ({} ms) and held its project's WebSocket",
@@ -285,6 +314,7 @@ mod tests {
                 "--token-ttl",
             ),
             (vec![], "--accounts"),
+            (vec!["--accounts", "10", "--via", "http"], "--via"),
         ] {
             let e = options(&args(&flags)).unwrap_err();
             assert_eq!(e.field, field, "{flags:?}: {e}");
@@ -299,6 +329,9 @@ mod tests {
         assert_eq!(o.bcrypt_cost, 10);
         assert_eq!(o.password, "Bench1234!");
         assert_eq!(o.token_ttl, None);
+        assert_eq!(o.via, Via::Sql);
+        let a = options(&args(&["--accounts", "4", "--via", "api"])).unwrap();
+        assert_eq!(a.via, Via::Api);
         let t = options(&args(&[
             "--accounts",
             "2",

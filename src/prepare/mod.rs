@@ -4,8 +4,10 @@
 //!
 //! Pure core: `plan` (who, which project, which role), `sql` (the scripts per dialect), `manifest`
 //! (files), `token` (JWTs). The edge: `db` (exec into the database client), `verify` (HTTP and
-//! WebSocket through the front door), and `run` here, which strings them together.
+//! WebSocket through the front door), and `run` here, which strings them together. `--via api` does
+//! the same through the app's HTTP API (`api`, then `run_api` here), with the same manifest and checks.
 
+pub mod api;
 pub mod db;
 pub mod manifest;
 pub mod plan;
@@ -120,6 +122,7 @@ impl Stack {
 /// Validated options of a seeding run.
 #[derive(Debug, Clone)]
 pub struct Options {
+    pub via: Via,
     pub plan: Plan,
     pub password: String,
     pub bcrypt_cost: u32,
@@ -127,6 +130,36 @@ pub struct Options {
     pub token_ttl: Option<Duration>,
     pub batch: usize,
     pub schema_timeout: Duration,
+}
+
+/// How the rows are made: SQL into the database (default), or the app's HTTP API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Via {
+    Sql,
+    Api,
+}
+
+impl Via {
+    pub fn parse(v: &str) -> Result<Via, UsageError> {
+        match v {
+            "sql" => Ok(Via::Sql),
+            "api" => Ok(Via::Api),
+            _ => Err(UsageError::new(
+                "--via",
+                v,
+                "unknown way to seed",
+                "use sql (straight into the database) or api (the app's admin HTTP API)",
+            )),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Via::Sql => "sql",
+            Via::Api => "api",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
@@ -140,6 +173,8 @@ pub struct Counts {
 pub struct Summary {
     pub stack: String,
     pub db: &'static str,
+    /// sql or api.
+    pub via: &'static str,
     pub front_door: String,
     pub accounts: u64,
     pub projects: u64,
@@ -240,7 +275,41 @@ pub async fn run(
     db.close().await;
     let (before, after, ids) = result?;
 
-    // Manifest.
+    let files = write_manifest(plan, opts, &ids, jwt_secret.as_deref())?;
+    let t = Instant::now();
+    let (door, checks) = verify_samples(stack, plan, &opts.password).await?;
+    timings.verify = ms(t.elapsed());
+    timings.total = ms(start.elapsed());
+    let added = Counts {
+        accounts: after.accounts.saturating_sub(before.accounts),
+        projects: after.projects.saturating_sub(before.projects),
+        collaborators: after.collaborators.saturating_sub(before.collaborators),
+    };
+    Ok(Summary {
+        stack: stack.name.clone(),
+        db: stack.db.name(),
+        via: Via::Sql.name(),
+        front_door: door.addr.clone(),
+        accounts: plan.shape.accounts,
+        projects: plan.shape.projects,
+        users_per_project: plan.shape.users_per_project,
+        visibility: plan.visibility.name(),
+        before,
+        after,
+        added,
+        files,
+        checks,
+        ms: timings,
+    })
+}
+
+/// The manifest files (and with --mint-tokens, tokens.json; else an earlier tokens.json is removed).
+fn write_manifest(
+    plan: &Plan,
+    opts: &Options,
+    ids: &HashMap<String, i64>,
+    jwt_secret: Option<&str>,
+) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     let accounts = manifest::accounts(plan, &opts.password);
     files.push(manifest::write_private(
@@ -258,7 +327,7 @@ pub async fn run(
         manifest::ACCOUNTS_CSV,
         manifest::accounts_csv(&accounts).as_bytes(),
     )?);
-    if let (Some(ttl), Some(secret)) = (opts.token_ttl, &jwt_secret) {
+    if let (Some(ttl), Some(secret)) = (opts.token_ttl, jwt_secret) {
         let iat = now_ms() / 1000;
         let tokens: Vec<_> = plan
             .accounts
@@ -283,9 +352,16 @@ pub async fn run(
         // A tokens.json of an earlier run would name accounts this manifest may not have.
         let _ = std::fs::remove_file(opts.out.join(manifest::TOKENS));
     }
+    Ok(files)
+}
 
-    // Verification through the front door: a sampled owner, and a sampled collaborator when there are any.
-    let t = Instant::now();
+/// Verification through the front door: a sampled owner, and a sampled collaborator when there are any,
+/// log in and hold their project's WebSocket. Any failure is an error.
+async fn verify_samples(
+    stack: &Stack,
+    plan: &Plan,
+    password: &str,
+) -> Result<(verify::FrontDoor, Vec<verify::Check>)> {
     let door = stack.front_door();
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
@@ -301,7 +377,7 @@ pub async fn run(
             &client,
             &door,
             &a.email,
-            &opts.password,
+            password,
             &plan.projects[a.project].uuid,
             role,
         )
@@ -309,8 +385,6 @@ pub async fn run(
     .await
     .into_iter()
     .collect::<Result<Vec<_>>>()?;
-    timings.verify = ms(t.elapsed());
-    timings.total = ms(start.elapsed());
     for c in &checks {
         if !c.ok() {
             bail!(
@@ -323,22 +397,52 @@ pub async fn run(
             );
         }
     }
-    let added = Counts {
-        accounts: after.accounts.saturating_sub(before.accounts),
-        projects: after.projects.saturating_sub(before.projects),
-        collaborators: after.collaborators.saturating_sub(before.collaborators),
+    Ok((door, checks))
+}
+
+/// `--via api`: the rows through the app's HTTP API, then the same manifest and verification. The
+/// counts are of the planned rows: `before` = found already there, `added` = made by this run.
+pub async fn run_api(stack: &Stack, opts: &Options, progress: Progress<'_>) -> Result<Summary> {
+    let start = Instant::now();
+    let mut timings = Timings::default();
+    let jwt_secret = match opts.token_ttl {
+        Some(_) => Some(stack.secret("API_JWT_SECRET")?),
+        None => None,
+    };
+    let t = Instant::now();
+    let o = api::seed(
+        stack,
+        &opts.plan,
+        &opts.password,
+        opts.schema_timeout,
+        progress,
+    )
+    .await?;
+    timings.schema = o.ready_ms;
+    timings.write = ms(t.elapsed()).saturating_sub(o.ready_ms);
+    let plan = &o.plan;
+    let files = write_manifest(plan, opts, &o.ids, jwt_secret.as_deref())?;
+    let t = Instant::now();
+    let (door, checks) = verify_samples(stack, plan, &opts.password).await?;
+    timings.verify = ms(t.elapsed());
+    timings.total = ms(start.elapsed());
+    let after = Counts {
+        accounts: o.before.accounts + o.added.accounts,
+        projects: o.before.projects + o.added.projects,
+        collaborators: o.before.collaborators + o.added.collaborators,
     };
     Ok(Summary {
         stack: stack.name.clone(),
         db: stack.db.name(),
+        via: Via::Api.name(),
         front_door: door.addr.clone(),
         accounts: plan.shape.accounts,
         projects: plan.shape.projects,
         users_per_project: plan.shape.users_per_project,
         visibility: plan.visibility.name(),
-        before,
+        before: o.before,
         after,
-        added,
+        added: o.added,
         files,
         checks,
         ms: timings,

@@ -11,7 +11,7 @@ use crate::routes::error;
 use crate::state::AppState;
 
 /// Elysia's answer to a body that fails the route's schema.
-fn validation(message: &str) -> Response {
+pub(crate) fn validation(message: &str) -> Response {
     (
         StatusCode::BAD_REQUEST,
         Json(json!({"type": "validation", "on": "body", "message": message})),

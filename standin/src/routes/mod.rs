@@ -3,6 +3,9 @@
 mod health;
 mod login;
 mod projects;
+mod sharing;
+mod store;
+mod users;
 mod websocket_info;
 mod yjs_document;
 
@@ -22,7 +25,11 @@ pub fn router(state: AppState) -> Router {
         .route("/api/auth/login", axum::routing::post(login::login))
         .route("/api/websocket/info", get(websocket_info::info))
         .route("/api/websocket/rooms", get(websocket_info::rooms))
-        .route("/api/v1/projects", get(projects::list))
+        .route("/api/v1/users", axum::routing::post(users::create))
+        .route(
+            "/api/v1/projects",
+            get(projects::list).post(projects::create),
+        )
         .route("/api/v1/projects/{uuid}", get(projects::show))
         .route(
             "/api/projects/uuid/{uuid}/yjs-document",
@@ -30,6 +37,14 @@ pub fn router(state: AppState) -> Router {
                 .post(yjs_document::save)
                 // Documents with embedded assets are large; nginx in front allows 1024M.
                 .layer(DefaultBodyLimit::max(256 << 20)),
+        )
+        .route(
+            "/api/projects/uuid/{uuid}/visibility",
+            axum::routing::patch(sharing::visibility),
+        )
+        .route(
+            "/api/projects/uuid/{uuid}/collaborators",
+            axum::routing::post(sharing::add_collaborator),
         )
         .route("/yjs/{doc}", get(crate::ws::upgrade))
         .with_state(state)

@@ -10,7 +10,7 @@ use crate::auth::{bearer, Caller};
 use crate::db::Project;
 use crate::state::AppState;
 
-fn fail(status: StatusCode, code: &str, message: &str) -> Response {
+pub(crate) fn fail(status: StatusCode, code: &str, message: &str) -> Response {
     (
         status,
         Json(json!({"success": false, "error": {"code": code, "message": message}})),
@@ -19,9 +19,9 @@ fn fail(status: StatusCode, code: &str, message: &str) -> Response {
 }
 
 /// Why a v1 request is refused: (status, code, message).
-type Refusal = (StatusCode, &'static str, &'static str);
+pub(crate) type Refusal = (StatusCode, &'static str, &'static str);
 
-fn v1_caller(st: &AppState, headers: &HeaderMap) -> Result<Caller, Refusal> {
+pub(crate) fn v1_caller(st: &AppState, headers: &HeaderMap) -> Result<Caller, Refusal> {
     let Some(token) = bearer(headers) else {
         return Err((
             StatusCode::UNAUTHORIZED,
@@ -42,14 +42,14 @@ fn v1_caller(st: &AppState, headers: &HeaderMap) -> Result<Caller, Refusal> {
     Ok(caller)
 }
 
-fn project_json(p: &Project) -> Value {
+pub(crate) fn project_json(p: &Project) -> Value {
     json!({
         "id": p.id, "uuid": p.uuid, "title": p.title, "owner_id": p.owner_id,
         "created_at": p.created_at, "updated_at": p.updated_at, "saved_once": p.saved_once != 0,
     })
 }
 
-fn internal(e: anyhow::Error) -> Response {
+pub(crate) fn internal(e: anyhow::Error) -> Response {
     tracing::error!("[API] database error: {e:#}");
     fail(
         StatusCode::INTERNAL_SERVER_ERROR,
@@ -91,4 +91,51 @@ pub async fn show(
         Ok(Some(p)) => Json(json!({"success": true, "data": project_json(&p)})).into_response(),
         Err(e) => internal(e),
     }
+}
+
+/// An empty Yjs update (no structs, empty delete set): the snapshot `ensureDocument` stores.
+pub const EMPTY_YJS_UPDATE: [u8; 2] = [0, 0];
+
+/// `POST /api/v1/projects` with `{"title"}` → 201: a private, active project with `saved_once = 0` and an
+/// empty Yjs snapshot, under a uuid the server picks (the fixed upstream behaviour, not the old uuid bug).
+pub async fn create(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let caller = match v1_caller(&st, &headers) {
+        Ok(c) => c,
+        Err((status, code, message)) => return fail(status, code, message),
+    };
+    let title = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|b| b.get("title").and_then(Value::as_str).map(str::to_string));
+    let Some(title) = title.filter(|t| !t.trim().is_empty() && t.chars().count() <= 255) else {
+        return crate::routes::login::validation(
+            "Property 'title' must be a string of 1 to 255 characters",
+        );
+    };
+    let uuid = uuid::Uuid::new_v4().to_string();
+    if let Err(e) =
+        crate::routes::store::insert_project(&st.db, &uuid, &title, caller.id, "private").await
+    {
+        return internal(e.into());
+    }
+    let project = match st.db.project_by_uuid(&uuid).await {
+        Ok(Some(p)) => p,
+        Ok(None) => return internal(anyhow::anyhow!("project {uuid} vanished after its insert")),
+        Err(e) => return internal(e),
+    };
+    if let Err(e) = st
+        .db
+        .save_snapshot(project.id, &EMPTY_YJS_UPDATE, false, None)
+        .await
+    {
+        return internal(e);
+    }
+    (
+        StatusCode::CREATED,
+        Json(json!({"success": true, "data": project_json(&project)})),
+    )
+        .into_response()
 }

@@ -1,0 +1,561 @@
+//! `prepare --via api`: the same accounts, projects, collaborators and manifest as the SQL path, made
+//! through the app's HTTP API at the stack's front door, for images where SQL seeding is not wanted.
+//!
+//! The admin (ADMIN_EMAIL / ADMIN_PASSWORD of the stack) creates the accounts (`POST /api/v1/users`);
+//! each owner then acts with a token minted offline (`token::mint`, the users.id from the create answer),
+//! so no per-owner bcrypt login is paid: `POST /api/v1/projects`, `PATCH .../visibility`, `POST
+//! .../yjs-document?markSaved=true` (saved_once = 1, as the SQL path writes), `POST .../collaborators`.
+//!
+//! Idempotent through what the app answers: 409 on a user = already there (its id from a login with the
+//! run's password, which also proves the password is the same); an existing owner's projects are listed
+//! (`GET /api/v1/projects`) and one with the planned title is reused, never created twice;
+//! `ALREADY_COLLABORATOR` = already there. The app picks the project uuids: the manifest names those.
+//!
+//! Pure: the answers' parsing and the decisions (`user_id`, `project_of`, `reuse`, `collaborator`,
+//! `with_uuids`); the edge: `run`.
+
+use super::plan::Plan;
+use super::verify::FrontDoor;
+use super::{token, Counts, Progress, Stack};
+use crate::error::UsageError;
+use anyhow::{bail, Context, Result};
+use futures_util::StreamExt;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Requests in flight at most.
+pub const CONCURRENCY: usize = 16;
+/// An empty Yjs update (no structs, an empty delete set): the smallest valid document body.
+pub const EMPTY_YJS_UPDATE: [u8; 2] = [0, 0];
+/// Lifetime of the owners' offline tokens (only this run uses them).
+const OWNER_TOKEN_TTL_S: i64 = 3600;
+
+/// A project as `POST|GET /api/v1/projects` describe it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiProject {
+    pub uuid: String,
+    pub title: String,
+    pub owner_id: i64,
+    pub saved_once: bool,
+}
+
+/// `{success, data:{id, ...}}` of `POST /api/v1/users` (or `{user:{id}}` of a login): the users.id.
+pub fn user_id(body: &Value) -> Option<i64> {
+    let d = if body.get("data").is_some() {
+        &body["data"]
+    } else {
+        &body["user"]
+    };
+    match &d["id"] {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// One project object of the v1 API.
+pub fn project_of(v: &Value) -> Option<ApiProject> {
+    let owner_id = match &v["owner_id"] {
+        Value::Number(n) => n.as_i64()?,
+        Value::String(s) => s.trim().parse().ok()?,
+        _ => return None,
+    };
+    Some(ApiProject {
+        uuid: v["uuid"].as_str()?.to_string(),
+        title: v["title"].as_str()?.to_string(),
+        owner_id,
+        saved_once: matches!(&v["saved_once"], Value::Bool(true))
+            || v["saved_once"].as_i64() == Some(1),
+    })
+}
+
+/// The owner's existing project with the planned title (the first, by the list's order), if any.
+pub fn reuse<'a>(owned: &'a [ApiProject], owner_id: i64, title: &str) -> Option<&'a ApiProject> {
+    owned
+        .iter()
+        .find(|p| p.owner_id == owner_id && p.title == title)
+}
+
+/// What `POST .../collaborators` answered: Ok(true) added, Ok(false) already there, Err otherwise.
+pub fn collaborator(answer: &Value) -> Result<bool, String> {
+    match answer["responseMessage"].as_str() {
+        Some("OK") => Ok(true),
+        Some("ALREADY_COLLABORATOR") => Ok(false),
+        Some(other) => Err(other.to_string()),
+        None => Err(format!("unexpected answer {answer}")),
+    }
+}
+
+/// The plan with the uuids the app gave its projects (index for index).
+pub fn with_uuids(plan: &Plan, uuids: &[String]) -> Plan {
+    let mut p = plan.clone();
+    for (proj, uuid) in p.projects.iter_mut().zip(uuids) {
+        proj.uuid = uuid.clone();
+    }
+    p
+}
+
+/// HTTP to the front door, with the stack's Host header where Traefik routes by it.
+struct Api {
+    client: reqwest::Client,
+    door: FrontDoor,
+}
+
+impl Api {
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+        raw: Option<Vec<u8>>,
+    ) -> Result<(StatusCode, Value)> {
+        let mut req = self
+            .client
+            .request(method.clone(), format!("http://{}{path}", self.door.addr));
+        if let Some(h) = &self.door.host {
+            req = req.header("Host", h);
+        }
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        if let Some(r) = raw {
+            req = req
+                .header("Content-Type", "application/octet-stream")
+                .body(r);
+        }
+        let resp = req
+            .send()
+            .await
+            .with_context(|| format!("{method} {path} through {}", self.door.addr))?;
+        let status = resp.status();
+        let text = resp.text().await.unwrap_or_default();
+        Ok((
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        ))
+    }
+}
+
+fn refused(what: &str, status: StatusCode, body: &Value) -> anyhow::Error {
+    let text = body.to_string();
+    anyhow::anyhow!(
+        "{what} answered {status}: {}",
+        text.chars().take(200).collect::<String>()
+    )
+}
+
+/// What the API phase made and found.
+pub struct Outcome {
+    pub plan: Plan,
+    pub ids: HashMap<String, i64>,
+    pub before: Counts,
+    pub added: Counts,
+    pub ready_ms: u64,
+}
+
+/// Log in as the stack's admin, retrying while the app boots (up to `wait`).
+async fn admin_token(api: &Api, stack: &Stack, password: &str, wait: Duration) -> Result<String> {
+    let deadline = Instant::now() + wait;
+    loop {
+        match super::verify::login(&api.client, &api.door, crate::render::ADMIN_EMAIL, password)
+            .await
+        {
+            Ok(t) => return Ok(t),
+            Err(_) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(e) => {
+                return Err(e.context(format!(
+                "the stack's admin ({}) cannot log in through {} (is the app up? docker logs {})",
+                crate::render::ADMIN_EMAIL,
+                api.door.addr,
+                stack.app_container()
+            )))
+            }
+        }
+    }
+}
+
+/// Make the plan's rows through the API. `progress` counts requests.
+pub async fn seed(
+    stack: &Stack,
+    plan: &Plan,
+    password: &str,
+    wait: Duration,
+    progress: Progress<'_>,
+) -> Result<Outcome> {
+    let api = Api {
+        client: reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()?,
+        door: stack.front_door(),
+    };
+    let admin_pw = stack.secret("ADMIN_PASSWORD")?;
+    let secret = stack.secret("API_JWT_SECRET")?;
+    let t = Instant::now();
+    let admin = admin_token(&api, stack, &admin_pw, wait).await?;
+    let ready_ms = t.elapsed().as_millis() as u64;
+
+    let n_collab = plan.collaborator_count() as u64;
+    let total = plan.accounts.len() as u64 + 3 * plan.projects.len() as u64 + n_collab;
+    let done = AtomicU64::new(0);
+    let tick = |k: u64| progress(done.fetch_add(k, Ordering::Relaxed) + k, total);
+    progress(0, total);
+
+    // 1. Accounts: 201 = made; 409 = there already, its id from a login with this run's password.
+    let results: Vec<Result<(String, i64, bool)>> =
+        futures_util::stream::iter(plan.accounts.iter().map(|a| {
+            let (api, admin, tick) = (&api, &admin, &tick);
+            async move {
+                let body = json!({"email": a.email, "password": password, "roles": ["ROLE_USER"]});
+                let (st, b) = api
+                    .send(Method::POST, "/api/v1/users", Some(admin), Some(body), None)
+                    .await?;
+                let r = match st {
+                    StatusCode::CREATED | StatusCode::OK => {
+                        let id = user_id(&b).with_context(|| format!("creating {}: no id in {b}", a.email))?;
+                        (a.email.clone(), id, true)
+                    }
+                    StatusCode::CONFLICT => {
+                        let (st, b) = api
+                            .send(
+                                Method::POST,
+                                "/api/auth/login",
+                                None,
+                                Some(json!({"email": a.email, "password": password})),
+                                None,
+                            )
+                            .await?;
+                        if st == StatusCode::UNAUTHORIZED {
+                            bail!(UsageError::new(
+                                "--password",
+                                "(not shown)",
+                                format!("account {} exists with another password", a.email),
+                                "pass the password of the earlier run, or choose another --email-pattern",
+                            ));
+                        }
+                        if !st.is_success() {
+                            return Err(refused(&format!("login of existing {}", a.email), st, &b));
+                        }
+                        let id = user_id(&b).with_context(|| format!("login of {}: no user id", a.email))?;
+                        (a.email.clone(), id, false)
+                    }
+                    _ => return Err(refused(&format!("creating account {}", a.email), st, &b)),
+                };
+                tick(1);
+                Ok(r)
+            }
+        }))
+        .buffer_unordered(CONCURRENCY)
+        .collect()
+        .await;
+    let mut ids = HashMap::new();
+    let mut existed = BTreeSet::new();
+    let mut before = Counts::default();
+    let mut added = Counts::default();
+    for r in results {
+        let (email, id, made) = r?;
+        if made {
+            added.accounts += 1;
+        } else {
+            before.accounts += 1;
+            existed.insert(email.clone());
+        }
+        ids.insert(email, id);
+    }
+    let iat = super::now_ms() / 1000;
+    let tokens: HashMap<&str, String> = plan
+        .accounts
+        .iter()
+        .map(|a| {
+            let t = token::mint(
+                secret.as_bytes(),
+                ids[&a.email],
+                &a.email,
+                iat,
+                OWNER_TOKEN_TTL_S,
+            );
+            (a.email.as_str(), t)
+        })
+        .collect();
+
+    // 2. The projects owners that existed before may have made already, by title.
+    let owners: BTreeSet<&str> = plan
+        .projects
+        .iter()
+        .map(|p| plan.accounts[p.owner].email.as_str())
+        .filter(|e| existed.contains(*e))
+        .collect();
+    let lists: Vec<Result<(&str, Vec<ApiProject>)>> =
+        futures_util::stream::iter(owners.into_iter().map(|email| {
+            let (api, tokens) = (&api, &tokens);
+            async move {
+                let (st, b) = api
+                    .send(
+                        Method::GET,
+                        "/api/v1/projects",
+                        Some(&tokens[email]),
+                        None,
+                        None,
+                    )
+                    .await?;
+                if !st.is_success() {
+                    return Err(refused(&format!("listing the projects of {email}"), st, &b));
+                }
+                let list = b["data"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(project_of).collect())
+                    .unwrap_or_default();
+                Ok((email, list))
+            }
+        }))
+        .buffer_unordered(CONCURRENCY)
+        .collect()
+        .await;
+    let mut owned: HashMap<&str, Vec<ApiProject>> = HashMap::new();
+    for r in lists {
+        let (e, l) = r?;
+        owned.insert(e, l);
+    }
+
+    // 3. Each project: reuse or create; then visibility, then saved_once.
+    let visibility = plan.visibility.name();
+    let results: Vec<Result<(usize, String, bool)>> =
+        futures_util::stream::iter(plan.projects.iter().enumerate().map(|(i, p)| {
+            let (api, tokens, ids, owned, tick) = (&api, &tokens, &ids, &owned, &tick);
+            async move {
+                let email = plan.accounts[p.owner].email.as_str();
+                let token = &tokens[email];
+                let found = owned
+                    .get(email)
+                    .and_then(|l| reuse(l, ids[email], &p.title))
+                    .cloned();
+                let (project, made) = match found {
+                    Some(f) => (f, false),
+                    None => {
+                        let (st, b) = api
+                            .send(
+                                Method::POST,
+                                "/api/v1/projects",
+                                Some(token),
+                                Some(json!({"title": p.title})),
+                                None,
+                            )
+                            .await?;
+                        if !st.is_success() {
+                            return Err(refused(
+                                &format!("creating project {:?} as {email}", p.title),
+                                st,
+                                &b,
+                            ));
+                        }
+                        let made = project_of(&b["data"]).with_context(|| {
+                            format!("creating project {:?}: unexpected answer {b}", p.title)
+                        })?;
+                        (made, true)
+                    }
+                };
+                tick(1);
+                let path = format!("/api/projects/uuid/{}/visibility", project.uuid);
+                let (st, b) = api
+                    .send(
+                        Method::PATCH,
+                        &path,
+                        Some(token),
+                        Some(json!({"visibility": visibility})),
+                        None,
+                    )
+                    .await?;
+                if !st.is_success() || b["responseMessage"] != "OK" {
+                    return Err(refused(
+                        &format!("setting project {} {visibility}", project.uuid),
+                        st,
+                        &b,
+                    ));
+                }
+                tick(1);
+                if !project.saved_once {
+                    let path = format!(
+                        "/api/projects/uuid/{}/yjs-document?markSaved=true",
+                        project.uuid
+                    );
+                    let (st, b) = api
+                        .send(
+                            Method::POST,
+                            &path,
+                            Some(token),
+                            None,
+                            Some(EMPTY_YJS_UPDATE.to_vec()),
+                        )
+                        .await?;
+                    if !st.is_success() {
+                        return Err(refused(
+                            &format!("marking project {} saved", project.uuid),
+                            st,
+                            &b,
+                        ));
+                    }
+                }
+                tick(1);
+                Ok((i, project.uuid, made))
+            }
+        }))
+        .buffer_unordered(CONCURRENCY)
+        .collect()
+        .await;
+    let mut uuids = vec![String::new(); plan.projects.len()];
+    for r in results {
+        let (i, uuid, made) = r?;
+        if made {
+            added.projects += 1;
+        } else {
+            before.projects += 1;
+        }
+        uuids[i] = uuid;
+    }
+    let plan = with_uuids(plan, &uuids);
+
+    // 4. Collaborators, each added by the project's owner.
+    let results: Vec<Result<bool>> =
+        futures_util::stream::iter(plan.collaborator_rows().map(|(p, c)| {
+            let (api, tokens, tick) = (&api, &tokens, &tick);
+            let owner = plan.accounts[p.owner].email.as_str();
+            let email = plan.accounts[c].email.as_str();
+            async move {
+                let path = format!("/api/projects/uuid/{}/collaborators", p.uuid);
+                let (st, b) = api
+                    .send(
+                        Method::POST,
+                        &path,
+                        Some(&tokens[owner]),
+                        Some(json!({"email": email})),
+                        None,
+                    )
+                    .await?;
+                if !st.is_success() {
+                    return Err(refused(
+                        &format!("adding {email} to project {}", p.uuid),
+                        st,
+                        &b,
+                    ));
+                }
+                let r = collaborator(&b).map_err(|m| {
+                    anyhow::anyhow!("adding {email} to project {} answered {m}", p.uuid)
+                })?;
+                tick(1);
+                Ok(r)
+            }
+        }))
+        .buffer_unordered(CONCURRENCY)
+        .collect()
+        .await;
+    for r in results {
+        if r? {
+            added.collaborators += 1;
+        } else {
+            before.collaborators += 1;
+        }
+    }
+    Ok(Outcome {
+        plan,
+        ids,
+        before,
+        added,
+        ready_ms,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prepare::plan::{plan, shape, EmailPattern, Visibility};
+
+    #[test]
+    fn answers() {
+        assert_eq!(
+            user_id(&json!({"success": true, "data": {"id": 7}})),
+            Some(7)
+        );
+        assert_eq!(
+            user_id(&json!({"access_token": "x", "user": {"id": "8"}})),
+            Some(8)
+        );
+        assert_eq!(user_id(&json!({"success": true})), None);
+        let p = project_of(
+            &json!({"id": 1, "uuid": "u", "title": "t", "owner_id": 3, "saved_once": false}),
+        )
+        .unwrap();
+        assert_eq!(
+            p,
+            ApiProject {
+                uuid: "u".into(),
+                title: "t".into(),
+                owner_id: 3,
+                saved_once: false
+            }
+        );
+        assert!(
+            project_of(&json!({"uuid": "u", "title": "t", "owner_id": 3, "saved_once": 1}))
+                .unwrap()
+                .saved_once
+        );
+        assert!(project_of(&json!({"title": "t", "owner_id": 3})).is_none());
+        assert_eq!(collaborator(&json!({"responseMessage": "OK"})), Ok(true));
+        assert_eq!(
+            collaborator(&json!({"responseMessage": "ALREADY_COLLABORATOR"})),
+            Ok(false)
+        );
+        assert_eq!(
+            collaborator(&json!({"responseMessage": "USER_NOT_FOUND"})),
+            Err("USER_NOT_FOUND".into())
+        );
+        assert!(collaborator(&json!({})).is_err());
+    }
+
+    #[test]
+    fn reuse_by_owner_and_title() {
+        let p = |uuid: &str, title: &str, owner_id| ApiProject {
+            uuid: uuid.into(),
+            title: title.into(),
+            owner_id,
+            saved_once: true,
+        };
+        let owned = vec![
+            p("a", "bench-project-1", 5),
+            p("b", "bench-project-0", 6),
+            p("c", "bench-project-0", 5),
+        ];
+        assert_eq!(
+            reuse(&owned, 5, "bench-project-0").unwrap().uuid,
+            "c",
+            "a shared project is not the owner's"
+        );
+        assert!(reuse(&owned, 5, "bench-project-2").is_none());
+    }
+
+    #[test]
+    fn the_apps_uuids_in_the_plan() {
+        let p = plan(
+            shape(4, Some(2), Some(2)).unwrap(),
+            &EmailPattern::parse("u{i}@x.org").unwrap(),
+            Visibility::Private,
+        );
+        let q = with_uuids(&p, &["x".into(), "y".into()]);
+        assert_eq!(
+            q.projects
+                .iter()
+                .map(|p| p.uuid.as_str())
+                .collect::<Vec<_>>(),
+            ["x", "y"]
+        );
+        assert_eq!(q.accounts, p.accounts);
+        assert_eq!(q.projects[1].owner, p.projects[1].owner);
+    }
+}
