@@ -94,6 +94,7 @@ pub async fn plan_cmd(args: &PlanArgs) -> Result<()> {
 struct Reporter {
     bar: Option<indicatif::ProgressBar>,
     stack: String,
+    quiet: bool,
 }
 
 impl Reporter {
@@ -107,17 +108,18 @@ impl Reporter {
         Reporter {
             bar,
             stack: stack.to_string(),
+            quiet,
         }
     }
 
-    fn event(&self, e: apply::Event, quiet: bool) {
+    fn event(&self, e: apply::Event) {
         let line = format!("{} {}: {}", self.stack, e.service, e.what);
         match &self.bar {
             Some(b) => {
                 b.println(line);
                 b.set_message(format!("deploying {}: last {}", self.stack, e.service));
             }
-            None if !quiet => eprintln!("{line}"),
+            None if !self.quiet => eprintln!("{line}"),
             None => {}
         }
     }
@@ -179,7 +181,7 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
         print_plan(&plan);
     }
     let reporter = Reporter::new(&stack, args.json);
-    let progress = |e: apply::Event| reporter.event(e, args.json);
+    let progress = |e: apply::Event| reporter.event(e);
     let result = apply::apply(&target.docker, &p.desired, &plan, timeout, &progress).await;
     reporter.finish();
     result?;
@@ -196,7 +198,7 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
             "{}",
             serde_json::to_string_pretty(&json!({
                 "stack": stack,
-            "run_id": run_id,
+                "run_id": run_id,
                 "topology": p.spec.topology.name(),
                 "ok": mismatched.is_empty(),
                 "changed": changed,
