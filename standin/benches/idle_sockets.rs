@@ -190,7 +190,12 @@ fn client() {
     rt.block_on(async move {
         let opened = Arc::new(AtomicUsize::new(0));
         let failed = Arc::new(AtomicUsize::new(0));
-        let gate = Arc::new(tokio::sync::Semaphore::new(200));
+        // Handshakes in flight (STANDIN_BENCH_DIALS, default 200).
+        let dials: usize = std::env::var("STANDIN_BENCH_DIALS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(200);
+        let gate = Arc::new(tokio::sync::Semaphore::new(dials));
         let mut handles = Vec::with_capacity(n);
         let config = WebSocketConfig::default()
             .read_buffer_size(4096)
@@ -217,7 +222,7 @@ fn client() {
         }
         // Wait for the last handshakes (bounded), then report.
         let _ = tokio::time::timeout(Duration::from_secs(60), async {
-            let _ = Arc::clone(&gate).acquire_many_owned(200).await;
+            let _ = Arc::clone(&gate).acquire_many_owned(dials as u32).await;
         })
         .await;
         println!(

@@ -98,6 +98,7 @@ pub async fn run(cfg: Config) -> Result<()> {
         None => (None, None),
     };
     let rooms = Rooms::new(cfg.room_cleanup, relay.clone());
+    crate::memory::spawn_trimmer(Arc::clone(&rooms), Duration::from_secs(1));
     if let (Some(relay), Some(incoming)) = (relay, incoming) {
         tokio::spawn(relay.deliver(incoming, Arc::clone(&rooms)));
         tracing::info!("[RoomManager] Cross-instance handler initialized");

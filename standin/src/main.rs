@@ -5,6 +5,7 @@ mod app;
 mod auth;
 mod config;
 mod db;
+mod memory;
 mod relay;
 mod routes;
 mod state;

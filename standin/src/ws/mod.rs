@@ -30,7 +30,7 @@ pub async fn upgrade(
 ) -> Response {
     let token = query.get("token").filter(|t| !t.is_empty()).cloned();
     // Small buffers: the defaults (128 KiB read buffer) would dominate the memory of idle sockets.
-    ws.read_buffer_size(4096)
+    ws.read_buffer_size(1024)
         .write_buffer_size(0)
         .max_message_size(MAX_MESSAGE)
         .max_frame_size(MAX_MESSAGE)

@@ -128,6 +128,11 @@ impl Rooms {
         }
     }
 
+    /// Sockets that ever joined (a counter, never decreases).
+    pub fn joined_total(&self) -> u64 {
+        self.next_client.load(Ordering::Relaxed) - 1
+    }
+
     /// (roomsCount, totalConnections) of this instance.
     pub fn counts(&self) -> (usize, usize) {
         let rooms = self.rooms.lock().unwrap();
