@@ -23,7 +23,7 @@ pub enum Db {
 }
 
 /// `?` placeholders to PostgreSQL's `$1, $2, ...` (no query here has a literal `?`).
-fn to_pg(sql: &str) -> String {
+pub(crate) fn to_pg(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len() + 8);
     let mut n = 0;
     for c in sql.chars() {
@@ -41,22 +41,25 @@ fn to_pg(sql: &str) -> String {
 macro_rules! on_pool {
     ($db:expr, $sql:expr, |$q:ident, $pool:ident| $body:expr) => {{
         match $db {
-            Db::Sqlite($pool) => {
+            $crate::db::Db::Sqlite($pool) => {
                 let $q: &str = $sql;
                 $body
             }
-            Db::MySql($pool) => {
+            $crate::db::Db::MySql($pool) => {
                 let $q: &str = $sql;
                 $body
             }
-            Db::Postgres($pool) => {
-                let pg = to_pg($sql);
+            $crate::db::Db::Postgres($pool) => {
+                let pg = $crate::db::to_pg($sql);
                 let $q: &str = &pg;
                 $body
             }
         }
     }};
 }
+
+/// Shared with the routes' own writes (`routes::store`).
+pub(crate) use on_pool;
 
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()

@@ -3,42 +3,16 @@
 
 use anyhow::Result;
 
-use crate::db::{now_ms, Db};
+use crate::db::{now_ms, on_pool, Db};
 
-/// `?` → `$n` for PostgreSQL.
-fn to_pg(sql: &str) -> String {
-    let mut out = String::with_capacity(sql.len() + 8);
-    let mut n = 0;
-    for c in sql.chars() {
-        if c == '?' {
-            n += 1;
-            out.push('$');
-            out.push_str(&n.to_string());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
+/// Run one statement built from `sqlx::query`, on whichever dialect the pool is (`crate::db::on_pool`).
 macro_rules! exec {
-    ($db:expr, $sql:expr, |$q:ident| $build:expr) => {{
-        match $db {
-            Db::Sqlite(pool) => {
-                let $q = sqlx::query($sql);
-                $build.execute(pool).await.map(|r| r.rows_affected())
-            }
-            Db::MySql(pool) => {
-                let $q = sqlx::query($sql);
-                $build.execute(pool).await.map(|r| r.rows_affected())
-            }
-            Db::Postgres(pool) => {
-                let pg = to_pg($sql);
-                let $q = sqlx::query(&pg);
-                $build.execute(pool).await.map(|r| r.rows_affected())
-            }
-        }
-    }};
+    ($db:expr, $sql:expr, |$q:ident| $build:expr) => {
+        on_pool!($db, $sql, |sql, pool| {
+            let $q = sqlx::query(sql);
+            $build.execute(pool).await.map(|r| r.rows_affected())
+        })
+    };
 }
 
 /// An insert refused by a UNIQUE constraint (a concurrent duplicate).
@@ -98,12 +72,4 @@ pub async fn set_visibility(db: &Db, project_id: i32, visibility: &str) -> Resul
 pub async fn add_collaborator(db: &Db, project_id: i32, user_id: i32) -> Result<u64, sqlx::Error> {
     let sql = "INSERT INTO project_collaborators (project_id, user_id) VALUES (?, ?)";
     exec!(db, sql, |q| q.bind(project_id).bind(user_id))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn placeholders_for_postgres() {
-        assert_eq!(super::to_pg("(?, ?)"), "($1, $2)");
-    }
 }
