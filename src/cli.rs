@@ -36,11 +36,54 @@ pub enum Command {
     Load(LoadArgs),
     /// Seed benchmark accounts and projects into a deployed stack's database, write the manifest, verify.
     Prepare(PrepareArgs),
+    /// Tune (or check, or restore) the host's kernel and engine settings for a C10k benchmark.
+    Host(crate::commands::host::HostArgs),
+    /// Find what would distort a benchmark on the target: SSH, engine, capacity, limits, neighbours, disks.
+    Doctor(crate::commands::doctor::DoctorArgs),
+}
+
+/// Which engine: the local one, or a SUT over SSH (shared by every command that touches a target).
+#[derive(Debug, Args, Clone)]
+pub struct TargetArgs {
+    /// Where the stack runs: `local` (this machine's engine) or ssh://USER@HOST[:PORT]
+    /// [default: $EXECTL_TARGET, else exectl.yaml's `target:`, else local].
+    #[arg(long, value_name = "URL")]
+    pub target: Option<String>,
+    /// SSH private key; only this one is tried [default: ssh-agent, then ~/.ssh/id_ed25519, id_ecdsa, id_rsa].
+    #[arg(long, value_name = "FILE")]
+    pub identity: Option<PathBuf>,
+    /// known_hosts file the SUT's host key is checked against [default: ~/.ssh/known_hosts].
+    #[arg(long, value_name = "FILE")]
+    pub known_hosts: Option<PathBuf>,
+    /// Trust an unknown SSH host key and record it (a changed key is always refused).
+    #[arg(long)]
+    pub accept_new_host_key: bool,
+    /// The Docker engine's socket on the SUT (rootless or second engines).
+    #[arg(long, value_name = "PATH", default_value = "/var/run/docker.sock")]
+    pub docker_socket: String,
+    /// Give up an SSH connection attempt after this long.
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub connect_timeout: String,
+}
+
+impl Default for TargetArgs {
+    fn default() -> Self {
+        TargetArgs {
+            target: None,
+            identity: None,
+            known_hosts: None,
+            accept_new_host_key: false,
+            docker_socket: crate::target::DEFAULT_DOCKER_SOCKET.to_string(),
+            connect_timeout: "10s".to_string(),
+        }
+    }
 }
 
 /// `exectl prepare`: values stay text here and are checked in `commands::prepare` (exit 2 naming the flag).
 #[derive(Debug, Args)]
 pub struct PrepareArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
     /// Deployed stack to seed [default: exe].
     #[arg(long)]
     pub stack: Option<String>,
@@ -101,6 +144,8 @@ pub struct PrepareArgs {
 /// `exectl load`: values stay text here and are checked in `commands::load` (exit 2 naming the flag).
 #[derive(Debug, Args)]
 pub struct LoadArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
     /// idle, login-burst, collab or editing.
     #[arg(value_name = "SCENARIO")]
     pub scenario: String,
@@ -149,6 +194,8 @@ pub struct LoadArgs {
 #[derive(Debug, Args)]
 pub struct DeployArgs {
     #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
     pub spec: SpecArgs,
     /// How long to wait for every service to be healthy.
     #[arg(long, default_value = "300s")]
@@ -167,6 +214,8 @@ pub struct DeployArgs {
 #[derive(Debug, Args)]
 pub struct PlanArgs {
     #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
     pub spec: SpecArgs,
     #[arg(long)]
     pub json: bool,
@@ -174,6 +223,8 @@ pub struct PlanArgs {
 
 #[derive(Debug, Args)]
 pub struct TeardownArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
     /// Stack name [default: exe].
     #[arg(long)]
     pub stack: Option<String>,
@@ -302,6 +353,7 @@ impl SpecArgs {
             app_env: f("--app-env", &self.app_env),
             app_debug: f("--app-debug", &self.app_debug),
             health_interval: f("--health-interval", &self.health_interval),
+            target: None,
             env: self.set.iter().map(|s| Raw::flag("--set", s)).collect(),
             images: Vec::new(),
         }
@@ -310,6 +362,8 @@ impl SpecArgs {
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
     /// Stack name [default: exe].
     #[arg(long)]
     pub stack: Option<String>,

@@ -14,6 +14,8 @@ fn main() {
         Command::Runs(a) => commands::runs::run(a).map(|_| 0),
         Command::Load(a) => commands::load::run(a),
         Command::Prepare(a) => runtime().block_on(commands::prepare::run(a)).map(code),
+        Command::Host(a) => runtime().block_on(commands::host::run(a)),
+        Command::Doctor(a) => runtime().block_on(commands::doctor::run(a)),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -1,6 +1,8 @@
 //! One module per subcommand: each loads what it needs, calls the pure core and prints.
 
 pub mod deploy;
+pub mod doctor;
+pub mod host;
 pub mod load;
 pub mod prepare;
 pub mod render;
@@ -31,5 +33,16 @@ pub fn load_templates(args: &SpecArgs) -> Result<Templates> {
     }
 }
 
-/// Target key for local state: the local engine until remote targets exist.
+/// Target key for the local engine's state.
 pub const LOCAL_TARGET: &str = "local";
+
+/// The target named by the flags, EXECTL_TARGET or ./exectl.yaml's `target:` (commands without a spec).
+pub fn target_spec(args: &crate::cli::TargetArgs) -> Result<crate::target::TargetSpec> {
+    let file = spec::load_spec_file(None)?;
+    Ok(crate::target::resolve(args, file.target.as_ref())?)
+}
+
+/// Connect to the target named by the flags (see `target_spec`).
+pub async fn connect(args: &crate::cli::TargetArgs) -> Result<crate::target::Target> {
+    crate::target::Target::connect(&target_spec(args)?).await
+}

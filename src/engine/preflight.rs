@@ -87,7 +87,7 @@ pub async fn capacity(target: &Target, spec: &Spec) -> Result<()> {
         .info()
         .await
         .context("reading the engine's info")?;
-    check_capacity(spec, info.ncpu, info.mem_total, target.max_nofile())?;
+    check_capacity(spec, info.ncpu, info.mem_total, target.max_nofile().await)?;
     Ok(())
 }
 

@@ -64,6 +64,8 @@ pub struct SpecInput {
     pub app_env: Option<Raw>,
     pub app_debug: Option<Raw>,
     pub health_interval: Option<Raw>,
+    /// Where the stack runs (`target:`): read by the target options, not part of the spec.
+    pub target: Option<Raw>,
     /// `--set KEY=VALUE` pairs and `env:` entries, in order; later wins.
     pub env: Vec<Raw>,
     /// Image overrides, key → reference; later wins.
@@ -96,7 +98,8 @@ impl SpecInput {
             traefik,
             app_env,
             app_debug,
-            health_interval
+            health_interval,
+            target
         )
     }
 }
@@ -149,6 +152,7 @@ struct SpecFile {
     app_env: Option<Scalar>,
     app_debug: Option<Scalar>,
     health_interval: Option<Scalar>,
+    target: Option<Scalar>,
     #[serde(default)]
     env: BTreeMap<String, Scalar>,
     #[serde(default)]
@@ -201,6 +205,7 @@ pub fn parse_spec_file(path: &Path, text: &str) -> Result<SpecInput, UsageError>
         app_env: raw("app_env", file.app_env),
         app_debug: raw("app_debug", file.app_debug),
         health_interval: raw("health_interval", file.health_interval),
+        target: raw("target", file.target),
         env: file
             .env
             .into_iter()

@@ -2,79 +2,337 @@
 //! files live. Everything that talks to the engine goes through here or `engine`.
 
 mod exec;
+pub mod ssh;
 
 pub use exec::{exec, ExecOutput};
 
+use crate::error::UsageError;
 use anyhow::{Context, Result};
 use bollard::Docker;
-use std::path::PathBuf;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where stack folders live on a remote SUT (bind-mount sources must be paths there).
+pub const REMOTE_STACKS_ROOT: &str = "/opt/exectl";
+/// The oldest engine API exectl is tested against (Docker 20.10).
+pub const MIN_API: (u32, u32) = (1, 41);
+pub const DEFAULT_DOCKER_SOCKET: &str = "/var/run/docker.sock";
+
+/// Which target, resolved from --target, EXECTL_TARGET or exectl.yaml's `target:`, not yet connected.
+#[derive(Debug, Clone)]
+pub struct TargetSpec {
+    pub ssh: Option<ssh::ConnectOptions>,
+    pub docker_socket: String,
+}
+
+impl TargetSpec {
+    pub fn local() -> TargetSpec {
+        TargetSpec {
+            ssh: None,
+            docker_socket: DEFAULT_DOCKER_SOCKET.into(),
+        }
+    }
+
+    /// Names the target in local state paths: `local` or `ssh-USER@HOST-PORT`.
+    pub fn key(&self) -> String {
+        match &self.ssh {
+            None => crate::commands::LOCAL_TARGET.to_string(),
+            Some(o) => o.url.state_key(),
+        }
+    }
+
+    /// The local folder of a stack's state on this target (secrets, lock, bundle copy, manifest).
+    pub fn stack_dir(&self, stack: &str) -> PathBuf {
+        crate::secrets::stack_dir(&crate::secrets::state_root(), &self.key(), stack)
+    }
+
+    /// Where the target's published ports answer: loopback, or the SUT's address (resolved once).
+    pub fn address(&self) -> Result<IpAddr, UsageError> {
+        let Some(o) = &self.ssh else {
+            return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        };
+        (o.url.host.as_str(), o.url.port)
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next())
+            .map(|a| a.ip())
+            .ok_or_else(|| {
+                UsageError::new(
+                    "--target",
+                    o.url.to_string(),
+                    "the host does not resolve",
+                    "give the SUT's address or a resolvable name",
+                )
+            })
+    }
+}
+
+/// The target flags, checked: flag over EXECTL_TARGET over exectl.yaml's `target:`; local when none.
+pub fn resolve(
+    args: &crate::cli::TargetArgs,
+    file_target: Option<&crate::spec::Raw>,
+) -> Result<TargetSpec, UsageError> {
+    let env = std::env::var("EXECTL_TARGET")
+        .ok()
+        .filter(|v| !v.is_empty());
+    let (field, value) = match (&args.target, env, file_target) {
+        (Some(v), _, _) => ("--target".to_string(), v.clone()),
+        (None, Some(v), _) => ("EXECTL_TARGET".to_string(), v),
+        (None, None, Some(raw)) => (raw.origin.to_string(), raw.value.clone()),
+        (None, None, None) => ("--target".to_string(), "local".to_string()),
+    };
+    let url = ssh::url::parse(&field, &value)?;
+    let timeout = crate::load::parse_duration(&args.connect_timeout)
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            UsageError::new(
+                "--connect-timeout",
+                &args.connect_timeout,
+                "not a positive duration",
+                "write e.g. 10s or 500ms",
+            )
+        })?;
+    if !args.docker_socket.starts_with('/') {
+        return Err(UsageError::new(
+            "--docker-socket",
+            &args.docker_socket,
+            "not an absolute path on the SUT",
+            "give e.g. /var/run/docker.sock or /run/user/1000/docker.sock",
+        ));
+    }
+    if let Some(id) = &args.identity {
+        if !id.is_file() {
+            return Err(UsageError::new(
+                "--identity",
+                id.display(),
+                "no such file",
+                "give the path of a private key (e.g. ~/.ssh/id_ed25519)",
+            ));
+        }
+    }
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    Ok(TargetSpec {
+        ssh: url.map(|url| ssh::ConnectOptions {
+            url,
+            identity: args.identity.clone(),
+            known_hosts: args
+                .known_hosts
+                .clone()
+                .unwrap_or_else(|| home.join(".ssh/known_hosts")),
+            accept_new_host_key: args.accept_new_host_key,
+            timeout,
+        }),
+        docker_socket: args.docker_socket.clone(),
+    })
+}
 
 pub struct Target {
     pub docker: Docker,
-    /// Names the target in local state paths ("local").
+    pub spec: TargetSpec,
+    /// Names the target in local state paths ("local", "ssh-root@10.0.0.2-22").
     pub key: String,
-    /// Where stack folders live on the target's host (bind-mount sources must be paths there).
-    pub stacks_root: PathBuf,
+    /// The SSH link of a remote target.
+    pub remote: Option<Arc<ssh::Link>>,
 }
 
 impl Target {
     /// The local engine: DOCKER_HOST if set, else the unix socket; API version negotiated so that old
     /// engines (20.10 / API 1.41) work.
     pub async fn local() -> Result<Target> {
-        let docker = Docker::connect_with_defaults().context(
-            "connecting to the local Docker engine (DOCKER_HOST or /var/run/docker.sock)",
-        )?;
-        let docker = docker.negotiate_version().await.context(
-            "the Docker engine does not answer; fix: start it (dockerd, or `bash scripts/dockerd.sh`) or set DOCKER_HOST",
-        )?;
+        Target::connect(&TargetSpec::local()).await
+    }
+
+    /// Connect to the target: the local engine, or the SUT over SSH with its engine's socket forwarded.
+    pub async fn connect(spec: &TargetSpec) -> Result<Target> {
+        let Some(o) = spec.ssh.clone() else {
+            let docker = Docker::connect_with_defaults().context(
+                "connecting to the local Docker engine (DOCKER_HOST or /var/run/docker.sock)",
+            )?;
+            let docker = docker.negotiate_version().await.context(
+                "the Docker engine does not answer; fix: start it (dockerd, or `bash scripts/dockerd.sh`) or set DOCKER_HOST",
+            )?;
+            return Ok(Target {
+                docker,
+                key: spec.key(),
+                spec: spec.clone(),
+                remote: None,
+            });
+        };
+        let socket = spec.docker_socket.clone();
+        let link = tokio::task::spawn_blocking(move || ssh::Link::connect(&o, &socket))
+            .await
+            .context("the SSH connect task")??;
+        let link = Arc::new(link);
+        let docker = remote_engine(&link).await?;
         Ok(Target {
             docker,
-            key: crate::commands::LOCAL_TARGET.to_string(),
-            stacks_root: crate::secrets::state_root().join(crate::commands::LOCAL_TARGET),
+            key: spec.key(),
+            spec: spec.clone(),
+            remote: Some(link),
         })
     }
 
-    /// The stack's folder on the target (bundle, lock, secrets).
-    pub fn stack_dir(&self, stack: &str) -> PathBuf {
-        self.stacks_root.join(stack)
+    pub fn is_remote(&self) -> bool {
+        self.remote.is_some()
     }
 
-    /// The rendered bundle's folder on the target.
+    /// "local" or the SSH URL, for messages.
+    pub fn describe(&self) -> String {
+        match &self.remote {
+            None => "the local engine".to_string(),
+            Some(l) => l.url.to_string(),
+        }
+    }
+
+    /// The stack's local state folder (secrets, lock, the bundle's copy, manifest).
+    pub fn stack_dir(&self, stack: &str) -> PathBuf {
+        self.spec.stack_dir(stack)
+    }
+
+    /// The local copy of the rendered bundle (what status, prepare and load read).
     pub fn bundle_dir(&self, stack: &str) -> PathBuf {
         self.stack_dir(stack).join("bundle")
     }
 
-    /// Run a shell script on the target's host (arguments as $1, $2, ...) and return its stdout.
+    /// The bundle's folder on the target's host: bind-mount sources point there.
+    pub fn host_bundle_dir(&self, stack: &str) -> PathBuf {
+        match &self.remote {
+            None => self.bundle_dir(stack),
+            Some(_) => Path::new(REMOTE_STACKS_ROOT).join(stack),
+        }
+    }
+
+    /// Where the target's published ports answer.
+    pub fn address(&self) -> IpAddr {
+        match &self.remote {
+            None => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            Some(l) => l.peer.ip(),
+        }
+    }
+
+    /// An address from which `ip:port` on the target's host is reachable from here (a container's own
+    /// address: directly when local, through an SSH direct-tcpip forward when remote).
+    pub async fn reach(&self, ip: &str, port: u16) -> Result<SocketAddr> {
+        match &self.remote {
+            None => Ok(SocketAddr::new(
+                ip.parse()
+                    .with_context(|| format!("{ip} is not an address"))?,
+                port,
+            )),
+            Some(l) => {
+                let (l, ip) = (l.clone(), ip.to_string());
+                tokio::task::spawn_blocking(move || l.forward_tcp(&ip, port)).await?
+            }
+        }
+    }
+
+    /// Run a shell script on the target's host (arguments as $1, $2, ...): exit code and output.
+    pub async fn host_run(&self, script: &str, args: &[&str]) -> Result<ssh::Output> {
+        match &self.remote {
+            None => {
+                let out = tokio::process::Command::new("sh")
+                    .arg("-c")
+                    .arg(script)
+                    .arg("sh")
+                    .args(args)
+                    .output()
+                    .await
+                    .context("running a shell on the target host")?;
+                Ok(ssh::Output {
+                    code: out.status.code().unwrap_or(-1),
+                    stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+                    stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+                })
+            }
+            Some(l) => {
+                let mut cmd = format!("sh -c {} sh", ssh::shell_quote(script));
+                for a in args {
+                    cmd.push(' ');
+                    cmd.push_str(&ssh::shell_quote(a));
+                }
+                let l = l.clone();
+                tokio::task::spawn_blocking(move || l.exec(&cmd, None)).await?
+            }
+        }
+    }
+
+    /// Run a shell script on the target's host and return its stdout; an error when it fails.
     pub async fn host_shell(&self, script: &str, args: &[&str]) -> Result<String> {
-        let out = tokio::process::Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .arg("sh")
-            .args(args)
-            .output()
-            .await
-            .context("running a shell on the target host")?;
-        if !out.status.success() {
+        let out = self.host_run(script, args).await?;
+        if out.code != 0 {
             anyhow::bail!(
-                "host script failed ({}): {}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
+                "host script failed on {} (exit {}): {}",
+                self.describe(),
+                out.code,
+                out.stderr.trim()
             );
         }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        Ok(out.stdout)
+    }
+
+    /// Write a file on the target's host (folders made), replacing it whole, with `mode`.
+    pub async fn put_file(&self, path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+        match &self.remote {
+            None => {
+                use std::os::unix::fs::PermissionsExt;
+                if let Some(d) = path.parent() {
+                    std::fs::create_dir_all(d)
+                        .with_context(|| format!("creating {}", d.display()))?;
+                }
+                let tmp = path.with_extension("exectl-tmp");
+                std::fs::write(&tmp, bytes)
+                    .with_context(|| format!("writing {}", tmp.display()))?;
+                std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))?;
+                std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+            }
+            Some(l) => {
+                let (l, path, bytes) = (l.clone(), path.to_path_buf(), bytes.to_vec());
+                tokio::task::spawn_blocking(move || l.write_file(&path, &bytes, mode as i32))
+                    .await?
+            }
+        }
+    }
+
+    /// Remove a folder on the target's host (nothing if absent).
+    pub async fn remove_host_dir(&self, path: &Path) -> Result<()> {
+        let p = path.display().to_string();
+        self.host_shell(r#"rm -rf -- "$1""#, &[&p])
+            .await
+            .map(|_| ())
+    }
+
+    /// Send the rendered bundle to the target's host (remote targets; a local one reads the local copy).
+    /// `.env` holds secrets: mode 0600.
+    pub async fn upload_bundle(&self, stack: &str, bundle: &crate::render::Bundle) -> Result<()> {
+        if !self.is_remote() {
+            return Ok(());
+        }
+        let root = self.host_bundle_dir(stack);
+        for f in &bundle.files {
+            self.put_file(&root.join(f.path), &f.bytes, f.mode).await?;
+        }
+        Ok(())
     }
 
     /// The hard open-files limit a container may ask for: the engine's own hard limit (a container's
     /// rlimit is set by a child of dockerd, which cannot raise it without CAP_SYS_RESOURCE) and the
     /// kernel's fs.nr_open. None when it cannot be read.
-    pub fn max_nofile(&self) -> Option<u64> {
-        let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open")
-            .ok()
-            .and_then(|s| s.trim().parse::<u64>().ok());
-        let engine = engine_pid().and_then(|pid| {
-            let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
-            parse_nofile(&limits).map(|(_, hard)| hard)
-        });
+    pub async fn max_nofile(&self) -> Option<u64> {
+        let socket = match &self.remote {
+            Some(l) => l.docker_socket.clone(),
+            None => std::env::var("DOCKER_HOST")
+                .ok()
+                .and_then(|h| h.strip_prefix("unix://").map(String::from))
+                .unwrap_or_else(|| DEFAULT_DOCKER_SOCKET.into()),
+        };
+        let out = self.host_shell(ENGINE_LIMITS, &[&socket]).await.ok()?;
+        let mut lines = out.lines();
+        let nr_open = lines.next().and_then(|l| l.trim().parse::<u64>().ok());
+        let engine = parse_nofile(&out).map(|(_, hard)| hard);
         match (engine, nr_open) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -82,18 +340,68 @@ impl Target {
     }
 }
 
-fn engine_pid() -> Option<u32> {
-    if let Some(pid) = std::fs::read_to_string("/var/run/docker.pid")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-    {
-        return Some(pid);
+/// fs.nr_open, then the "Max open files" line of the engine's process: the dockerd whose command line
+/// names the socket, else the one of /var/run/docker.pid, else the only one ($1 = the socket).
+const ENGINE_LIMITS: &str = r#"cat /proc/sys/fs/nr_open
+pid=""
+for d in /proc/[0-9]*; do
+  [ "$(cat "$d/comm" 2>/dev/null)" = dockerd ] || continue
+  if tr '\0' ' ' < "$d/cmdline" 2>/dev/null | grep -q -- "$1"; then pid=${d#/proc/}; fi
+  [ -n "$any" ] || any=${d#/proc/}
+done
+[ -n "$pid" ] || pid=$(cat /var/run/docker.pid 2>/dev/null || echo "$any")
+[ -n "$pid" ] && grep '^Max open files' "/proc/$pid/limits"
+true
+"#;
+
+/// bollard over the forwarded socket, with the API version checked: a too-old engine is named.
+async fn remote_engine(link: &ssh::Link) -> Result<Docker> {
+    let name = link.url.known_hosts_name();
+    let socket = link.docker_socket.clone();
+    let api_err = |problem: String, fix: &str| ssh::SshError::EngineApi {
+        name: name.clone(),
+        socket: socket.clone(),
+        problem,
+        fix: fix.to_string(),
+    };
+    let path = link.local_docker_socket.display().to_string();
+    let docker = Docker::connect_with_unix(&path, 120, bollard::API_DEFAULT_VERSION)
+        .map_err(|e| api_err(format!("cannot be used: {e}"), "check --docker-socket"))?;
+    let version = tokio::time::timeout(Duration::from_secs(30), docker.version())
+        .await
+        .map_err(|_| {
+            api_err(
+                "did not answer within 30 s".into(),
+                "check that the engine is running on the SUT",
+            )
+        })?
+        .map_err(|e| {
+            let why = link.tunnel_error().unwrap_or_else(|| e.to_string());
+            api_err(
+                format!("did not answer: {why}"),
+                "check that the engine is running on the SUT (docker version there)",
+            )
+        })?;
+    let api = version.api_version.clone().unwrap_or_default();
+    let parsed = api
+        .split_once('.')
+        .and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?)));
+    match parsed {
+        Some(v) if v >= MIN_API => {}
+        _ => {
+            return Err(api_err(
+                format!(
+                    "speaks API {api:?} (engine {}), older than the {}.{} exectl needs",
+                    version.version.unwrap_or_default(),
+                    MIN_API.0,
+                    MIN_API.1
+                ),
+                "upgrade Docker on the SUT to 20.10 or newer",
+            )
+            .into())
+        }
     }
-    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
-        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-        let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
-        (comm.trim() == "dockerd").then_some(pid)
-    })
+    Ok(docker.negotiate_version().await?)
 }
 
 /// (soft, hard) of "Max open files" in a /proc/PID/limits text.

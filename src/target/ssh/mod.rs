@@ -1,0 +1,214 @@
+//! A remote target over SSH (ssh2): one session for host commands and SFTP, one driven by the tunnel
+//! thread for the Docker API (the remote socket forwarded to a private local unix socket) and probes.
+
+pub mod connect;
+pub mod tunnel;
+pub mod url;
+
+pub use connect::{ConnectOptions, SshError};
+pub use url::SshUrl;
+
+use anyhow::{Context, Result};
+use ssh2::{OpenFlags, OpenType, Session};
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use tunnel::{Dest, Listener, Tunnel};
+
+pub struct Link {
+    pub url: SshUrl,
+    /// The address the SSH connection reached: where the SUT's published ports answer.
+    pub peer: SocketAddr,
+    pub docker_socket: String,
+    control: Mutex<Session>,
+    tunnel: Tunnel,
+    /// Holds the local end of the Docker socket; removed with the link.
+    _sock_dir: tempfile::TempDir,
+    pub local_docker_socket: PathBuf,
+    forwards: Mutex<HashMap<(String, u16), SocketAddr>>,
+}
+
+/// What a host command printed and how it ended.
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// `'…'` with embedded quotes closed and escaped: one word for a POSIX shell.
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+impl Link {
+    /// Connect (blocking: call from spawn_blocking), in stages, and prove the Docker socket forwards.
+    pub fn connect(o: &ConnectOptions, docker_socket: &str) -> Result<Link, SshError> {
+        let (control, peer, _) = connect::open_session(o)?;
+        let (tun, _, fd) = connect::open_session(o)?;
+        match tun.channel_direct_streamlocal(docker_socket, None) {
+            Ok(mut ch) => {
+                let _ = ch.close();
+            }
+            Err(e) => {
+                let probe = run(
+                    &control,
+                    &format!(
+                        "sh -c {} sh {}",
+                        shell_quote(connect::SOCKET_PROBE),
+                        shell_quote(docker_socket)
+                    ),
+                    None,
+                )
+                .map(|o| o.stdout)
+                .unwrap_or_default();
+                return Err(connect::classify_socket_failure(
+                    &probe,
+                    o,
+                    docker_socket,
+                    e.message().to_string(),
+                ));
+            }
+        }
+        let sock_dir = tempfile::Builder::new()
+            .prefix("exectl-ssh-")
+            .tempdir()
+            .map_err(|e| forwarding(o, docker_socket, format!("a private local folder: {e}")))?;
+        let local = sock_dir.path().join("docker.sock");
+        let listener = UnixListener::bind(&local).map_err(|e| {
+            forwarding(
+                o,
+                docker_socket,
+                format!("binding {}: {e}", local.display()),
+            )
+        })?;
+        let tunnel = Tunnel::start(tun, fd);
+        tunnel
+            .add(
+                Listener::Unix(listener),
+                Dest::Unix(docker_socket.to_string()),
+            )
+            .map_err(|e| forwarding(o, docker_socket, e.to_string()))?;
+        Ok(Link {
+            url: o.url.clone(),
+            peer,
+            docker_socket: docker_socket.to_string(),
+            control: Mutex::new(control),
+            tunnel,
+            _sock_dir: sock_dir,
+            local_docker_socket: local,
+            forwards: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Run a command line on the SUT's host (blocking), feeding `stdin`.
+    pub fn exec(&self, command: &str, stdin: Option<&[u8]>) -> Result<Output> {
+        let sess = self.control.lock().expect("ssh control session");
+        run(&sess, command, stdin).with_context(|| format!("running a command on {}", self.url))
+    }
+
+    /// Write a file on the SUT (blocking) with `mode`, creating its folders; replaced whole.
+    pub fn write_file(&self, path: &Path, bytes: &[u8], mode: i32) -> Result<()> {
+        let sess = self.control.lock().expect("ssh control session");
+        let sftp = sess.sftp().with_context(|| {
+            format!(
+                "opening SFTP on {} (is the sftp subsystem enabled?)",
+                self.url
+            )
+        })?;
+        let mut missing = Vec::new();
+        let mut dir = path.parent();
+        while let Some(d) = dir {
+            if d.as_os_str().is_empty() || sftp.stat(d).is_ok() {
+                break;
+            }
+            missing.push(d.to_path_buf());
+            dir = d.parent();
+        }
+        for d in missing.iter().rev() {
+            sftp.mkdir(d, 0o755)
+                .with_context(|| format!("creating {} on {}", d.display(), self.url))?;
+        }
+        // Written beside, then renamed: a reader never sees half a file.
+        let tmp = path.with_extension("exectl-tmp");
+        let mut f = sftp
+            .open_mode(
+                &tmp,
+                OpenFlags::WRITE | OpenFlags::CREATE | OpenFlags::TRUNCATE,
+                mode,
+                OpenType::File,
+            )
+            .with_context(|| format!("creating {} on {}", tmp.display(), self.url))?;
+        f.write_all(bytes)
+            .with_context(|| format!("writing {} on {}", tmp.display(), self.url))?;
+        drop(f);
+        // The mode given at creation is masked by the server's umask; set it exactly.
+        sftp.setstat(
+            &tmp,
+            ssh2::FileStat {
+                size: None,
+                uid: None,
+                gid: None,
+                perm: Some(mode as u32),
+                atime: None,
+                mtime: None,
+            },
+        )
+        .with_context(|| format!("setting the mode of {} on {}", tmp.display(), self.url))?;
+        let _ = sftp.unlink(path);
+        sftp.rename(&tmp, path, None)
+            .with_context(|| format!("renaming {} on {}", tmp.display(), self.url))?;
+        Ok(())
+    }
+
+    /// A loopback address here whose connections reach `host:port` as seen from the SUT.
+    pub fn forward_tcp(&self, host: &str, port: u16) -> Result<SocketAddr> {
+        let mut map = self.forwards.lock().expect("forwards");
+        if let Some(a) = map.get(&(host.to_string(), port)) {
+            return Ok(*a);
+        }
+        let l =
+            TcpListener::bind("127.0.0.1:0").context("binding a loopback port for a forward")?;
+        let addr = l.local_addr()?;
+        self.tunnel
+            .add(Listener::Tcp(l), Dest::Tcp(host.to_string(), port))
+            .context("the SSH tunnel has stopped")?;
+        map.insert((host.to_string(), port), addr);
+        Ok(addr)
+    }
+
+    /// Why the last forwarded connection could not be opened, if one failed.
+    pub fn tunnel_error(&self) -> Option<String> {
+        self.tunnel.last_error()
+    }
+}
+
+fn forwarding(o: &ConnectOptions, socket: &str, reason: String) -> SshError {
+    SshError::Forwarding {
+        name: o.url.known_hosts_name(),
+        socket: socket.to_string(),
+        reason,
+    }
+}
+
+fn run(sess: &Session, command: &str, stdin: Option<&[u8]>) -> Result<Output> {
+    let mut ch = sess.channel_session()?;
+    ch.exec(command)?;
+    if let Some(bytes) = stdin {
+        ch.write_all(bytes)?;
+    }
+    ch.send_eof()?;
+    let mut stdout = Vec::new();
+    ch.read_to_end(&mut stdout)?;
+    let mut stderr = Vec::new();
+    ch.stderr().read_to_end(&mut stderr)?;
+    ch.wait_close()?;
+    Ok(Output {
+        code: ch.exit_status()?,
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    })
+}
