@@ -43,7 +43,7 @@ fn prepare(args: &crate::cli::SpecArgs, target: &Target) -> Result<Prepared> {
         .iter()
         .map(|f| (f.path.to_string(), f.bytes.clone()))
         .collect();
-    let desired = desired::desired(&file, &env, &target.bundle_dir(&spec.stack), &files)?;
+    let desired = desired::desired(&file, &env, &target.host_bundle_dir(&spec.stack), &files)?;
     Ok(Prepared {
         spec,
         bundle,
@@ -65,7 +65,7 @@ fn print_plan(plan: &Plan) {
 }
 
 pub async fn plan_cmd(args: &PlanArgs) -> Result<()> {
-    let target = Target::local().await?;
+    let target = super::connect_with_spec(&args.target, &args.spec).await?;
     let p = prepare(&args.spec, &target)?;
     let observed = observe::observe(&target.docker, &p.spec.stack).await?;
     let plan = plan::plan(&p.desired, &observed);
@@ -134,7 +134,7 @@ impl Reporter {
 pub async fn deploy(args: &DeployArgs) -> Result<bool> {
     let started = Instant::now();
     let timeout = parse_timeout(&args.wait_timeout)?;
-    let target = Target::local().await?;
+    let target = super::connect_with_spec(&args.target, &args.spec).await?;
     let p = prepare(&args.spec, &target)?;
     let stack = p.spec.stack.clone();
 
@@ -143,7 +143,7 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
     let before = observe::observe(&target.docker, &stack).await?;
     preflight::secrets_match_data(&stack, &before, secrets_file.exists(), &secrets_file)?;
     preflight::capacity(&target, &p.spec).await?;
-    if args.load_images {
+    if args.load_images && !target.is_remote() {
         bail!(crate::error::UsageError::new(
             "--load-images",
             "true",
@@ -159,6 +159,11 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
         .collect();
     images.sort();
     images.dedup();
+    let loaded = if args.load_images {
+        preflight::send_images(&target, &images, !args.json).await?
+    } else {
+        Vec::new()
+    };
     let pulled = preflight::images(&target, &images).await?;
 
     let _lock = StackLock::acquire(
@@ -169,14 +174,16 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
     )?;
     secrets::save_if_absent(&target.stack_dir(&stack), &p.secrets)?;
     p.bundle.write_to(&target.bundle_dir(&stack))?;
+    target.upload_bundle(&stack, &p.bundle).await?;
 
     let observed = observe::observe(&target.docker, &stack).await?;
     let plan = plan::plan(&p.desired, &observed);
     if !args.json {
         println!(
-            "deploying stack {} ({})",
+            "deploying stack {} ({}) on {}",
             stack,
-            super::render::describe(&p.spec)
+            super::render::describe(&p.spec),
+            target.describe()
         );
         print_plan(&plan);
     }
@@ -205,6 +212,9 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
                 "noop": plan.is_noop(),
                 "plan": plan,
                 "pulled": pulled,
+                "loaded": loaded,
+                "target": target.describe(),
+                "host_bundle": target.host_bundle_dir(&stack).display().to_string(),
                 "limits": effective,
                 "bundle": target.bundle_dir(&stack).display().to_string(),
                 "seconds": elapsed,
@@ -283,7 +293,12 @@ async fn record_run(target: &Target, p: &Prepared, changed: usize, seconds: f64)
         created: crate::engine::lock::format_epoch(now),
         created_epoch: now,
         stack: p.spec.stack.clone(),
-        knobs: runs::knobs(&p.spec),
+        knobs: {
+            // Where it ran is a variable of the run like any knob.
+            let mut k = runs::knobs(&p.spec);
+            k.insert("target".into(), target.key.clone());
+            k
+        },
         spec: serde_json::to_value(&p.spec)?,
         files: p
             .bundle

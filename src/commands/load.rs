@@ -55,6 +55,10 @@ pub fn options(args: &LoadArgs) -> Result<LoadOptions, UsageError> {
             "use idle, login-burst, collab or editing",
         )
     })?;
+    let target = super::target_spec(&args.target)?;
+    // Load goes to loopback or the target's own address, nowhere else.
+    let target_ip = target.address()?;
+    let stack_dir = |stack: &str| target.stack_dir(stack);
     let endpoint = match (&args.stack, &args.url) {
         (Some(stack), _) => {
             let stack = crate::spec::resolve_stack_name(Some(stack))?;
@@ -62,9 +66,9 @@ pub fn options(args: &LoadArgs) -> Result<LoadOptions, UsageError> {
                 std::fs::read_to_string(stack_dir(&stack).join("bundle").join(crate::render::LOCK))
                     .ok()
                     .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
-            endpoint::from_stack(&stack, lock.as_ref())?
+            endpoint::from_stack(&stack, lock.as_ref(), target_ip)?
         }
-        (None, Some(url)) => endpoint::from_url(url, &AllowList::loopback_only())?,
+        (None, Some(url)) => endpoint::from_url(url, &AllowList::loopback_only().allow(target_ip))?,
         (None, None) => {
             return Err(UsageError::new(
                 "--url",
@@ -231,9 +235,4 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
             .with_context(|| format!("writing {}", out.display()))?;
     }
     Ok(summary.exit_code())
-}
-
-/// The stack's folder on the local target, where deploy and prepare write.
-fn stack_dir(stack: &str) -> std::path::PathBuf {
-    crate::secrets::stack_dir(&crate::secrets::state_root(), super::LOCAL_TARGET, stack)
 }

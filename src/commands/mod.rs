@@ -37,9 +37,21 @@ pub fn load_templates(args: &SpecArgs) -> Result<Templates> {
 pub const LOCAL_TARGET: &str = "local";
 
 /// The target named by the flags, EXECTL_TARGET or ./exectl.yaml's `target:` (commands without a spec).
-pub fn target_spec(args: &crate::cli::TargetArgs) -> Result<crate::target::TargetSpec> {
+pub fn target_spec(
+    args: &crate::cli::TargetArgs,
+) -> Result<crate::target::TargetSpec, crate::error::UsageError> {
     let file = spec::load_spec_file(None)?;
-    Ok(crate::target::resolve(args, file.target.as_ref())?)
+    crate::target::resolve(args, file.target.as_ref())
+}
+
+/// Connect to the target of a spec-driven command: flags, EXECTL_TARGET, then its exectl.yaml's `target:`.
+pub async fn connect_with_spec(
+    args: &crate::cli::TargetArgs,
+    spec_args: &SpecArgs,
+) -> Result<crate::target::Target> {
+    let file = spec::load_spec_file(spec_args.config.as_deref())?;
+    let spec = crate::target::resolve(args, file.target.as_ref())?;
+    crate::target::Target::connect(&spec).await
 }
 
 /// Connect to the target named by the flags (see `target_spec`).

@@ -6,7 +6,6 @@ use crate::engine::lock::StackLock;
 use crate::error::UsageError;
 use crate::prepare::plan::{self, EmailPattern, Visibility};
 use crate::prepare::{self, Options, Stack, Summary, Via};
-use crate::target::Target;
 use anyhow::Result;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -159,7 +158,7 @@ pub async fn run(args: &PrepareArgs) -> Result<bool> {
         let p = o.plan.pattern.clone();
         (Some(o), (p, t))
     };
-    let target = Target::local().await?;
+    let target = super::connect(&args.target).await?;
     let stack = Stack::read(&target, &stack_name)?;
     let out = args
         .out

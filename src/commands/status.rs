@@ -4,7 +4,6 @@ use crate::cli::StatusArgs;
 use crate::engine::desired::duration_ns;
 use crate::error::UsageError;
 use crate::status::{self, report};
-use crate::target::Target;
 use anyhow::Result;
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -23,7 +22,7 @@ pub async fn run(args: &StatusArgs) -> Result<i32> {
     let stack = crate::spec::resolve_stack_name(args.stack.as_deref())?;
     let settle = duration("--settle", &args.settle)?;
     let interval = duration("--interval", &args.interval)?;
-    let target = Target::local().await?;
+    let target = super::connect(&args.target).await?;
     let deployed = status::read_deployed(&target, &stack)?;
     loop {
         let deadline = tokio::time::Instant::now() + settle;

@@ -2,12 +2,11 @@
 
 use crate::cli::TeardownArgs;
 use crate::engine::{lock::StackLock, teardown};
-use crate::target::Target;
 use anyhow::Result;
 
 pub async fn run(args: &TeardownArgs) -> Result<()> {
     let stack = crate::spec::resolve_stack_name(args.stack.as_deref())?;
-    let target = Target::local().await?;
+    let target = super::connect(&args.target).await?;
     let lock = StackLock::acquire(
         &target.stack_dir(&stack),
         &stack,
@@ -15,6 +14,13 @@ pub async fn run(args: &TeardownArgs) -> Result<()> {
         args.break_lock,
     )?;
     let removed = teardown::teardown(&target.docker, &stack, args.purge).await?;
+    // The files uploaded for the containers (the .env holds secrets) go with them; the local copy and
+    // the secrets stay unless --purge, so a re-deploy finds its data's passwords.
+    if target.is_remote() {
+        target
+            .remove_host_dir(&target.host_bundle_dir(&stack))
+            .await?;
+    }
     if args.purge {
         // The data is gone, so its secrets and files are too; the lock goes last.
         drop(lock);

@@ -127,3 +127,50 @@ pub async fn images(target: &Target, images: &[String]) -> Result<Vec<String>> {
     }
     Ok(pulled)
 }
+
+/// `--load-images`: every image missing on a remote target sent from the local engine (docker save |
+/// docker load through the SSH tunnel). Returns the images sent.
+pub async fn send_images(
+    target: &Target,
+    images: &[String],
+    progress: bool,
+) -> Result<Vec<String>> {
+    let mut missing = Vec::new();
+    for image in images {
+        if target.docker.inspect_image(image).await.is_err() {
+            missing.push(image.clone());
+        }
+    }
+    if missing.is_empty() {
+        return Ok(missing);
+    }
+    let local = Target::local()
+        .await
+        .context("--load-images reads images from the local engine")?;
+    for image in &missing {
+        if local.docker.inspect_image(image).await.is_err() {
+            return Err(UsageError::new(
+                "--load-images",
+                image,
+                "it is missing on the target and on the local engine too",
+                "build or pull it locally first (fixtures: bash images/build)",
+            )
+            .into());
+        }
+        if progress {
+            eprintln!("sending image {image} to {}", target.describe());
+        }
+        let tar = local.docker.export_image(image);
+        let mut load = target.docker.import_image_stream(
+            bollard::query_parameters::ImportImageOptionsBuilder::default()
+                .quiet(true)
+                .build(),
+            tar,
+            None,
+        );
+        while let Some(item) = load.next().await {
+            item.with_context(|| format!("loading {image} into {}", target.describe()))?;
+        }
+    }
+    Ok(missing)
+}

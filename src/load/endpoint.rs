@@ -127,8 +127,13 @@ pub fn from_url(value: &str, allow: &AllowList) -> Result<Endpoint, UsageError> 
 
 /// `--stack NAME` → the stack's front door, from its recorded deployment (`exectl.lock.json`'s spec): the
 /// nginx LB for ha, Traefik with the stack's Host header for single. Pure: the caller reads the file.
-/// The local engine publishes on this host, so loopback is the target address.
-pub fn from_stack(name: &str, lock: Option<&serde_json::Value>) -> Result<Endpoint, UsageError> {
+/// `target` is where the stack's engine publishes: loopback for the local engine, the SUT's address for
+/// a remote one.
+pub fn from_stack(
+    name: &str,
+    lock: Option<&serde_json::Value>,
+    target: IpAddr,
+) -> Result<Endpoint, UsageError> {
     let spec = lock.map(|l| &l["spec"]).ok_or_else(|| {
         UsageError::new(
             "--stack",
@@ -144,8 +149,8 @@ pub fn from_stack(name: &str, lock: Option<&serde_json::Value>) -> Result<Endpoi
         (port("http_port"), spec["host"].as_str().map(String::from))
     };
     let mut e = from_url(
-        &format!("http://127.0.0.1:{port}"),
-        &AllowList::loopback_only(),
+        &format!("http://{}", SocketAddr::new(target, port as u16)),
+        &AllowList::loopback_only().allow(target),
     )?;
     e.host_header = host;
     Ok(e)
@@ -206,13 +211,18 @@ mod tests {
 
     #[test]
     fn stack_front_door_from_its_lock() {
-        let err = from_stack("exe", None).unwrap_err();
+        let lo: IpAddr = "127.0.0.1".parse().unwrap();
+        let err = from_stack("exe", None, lo).unwrap_err();
         assert_eq!(err.field, "--stack");
         let ha = serde_json::json!({"spec": {"topology": "ha", "lb_port": 8090, "http_port": 8080, "host": "x"}});
-        let e = from_stack("exe", Some(&ha)).unwrap();
+        let e = from_stack("exe", Some(&ha), lo).unwrap();
         assert_eq!((e.addr.port(), e.host_header), (8090, None));
+        // A remote target's stack: its SUT address, allowed because it is the target.
+        let sut: IpAddr = "10.199.0.2".parse().unwrap();
+        let e = from_stack("exe", Some(&ha), sut).unwrap();
+        assert_eq!(e.addr, SocketAddr::new(sut, 8090));
         let single = serde_json::json!({"spec": {"topology": "single", "lb_port": 8090, "http_port": 8080, "host": "exe.localhost"}});
-        let e = from_stack("exe", Some(&single)).unwrap();
+        let e = from_stack("exe", Some(&single), lo).unwrap();
         assert_eq!(
             (e.addr.port(), e.host_header.as_deref()),
             (8080, Some("exe.localhost"))

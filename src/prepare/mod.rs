@@ -39,6 +39,8 @@ pub struct Stack {
     pub lb_port: u16,
     pub sqlite_image: String,
     pub bundle: PathBuf,
+    /// Where the target's published ports answer (loopback, or the SUT's address).
+    pub front_ip: std::net::IpAddr,
 }
 
 impl Stack {
@@ -81,6 +83,7 @@ impl Stack {
                 .unwrap_or(DEFAULT_SQLITE_IMAGE)
                 .to_string(),
             bundle,
+            front_ip: target.address(),
         })
     }
 
@@ -88,11 +91,11 @@ impl Stack {
     pub fn front_door(&self) -> verify::FrontDoor {
         match self.topology {
             Topology::Ha => verify::FrontDoor {
-                addr: format!("127.0.0.1:{}", self.lb_port),
+                addr: std::net::SocketAddr::new(self.front_ip, self.lb_port).to_string(),
                 host: None,
             },
             Topology::Single => verify::FrontDoor {
-                addr: format!("127.0.0.1:{}", self.http_port),
+                addr: std::net::SocketAddr::new(self.front_ip, self.http_port).to_string(),
                 host: Some(self.host.clone()),
             },
         }

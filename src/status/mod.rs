@@ -62,16 +62,7 @@ pub async fn observe_stack(target: &Target, stack: &str, deployed: &Deployed) ->
             .containers
             .iter()
             .filter(|c| c.service == "app" || c.service.starts_with("app-"))
-            .map(|c| {
-                instance_status(
-                    &target.docker,
-                    &client,
-                    &c.name,
-                    &c.service,
-                    deployed,
-                    &token,
-                )
-            }),
+            .map(|c| instance_status(target, &client, &c.name, &c.service, deployed, &token)),
     )
     .await;
     Ok(Report {
@@ -160,10 +151,10 @@ async fn service_status(target: &Target, container: &str, service: &str) -> Resu
     })
 }
 
-/// `/api/websocket/info` on the instance's own address; with the stack's admin token when the image
+/// `/api/websocket/info` on the instance's own address (never through the LB); with the stack's admin token when the image
 /// guards it (newer images answer 401/403 to anonymous callers).
 async fn instance_status(
-    docker: &Docker,
+    target: &Target,
     client: &reqwest::Client,
     container: &str,
     service: &str,
@@ -178,8 +169,10 @@ async fn instance_status(
         error: None,
     };
     let result: Result<serde_json::Value> = async {
-        let ip = container_ip(docker, container).await?;
-        let base = format!("http://{ip}:{}", crate::render::APP_PORT);
+        let ip = container_ip(&target.docker, container).await?;
+        // A container's own address: direct here, through an SSH forward on a remote target.
+        let addr = target.reach(&ip, crate::render::APP_PORT).await?;
+        let base = format!("http://{addr}");
         let url = format!("{base}/api/websocket/info");
         let resp = client.get(&url).send().await?;
         let resp = if resp.status() == 401 || resp.status() == 403 {

@@ -99,7 +99,10 @@ pub fn open_session(
                 stream = Some((s, *a));
                 break;
             }
-            Err(e) => last = format!("{e} (after at most {:?})", o.timeout),
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                last = format!("no answer within {:?} (--connect-timeout)", o.timeout)
+            }
+            Err(e) => last = e.to_string(),
         }
     }
     let (tcp, peer) = stream.ok_or_else(|| tcp_err(last))?;
