@@ -1,0 +1,118 @@
+//! How a target is named (--target, EXECTL_TARGET, exectl.yaml's `target:`) and how bad names fail: exit 2,
+//! one line naming where the value came from, before any connection is tried.
+
+use assert_cmd::Command;
+
+fn exectl(work: &std::path::Path, state: &std::path::Path, args: &[&str]) -> Command {
+    let mut c = Command::cargo_bin("exectl").unwrap();
+    c.env("EXECTL_STATE_DIR", state)
+        .env_remove("EXECTL_TARGET")
+        .current_dir(work)
+        .args(args);
+    c
+}
+
+fn stderr_of(c: &mut Command) -> (Option<i32>, String) {
+    let out = c.output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_targets_exit_2_naming_their_source() {
+    let (work, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (w, s) = (work.path(), state.path());
+    let (code, err) = stderr_of(&mut exectl(w, s, &["status", "--target", "root@10.0.0.2"]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--target") && err.contains("ssh://user@host"),
+        "{err}"
+    );
+
+    let (code, err) = stderr_of(
+        exectl(w, s, &["teardown", "--stack", "x"]).env("EXECTL_TARGET", "ssh://root@h:99999"),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("EXECTL_TARGET") && err.contains("port"),
+        "{err}"
+    );
+
+    std::fs::write(w.join("exectl.yaml"), "target: ftp://x\n").unwrap();
+    let (code, err) = stderr_of(&mut exectl(w, s, &["status"]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("target (in exectl.yaml)"), "{err}");
+    // The flag wins over the file: `local` here means the file's bad value is never read.
+    let (code, err) = stderr_of(&mut exectl(
+        w,
+        s,
+        &["load", "idle", "--stack", "nope", "--target", "local"],
+    ));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--stack"), "{err}");
+    std::fs::remove_file(w.join("exectl.yaml")).unwrap();
+
+    let (code, err) = stderr_of(&mut exectl(
+        w,
+        s,
+        &[
+            "status",
+            "--target",
+            "ssh://root@127.0.0.1:1",
+            "--identity",
+            "/nope/key",
+        ],
+    ));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--identity") && err.contains("/nope/key"),
+        "{err}"
+    );
+
+    for (flag, value) in [
+        ("--connect-timeout", "soon"),
+        ("--docker-socket", "docker.sock"),
+    ] {
+        let (code, err) = stderr_of(&mut exectl(
+            w,
+            s,
+            &[
+                "prepare",
+                "--accounts",
+                "1",
+                "--target",
+                "ssh://root@127.0.0.1:1",
+                flag,
+                value,
+            ],
+        ));
+        assert_eq!(code, Some(2), "{flag}: {err}");
+        assert!(err.contains(flag) && err.contains(value), "{err}");
+    }
+    // Nothing was written for any of them.
+    assert_eq!(std::fs::read_dir(s).unwrap().count(), 0);
+}
+
+#[test]
+fn unreachable_ssh_target_names_the_tcp_stage() {
+    let (work, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    // A loopback port nobody listens on: bound then dropped.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("ssh://root@127.0.0.1:{port}");
+    let (code, err) = stderr_of(&mut exectl(
+        work.path(),
+        state.path(),
+        &["status", "--target", &url, "--connect-timeout", "2s"],
+    ));
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("ssh stage tcp") && err.contains(&format!("127.0.0.1:{port}")),
+        "{err}"
+    );
+}
