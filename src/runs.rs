@@ -158,6 +158,21 @@ pub fn save_next(dir: &Path, spec: &Spec, r: &mut Record) -> Result<PathBuf> {
 }
 
 pub fn load(dir: &Path, id: &str) -> Result<Record> {
+    // An id is one file name in the runs folder, never a path to somewhere else.
+    if id.is_empty()
+        || id.starts_with('.')
+        || !id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        return Err(UsageError::new(
+            "run id",
+            id,
+            "not a run id (letters, digits, - _ . only)",
+            "see `exectl runs list` for the recorded ids",
+        )
+        .into());
+    }
     let path = dir.join(format!("{id}.json"));
     let text = std::fs::read_to_string(&path).map_err(|_| {
         UsageError::new(
@@ -288,6 +303,21 @@ fn follows_variant(key: &str, r: &Record) -> bool {
 mod tests {
     use super::*;
     use crate::spec::{resolve, Raw, SpecInput};
+
+    #[test]
+    fn ids_that_are_paths_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("secret.json"), "{}").unwrap();
+        let runs = dir.path().join("runs");
+        std::fs::create_dir(&runs).unwrap();
+        for bad in ["../secret", "/etc/passwd", "", ".hidden", "a/b"] {
+            let e = load(&runs, bad).unwrap_err();
+            let u = e.downcast_ref::<UsageError>().expect("usage error");
+            assert!(u.to_string().contains("not a run id"), "{bad}: {u}");
+        }
+        let e = load(&runs, "E-ha-2-tuned-least-conn-001").unwrap_err();
+        assert!(e.to_string().contains("no such run record"), "{e}");
+    }
 
     fn spec(nginx: &str, instances: &str) -> Spec {
         resolve(SpecInput {
