@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Debian packages that the tests and the demo need: the Docker engine (sandbox.md: nothing runs one for us),
 # debootstrap for fixture images, real nginx for `nginx -t`, and the database servers the stand-in's tests use.
+# openssh-server: the fake remote SUT of the tests (tests/sut/sut.sh) runs its own sshd.
 set -euo pipefail
 pkgs=(docker.io containerd runc debootstrap docker-compose nginx-light mariadb-server mariadb-client
-      postgresql postgresql-client redis-server busybox-static iproute2 python3-pip bc)
+      postgresql postgresql-client redis-server busybox-static iproute2 python3-pip bc
+      openssh-server openssh-client)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod sut;
+
 use bollard::Docker;
 use std::path::{Path, PathBuf};
 use std::process::Output;
