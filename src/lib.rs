@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod commands;
 pub mod compose;
+pub mod doctor;
 pub mod engine;
 pub mod error;
 pub mod load;

@@ -1,20 +1,207 @@
-//! `exectl doctor`: placeholder until the checks land.
+//! `exectl doctor`: gather facts from the target (one connection, one host script, a few engine calls),
+//! then the pure `doctor::assess` and its report. Exit 0 when nothing fails (warnings allowed), 1 on a
+//! failure, 2 on a bad flag.
 
 use crate::cli::TargetArgs;
+use crate::doctor::facts::{self, Container, Engine, Facts, Link, Stage};
+use crate::doctor::options::{self, Given};
+use crate::doctor::{assess, Report};
+use crate::error::UsageError;
+use crate::target::ssh::SshError;
+use crate::target::{Target, TargetSpec};
 use anyhow::Result;
+use bollard::query_parameters::ListContainersOptionsBuilder;
+use bollard::Docker;
 use clap::Args;
+use std::future::Future;
+use std::time::Duration;
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// Connections the benchmark will hold (checked against ports, files, conntrack).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub connections: Option<String>,
+    /// A deployed stack whose app limits (instances × cpus, memory) are compared with the engine.
+    #[arg(long)]
+    pub stack: Option<String>,
+    /// App instances to compare with the engine [default: the stack's, else 1].
+    #[arg(long, allow_hyphen_values = true)]
+    pub instances: Option<String>,
+    /// CPU limit per app instance [default: the stack's, else 2].
+    #[arg(long, allow_hyphen_values = true)]
+    pub cpus: Option<String>,
+    /// Memory limit per app instance, e.g. 512m, 2g [default: the stack's, else 2g].
+    #[arg(long, allow_hyphen_values = true)]
+    pub memory: Option<String>,
+    /// Print {target, checks: [{name, level, detail, fix}], summary: {pass, warn, fail}}.
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
     pub target: TargetArgs,
 }
 
-pub async fn run(_args: &DoctorArgs) -> Result<i32> {
-    anyhow::bail!("exectl doctor is not built yet")
+/// How long one engine or host call may take before doctor reports it as not answering.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub async fn run(args: &DoctorArgs) -> Result<i32> {
+    let spec = crate::commands::target_spec(&args.target)?;
+    let opts = read_options(args, &spec)?;
+    let facts = gather(&spec).await;
+    let report = Report::new(describe(&spec), assess(&facts, &opts));
+    if args.json {
+        println!("{}", report.json());
+    } else {
+        print!("{}", report.table());
+    }
+    Ok(report.exit_code())
+}
+
+fn describe(spec: &TargetSpec) -> String {
+    match &spec.ssh {
+        None => "the local engine".to_string(),
+        Some(o) => o.url.to_string(),
+    }
+}
+
+/// The flags, checked, with the deployed stack's recorded limits (read from local state: no connection).
+fn read_options(args: &DoctorArgs, spec: &TargetSpec) -> Result<crate::doctor::Options> {
+    let stack = args
+        .stack
+        .as_deref()
+        .map(|s| crate::spec::resolve_stack_name(Some(s)))
+        .transpose()?;
+    let lock = match &stack {
+        None => None,
+        Some(s) => {
+            let path = spec.stack_dir(s).join("bundle").join(crate::render::LOCK);
+            Some(std::fs::read_to_string(&path).map_err(|_| {
+                UsageError::new(
+                    "--stack",
+                    s,
+                    format!(
+                        "no deployment of it is recorded on this target ({} is missing)",
+                        path.display()
+                    ),
+                    "deploy it first, name a deployed stack, or give --instances, --cpus and --memory",
+                )
+            })?)
+        }
+    };
+    Ok(options::options(&Given {
+        connections: args.connections.as_deref(),
+        instances: args.instances.as_deref(),
+        cpus: args.cpus.as_deref(),
+        memory: args.memory.as_deref(),
+        lock: stack.as_deref().zip(lock.as_deref()),
+    })?)
+}
+
+/// Every fact doctor needs. Never fails: what cannot be read is recorded as such.
+pub async fn gather(spec: &TargetSpec) -> Facts {
+    let target = match Target::connect(spec).await {
+        Ok(t) => t,
+        Err(e) => return Facts::unreachable(failed_link(spec.ssh.is_some(), &e)),
+    };
+    let link = match (&target.remote, &spec.ssh) {
+        (Some(l), Some(o)) => Link::Remote {
+            url: l.url.to_string(),
+            peer: l.peer.to_string(),
+            user: l.url.user.clone(),
+            known_hosts: o.known_hosts.display().to_string(),
+            docker_socket: l.docker_socket.clone(),
+        },
+        _ => Link::Local,
+    };
+    let engine = engine(&target.docker).await;
+    let root = engine
+        .as_ref()
+        .ok()
+        .and_then(|e| e.docker_root_dir.clone())
+        .unwrap_or_default();
+    let script_args = [root.as_str()];
+    let (max_nofile, host, containers) = tokio::join!(
+        within(target.max_nofile()),
+        within(target.host_shell(facts::HOST_SCRIPT, &script_args)),
+        containers(&target.docker),
+    );
+    Facts {
+        link,
+        engine,
+        max_nofile: max_nofile.ok().flatten(),
+        host: host
+            .and_then(|r| r.map_err(|e| format!("{e:#}")))
+            .map(|out| facts::parse_host(&out)),
+        containers,
+    }
+}
+
+async fn within<T>(f: impl Future<Output = T>) -> Result<T, String> {
+    tokio::time::timeout(CALL_TIMEOUT, f)
+        .await
+        .map_err(|_| format!("no answer within {} s", CALL_TIMEOUT.as_secs()))
+}
+
+/// Which stage a connection error belongs to, and its text with the cause before the fix.
+fn failed_link(remote: bool, e: &anyhow::Error) -> Link {
+    let stage = match e.chain().find_map(|c| c.downcast_ref::<SshError>()) {
+        Some(SshError::Tcp { .. }) => Stage::Tcp,
+        Some(SshError::Handshake { .. }) => Stage::Handshake,
+        Some(SshError::UnknownHostKey { .. } | SshError::ChangedHostKey { .. }) => Stage::HostKey,
+        Some(SshError::Auth { .. } | SshError::Identity { .. }) => Stage::Auth,
+        Some(
+            SshError::ForwardingRefused { .. }
+            | SshError::NoSocket { .. }
+            | SshError::SocketPermission { .. }
+            | SshError::Forwarding { .. },
+        ) => Stage::DockerSocket,
+        // The engine's API, or the local engine.
+        Some(SshError::EngineApi { .. }) | None => Stage::EngineApi,
+    };
+    let (detail, fix) = crate::doctor::assess::split_fix(&e.to_string());
+    let causes: Vec<String> = e.chain().skip(1).map(|c| c.to_string()).collect();
+    let mut message = detail;
+    if !causes.is_empty() {
+        message = format!("{message}: {}", causes.join(": "));
+    }
+    if !fix.is_empty() {
+        message = format!("{message}; fix: {fix}");
+    }
+    Link::Failed {
+        remote,
+        stage,
+        message,
+    }
+}
+
+async fn engine(docker: &Docker) -> Result<Engine, String> {
+    let version = within(docker.version()).await?.map_err(|e| e.to_string())?;
+    let info = within(docker.info()).await?.map_err(|e| e.to_string())?;
+    let positive = |n: Option<i64>| n.and_then(|n| u64::try_from(n).ok()).filter(|n| *n > 0);
+    Ok(Engine {
+        version: version.version.unwrap_or_default(),
+        api_version: version.api_version.unwrap_or_default(),
+        ncpu: positive(info.ncpu),
+        mem_total: positive(info.mem_total),
+        docker_root_dir: info.docker_root_dir.filter(|d| !d.is_empty()),
+    })
+}
+
+/// Running containers, newest first (the engine's order), with their exectl.stack label.
+async fn containers(docker: &Docker) -> Result<Vec<Container>, String> {
+    let list =
+        within(docker.list_containers(Some(ListContainersOptionsBuilder::default().build())))
+            .await?
+            .map_err(|e| e.to_string())?;
+    Ok(list
+        .into_iter()
+        .map(|c| Container {
+            name: c
+                .names
+                .and_then(|n| n.into_iter().next())
+                .map(|n| n.trim_start_matches('/').to_string())
+                .or(c.id.map(|id| id.chars().take(12).collect()))
+                .unwrap_or_default(),
+            stack: c.labels.and_then(|l| l.get("exectl.stack").cloned()),
+        })
+        .collect())
 }

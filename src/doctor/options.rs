@@ -1,0 +1,262 @@
+//! doctor's flags, checked: each bad value is a `UsageError` naming the flag, the value and the fix.
+
+use super::assess::{Limits, Options};
+use crate::error::UsageError;
+
+/// deploy's defaults for what the flags leave out.
+pub const DEFAULT_INSTANCES: u64 = 1;
+pub const DEFAULT_CPUS: f64 = 2.0;
+pub const DEFAULT_MEMORY: u64 = 2 << 30;
+
+/// The flags as given (text), and a deployed stack's recorded limits when `--stack` was given.
+#[derive(Debug, Clone, Default)]
+pub struct Given<'a> {
+    pub connections: Option<&'a str>,
+    pub instances: Option<&'a str>,
+    pub cpus: Option<&'a str>,
+    pub memory: Option<&'a str>,
+    /// (stack name, its lock's text).
+    pub lock: Option<(&'a str, &'a str)>,
+}
+
+pub fn options(g: &Given) -> Result<Options, UsageError> {
+    let connections = g.connections.map(parse_connections).transpose()?;
+    let instances = g.instances.map(parse_instances).transpose()?;
+    let cpus = g.cpus.map(parse_cpus).transpose()?;
+    let memory = g.memory.map(parse_memory).transpose()?;
+    let any_flag = instances.is_some() || cpus.is_some() || memory.is_some();
+    let limits = match g.lock {
+        Some((stack, text)) => {
+            let l = limits_from_lock(stack, text)?;
+            Some(Limits {
+                instances: instances.unwrap_or(l.instances),
+                cpus: cpus.unwrap_or(l.cpus),
+                memory_bytes: memory.unwrap_or(l.memory_bytes),
+                source: if any_flag {
+                    format!("stack {stack}, with flags")
+                } else {
+                    l.source
+                },
+            })
+        }
+        None if any_flag => Some(Limits {
+            instances: instances.unwrap_or(DEFAULT_INSTANCES),
+            cpus: cpus.unwrap_or(DEFAULT_CPUS),
+            memory_bytes: memory.unwrap_or(DEFAULT_MEMORY),
+            source: "flags".into(),
+        }),
+        None => None,
+    };
+    Ok(Options {
+        connections,
+        limits,
+    })
+}
+
+pub fn parse_connections(v: &str) -> Result<u64, UsageError> {
+    v.trim()
+        .replace('_', "")
+        .parse::<u64>()
+        .ok()
+        .filter(|n| *n >= 1)
+        .ok_or_else(|| {
+            UsageError::new(
+                "--connections",
+                v,
+                "expected a whole number of connections, at least 1",
+                "pass the connections the benchmark will hold, e.g. --connections 10000",
+            )
+        })
+}
+
+fn parse_instances(v: &str) -> Result<u64, UsageError> {
+    v.trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|n| (1..=64).contains(n))
+        .ok_or_else(|| {
+            UsageError::new(
+                "--instances",
+                v,
+                "expected a whole number of app instances from 1 to 64",
+                "pass e.g. --instances 4",
+            )
+        })
+}
+
+fn parse_cpus(v: &str) -> Result<f64, UsageError> {
+    v.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|c| c.is_finite() && *c > 0.0 && *c <= 1024.0)
+        .ok_or_else(|| {
+            UsageError::new(
+                "--cpus",
+                v,
+                "expected a positive number of CPUs per app instance",
+                "pass e.g. --cpus 2 or --cpus 1.5",
+            )
+        })
+}
+
+fn parse_memory(v: &str) -> Result<u64, UsageError> {
+    let t = v.trim().to_ascii_lowercase();
+    let (num, mult) = match t.chars().last() {
+        Some('k') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('m') => (&t[..t.len() - 1], 1 << 20),
+        Some('g') => (&t[..t.len() - 1], 1 << 30),
+        Some('b') => (&t[..t.len() - 1], 1),
+        _ => (t.as_str(), 1),
+    };
+    num.parse::<f64>()
+        .ok()
+        .filter(|n| n.is_finite() && *n > 0.0)
+        .map(|n| (n * mult as f64) as u64)
+        .filter(|b| *b >= 6 << 20)
+        .ok_or_else(|| {
+            UsageError::new(
+                "--memory",
+                v,
+                "expected a memory size of at least 6m per app instance",
+                "pass e.g. --memory 512m or --memory 2g",
+            )
+        })
+}
+
+/// The app instances' limits recorded in a deployed stack's exectl.lock.json (`spec.instances`,
+/// `spec.cpus`, `spec.memory_bytes`).
+pub fn limits_from_lock(stack: &str, text: &str) -> Result<Limits, UsageError> {
+    let bad = || {
+        UsageError::new(
+            "--stack",
+            stack,
+            "its exectl.lock.json does not record instances, cpus and memory",
+            "deploy it again with this exectl, or give --instances, --cpus and --memory instead",
+        )
+    };
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|_| bad())?;
+    let spec = &v["spec"];
+    let instances = spec["instances"].as_u64().ok_or_else(bad)?;
+    let cpus = match &spec["cpus"] {
+        serde_json::Value::String(s) => s.parse::<f64>().ok(),
+        n => n.as_f64(),
+    }
+    .ok_or_else(bad)?;
+    let memory_bytes = spec["memory_bytes"].as_u64().ok_or_else(bad)?;
+    Ok(Limits {
+        instances,
+        cpus,
+        memory_bytes,
+        source: format!("stack {stack}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOCK: &str = r#"{"stack":"exe","spec":{"topology":"ha","instances":2,"cpus":"1.5","memory":"512m","memory_bytes":536870912,"nofile":20000}}"#;
+
+    #[test]
+    fn connections_are_checked() {
+        assert_eq!(parse_connections("10000"), Ok(10000));
+        assert_eq!(parse_connections("1_000_000"), Ok(1_000_000));
+        for bad in ["0", "-5", "many", "", "1.5"] {
+            let e = parse_connections(bad).unwrap_err();
+            assert_eq!(e.field, "--connections");
+            assert_eq!(e.value, bad);
+            assert!(e.fix.contains("--connections 10000"));
+        }
+    }
+
+    #[test]
+    fn no_flags_no_limits() {
+        let o = options(&Given::default()).unwrap();
+        assert_eq!(o, Options::default());
+    }
+
+    #[test]
+    fn flags_alone_fill_in_deploys_defaults() {
+        let o = options(&Given {
+            instances: Some("4"),
+            ..Default::default()
+        })
+        .unwrap();
+        let l = o.limits.unwrap();
+        assert_eq!((l.instances, l.cpus, l.memory_bytes), (4, 2.0, 2 << 30));
+        assert_eq!(l.source, "flags");
+    }
+
+    #[test]
+    fn a_stacks_lock_gives_its_limits_and_flags_override_them() {
+        let o = options(&Given {
+            lock: Some(("exe", LOCK)),
+            connections: Some("100"),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(o.connections, Some(100));
+        let l = o.limits.unwrap();
+        assert_eq!((l.instances, l.cpus, l.memory_bytes), (2, 1.5, 512 << 20));
+        assert_eq!(l.source, "stack exe");
+        let l = options(&Given {
+            lock: Some(("exe", LOCK)),
+            memory: Some("1g"),
+            ..Default::default()
+        })
+        .unwrap()
+        .limits
+        .unwrap();
+        assert_eq!((l.instances, l.memory_bytes), (2, 1 << 30));
+        assert_eq!(l.source, "stack exe, with flags");
+    }
+
+    #[test]
+    fn bad_values_name_their_flag() {
+        let field = |g: Given| options(&g).unwrap_err().field;
+        let g = Given::default;
+        assert_eq!(
+            field(Given {
+                instances: Some("0"),
+                ..g()
+            }),
+            "--instances"
+        );
+        assert_eq!(
+            field(Given {
+                cpus: Some("-1"),
+                ..g()
+            }),
+            "--cpus"
+        );
+        assert_eq!(
+            field(Given {
+                cpus: Some("NaN"),
+                ..g()
+            }),
+            "--cpus"
+        );
+        assert_eq!(
+            field(Given {
+                memory: Some("1m"),
+                ..g()
+            }),
+            "--memory"
+        );
+        assert_eq!(
+            field(Given {
+                memory: Some("lots"),
+                ..g()
+            }),
+            "--memory"
+        );
+        assert_eq!(
+            field(Given {
+                lock: Some(("exe", "{}")),
+                ..g()
+            }),
+            "--stack"
+        );
+        assert_eq!(parse_memory("1.5g"), Ok(3 << 29));
+    }
+}
