@@ -7,6 +7,7 @@ pub mod compose;
 pub mod doctor;
 pub mod engine;
 pub mod error;
+pub mod host;
 pub mod load;
 pub mod plan;
 pub mod prepare;

@@ -1,8 +1,16 @@
-//! `exectl host tune|restore`: placeholder until the host tuning lands.
+//! `exectl host tune|restore`: upload ansible-free/ (embedded) to the target's host, run its tune.sh
+//! there, and report. Only `Target`'s host file and shell calls touch the host, so a remote SUT over SSH
+//! is tuned exactly like the local machine. The pure part (files, daemon.json merge, report) is
+//! `crate::host`.
 
 use crate::cli::TargetArgs;
-use anyhow::Result;
+use crate::error::UsageError;
+use crate::host::report::{self, Mode, Report};
+use crate::host::{self, daemon_json, sysctl, Role};
+use crate::target::Target;
+use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
 pub struct HostArgs {
@@ -12,22 +20,287 @@ pub struct HostArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum HostCommand {
-    /// Apply (or with --check only report) the settings a C10k benchmark needs.
-    Tune {
-        #[arg(long)]
-        role: String,
-        #[arg(long)]
-        check: bool,
-        #[command(flatten)]
-        target: TargetArgs,
-    },
-    /// Put back the values recorded by the first `host tune`.
-    Restore {
-        #[command(flatten)]
-        target: TargetArgs,
-    },
+    /// Apply (or with --check only report) the settings a C10k benchmark needs: kernel sysctls
+    /// (accept queue, ephemeral ports, TIME_WAIT reuse, open files, conntrack), open-file limits
+    /// (limits.d) and the Docker daemon's default-ulimits and userland-proxy (daemon.json).
+    #[command(after_help = "\
+Exit codes: 0 applied, or (--check) nothing to change; 1 (--check) something would change, or a failure on
+the host; 2 bad input (nothing changed).
+The first change of each setting records its previous value on the host (ROOT/var/lib/exectl/host);
+`exectl host restore` puts them back. dockerd reads daemon.json only when it starts: a changed daemon.json
+is reported, and dockerd is not restarted.")]
+    Tune(TuneArgs),
+    /// Put back the values recorded by `host tune` (files that did not exist are removed), then forget them.
+    Restore(RestoreArgs),
 }
 
-pub async fn run(_args: &HostArgs) -> Result<i32> {
-    anyhow::bail!("exectl host is not built yet")
+#[derive(Debug, Args)]
+pub struct TuneArgs {
+    /// Which machine of the benchmark this is: sut (the system under test) or client (a load generator).
+    #[arg(long, value_name = "ROLE")]
+    pub role: String,
+    /// Only report what would change (exit 1 if anything would, 0 if nothing).
+    #[arg(long)]
+    pub check: bool,
+    /// Print the report as JSON: each setting's key, current, wanted and action.
+    #[arg(long)]
+    pub json: bool,
+    /// A sysctl.d file (read here, sent to the host) to use instead of the role's.
+    #[arg(long, value_name = "FILE")]
+    pub sysctl_file: Option<PathBuf>,
+    /// Prefix of every path written on the host (/etc/security/limits.d, /etc/docker/daemon.json, the
+    /// state folder): for tests and chroots.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    #[command(flatten)]
+    pub target: TargetArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The --root given to `host tune`.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    #[command(flatten)]
+    pub target: TargetArgs,
+}
+
+pub async fn run(args: &HostArgs) -> Result<i32> {
+    match &args.command {
+        HostCommand::Tune(a) => tune(a).await,
+        HostCommand::Restore(a) => restore(a).await,
+    }
+}
+
+/// Where things are on the host, under --root.
+struct HostPaths {
+    root: String,
+    state: PathBuf,
+    daemon_json: PathBuf,
+    limits_dir: PathBuf,
+}
+
+impl HostPaths {
+    fn new(root: &Path) -> HostPaths {
+        HostPaths {
+            root: host::root_arg(root),
+            state: root.join(host::STATE_DIR),
+            daemon_json: root.join(host::DAEMON_JSON),
+            limits_dir: root.join("etc/security/limits.d"),
+        }
+    }
+
+    /// Where `host tune` leaves its copy of ansible-free/ (to restore by hand without exectl).
+    fn kept_copy(&self) -> PathBuf {
+        self.state.join("ansible-free")
+    }
+}
+
+/// Run tune.sh from the folder $1 with the remaining arguments.
+const RUN_TUNE: &str = r#"d=$1; shift; exec bash "$d/tune.sh" "$@""#;
+/// `present` then the file, or `absent`.
+const READ_FILE: &str = r#"if [ -e "$1" ]; then echo present; cat -- "$1"; else echo absent; fi"#;
+/// A fresh folder for a run that must leave nothing behind.
+const MAKE_TEMP: &str = r#"mktemp -d "${TMPDIR:-/tmp}/exectl-host.XXXXXX""#;
+
+async fn tune(a: &TuneArgs) -> Result<i32> {
+    // Every input is checked before the host is touched.
+    let role = Role::parse(&a.role)?;
+    let custom = match &a.sysctl_file {
+        None => None,
+        Some(p) => Some(read_sysctl_file(p)?),
+    };
+    let root = host::check_root(a.root.as_deref())?;
+    let paths = HostPaths::new(&root);
+    let target = crate::commands::connect(&a.target).await?;
+
+    let current = read_host_file(&target, &paths.daemon_json).await?;
+    let merge = daemon_json::merge(current.as_deref(), host::WANTED_DAEMON_JSON).map_err(|e| {
+        anyhow!(
+            "{} on {} is {e}; fix it or move it away, then run again (nothing was changed)",
+            paths.daemon_json.display(),
+            target.describe()
+        )
+    })?;
+
+    let mode = if a.check { Mode::Check } else { Mode::Apply };
+    let dir = match mode {
+        Mode::Apply => paths.kept_copy(),
+        _ => temp_dir(&target).await?,
+    };
+    let result = async {
+        stage(&target, &dir).await?;
+        let sysctl_file = match &custom {
+            None => dir.join(role.sysctl_file()),
+            Some(text) => {
+                let f = dir.join("sysctl/from-sysctl-file.conf");
+                target.put_file(&f, text.as_bytes(), 0o644).await?;
+                f
+            }
+        };
+        let daemon = dir.join("docker/daemon.merged.json");
+        target
+            .put_file(&daemon, merge.text.as_bytes(), 0o644)
+            .await?;
+        let args = [
+            dir.display().to_string(),
+            "--role".into(),
+            role.name().into(),
+            "--sysctl-file".into(),
+            sysctl_file.display().to_string(),
+            "--limits".into(),
+            dir.join(host::LIMITS_FILE).display().to_string(),
+            "--daemon-json".into(),
+            daemon.display().to_string(),
+            "--root".into(),
+            paths.root.clone(),
+            if a.check { "--check" } else { "--apply" }.into(),
+        ];
+        run_tune(&target, &args).await
+    }
+    .await;
+    if mode == Mode::Check {
+        target.remove_host_dir(&dir).await?;
+    }
+    let (settings, notes) = report::parse_lines(&result?);
+    let daemon = paths.daemon_json.display().to_string();
+    let settings = report::detail_daemon_json(settings, &daemon, &merge);
+    let r = Report::new(
+        mode,
+        target.describe(),
+        paths.state.display().to_string(),
+        settings,
+        notes,
+        &daemon,
+        &paths.limits_dir.display().to_string(),
+    );
+    print(&r, a.json)?;
+    Ok(r.exit_code())
+}
+
+async fn restore(a: &RestoreArgs) -> Result<i32> {
+    let root = host::check_root(a.root.as_deref())?;
+    let paths = HostPaths::new(&root);
+    let target = crate::commands::connect(&a.target).await?;
+    let dir = temp_dir(&target).await?;
+    let result = async {
+        stage(&target, &dir).await?;
+        let args = [
+            dir.display().to_string(),
+            "--root".into(),
+            paths.root.clone(),
+            "--restore".into(),
+        ];
+        run_tune(&target, &args).await
+    }
+    .await;
+    target.remove_host_dir(&dir).await?;
+    let (settings, notes) = report::parse_lines(&result?);
+    // Nothing is recorded any more: the copy `host tune` kept goes too, and the state folder if empty.
+    target
+        .host_shell(
+            r#"rm -rf -- "$1/ansible-free"; rmdir -- "$1" 2>/dev/null; true"#,
+            &[&paths.state.display().to_string()],
+        )
+        .await?;
+    let r = Report::new(
+        Mode::Restore,
+        target.describe(),
+        paths.state.display().to_string(),
+        settings,
+        notes,
+        &paths.daemon_json.display().to_string(),
+        &paths.limits_dir.display().to_string(),
+    );
+    print(&r, a.json)?;
+    Ok(r.exit_code())
+}
+
+fn print(r: &Report, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(r)?);
+    } else {
+        print!("{}", r.render());
+    }
+    Ok(())
+}
+
+/// `--sysctl-file`, read here and checked: a bad one is refused before anything is sent.
+fn read_sysctl_file(path: &Path) -> Result<String, UsageError> {
+    let fix = "give a readable sysctl.d file of KEY = VALUE lines (e.g. ansible-free/sysctl/99-exectl-sut.conf), \
+               or leave --sysctl-file out to use the role's";
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        UsageError::new(
+            "--sysctl-file",
+            path.display(),
+            format!("cannot be read ({e})"),
+            fix,
+        )
+    })?;
+    sysctl::parse(&text).map_err(|e| {
+        UsageError::new(
+            "--sysctl-file",
+            path.display(),
+            format!("not a sysctl.d file: {e}"),
+            fix,
+        )
+    })?;
+    Ok(text)
+}
+
+/// A file on the target's host: None when it does not exist.
+async fn read_host_file(target: &Target, path: &Path) -> Result<Option<String>> {
+    let out = target
+        .host_shell(READ_FILE, &[&path.display().to_string()])
+        .await
+        .with_context(|| format!("reading {}", path.display()))?;
+    Ok(match out.split_once('\n') {
+        Some(("present", text)) => Some(text.to_string()),
+        _ if out.trim() == "present" => Some(String::new()),
+        _ => None,
+    })
+}
+
+async fn temp_dir(target: &Target) -> Result<PathBuf> {
+    let out = target
+        .host_shell(MAKE_TEMP, &[])
+        .await
+        .context("making a temporary folder on the host")?;
+    Ok(PathBuf::from(out.trim()))
+}
+
+/// ansible-free/ as embedded in exectl, written to `dir` on the host.
+async fn stage(target: &Target, dir: &Path) -> Result<()> {
+    for f in &host::ANSIBLE_FREE {
+        target
+            .put_file(&dir.join(f.path), f.text.as_bytes(), f.mode)
+            .await?;
+    }
+    Ok(())
+}
+
+/// tune.sh's report; an error with its stderr when it fails.
+async fn run_tune(target: &Target, args: &[String]) -> Result<String> {
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = target.host_run(RUN_TUNE, &argv).await?;
+    if out.code != 0 {
+        bail!(
+            "ansible-free/tune.sh failed on {} (exit {}): {}{}",
+            target.describe(),
+            out.code,
+            out.stderr.trim(),
+            if out.stdout.trim().is_empty() {
+                String::new()
+            } else {
+                format!("\n(done before it failed:\n{})", out.stdout.trim_end())
+            }
+        );
+    }
+    if !out.stderr.trim().is_empty() {
+        eprintln!("{}", out.stderr.trim_end());
+    }
+    Ok(out.stdout)
 }

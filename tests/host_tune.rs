@@ -1,0 +1,355 @@
+//! `exectl host tune|restore` for real, on the local target, inside a private network namespace and a
+//! private mount namespace (`unshare --net --mount`): the network sysctls it changes belong to the
+//! namespace, and every file it writes goes under a tmpfs given as `--root`, so the machine's own
+//! settings and /etc are never touched. Each test runs its whole sequence in one `unshare` (a fresh
+//! namespace would start from the defaults again). Needs root and the local Docker engine.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+const EXECTL: &str = env!("CARGO_BIN_EXE_exectl");
+const NETNS_SYSCTL: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/netns-sysctl.conf"
+);
+
+/// Run `script` with bash in a new network and mount namespace, with $EXECTL, $FIXTURE and $ROOT (a
+/// tmpfs private to the namespace) set; its output split into `== NAME` sections.
+fn in_namespaces(script: &str) -> (String, BTreeMap<String, String>) {
+    let cwd = tempfile::tempdir().unwrap(); // no exectl.yaml naming another target
+    let prelude = r#"set -u
+ROOT=$(mktemp -d)
+mount -t tmpfs exectl-host-tune "$ROOT"
+trap 'umount "$ROOT"; rmdir "$ROOT"' EXIT
+"#;
+    let out = Command::new("unshare")
+        .args(["--net", "--mount", "bash", "-c"])
+        .arg(format!("{prelude}{script}"))
+        .env("EXECTL", EXECTL)
+        .env("FIXTURE", NETNS_SYSCTL)
+        .env_remove("EXECTL_TARGET")
+        .current_dir(cwd.path())
+        .output()
+        .expect("unshare (util-linux) runs as root here");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the namespace script failed:\n{text}");
+    let mut sections = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        if let Some(name) = line.strip_prefix("== ") {
+            current = Some(name.trim().to_string());
+            sections.insert(name.trim().to_string(), String::new());
+        } else if let Some(name) = &current {
+            let body = sections.get_mut(name).unwrap();
+            body.push_str(line);
+            body.push('\n');
+        }
+    }
+    (text, sections)
+}
+
+/// The machine's own state that the tests must leave alone.
+fn host_state() -> Vec<String> {
+    let mut s: Vec<String> = [
+        "/proc/sys/net/core/somaxconn",
+        "/proc/sys/net/ipv4/ip_local_port_range",
+        "/proc/sys/net/ipv4/tcp_tw_reuse",
+        "/proc/sys/net/ipv4/tcp_max_syn_backlog",
+        "/etc/docker/daemon.json",
+        "/etc/security/limits.d/99-exectl.conf",
+    ]
+    .iter()
+    .map(|p| format!("{p}: {:?}", std::fs::read_to_string(p).ok()))
+    .collect();
+    s.push(format!(
+        "/var/lib/exectl/host exists: {}",
+        std::path::Path::new("/var/lib/exectl/host").exists()
+    ));
+    s
+}
+
+/// `exit N` at the end of a section.
+fn exit_of(section: &str) -> i32 {
+    let last = section.lines().last().unwrap_or_default();
+    last.strip_prefix("exit ")
+        .and_then(|c| c.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no exit line in {section:?}"))
+}
+
+/// A section's text without its `exit N` line.
+fn body_of(section: &str) -> String {
+    let lines: Vec<&str> = section.lines().collect();
+    lines[..lines.len().saturating_sub(1)].join("\n")
+}
+
+#[test]
+fn check_apply_check_restore_brings_everything_back() {
+    let host_before = host_state();
+    let (all, s) = in_namespaces(
+        r#"
+tune="$EXECTL host tune --role sut --sysctl-file $FIXTURE --root $ROOT"
+values() { for k in net/core/somaxconn net/ipv4/tcp_max_syn_backlog net/ipv4/ip_local_port_range net/ipv4/tcp_tw_reuse; do
+  echo "$k = $(echo $(cat /proc/sys/$k))"; done; }
+# A host with its own daemon.json (a key exectl does not manage) and no limits file.
+mkdir -p "$ROOT/etc/docker"
+printf '{ "log-driver": "local", "userland-proxy": true }\n' > "$ROOT/etc/docker/daemon.json"
+cp "$ROOT/etc/docker/daemon.json" "$ROOT/original-daemon.json"
+echo "== root"; echo "$ROOT"
+echo "== defaults"; values
+echo "== check"; $tune --check; echo "exit $?"
+echo "== check json"; $tune --check --json; echo "exit $?"
+echo "== files after check"; find "$ROOT" -mindepth 1 | sort
+echo "== apply"; $tune; echo "exit $?"
+echo "== tuned"; values
+echo "== daemon.json"; cat "$ROOT/etc/docker/daemon.json"
+echo "== limits"; cat "$ROOT/etc/security/limits.d/99-exectl.conf"
+echo "== check again"; $tune --check; echo "exit $?"
+echo "== apply again"; $tune; echo "exit $?"
+echo "== restore"; $EXECTL host restore --root "$ROOT"; echo "exit $?"
+echo "== restored"; values
+echo "== files after restore"
+cmp -s "$ROOT/etc/docker/daemon.json" "$ROOT/original-daemon.json" && echo "daemon.json: as it was"
+[ -e "$ROOT/etc/security/limits.d/99-exectl.conf" ] || echo "limits file: removed"
+[ -e "$ROOT/var/lib/exectl/host" ] || echo "state: removed"
+echo "== restore again"; $EXECTL host restore --root "$ROOT"; echo "exit $?"
+"#,
+    );
+    let defaults = &s["defaults"];
+
+    // --check on a default namespace lists the four sysctls, the limits file and daemon.json's keys.
+    let check = &s["check"];
+    assert_eq!(
+        exit_of(check),
+        1,
+        "--check exits 1 when something would change:\n{all}"
+    );
+    for key in [
+        "net.core.somaxconn",
+        "net.ipv4.tcp_max_syn_backlog",
+        "net.ipv4.ip_local_port_range",
+        "net.ipv4.tcp_tw_reuse",
+        "/etc/security/limits.d/99-exectl.conf: absent -> exectl's copy",
+        "/etc/docker/daemon.json userland-proxy: true -> false",
+        "/etc/docker/daemon.json default-ulimits: absent -> ",
+    ] {
+        assert!(
+            check
+                .lines()
+                .any(|l| l.starts_with("would change ") && l.contains(key)),
+            "{key} missing from --check:\n{all}"
+        );
+    }
+    assert!(check.contains("7 setting(s) would change"), "{all}");
+    assert!(
+        check.contains("dockerd reads it only when it starts"),
+        "{all}"
+    );
+
+    let json: serde_json::Value =
+        serde_json::from_str(&body_of(&s["check json"])).unwrap_or_else(|e| panic!("{e}:\n{all}"));
+    assert_eq!(exit_of(&s["check json"]), 1);
+    let settings = json["settings"].as_array().unwrap();
+    assert_eq!(settings.len(), 7, "{json}");
+    let somaxconn = settings
+        .iter()
+        .find(|x| x["key"] == "net.core.somaxconn")
+        .unwrap();
+    assert_eq!(somaxconn["action"], "change");
+    assert_eq!(somaxconn["wanted"], "65535");
+    assert!(defaults.contains(&format!(
+        "net/core/somaxconn = {}",
+        somaxconn["current"].as_str().unwrap()
+    )));
+    assert_eq!(json["docker_restart_needed"], true);
+
+    // --check wrote nothing.
+    assert_eq!(
+        s["files after check"].trim(),
+        format!(
+            "{0}/etc\n{0}/etc/docker\n{0}/etc/docker/daemon.json\n{0}/original-daemon.json",
+            s["root"].trim()
+        ),
+        "{all}"
+    );
+
+    // Apply: every setting changed, daemon.json merged (the user's key kept), dockerd restart asked for.
+    let apply = &s["apply"];
+    assert_eq!(exit_of(apply), 0, "{all}");
+    assert_eq!(
+        apply
+            .lines()
+            .filter(|l| l.starts_with("changed ") && l.contains(" -> "))
+            .count(),
+        7,
+        "{all}"
+    );
+    assert!(apply.contains("`exectl host restore`"), "{all}");
+    assert!(
+        apply.contains("Restart it for the new default-ulimits"),
+        "{all}"
+    );
+    assert_eq!(
+        s["tuned"],
+        "net/core/somaxconn = 65535\nnet/ipv4/tcp_max_syn_backlog = 65535\n\
+         net/ipv4/ip_local_port_range = 1024 65535\nnet/ipv4/tcp_tw_reuse = 1\n",
+        "{all}"
+    );
+    let daemon: serde_json::Value = serde_json::from_str(&s["daemon.json"]).unwrap();
+    assert_eq!(
+        daemon["log-driver"], "local",
+        "the user's key stays: {daemon}"
+    );
+    assert_eq!(daemon["userland-proxy"], false);
+    assert_eq!(daemon["default-ulimits"]["nofile"]["Soft"], 1048576);
+    assert!(s["limits"].contains("nofile 1048576"), "{all}");
+
+    // Idempotent: nothing more to change, and applying again changes nothing.
+    assert_eq!(exit_of(&s["check again"]), 0, "{all}");
+    assert!(
+        body_of(&s["check again"]).starts_with("nothing to change on the local engine"),
+        "{all}"
+    );
+    assert_eq!(exit_of(&s["apply again"]), 0, "{all}");
+    assert!(
+        body_of(&s["apply again"]).starts_with("nothing to change"),
+        "{all}"
+    );
+
+    // Restore: the namespace's defaults and the files as they were (the absent one removed).
+    let restore = &s["restore"];
+    assert_eq!(exit_of(restore), 0, "{all}");
+    assert_eq!(
+        restore
+            .lines()
+            .filter(|l| l.starts_with("restored ") && l.contains(" -> "))
+            .count(),
+        6,
+        "{all}"
+    );
+    assert_eq!(&s["restored"], defaults, "{all}");
+    assert_eq!(
+        s["files after restore"].trim(),
+        "daemon.json: as it was\nlimits file: removed\nstate: removed",
+        "{all}"
+    );
+    assert_eq!(exit_of(&s["restore again"]), 0, "{all}");
+    assert!(s["restore again"].contains("nothing to restore"), "{all}");
+
+    assert_eq!(host_state(), host_before, "the machine itself was changed");
+}
+
+#[test]
+fn the_roles_own_files_are_checked_and_nothing_is_written() {
+    let host_before = host_state();
+    let (all, s) = in_namespaces(
+        r#"
+for role in sut client; do
+  echo "== $role"; $EXECTL host tune --role $role --check --json --root "$ROOT"; echo "exit $?"
+done
+echo "== written"; find "$ROOT" -mindepth 1
+"#,
+    );
+    for (role, keys) in [
+        (
+            "sut",
+            &[
+                "net.core.somaxconn",
+                "net.ipv4.tcp_max_syn_backlog",
+                "net.ipv4.ip_local_port_range",
+                "net.ipv4.tcp_tw_reuse",
+                "fs.file-max",
+                "fs.nr_open",
+                "net.netfilter.nf_conntrack_max",
+            ][..],
+        ),
+        (
+            "client",
+            &[
+                "net.ipv4.ip_local_port_range",
+                "net.ipv4.tcp_tw_reuse",
+                "fs.nr_open",
+            ][..],
+        ),
+    ] {
+        let section = &s[role];
+        assert!([0, 1].contains(&exit_of(section)), "{all}");
+        let json: serde_json::Value = serde_json::from_str(&body_of(section)).unwrap();
+        assert_eq!(json["mode"], "check");
+        let settings = json["settings"].as_array().unwrap();
+        let has = |k: &str| {
+            settings
+                .iter()
+                .any(|x| x["key"].as_str().unwrap().ends_with(k))
+        };
+        for k in keys.iter().copied().chain([
+            "/etc/security/limits.d/99-exectl.conf",
+            "/etc/docker/daemon.json userland-proxy",
+        ]) {
+            assert!(has(k), "{role}: {k} missing: {json}");
+        }
+        assert!(settings
+            .iter()
+            .all(|x| ["change", "keep", "skip"].contains(&x["action"].as_str().unwrap())));
+    }
+    assert_eq!(s["written"].trim(), "", "--check wrote nothing: {all}");
+    assert_eq!(host_state(), host_before);
+}
+
+#[test]
+fn bad_input_exits_2_names_the_flag_and_changes_nothing() {
+    let host_before = host_state();
+    let (all, s) = in_namespaces(
+        r#"
+printf 'net.core.somaxconn 65535\n' > /tmp/exectl-bad-sysctl.$$
+before=$(cat /proc/sys/net/core/somaxconn)
+tune="$EXECTL host tune --root $ROOT"
+for case in "--role db --sysctl-file $FIXTURE" "--role sut --sysctl-file /nonexistent/sysctl.conf" \
+            "--role sut --sysctl-file /tmp/exectl-bad-sysctl.$$"; do
+  echo "== $case"; $tune $case 2>&1; echo "exit $?"
+done
+echo "== --root relative"; $EXECTL host tune --role sut --sysctl-file $FIXTURE --root relative 2>&1; echo "exit $?"
+echo "== restore"; $EXECTL host restore --root relative 2>&1; echo "exit $?"
+rm -f /tmp/exectl-bad-sysctl.$$
+echo "== somaxconn"; [ "$(cat /proc/sys/net/core/somaxconn)" = "$before" ] && echo unchanged
+echo "== written"; find "$ROOT" -mindepth 1
+"#,
+    );
+    let expect = [
+        ("--role db", "invalid --role \"db\"", "--role sut"),
+        (
+            "/nonexistent",
+            "invalid --sysctl-file \"/nonexistent/sysctl.conf\": cannot be read",
+            "readable sysctl.d file",
+        ),
+        (
+            "exectl-bad-sysctl",
+            "not a sysctl.d file: line 1",
+            "KEY = VALUE",
+        ),
+        (
+            "--root relative",
+            "invalid --root \"relative\": not an absolute path",
+            "absolute folder",
+        ),
+        ("restore", "invalid --root \"relative\"", "absolute folder"),
+    ];
+    for (case, problem, fix) in expect {
+        let (_, out) = s
+            .iter()
+            .find(|(k, _)| k.contains(case))
+            .unwrap_or_else(|| panic!("{case}: {all}"));
+        assert_eq!(exit_of(out), 2, "{case}: {all}");
+        assert!(out.contains(problem), "{case}: {out}");
+        assert!(
+            out.contains("; fix: ") && out.contains(fix),
+            "{case}: {out}"
+        );
+    }
+    assert_eq!(s["somaxconn"].trim(), "unchanged", "{all}");
+    assert_eq!(s["written"].trim(), "", "{all}");
+    assert_eq!(host_state(), host_before);
+}
