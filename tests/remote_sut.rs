@@ -1,0 +1,412 @@
+//! A remote SUT over SSH, end to end: a network namespace with its own address running sshd and a second
+//! Docker engine (tests/sut/sut.sh). Through `--target ssh://root@ADDR:2222` exectl deploys ha, prepares
+//! accounts, reads per-instance counts while load holds sockets, and tears down; nothing of the stack is
+//! left on the SUT's engine and nothing was created on the local one. The staged SSH errors, doctor and
+//! host tune run against the same SUT.
+
+mod common;
+
+use common::sut::Sut;
+use common::*;
+use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, Instant};
+
+const STACK: &str = "t-remote";
+const LB_PORT: &str = "18471";
+
+struct Remote<'a> {
+    x: &'a Exectl,
+    sut: &'a Sut,
+    url: String,
+    /// The SUT engine's socket: a second engine, not /var/run/docker.sock.
+    sock: String,
+}
+
+impl Remote<'_> {
+    /// exectl ARGS --target … --identity KEY --known-hosts FILE
+    fn args<'b>(&'b self, args: &[&'b str]) -> Vec<&'b str> {
+        let mut all = args.to_vec();
+        all.extend([
+            "--target",
+            self.url.as_str(),
+            "--identity",
+            self.sut.key.to_str().unwrap(),
+            "--known-hosts",
+            self.sut.known_hosts.to_str().unwrap(),
+            "--docker-socket",
+            self.sock.as_str(),
+        ]);
+        all
+    }
+    fn ok(&self, args: &[&str]) -> String {
+        self.x.ok(&self.args(args))
+    }
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        self.x.run(&self.args(args))
+    }
+    /// Names of the SUT engine's objects labelled with the stack.
+    fn on_sut(&self) -> Vec<String> {
+        let mut all = Vec::new();
+        for kind in [&["ps", "-a"][..], &["network", "ls"], &["volume", "ls"]] {
+            let mut a = kind.to_vec();
+            let filter = format!("label=exectl.stack={STACK}");
+            a.extend(["-q", "--filter", &filter]);
+            let out = self.sut.docker(&a);
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            all.extend(
+                String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .map(String::from),
+            );
+        }
+        all
+    }
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn instance_counts(r: &Remote) -> Vec<u64> {
+    let out = r.run(&["status", "--stack", STACK, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("status JSON ({e}): {}", stderr(&out)));
+    v["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["totalConnections"].as_u64().unwrap_or(u64::MAX))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ha_stack_on_a_remote_sut_over_ssh() {
+    let local = docker().await;
+    let sut = Sut::up_with_images(
+        "remote",
+        21,
+        &[
+            "exectl-fixture/standin:latest",
+            "exectl-fixture/postgres:15",
+            "exectl-fixture/redis:7",
+            "exectl-fixture/nginx:1",
+            "exectl-fixture/debian:bookworm",
+        ],
+    );
+    let x = Exectl::new();
+    let r = Remote {
+        x: &x,
+        sut: &sut,
+        url: sut.target_url(),
+        sock: sut.docker_sock.clone(),
+    };
+    let _ = std::fs::remove_dir_all(format!("/opt/exectl/{STACK}"));
+
+    // Staged errors first: each names its stage, and none creates anything on either engine.
+    let empty_known = x.state.path().join("empty_known_hosts");
+    std::fs::write(&empty_known, "").unwrap();
+    let out = x.run(&[
+        "status",
+        "--stack",
+        STACK,
+        "--target",
+        &r.url,
+        "--identity",
+        sut.key.to_str().unwrap(),
+        "--known-hosts",
+        empty_known.to_str().unwrap(),
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("ssh stage host key") && err.contains("is unknown") && err.contains("SHA256:"),
+        "{err}"
+    );
+    assert!(err.contains("--accept-new-host-key"), "{err}");
+
+    let out = x.run(&[
+        "status",
+        "--stack",
+        STACK,
+        "--target",
+        &r.url,
+        "--identity",
+        sut.wrong_key.to_str().unwrap(),
+        "--known-hosts",
+        sut.known_hosts.to_str().unwrap(),
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("ssh stage auth") && err.contains("refused every key"),
+        "{err}"
+    );
+
+    let nofwd = format!("ssh://root@{}:{}", sut.addr, sut.ssh_port_nofwd);
+    let out = x.run(&[
+        "status",
+        "--stack",
+        STACK,
+        "--target",
+        &nofwd,
+        "--identity",
+        sut.key.to_str().unwrap(),
+        "--known-hosts",
+        sut.known_hosts.to_str().unwrap(),
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("ssh stage docker socket") && err.contains("AllowStreamLocalForwarding"),
+        "{err}"
+    );
+
+    // Deploy ha on the SUT's engine (its socket named with --docker-socket).
+    let mut deploy = vec![
+        "deploy",
+        "ha",
+        "--stack",
+        STACK,
+        "--instances",
+        "2",
+        "--lb-port",
+        LB_PORT,
+    ];
+    deploy.extend(HA_LIMITS);
+    deploy.extend(["--images", FIXTURES, "--health-interval", "1s", "--json"]);
+    let summary: serde_json::Value = serde_json::from_str(&r.ok(&deploy)).unwrap();
+    assert_eq!(summary["ok"], true, "{summary}");
+    assert_eq!(summary["target"], r.url.as_str());
+    assert_eq!(summary["host_bundle"], format!("/opt/exectl/{STACK}"));
+    let on_sut = r.on_sut();
+    assert!(
+        on_sut.len() >= 6,
+        "containers, network, volume on the SUT: {on_sut:?}"
+    );
+    // The bundle went up by SFTP, secrets private.
+    let env = std::fs::metadata(format!("/opt/exectl/{STACK}/.env")).unwrap();
+    assert_eq!(env.permissions().mode() & 0o777, 0o600);
+    assert!(std::path::Path::new(&format!("/opt/exectl/{STACK}/nginx/nginx.conf")).exists());
+
+    // Prepare seeds the SUT's PostgreSQL and verifies through the SUT's front door.
+    let out = r.ok(&[
+        "prepare",
+        "--stack",
+        STACK,
+        "--accounts",
+        "200",
+        "--projects",
+        "100",
+    ]);
+    assert!(
+        out.contains(&format!("verified through {}:{LB_PORT}", sut.addr)),
+        "{out}"
+    );
+
+    // Idle sockets from here to the SUT's LB, while status reads each instance through SSH.
+    let users = 40u64;
+    let load =
+        r.x.command(&r.args(&[
+            "load", "idle", "--stack", STACK, "--users", "40", "--hold", "15s", "--ramp", "2s",
+            "--quiet",
+        ]))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let counts = loop {
+        let counts = instance_counts(&r);
+        if counts.iter().sum::<u64>() == users || Instant::now() > deadline {
+            break counts;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert_eq!(counts.len(), 2, "{counts:?}");
+    assert_eq!(counts.iter().sum::<u64>(), users, "{counts:?}");
+    assert!(
+        counts.iter().all(|c| *c > 0),
+        "least_conn spreads: {counts:?}"
+    );
+    let load = load.wait_with_output().unwrap();
+    assert!(load.status.success(), "load: {}", stderr(&load));
+    let out = r.run(&[
+        "status",
+        "--stack",
+        STACK,
+        "--expect-idle",
+        "--settle",
+        "60s",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        stderr(&out)
+    );
+
+    // Nothing of this stack was ever created on the local engine.
+    assert!(labelled(&local, STACK).await.is_empty());
+
+    // Teardown: nothing of the stack left on the SUT, nor its uploaded folder.
+    r.ok(&["teardown", "--stack", STACK, "--purge"]);
+    assert_eq!(r.on_sut(), Vec::<String>::new());
+    assert!(!std::path::Path::new(&format!("/opt/exectl/{STACK}")).exists());
+    assert!(labelled(&local, STACK).await.is_empty());
+}
+
+/// `exectl` JSON output, parsed, with the exit code.
+fn json_of(out: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            stderr(out)
+        )
+    })
+}
+
+fn check<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} check in {report}"))
+}
+
+/// A namespaced sysctl as the SUT sees it (its own network namespace) and as this host sees it.
+fn sysctl_in(netns: Option<&str>, key: &str) -> String {
+    let path = format!("/proc/sys/{}", key.replace('.', "/"));
+    let out = match netns {
+        Some(ns) => std::process::Command::new("ip")
+            .args(["netns", "exec", ns, "cat", &path])
+            .output()
+            .unwrap(),
+        None => std::process::Command::new("cat")
+            .arg(&path)
+            .output()
+            .unwrap(),
+    };
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn doctor_and_host_tune_on_a_remote_sut() {
+    let sut = Sut::up_with_images("remote-host", 22, &["exectl-fixture/debian:bookworm"]);
+    let x = Exectl::new();
+    let r = Remote {
+        x: &x,
+        sut: &sut,
+        url: sut.target_url(),
+        sock: sut.docker_sock.clone(),
+    };
+
+    // doctor: a container exectl did not make, running on the SUT, is a warning naming it; more
+    // connections than the SUT's ephemeral port range is a failure.
+    let out = sut.docker(&[
+        "run",
+        "-d",
+        "--network",
+        "none",
+        "--name",
+        "neighbour",
+        "exectl-fixture/debian:bookworm",
+        "sleep",
+        "600",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = r.run(&["doctor", "--json", "--connections", "100"]);
+    let report = json_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    assert_eq!(
+        check(&report, "ssh-docker-socket")["level"],
+        "pass",
+        "{report}"
+    );
+    let foreign = check(&report, "foreign-containers");
+    assert_eq!(foreign["level"], "warn", "{foreign}");
+    assert!(
+        foreign["detail"].as_str().unwrap().contains("neighbour"),
+        "{foreign}"
+    );
+    assert_eq!(
+        check(&report, "ephemeral-ports")["level"],
+        "pass",
+        "{report}"
+    );
+    let out = r.run(&["doctor", "--json", "--connections", "1000000"]);
+    let report = json_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{report}");
+    assert_eq!(
+        check(&report, "ephemeral-ports")["level"],
+        "fail",
+        "{report}"
+    );
+
+    // host tune over SSH changes the SUT's (namespaced) sysctls and nothing on this host.
+    let ns = format!("exectl-{}", sut.name());
+    let root = tempfile::tempdir().unwrap();
+    let root_s = root.path().to_str().unwrap();
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/netns-sysctl.conf"
+    );
+    let keys = [
+        "net.core.somaxconn",
+        "net.ipv4.tcp_max_syn_backlog",
+        "net.ipv4.ip_local_port_range",
+        "net.ipv4.tcp_tw_reuse",
+    ];
+    let read_all = |netns: Option<&str>| keys.map(|k| sysctl_in(netns, k));
+    let (sut_before, host_before) = (read_all(Some(&ns)), read_all(None));
+    let tune = [
+        "host",
+        "tune",
+        "--role",
+        "sut",
+        "--sysctl-file",
+        fixture,
+        "--root",
+        root_s,
+    ];
+    let mut check_args = tune.to_vec();
+    check_args.push("--check");
+    let out = r.run(&check_args);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "something to change: {}",
+        stderr(&out)
+    );
+    let listed = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(listed.contains("net.ipv4.ip_local_port_range"), "{listed}");
+    assert_eq!(read_all(Some(&ns)), sut_before, "--check changes nothing");
+    r.ok(&tune);
+    let tuned = read_all(Some(&ns));
+    assert_eq!(tuned[2], "1024 65535", "{tuned:?}");
+    assert_eq!(tuned[3], "1", "{tuned:?}");
+    let out = r.run(&check_args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing to change"));
+    assert_eq!(
+        read_all(None),
+        host_before,
+        "this host's values are untouched"
+    );
+    r.ok(&["host", "restore", "--root", root_s]);
+    assert_eq!(
+        read_all(Some(&ns)),
+        sut_before,
+        "restore brings the SUT's values back"
+    );
+    assert_eq!(read_all(None), host_before);
+}
