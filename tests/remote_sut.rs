@@ -93,7 +93,7 @@ async fn ha_stack_on_a_remote_sut_over_ssh() {
             "exectl-fixture/standin:latest",
             "exectl-fixture/postgres:15",
             "exectl-fixture/redis:7",
-            "exectl-fixture/nginx:1",
+            // nginx is left out: deploy --load-images sends it from the local engine.
             "exectl-fixture/debian:bookworm",
         ],
     );
@@ -177,9 +177,21 @@ async fn ha_stack_on_a_remote_sut_over_ssh() {
         LB_PORT,
     ];
     deploy.extend(HA_LIMITS);
-    deploy.extend(["--images", FIXTURES, "--health-interval", "1s", "--json"]);
+    deploy.extend([
+        "--images",
+        FIXTURES,
+        "--health-interval",
+        "1s",
+        "--json",
+        "--load-images",
+    ]);
     let summary: serde_json::Value = serde_json::from_str(&r.ok(&deploy)).unwrap();
     assert_eq!(summary["ok"], true, "{summary}");
+    assert_eq!(
+        summary["loaded"],
+        serde_json::json!(["exectl-fixture/nginx:1"])
+    );
+    assert_eq!(summary["pulled"], serde_json::json!([]));
     assert_eq!(summary["target"], r.url.as_str());
     assert_eq!(summary["host_bundle"], format!("/opt/exectl/{STACK}"));
     let on_sut = r.on_sut();
@@ -258,6 +270,34 @@ async fn ha_stack_on_a_remote_sut_over_ssh() {
     assert_eq!(r.on_sut(), Vec::<String>::new());
     assert!(!std::path::Path::new(&format!("/opt/exectl/{STACK}")).exists());
     assert!(labelled(&local, STACK).await.is_empty());
+}
+
+/// A local account (the SUT shares this host's /etc) that may log in by key but is not in the docker group;
+/// removed on drop.
+struct TempUser(&'static str);
+
+impl TempUser {
+    fn new(name: &'static str) -> TempUser {
+        let sh = |script: &str| {
+            let out = std::process::Command::new("sh")
+                .args(["-c", script])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{script}: {}", stderr(&out));
+        };
+        sh(&format!(
+            "id -u {name} >/dev/null 2>&1 || useradd -M -s /bin/sh {name}"
+        ));
+        // Not locked (sshd without PAM refuses locked accounts), yet no password can match.
+        sh(&format!("usermod -p '*' {name}"));
+        TempUser(name)
+    }
+}
+
+impl Drop for TempUser {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("userdel").arg(self.0).output();
+    }
 }
 
 /// `exectl` JSON output, parsed, with the exit code.
@@ -351,6 +391,29 @@ fn doctor_and_host_tune_on_a_remote_sut() {
         "fail",
         "{report}"
     );
+
+    // A login that may not use the engine's socket gets its own error (root always can).
+    let user = TempUser::new("exectl-nodocker");
+    let out = x.run(&[
+        "status",
+        "--target",
+        &format!("ssh://{}@{}:{}", user.0, sut.addr, sut.ssh_port),
+        "--identity",
+        sut.key.to_str().unwrap(),
+        "--known-hosts",
+        sut.known_hosts.to_str().unwrap(),
+        "--docker-socket",
+        &sut.docker_sock,
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("ssh stage docker socket")
+            && err.contains("exectl-nodocker may not use")
+            && err.contains("usermod -aG docker"),
+        "{err}"
+    );
+    drop(user);
 
     // host tune over SSH changes the SUT's (namespaced) sysctls and nothing on this host.
     let ns = format!("exectl-{}", sut.name());

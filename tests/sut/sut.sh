@@ -194,7 +194,8 @@ cmd_up() {
     die "$veth (INDEX $index) is in use by another SUT; pick another INDEX or run sut.sh down on it"
   fi
   mkdir -p "$DIR" /run/sshd
-  chmod 700 "$DIR"
+  # 711: sshd reads authorized_keys as the logging-in user, who may be other than root.
+  chmod 711 "$DIR"
   echo "$veth" >"$DIR/veth"
   echo "$index" >"$DIR/index"
 
@@ -211,7 +212,7 @@ cmd_up() {
   ssh-keygen -q -t ed25519 -N '' -C "exectl-sut-$NAME-host" -f "$DIR/ssh_host_ed25519_key"
   ssh-keygen -q -t ed25519 -N '' -C "exectl-sut-$NAME-client" -f "$DIR/client_key"
   ssh-keygen -q -t ed25519 -N '' -C "exectl-sut-$NAME-wrong" -f "$DIR/wrong_key"
-  cp "$DIR/client_key.pub" "$DIR/authorized_keys"
+  cp "$DIR/client_key.pub" "$DIR/authorized_keys" && chmod 644 "$DIR/authorized_keys"
   local hostkey
   hostkey=$(cut -d' ' -f1,2 "$DIR/ssh_host_ed25519_key.pub")
   printf '[%s]:%s %s\n' "$ADDR" "$SSH_PORT" "$hostkey" "$ADDR" "$SSH_PORT_NOFWD" "$hostkey" >"$DIR/known_hosts"
