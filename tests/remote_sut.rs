@@ -392,6 +392,62 @@ fn doctor_and_host_tune_on_a_remote_sut() {
         "{report}"
     );
 
+    // Trust on first use records the key once; a changed key is refused naming the fix.
+    let kh = x.state.path().join("tofu_known_hosts");
+    let kh_s = kh.to_str().unwrap().to_string();
+    let probe = |known: &str, accept: bool| {
+        let mut a = vec![
+            "status",
+            "--stack",
+            "never-deployed",
+            "--target",
+            r.url.as_str(),
+            "--identity",
+            sut.key.to_str().unwrap(),
+            "--known-hosts",
+            known,
+            "--docker-socket",
+            r.sock.as_str(),
+        ];
+        if accept {
+            a.push("--accept-new-host-key");
+        }
+        x.run(&a)
+    };
+    let out = probe(&kh_s, true);
+    // Connected (the stack is what is missing: exit 2 naming --stack).
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("trusted the new host key"),
+        "{}",
+        stderr(&out)
+    );
+    let recorded = std::fs::read_to_string(&kh).unwrap();
+    assert_eq!(recorded.lines().count(), 1, "{recorded}");
+    assert!(recorded.starts_with(&format!("[{}]:{} ssh-ed25519 ", sut.addr, sut.ssh_port)));
+    let out = probe(&kh_s, false);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("trusted"));
+    let other_key = std::fs::read_to_string(format!("{}.pub", sut.key.display())).unwrap();
+    let fake = format!(
+        "[{}]:{} {}\n",
+        sut.addr,
+        sut.ssh_port,
+        other_key
+            .split_whitespace()
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    std::fs::write(&kh, fake).unwrap();
+    let out = probe(&kh_s, true);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("CHANGED") && err.contains("ssh-keygen -R"),
+        "{err}"
+    );
+
     // A login that may not use the engine's socket gets its own error (root always can).
     let user = TempUser::new("exectl-nodocker");
     let out = x.run(&[

@@ -102,31 +102,60 @@ pub fn compare(mut e: Effective, s: &DesiredService) -> Effective {
     e
 }
 
-/// Read back every service that asks for limits.
+/// Read back every service that asks for limits (one host command for all of them).
 pub async fn read_back(target: &Target, services: &[DesiredService]) -> Result<Vec<Effective>> {
-    let mut out = Vec::new();
-    for s in services {
-        if s.service.ulimits.is_empty() && s.service.deploy.is_none() {
-            continue;
-        }
-        out.push(compare(
-            read_one(target, &s.container_name, &s.name).await?,
-            s,
-        ));
+    let wanted: Vec<&DesiredService> = services
+        .iter()
+        .filter(|s| !(s.service.ulimits.is_empty() && s.service.deploy.is_none()))
+        .collect();
+    let mut pids = Vec::new();
+    for s in &wanted {
+        pids.push(pid_of(target, &s.container_name).await?);
     }
-    Ok(out)
+    let read = read_pids(target, &pids).await?;
+    Ok(wanted
+        .into_iter()
+        .zip(read)
+        .map(|(s, text)| compare(parse(&s.name, &text), s))
+        .collect())
 }
 
-/// The limits in effect in one running container.
-pub async fn read_one(target: &Target, container: &str, service: &str) -> Result<Effective> {
+/// PID 1 of a running container, as the host sees it.
+pub async fn pid_of(target: &Target, container: &str) -> Result<i64> {
     let info = target.docker.inspect_container(container, None).await?;
-    let pid = info
-        .state
+    info.state
         .and_then(|s| s.pid)
         .filter(|p| *p > 0)
-        .with_context(|| format!("{container} is not running"))?;
-    let text = target.host_shell(SCRIPT, &[&pid.to_string()]).await?;
-    Ok(parse(service, &text))
+        .with_context(|| format!("{container} is not running"))
+}
+
+/// The script's output for each PID, in order, from one host command: over SSH every command costs a
+/// session round trip and a process on the SUT, so a stack's containers are read together.
+pub async fn read_pids(target: &Target, pids: &[i64]) -> Result<Vec<String>> {
+    if pids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let script = format!(
+        "one() {{\n{SCRIPT}}}\nfor p in \"$@\"; do echo \"{MARK}$p\"; one \"$p\" 2>/dev/null; done\n"
+    );
+    let args: Vec<String> = pids.iter().map(|p| p.to_string()).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let text = target.host_shell(&script, &args).await?;
+    Ok(split_pids(&text, pids))
+}
+
+const MARK: &str = "@@exectl-pid ";
+
+/// Each PID's part of the batched output (empty when missing).
+pub fn split_pids(text: &str, pids: &[i64]) -> Vec<String> {
+    let mut parts: std::collections::HashMap<String, String> = Default::default();
+    for chunk in text.split(MARK).skip(1) {
+        let (pid, body) = chunk.split_once('\n').unwrap_or((chunk, ""));
+        parts.insert(pid.trim().to_string(), body.to_string());
+    }
+    pids.iter()
+        .map(|p| parts.remove(&p.to_string()).unwrap_or_default())
+        .collect()
 }
 
 #[cfg(test)]
@@ -147,5 +176,14 @@ mod tests {
         let v2 = "Max open files 1024 4096 files\n--cpu\nmax 100000\n--mem\nmax\n";
         let e = parse("x", v2);
         assert_eq!((e.cpus, e.memory), (None, None));
+    }
+
+    #[test]
+    fn splits_a_batched_read_by_pid() {
+        let text = "@@exectl-pid 7\nMax open files 1 2 files\n--cpu\n@@exectl-pid 9\nMax open files 3 4 files\n";
+        let parts = split_pids(text, &[9, 7, 11]);
+        assert_eq!(parse("a", &parts[0]).nofile_hard, Some(4));
+        assert_eq!(parse("b", &parts[1]).nofile_hard, Some(2));
+        assert_eq!(parts[2], "");
     }
 }

@@ -44,32 +44,35 @@ pub fn read_deployed(target: &Target, stack: &str) -> Result<Deployed> {
 /// One observation of the whole stack; services and instances are probed concurrently.
 pub async fn observe_stack(target: &Target, stack: &str, deployed: &Deployed) -> Result<Report> {
     let observed = observe::observe(&target.docker, stack).await?;
-    let services = futures_util::future::join_all(
-        observed
-            .containers
-            .iter()
-            .map(|c| service_status(target, &c.name, &c.service)),
-    )
-    .await
-    .into_iter()
-    .collect::<Result<Vec<_>>>()?;
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(5))
         .build()?;
     let token = tokio::sync::OnceCell::new();
+    let services = async {
+        let inspected = futures_util::future::join_all(
+            observed
+                .containers
+                .iter()
+                .map(|c| service_status(&target.docker, &c.name, &c.service)),
+        )
+        .await
+        .into_iter()
+        .collect::<Result<Vec<_>>>()?;
+        Ok::<_, anyhow::Error>(with_cgroup_reads(target, inspected).await)
+    };
     let instances = futures_util::future::join_all(
         observed
             .containers
             .iter()
             .filter(|c| c.service == "app" || c.service.starts_with("app-"))
             .map(|c| instance_status(target, &client, &c.name, &c.service, deployed, &token)),
-    )
-    .await;
+    );
+    let (services, instances) = tokio::join!(services, instances);
     Ok(Report {
         stack: stack.to_string(),
         topology: deployed.topology.clone(),
         lb_algorithm: deployed.lb_algorithm.clone(),
-        services,
+        services: services?,
         instances,
         total_connections: 0,
         warnings: vec![],
@@ -78,14 +81,61 @@ pub async fn observe_stack(target: &Target, stack: &str, deployed: &Deployed) ->
     })
 }
 
-async fn service_status(target: &Target, container: &str, service: &str) -> Result<ServiceStatus> {
-    let docker = &target.docker;
+/// CPU %, memory and nofile of every running container from its cgroup and /proc on the host, read
+/// twice 200 ms apart (the engine's own stats endpoint serialises concurrent requests on a one-second
+/// tick), each read one host command for all containers.
+async fn with_cgroup_reads(
+    target: &Target,
+    inspected: Vec<(ServiceStatus, Option<i64>)>,
+) -> Vec<ServiceStatus> {
+    let pids: Vec<i64> = inspected.iter().filter_map(|(_, p)| *p).collect();
+    let first = limits::read_pids(target, &pids).await.ok();
+    let t0 = std::time::Instant::now();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let second = limits::read_pids(target, &pids).await.ok();
+    let elapsed = t0.elapsed().as_nanos() as f64;
+    let mut at = 0;
+    inspected
+        .into_iter()
+        .map(|(mut s, pid)| {
+            if pid.is_none() {
+                return s;
+            }
+            let read = |all: &Option<Vec<String>>| {
+                all.as_ref()
+                    .and_then(|v| v.get(at))
+                    .map(|t| limits::parse(&s.name, t))
+            };
+            let (a, b) = (read(&first), read(&second));
+            at += 1;
+            s.cpu_percent = match (
+                a.as_ref().and_then(|a| a.cpu_usage_ns),
+                b.as_ref().and_then(|b| b.cpu_usage_ns),
+            ) {
+                (Some(x), Some(y)) => Some(y.saturating_sub(x) as f64 / elapsed * 100.0),
+                _ => None,
+            };
+            s.nofile = b.as_ref().and_then(|e| e.nofile_soft);
+            s.mem_bytes = b.as_ref().and_then(|e| e.rss_bytes);
+            s.mem_limit_bytes = b.as_ref().and_then(|e| e.memory);
+            s
+        })
+        .collect()
+}
+
+/// What the engine says of one container, and its PID 1 when running.
+async fn service_status(
+    docker: &Docker,
+    container: &str,
+    service: &str,
+) -> Result<(ServiceStatus, Option<i64>)> {
     let info = docker
         .inspect_container(container, None)
         .await
         .with_context(|| format!("inspecting {container}"))?;
     let state = info.state.clone().unwrap_or_default();
     let running = state.running == Some(true);
+    let pid = state.pid.filter(|p| running && *p > 0);
     let image = info
         .config
         .as_ref()
@@ -105,30 +155,7 @@ async fn service_status(target: &Target, container: &str, service: &str) -> Resu
         .filter(|_| running)
         .and_then(parse_rfc3339)
         .map(|started| now_s().saturating_sub(started));
-    // CPU % from the cgroup's CPU time read twice, 200 ms apart, on the host (the engine's own stats
-    // endpoint serialises concurrent requests on a one-second tick).
-    let (first, second) = if running {
-        let a = limits::read_one(target, container, service).await.ok();
-        let t0 = std::time::Instant::now();
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        let b = limits::read_one(target, container, service).await.ok();
-        (a.map(|a| (a, t0)), b)
-    } else {
-        (None, None)
-    };
-    let cpu_percent = match (&first, &second) {
-        (Some((a, t0)), Some(b)) => match (a.cpu_usage_ns, b.cpu_usage_ns) {
-            (Some(x), Some(y)) => {
-                Some(y.saturating_sub(x) as f64 / t0.elapsed().as_nanos() as f64 * 100.0)
-            }
-            _ => None,
-        },
-        _ => None,
-    };
-    let nofile = second.as_ref().and_then(|e| e.nofile_soft);
-    let mem_bytes = second.as_ref().and_then(|e| e.rss_bytes);
-    let mem_limit_bytes = second.as_ref().and_then(|e| e.memory);
-    Ok(ServiceStatus {
+    let status = ServiceStatus {
         name: service.to_string(),
         container: container.to_string(),
         state: state
@@ -144,11 +171,12 @@ async fn service_status(target: &Target, container: &str, service: &str) -> Resu
         digest,
         uptime_s,
         restarts: info.restart_count.unwrap_or(0),
-        cpu_percent,
-        mem_bytes,
-        mem_limit_bytes,
-        nofile,
-    })
+        cpu_percent: None,
+        mem_bytes: None,
+        mem_limit_bytes: None,
+        nofile: None,
+    };
+    Ok((status, pid))
 }
 
 /// `/api/websocket/info` on the instance's own address (never through the LB); with the stack's admin token when the image

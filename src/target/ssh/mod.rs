@@ -47,8 +47,25 @@ pub fn shell_quote(s: &str) -> String {
 impl Link {
     /// Connect (blocking: call from spawn_blocking), in stages, and prove the Docker socket forwards.
     pub fn connect(o: &ConnectOptions, docker_socket: &str) -> Result<Link, SshError> {
-        let (control, peer, _) = connect::open_session(o)?;
-        let (tun, _, fd) = connect::open_session(o)?;
+        // The tunnel's session is opened alongside: two handshakes in the time of one.
+        // Only the first records a new host key; the second retries once it is recorded.
+        let second = {
+            let mut o = o.clone();
+            o.accept_new_host_key = false;
+            std::thread::spawn(move || connect::open_session(&o))
+        };
+        let first = connect::open_session(o);
+        let second = second.join().map_err(|_| SshError::Handshake {
+            addr: o.url.known_hosts_name(),
+            reason: "the connecting thread panicked".into(),
+        })?;
+        let (control, peer, _) = first?;
+        let (tun, _, fd) = match second {
+            Err(SshError::UnknownHostKey { .. }) if o.accept_new_host_key => {
+                connect::open_session(o)?
+            }
+            other => other?,
+        };
         match tun.channel_direct_streamlocal(docker_socket, None) {
             Ok(mut ch) => {
                 let _ = ch.close();
