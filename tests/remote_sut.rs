@@ -204,6 +204,26 @@ async fn ha_stack_on_a_remote_sut_over_ssh() {
     assert_eq!(env.permissions().mode() & 0o777, 0o600);
     assert!(std::path::Path::new(&format!("/opt/exectl/{STACK}/nginx/nginx.conf")).exists());
 
+    // plan over the same link: the SUT already matches the spec.
+    let mut plan = vec![
+        "plan",
+        "ha",
+        "--stack",
+        STACK,
+        "--instances",
+        "2",
+        "--lb-port",
+        LB_PORT,
+    ];
+    plan.extend(HA_LIMITS);
+    plan.extend(["--images", FIXTURES, "--health-interval", "1s", "--json"]);
+    let planned: serde_json::Value = serde_json::from_str(&r.ok(&plan)).unwrap();
+    assert_eq!(planned["noop"], true, "{planned}");
+    let mut plan4 = plan.clone();
+    plan4[4] = "4";
+    let planned: serde_json::Value = serde_json::from_str(&r.ok(&plan4)).unwrap();
+    assert_eq!(planned["noop"], false, "{planned}");
+
     // Prepare seeds the SUT's PostgreSQL and verifies through the SUT's front door.
     let out = r.ok(&[
         "prepare",

@@ -354,6 +354,20 @@ done
 true
 "#;
 
+/// Pure: the engine's API version against `MIN_API`; the problem, worded, when too old or unreadable.
+pub fn api_is_supported(api: &str, engine: &str) -> Result<(), String> {
+    let parsed = api
+        .split_once('.')
+        .and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?)));
+    match parsed {
+        Some(v) if v >= MIN_API => Ok(()),
+        _ => Err(format!(
+            "speaks API {api:?} (engine {engine}), older than the {}.{} exectl needs",
+            MIN_API.0, MIN_API.1
+        )),
+    }
+}
+
 /// bollard over the forwarded socket, with the API version checked: a too-old engine is named.
 async fn remote_engine(link: &ssh::Link) -> Result<Docker> {
     let name = link.url.known_hosts_name();
@@ -383,23 +397,8 @@ async fn remote_engine(link: &ssh::Link) -> Result<Docker> {
             )
         })?;
     let api = version.api_version.clone().unwrap_or_default();
-    let parsed = api
-        .split_once('.')
-        .and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?)));
-    match parsed {
-        Some(v) if v >= MIN_API => {}
-        _ => {
-            return Err(api_err(
-                format!(
-                    "speaks API {api:?} (engine {}), older than the {}.{} exectl needs",
-                    version.version.unwrap_or_default(),
-                    MIN_API.0,
-                    MIN_API.1
-                ),
-                "upgrade Docker on the SUT to 20.10 or newer",
-            )
-            .into())
-        }
+    if let Err(problem) = api_is_supported(&api, version.version.as_deref().unwrap_or("?")) {
+        return Err(api_err(problem, "upgrade Docker on the SUT to 20.10 or newer").into());
     }
     Ok(docker.negotiate_version().await?)
 }
@@ -419,6 +418,19 @@ pub fn parse_nofile(limits: &str) -> Option<(u64, u64)> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn engine_api_versions() {
+        assert!(super::api_is_supported("1.41", "20.10.24").is_ok());
+        assert!(super::api_is_supported("1.47", "27.3").is_ok());
+        assert!(super::api_is_supported("2.0", "x").is_ok());
+        let e = super::api_is_supported("1.40", "19.03.15").unwrap_err();
+        assert!(
+            e.contains("\"1.40\" (engine 19.03.15)") && e.contains("1.41"),
+            "{e}"
+        );
+        assert!(super::api_is_supported("", "?").is_err());
+    }
+
     #[test]
     fn reads_nofile_from_proc_limits() {
         let text = "Limit                     Soft Limit           Hard Limit           Units\n\
