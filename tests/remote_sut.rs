@@ -220,7 +220,7 @@ async fn ha_stack_on_a_remote_sut_over_ssh() {
     let planned: serde_json::Value = serde_json::from_str(&r.ok(&plan)).unwrap();
     assert_eq!(planned["noop"], true, "{planned}");
     let mut plan4 = plan.clone();
-    plan4[4] = "4";
+    plan4[5] = "4";
     let planned: serde_json::Value = serde_json::from_str(&r.ok(&plan4)).unwrap();
     assert_eq!(planned["noop"], false, "{planned}");
 
