@@ -468,6 +468,74 @@ fn doctor_and_host_tune_on_a_remote_sut() {
         "{err}"
     );
 
+    // Without --identity: the SSH agent's key, else ~/.ssh/id_ed25519 (HOME is a fresh folder, so no
+    // other key of this machine can be the one that worked).
+    let home = tempfile::tempdir().unwrap();
+    let no_identity = |env: &[(&str, &str)]| {
+        let mut c = x.command(&[
+            "status",
+            "--stack",
+            "never-deployed",
+            "--target",
+            r.url.as_str(),
+            "--known-hosts",
+            sut.known_hosts.to_str().unwrap(),
+            "--docker-socket",
+            r.sock.as_str(),
+        ]);
+        c.env("HOME", home.path()).env_remove("SSH_AUTH_SOCK");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    let out = no_identity(&[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no key found"), "{}", stderr(&out));
+    let agent_sock = home.path().join("agent.sock");
+    let agent = std::process::Command::new("ssh-agent")
+        .args(["-D", "-a"])
+        .arg(&agent_sock)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _agent = Kill(agent);
+    for _ in 0..50 {
+        if agent_sock.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let added = std::process::Command::new("ssh-add")
+        .arg(&sut.key)
+        .env("SSH_AUTH_SOCK", &agent_sock)
+        .output()
+        .unwrap();
+    assert!(added.status.success(), "{}", stderr(&added));
+    let out = no_identity(&[("SSH_AUTH_SOCK", agent_sock.to_str().unwrap())]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "connected with the agent's key: {}",
+        stderr(&out)
+    );
+    std::fs::create_dir(home.path().join(".ssh")).unwrap();
+    std::fs::copy(&sut.key, home.path().join(".ssh/id_ed25519")).unwrap();
+    let out = no_identity(&[]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "connected with ~/.ssh/id_ed25519: {}",
+        stderr(&out)
+    );
+
     // A login that may not use the engine's socket gets its own error (root always can).
     let user = TempUser::new("exectl-nodocker");
     let out = x.run(&[

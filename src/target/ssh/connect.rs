@@ -195,9 +195,16 @@ fn check_host_key(sess: &Session, o: &ConnectOptions) -> Result<(), SshError> {
 /// One OpenSSH known_hosts line appended (the file and its folder made private if new).
 fn append_known_host(file: &Path, name: &str, kind: &str, key: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir)?;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    if let Some(dir) = file
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty() && !d.exists())
+    {
+        // A new ~/.ssh is private, as ssh itself makes it.
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
     }
     let line = format!(
         "{name} {kind} {}\n",
