@@ -285,8 +285,31 @@ async fn ha_stack_on_a_remote_sut_over_ssh() {
     // Nothing of this stack was ever created on the local engine.
     assert!(labelled(&local, STACK).await.is_empty());
 
+    // The stack's lock lives on the SUT too: another machine's deploy holds it, so teardown is refused
+    // naming the holder and changes nothing; --break-lock takes it.
+    let lock = format!("/opt/exectl/.locks/{STACK}.lock");
+    assert!(
+        !std::path::Path::new(&lock).exists(),
+        "released after each command"
+    );
+    std::fs::create_dir_all("/opt/exectl/.locks").unwrap();
+    std::fs::write(
+        &lock,
+        r#"{"pid":1,"host":"bench-b","command":"exectl deploy","since":"2026-11-29 00:00:00 UTC","since_epoch":0}"#,
+    )
+    .unwrap();
+    let out = r.run(&["teardown", "--stack", STACK, "--purge"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("locked by exectl deploy (pid 1 on bench-b)") && err.contains("--break-lock"),
+        "{err}"
+    );
+    assert!(!r.on_sut().is_empty(), "a refused teardown removes nothing");
+
     // Teardown: nothing of the stack left on the SUT, nor its uploaded folder.
-    r.ok(&["teardown", "--stack", STACK, "--purge"]);
+    r.ok(&["teardown", "--stack", STACK, "--purge", "--break-lock"]);
+    assert!(!std::path::Path::new(&lock).exists());
     assert_eq!(r.on_sut(), Vec::<String>::new());
     assert!(!std::path::Path::new(&format!("/opt/exectl/{STACK}")).exists());
     assert!(labelled(&local, STACK).await.is_empty());

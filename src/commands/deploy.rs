@@ -3,7 +3,7 @@
 use super::{load_spec, load_templates};
 use crate::cli::{DeployArgs, PlanArgs};
 use crate::engine::desired::{self, Desired};
-use crate::engine::{apply, limits, lock::StackLock, observe, preflight};
+use crate::engine::{apply, limits, observe, preflight};
 use crate::plan::{self, Plan};
 use crate::render::{self, Bundle};
 use crate::spec::Spec;
@@ -166,12 +166,9 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
     };
     let pulled = preflight::images(&target, &images).await?;
 
-    let _lock = StackLock::acquire(
-        &target.stack_dir(&stack),
-        &stack,
-        "exectl deploy",
-        args.break_lock,
-    )?;
+    let _lock =
+        crate::engine::remote_lock::lock_stack(&target, &stack, "exectl deploy", args.break_lock)
+            .await?;
     secrets::save_if_absent(&target.stack_dir(&stack), &p.secrets)?;
     p.bundle.write_to(&target.bundle_dir(&stack))?;
     target.upload_bundle(&stack, &p.bundle).await?;

@@ -2,7 +2,6 @@
 //! seed it, print the summary. Exit 0 when every check passed; 1 otherwise.
 
 use crate::cli::PrepareArgs;
-use crate::engine::lock::StackLock;
 use crate::error::UsageError;
 use crate::prepare::plan::{self, EmailPattern, Visibility};
 use crate::prepare::{self, Options, Stack, Summary, Via};
@@ -164,12 +163,13 @@ pub async fn run(args: &PrepareArgs) -> Result<bool> {
         .out
         .clone()
         .unwrap_or_else(|| target.stack_dir(&stack_name));
-    let _lock = StackLock::acquire(
-        &target.stack_dir(&stack_name),
+    let _lock = crate::engine::remote_lock::lock_stack(
+        &target,
         &stack_name,
         "exectl prepare",
         args.break_lock,
-    )?;
+    )
+    .await?;
 
     let Some(mut opts) = opts else {
         let r = prepare::reset(&target, &stack, &pattern.0, &out, pattern.1).await?;

@@ -1,18 +1,15 @@
 //! `exectl teardown`: remove the stack's containers and network (and volumes with --purge).
 
 use crate::cli::TeardownArgs;
-use crate::engine::{lock::StackLock, teardown};
+use crate::engine::teardown;
 use anyhow::Result;
 
 pub async fn run(args: &TeardownArgs) -> Result<()> {
     let stack = crate::spec::resolve_stack_name(args.stack.as_deref())?;
     let target = super::connect(&args.target).await?;
-    let lock = StackLock::acquire(
-        &target.stack_dir(&stack),
-        &stack,
-        "exectl teardown",
-        args.break_lock,
-    )?;
+    let lock =
+        crate::engine::remote_lock::lock_stack(&target, &stack, "exectl teardown", args.break_lock)
+            .await?;
     let removed = teardown::teardown(&target.docker, &stack, args.purge).await?;
     // The files uploaded for the containers (the .env holds secrets) go with them; the local copy and
     // the secrets stay unless --purge, so a re-deploy finds its data's passwords.

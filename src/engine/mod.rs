@@ -7,5 +7,6 @@ pub mod limits;
 pub mod lock;
 pub mod observe;
 pub mod preflight;
+pub mod remote_lock;
 pub mod teardown;
 pub mod wait;

@@ -1,0 +1,160 @@
+//! The stack's lock on a remote SUT as well: operators on two machines must not deploy the same stack at
+//! once. A file under /opt/exectl/.locks, created with the shell's noclobber (atomic), naming its holder
+//! like the local lock; a holder from this machine whose process is gone is stale and taken over.
+
+use super::lock::{alive, format_epoch, hostname, Holder, Locked, StackLock};
+use crate::target::{ssh::shell_quote, ssh::Link, Target, REMOTE_STACKS_ROOT};
+use anyhow::{Context, Result};
+use std::sync::Arc;
+
+/// Both locks of a deploy, teardown or prepare: the local one, and the SUT's for a remote target.
+pub struct StackGuard {
+    _local: StackLock,
+    _remote: Option<RemoteLock>,
+}
+
+pub struct RemoteLock {
+    link: Arc<Link>,
+    path: String,
+    mine: String,
+}
+
+const ACQUIRE: &str = r#"mkdir -p "$(dirname "$1")" || exit 3
+if ( set -C; printf '%s\n' "$2" > "$1" ) 2>/dev/null; then echo acquired; else echo held; cat "$1"; fi"#;
+
+/// Take the local lock, then the SUT's (remote targets).
+pub async fn lock_stack(
+    target: &Target,
+    stack: &str,
+    command: &str,
+    break_lock: bool,
+) -> Result<StackGuard> {
+    let local = StackLock::acquire(&target.stack_dir(stack), stack, command, break_lock)?;
+    let remote = match &target.remote {
+        None => None,
+        Some(link) => Some(acquire_remote(target, link, stack, command, break_lock).await?),
+    };
+    Ok(StackGuard {
+        _local: local,
+        _remote: remote,
+    })
+}
+
+async fn acquire_remote(
+    target: &Target,
+    link: &Arc<Link>,
+    stack: &str,
+    command: &str,
+    break_lock: bool,
+) -> Result<RemoteLock> {
+    let path = format!("{REMOTE_STACKS_ROOT}/.locks/{stack}.lock");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs();
+    let me = Holder {
+        pid: std::process::id(),
+        host: hostname(),
+        command: command.to_string(),
+        since: format_epoch(now),
+        since_epoch: now,
+    };
+    let mine = serde_json::to_string(&me)?;
+    for _ in 0..2 {
+        let out = target
+            .host_shell(ACQUIRE, &[&path, &mine])
+            .await
+            .with_context(|| format!("taking the lock {path} on {}", target.describe()))?;
+        let (verdict, rest) = out.split_once('\n').unwrap_or((out.as_str(), ""));
+        if verdict.trim() == "acquired" {
+            return Ok(RemoteLock {
+                link: link.clone(),
+                path,
+                mine,
+            });
+        }
+        let holder: Option<Holder> = serde_json::from_str(rest.trim()).ok();
+        if takeover(holder.as_ref(), &me, break_lock, alive) {
+            if let Some(h) = &holder {
+                eprintln!(
+                    "note: taking over the lock of stack {stack} on {} held by {} (pid {} on {}) since {}",
+                    target.describe(),
+                    h.command,
+                    h.pid,
+                    h.host,
+                    h.since
+                );
+            }
+            target.host_shell(r#"rm -f -- "$1""#, &[&path]).await?;
+            continue;
+        }
+        return Err(Locked {
+            stack: format!("{stack} on {}", target.describe()),
+            holder: holder.expect("a holder that is not taken over"),
+        }
+        .into());
+    }
+    anyhow::bail!(
+        "could not take the lock {path} on {} (raced twice)",
+        target.describe()
+    )
+}
+
+/// Pure: whether a held lock may be taken: unreadable, broken on request, or held by a process of this
+/// machine that is gone.
+pub fn takeover(
+    holder: Option<&Holder>,
+    me: &Holder,
+    break_lock: bool,
+    alive: impl Fn(u32) -> bool,
+) -> bool {
+    match holder {
+        None => true,
+        Some(h) => break_lock || (h.host == me.host && !alive(h.pid)),
+    }
+}
+
+impl Drop for RemoteLock {
+    fn drop(&mut self) {
+        // Blocking, but brief: one exec on the SUT. Only our own lock is removed (and the folders it
+        // leaves empty: nothing of exectl stays on a SUT after the last teardown).
+        let cmd = format!(
+            "sh -c {} sh {} {}",
+            shell_quote(
+                r#"[ "$(cat "$1" 2>/dev/null)" = "$2" ] && rm -f -- "$1"
+d=$(dirname -- "$1"); rmdir -- "$d" "$(dirname -- "$d")" 2>/dev/null; true"#
+            ),
+            shell_quote(&self.path),
+            shell_quote(&self.mine)
+        );
+        let _ = self.link.exec(&cmd, None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn holder(host: &str, pid: u32) -> Holder {
+        Holder {
+            pid,
+            host: host.into(),
+            command: "exectl deploy".into(),
+            since: "then".into(),
+            since_epoch: 0,
+        }
+    }
+
+    #[test]
+    fn only_dead_holders_of_this_machine_or_broken_locks_are_taken() {
+        let me = holder("bench-a", 1);
+        let dead = |_| false;
+        let live = |_| true;
+        assert!(takeover(None, &me, false, live));
+        assert!(takeover(Some(&holder("bench-a", 7)), &me, false, dead));
+        assert!(!takeover(Some(&holder("bench-a", 7)), &me, false, live));
+        // Another machine's process cannot be checked from here: refused unless --break-lock.
+        assert!(!takeover(Some(&holder("bench-b", 7)), &me, false, dead));
+        assert!(takeover(Some(&holder("bench-b", 7)), &me, true, live));
+    }
+}
