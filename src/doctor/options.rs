@@ -100,19 +100,8 @@ fn parse_cpus(v: &str) -> Result<f64, UsageError> {
 }
 
 fn parse_memory(v: &str) -> Result<u64, UsageError> {
-    let t = v.trim().to_ascii_lowercase();
-    let (num, mult) = match t.chars().last() {
-        Some('k') => (&t[..t.len() - 1], 1u64 << 10),
-        Some('m') => (&t[..t.len() - 1], 1 << 20),
-        Some('g') => (&t[..t.len() - 1], 1 << 30),
-        Some('b') => (&t[..t.len() - 1], 1),
-        _ => (t.as_str(), 1),
-    };
-    num.parse::<f64>()
-        .ok()
-        .filter(|n| n.is_finite() && *n > 0.0)
-        .map(|n| (n * mult as f64) as u64)
-        .filter(|b| *b >= 6 << 20)
+    crate::spec::memory_size(v)
+        .filter(|b| *b >= crate::spec::MIN_MEMORY)
         .ok_or_else(|| {
             UsageError::new(
                 "--memory",

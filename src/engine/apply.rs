@@ -125,18 +125,9 @@ pub fn container_body(s: &DesiredService, network: &str) -> Result<ContainerCrea
 
 /// "2g", "512m", "1.5g" → bytes.
 pub fn memory_bytes(text: &str) -> Result<i64> {
-    let t = text.to_ascii_lowercase();
-    let (num, mult) = match t.chars().last() {
-        Some('k') => (&t[..t.len() - 1], 1i64 << 10),
-        Some('m') => (&t[..t.len() - 1], 1 << 20),
-        Some('g') => (&t[..t.len() - 1], 1 << 30),
-        Some('b') => (&t[..t.len() - 1], 1),
-        _ => (t.as_str(), 1),
-    };
-    let n: f64 = num
-        .parse()
-        .map_err(|_| anyhow::anyhow!("cannot read memory size {text:?}"))?;
-    Ok((n * mult as f64) as i64)
+    crate::spec::memory_size(text)
+        .map(|b| b as i64)
+        .ok_or_else(|| anyhow::anyhow!("cannot read memory size {text:?}"))
 }
 
 async fn remove_container(docker: &Docker, name: &str) -> Result<()> {

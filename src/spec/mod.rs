@@ -5,7 +5,7 @@ mod input;
 mod resolve;
 
 pub use input::{load_images_file, load_spec_file, Origin, Raw, SpecInput};
-pub use resolve::{resolve, resolve_stack_name, DEFAULT_STACK};
+pub use resolve::{memory_size, resolve, resolve_stack_name, DEFAULT_STACK, MIN_MEMORY};
 
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -444,8 +444,10 @@ fn parse_duration_s(r: &Raw) -> Result<u32, UsageError> {
     })
 }
 
-fn parse_memory(r: &Raw) -> Result<(String, u64), UsageError> {
-    let v = r.value.to_ascii_lowercase();
+/// Bytes of a memory size such as `512m`, `1.5g`, `64k`, `100b` or a plain number (k/m/g are powers of
+/// 1024, as Docker reads them). Pure; the one parser of sizes for the spec, deploy and doctor.
+pub fn memory_size(text: &str) -> Option<u64> {
+    let v = text.trim().to_ascii_lowercase();
     let (num, mult) = match v.chars().last() {
         Some('k') => (&v[..v.len() - 1], 1u64 << 10),
         Some('m') => (&v[..v.len() - 1], 1 << 20),
@@ -453,16 +455,20 @@ fn parse_memory(r: &Raw) -> Result<(String, u64), UsageError> {
         Some('b') => (&v[..v.len() - 1], 1),
         _ => (v.as_str(), 1),
     };
-    let bytes = num
-        .parse::<f64>()
+    num.parse::<f64>()
         .ok()
         .filter(|n| {
             n.is_finite() && *n > 0.0 && num.chars().all(|c| c.is_ascii_digit() || c == '.')
         })
-        .map(|n| (n * mult as f64) as u64);
-    match bytes {
-        // Docker refuses memory limits below 6 MiB.
-        Some(b) if b >= 6 << 20 => Ok((v, b)),
+        .map(|n| (n * mult as f64) as u64)
+}
+
+/// Docker refuses memory limits below 6 MiB.
+pub const MIN_MEMORY: u64 = 6 << 20;
+
+fn parse_memory(r: &Raw) -> Result<(String, u64), UsageError> {
+    match memory_size(&r.value) {
+        Some(b) if b >= MIN_MEMORY => Ok((r.value.to_ascii_lowercase(), b)),
         _ => Err(r.error(
             "expected a memory size of at least 6m",
             "pass a size such as 512m or 2g",
