@@ -1,6 +1,6 @@
 //! `exectl deploy` and `exectl plan`: render, preflight, converge the target's engine on the bundle.
 
-use super::{load_spec, load_templates};
+use super::{load_templates, spec_from};
 use crate::cli::{DeployArgs, PlanArgs};
 use crate::engine::desired::{self, Desired};
 use crate::engine::{apply, limits, observe, preflight};
@@ -24,8 +24,12 @@ struct Prepared {
     desired: Desired,
 }
 
-fn prepare(args: &crate::cli::SpecArgs, target: &Target) -> Result<Prepared> {
-    let spec = load_spec(args)?;
+fn prepare(
+    file: crate::spec::SpecInput,
+    args: &crate::cli::SpecArgs,
+    target: &Target,
+) -> Result<Prepared> {
+    let spec = spec_from(file, args)?;
     let templates = load_templates(args)?;
     let secrets = secrets::load_or_generate(&target.stack_dir(&spec.stack), false)?;
     let bundle = render::render(&spec, &secrets, &templates)?;
@@ -65,8 +69,8 @@ fn print_plan(plan: &Plan) {
 }
 
 pub async fn plan_cmd(args: &PlanArgs) -> Result<()> {
-    let target = super::connect_with_spec(&args.target, &args.spec).await?;
-    let p = prepare(&args.spec, &target)?;
+    let (file, target) = super::connect_with_spec(&args.target, &args.spec).await?;
+    let p = prepare(file, &args.spec, &target)?;
     let observed = observe::observe(&target.docker, &p.spec.stack).await?;
     let plan = plan::plan(&p.desired, &observed);
     if args.json {
@@ -134,8 +138,8 @@ impl Reporter {
 pub async fn deploy(args: &DeployArgs) -> Result<bool> {
     let started = Instant::now();
     let timeout = parse_timeout(&args.wait_timeout)?;
-    let target = super::connect_with_spec(&args.target, &args.spec).await?;
-    let p = prepare(&args.spec, &target)?;
+    let (file, target) = super::connect_with_spec(&args.target, &args.spec).await?;
+    let p = prepare(file, &args.spec, &target)?;
     let stack = p.spec.stack.clone();
 
     // Preflight: nothing is created before these pass.

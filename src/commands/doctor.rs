@@ -47,20 +47,13 @@ pub async fn run(args: &DoctorArgs) -> Result<i32> {
     let spec = crate::commands::target_spec(&args.target)?;
     let opts = read_options(args, &spec)?;
     let facts = gather(&spec).await;
-    let report = Report::new(describe(&spec), assess(&facts, &opts));
+    let report = Report::new(spec.describe(), assess(&facts, &opts));
     if args.json {
         println!("{}", report.json());
     } else {
         print!("{}", report.table());
     }
     Ok(report.exit_code())
-}
-
-fn describe(spec: &TargetSpec) -> String {
-    match &spec.ssh {
-        None => "the local engine".to_string(),
-        Some(o) => o.url.to_string(),
-    }
 }
 
 /// The flags, checked, with the deployed stack's recorded limits (read from local state: no connection).
@@ -73,7 +66,7 @@ fn read_options(args: &DoctorArgs, spec: &TargetSpec) -> Result<crate::doctor::O
     let lock = match &stack {
         None => None,
         Some(s) => {
-            let path = spec.stack_dir(s).join("bundle").join(crate::render::LOCK);
+            let path = spec.bundle_dir(s).join(crate::render::LOCK);
             Some(std::fs::read_to_string(&path).map_err(|_| {
                 UsageError::new(
                     "--stack",

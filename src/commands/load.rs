@@ -62,10 +62,9 @@ pub fn options(args: &LoadArgs) -> Result<LoadOptions, UsageError> {
     let endpoint = match (&args.stack, &args.url) {
         (Some(stack), _) => {
             let stack = crate::spec::resolve_stack_name(Some(stack))?;
-            let lock =
-                std::fs::read_to_string(stack_dir(&stack).join("bundle").join(crate::render::LOCK))
-                    .ok()
-                    .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+            let lock = std::fs::read_to_string(target.bundle_dir(&stack).join(crate::render::LOCK))
+                .ok()
+                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
             endpoint::from_stack(&stack, lock.as_ref(), target_ip)?
         }
         (None, Some(url)) => endpoint::from_url(url, &AllowList::loopback_only().allow(target_ip))?,

@@ -18,7 +18,11 @@ use anyhow::Result;
 
 /// exectl.yaml, then flags, then the images file: the validated spec.
 pub fn load_spec(args: &SpecArgs) -> Result<Spec> {
-    let file = spec::load_spec_file(args.config.as_deref())?;
+    spec_from(spec::load_spec_file(args.config.as_deref())?, args)
+}
+
+/// The validated spec from an exectl.yaml already read, overridden by the flags and the images file.
+pub fn spec_from(file: spec::SpecInput, args: &SpecArgs) -> Result<Spec> {
     let mut flags = args.to_input();
     if let Some(path) = &args.images {
         flags.images = spec::load_images_file(path)?;
@@ -44,14 +48,15 @@ pub fn target_spec(
     crate::target::resolve(args, file.target.as_ref())
 }
 
-/// Connect to the target of a spec-driven command: flags, EXECTL_TARGET, then its exectl.yaml's `target:`.
+/// A spec-driven command's exectl.yaml (read once) and its target, connected: flags, EXECTL_TARGET,
+/// then the file's `target:`.
 pub async fn connect_with_spec(
     args: &crate::cli::TargetArgs,
     spec_args: &SpecArgs,
-) -> Result<crate::target::Target> {
+) -> Result<(spec::SpecInput, crate::target::Target)> {
     let file = spec::load_spec_file(spec_args.config.as_deref())?;
-    let spec = crate::target::resolve(args, file.target.as_ref())?;
-    crate::target::Target::connect(&spec).await
+    let target = crate::target::resolve(args, file.target.as_ref())?;
+    Ok((file, crate::target::Target::connect(&target).await?))
 }
 
 /// Connect to the target named by the flags (see `target_spec`).

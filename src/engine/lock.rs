@@ -17,6 +17,37 @@ pub struct Holder {
     pub since_epoch: u64,
 }
 
+impl Holder {
+    /// This process, running `command`, from now.
+    pub fn me(command: &str) -> Holder {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs();
+        Holder {
+            pid: std::process::id(),
+            host: hostname(),
+            command: command.to_string(),
+            since: format_epoch(now),
+            since_epoch: now,
+        }
+    }
+}
+
+/// Pure: whether a held lock may be taken: unreadable, broken on request, or held by a process of this
+/// machine that is gone (another machine's process cannot be checked from here).
+pub fn takeover(
+    holder: Option<&Holder>,
+    me: &Holder,
+    break_lock: bool,
+    alive: impl Fn(u32) -> bool,
+) -> bool {
+    match holder {
+        None => true,
+        Some(h) => break_lock || (h.host == me.host && !alive(h.pid)),
+    }
+}
+
 #[derive(Debug)]
 pub struct StackLock {
     path: PathBuf,
@@ -29,7 +60,7 @@ pub struct Locked {
     pub holder: Holder,
 }
 
-pub(crate) fn hostname() -> String {
+fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".into())
@@ -43,17 +74,7 @@ impl StackLock {
     pub fn acquire(dir: &Path, stack: &str, command: &str, break_lock: bool) -> Result<StackLock> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let path = dir.join("exectl.lock");
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs();
-        let me = Holder {
-            pid: std::process::id(),
-            host: hostname(),
-            command: command.to_string(),
-            since: format_epoch(now),
-            since_epoch: now,
-        };
+        let me = Holder::me(command);
         for _ in 0..2 {
             match std::fs::OpenOptions::new()
                 .write(true)
@@ -68,10 +89,7 @@ impl StackLock {
                     let holder: Option<Holder> = std::fs::read_to_string(&path)
                         .ok()
                         .and_then(|t| serde_json::from_str(&t).ok());
-                    let stale = match &holder {
-                        None => true,
-                        Some(h) => h.host == me.host && !alive(h.pid),
-                    };
+                    let stale = takeover(holder.as_ref(), &me, false, alive);
                     if stale || break_lock {
                         if let Some(h) = &holder {
                             eprintln!(
@@ -161,6 +179,29 @@ mod tests {
             let _l = StackLock::acquire(dir.path(), "exe", "deploy", false).unwrap();
         }
         assert!(!dir.path().join("exectl.lock").exists());
+    }
+
+    fn holder(host: &str, pid: u32) -> Holder {
+        Holder {
+            pid,
+            host: host.into(),
+            command: "exectl deploy".into(),
+            since: "then".into(),
+            since_epoch: 0,
+        }
+    }
+
+    #[test]
+    fn only_dead_holders_of_this_machine_or_broken_locks_are_taken() {
+        let me = holder("bench-a", 1);
+        let dead = |_| false;
+        let live = |_| true;
+        assert!(takeover(None, &me, false, live));
+        assert!(takeover(Some(&holder("bench-a", 7)), &me, false, dead));
+        assert!(!takeover(Some(&holder("bench-a", 7)), &me, false, live));
+        // Another machine's process cannot be checked from here: refused unless --break-lock.
+        assert!(!takeover(Some(&holder("bench-b", 7)), &me, false, dead));
+        assert!(takeover(Some(&holder("bench-b", 7)), &me, true, live));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! once. A file under /opt/exectl/.locks, created with the shell's noclobber (atomic), naming its holder
 //! like the local lock; a holder from this machine whose process is gone is stale and taken over.
 
-use super::lock::{alive, format_epoch, hostname, Holder, Locked, StackLock};
+use super::lock::{alive, takeover, Holder, Locked, StackLock};
 use crate::target::{ssh::shell_quote, ssh::Link, Target, REMOTE_STACKS_ROOT};
 use anyhow::{Context, Result};
 use std::sync::Arc;
@@ -48,17 +48,7 @@ async fn acquire_remote(
     break_lock: bool,
 ) -> Result<RemoteLock> {
     let path = format!("{REMOTE_STACKS_ROOT}/.locks/{stack}.lock");
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs();
-    let me = Holder {
-        pid: std::process::id(),
-        host: hostname(),
-        command: command.to_string(),
-        since: format_epoch(now),
-        since_epoch: now,
-    };
+    let me = Holder::me(command);
     let mine = serde_json::to_string(&me)?;
     for _ in 0..2 {
         let out = target
@@ -100,20 +90,6 @@ async fn acquire_remote(
     )
 }
 
-/// Pure: whether a held lock may be taken: unreadable, broken on request, or held by a process of this
-/// machine that is gone.
-pub fn takeover(
-    holder: Option<&Holder>,
-    me: &Holder,
-    break_lock: bool,
-    alive: impl Fn(u32) -> bool,
-) -> bool {
-    match holder {
-        None => true,
-        Some(h) => break_lock || (h.host == me.host && !alive(h.pid)),
-    }
-}
-
 impl Drop for RemoteLock {
     fn drop(&mut self) {
         // Blocking, but brief: one exec on the SUT. Only our own lock is removed (and the folders it
@@ -128,33 +104,5 @@ d=$(dirname -- "$1"); rmdir -- "$d" "$(dirname -- "$d")" 2>/dev/null; true"#
             shell_quote(&self.mine)
         );
         let _ = self.link.exec(&cmd, None);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn holder(host: &str, pid: u32) -> Holder {
-        Holder {
-            pid,
-            host: host.into(),
-            command: "exectl deploy".into(),
-            since: "then".into(),
-            since_epoch: 0,
-        }
-    }
-
-    #[test]
-    fn only_dead_holders_of_this_machine_or_broken_locks_are_taken() {
-        let me = holder("bench-a", 1);
-        let dead = |_| false;
-        let live = |_| true;
-        assert!(takeover(None, &me, false, live));
-        assert!(takeover(Some(&holder("bench-a", 7)), &me, false, dead));
-        assert!(!takeover(Some(&holder("bench-a", 7)), &me, false, live));
-        // Another machine's process cannot be checked from here: refused unless --break-lock.
-        assert!(!takeover(Some(&holder("bench-b", 7)), &me, false, dead));
-        assert!(takeover(Some(&holder("bench-b", 7)), &me, true, live));
     }
 }

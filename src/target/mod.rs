@@ -48,6 +48,19 @@ impl TargetSpec {
         crate::secrets::stack_dir(&crate::secrets::state_root(), &self.key(), stack)
     }
 
+    /// The local copy of a stack's rendered bundle on this target (what status, prepare, load read).
+    pub fn bundle_dir(&self, stack: &str) -> PathBuf {
+        self.stack_dir(stack).join("bundle")
+    }
+
+    /// "the local engine" or the SSH URL, for messages.
+    pub fn describe(&self) -> String {
+        match &self.ssh {
+            None => "the local engine".to_string(),
+            Some(o) => o.url.to_string(),
+        }
+    }
+
     /// Where the target's published ports answer: loopback, or the SUT's address (resolved once).
     pub fn address(&self) -> Result<IpAddr, UsageError> {
         let Some(o) = &self.ssh else {
@@ -180,12 +193,9 @@ impl Target {
         self.remote.is_some()
     }
 
-    /// "local" or the SSH URL, for messages.
+    /// "the local engine" or the SSH URL, for messages.
     pub fn describe(&self) -> String {
-        match &self.remote {
-            None => "the local engine".to_string(),
-            Some(l) => l.url.to_string(),
-        }
+        self.spec.describe()
     }
 
     /// The stack's local state folder (secrets, lock, the bundle's copy, manifest).
@@ -195,7 +205,7 @@ impl Target {
 
     /// The local copy of the rendered bundle (what status, prepare and load read).
     pub fn bundle_dir(&self, stack: &str) -> PathBuf {
-        self.stack_dir(stack).join("bundle")
+        self.spec.bundle_dir(stack)
     }
 
     /// The bundle's folder on the target's host: bind-mount sources point there.
