@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::Exectl;
+use common::{doctor_check, Exectl};
 use std::process::Command;
 
 const FOREIGN: &str = "exectl-doctor-foreign";
@@ -35,15 +35,6 @@ fn doctor(x: &Exectl, extra: &[&str]) -> (i32, serde_json::Value) {
         )
     });
     (out.status.code().unwrap(), v)
-}
-
-fn check<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("no {name} check in {report:#}"))
 }
 
 /// The size of this host's ephemeral port range.
@@ -96,9 +87,9 @@ async fn doctor_warns_about_a_foreign_container_and_fails_beyond_the_port_range(
     let fails = checks.iter().filter(|c| c["level"] == "fail").count() as u64;
     assert_eq!(report["summary"]["fail"], fails);
     assert_eq!(code, i32::from(fails > 0), "{report:#}");
-    assert_eq!(check(&report, "local-engine")["level"], "pass");
+    assert_eq!(doctor_check(&report, "local-engine")["level"], "pass");
 
-    let foreign = check(&report, "foreign-containers");
+    let foreign = doctor_check(&report, "foreign-containers");
     assert_eq!(foreign["level"], "warn", "{foreign}");
     let detail = foreign["detail"].as_str().unwrap();
     assert!(detail.contains(FOREIGN), "{detail}");
@@ -110,7 +101,7 @@ async fn doctor_warns_about_a_foreign_container_and_fails_beyond_the_port_range(
     // Beyond the ephemeral port range: a failure, exit 1.
     let (code, report) = doctor(&x, &["--connections", "1000000"]);
     assert_eq!(code, 1, "{report:#}");
-    let ports = check(&report, "ephemeral-ports");
+    let ports = doctor_check(&report, "ephemeral-ports");
     assert_eq!(ports["level"], "fail", "{ports}");
     assert!(
         ports["detail"]
@@ -129,7 +120,7 @@ async fn doctor_warns_about_a_foreign_container_and_fails_beyond_the_port_range(
 
     // Well within it: the ports check passes.
     let (_, report) = doctor(&x, &["--connections", "100"]);
-    let ports = check(&report, "ephemeral-ports");
+    let ports = doctor_check(&report, "ephemeral-ports");
     assert_eq!(ports["level"], "pass", "{ports}");
 }
 

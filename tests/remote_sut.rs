@@ -9,6 +9,7 @@ mod common;
 use common::sut::Sut;
 use common::*;
 use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 const STACK: &str = "t-remote";
@@ -71,6 +72,32 @@ fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// `exectl status` of a stack never deployed, through an SSH target with these credentials: it gets no
+/// further than connecting, so exit 2 (naming the missing stack) means the connection worked. The
+/// runner's own SSH agent is never used. Returns the exit code and stderr.
+fn try_connect(
+    x: &Exectl,
+    url: &str,
+    identity: Option<&Path>,
+    known_hosts: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (Option<i32>, String) {
+    let mut args = vec!["status", "--stack", "never-deployed", "--target", url];
+    args.extend(["--known-hosts", known_hosts.to_str().unwrap()]);
+    if let Some(key) = identity {
+        args.extend(["--identity", key.to_str().unwrap()]);
+    }
+    args.extend(extra);
+    let mut c = x.command(&args);
+    c.env_remove("SSH_AUTH_SOCK");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    (out.status.code(), stderr(&out))
+}
+
 fn instance_counts(r: &Remote) -> Vec<u64> {
     let out = r.run(&["status", "--stack", STACK, "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)
@@ -109,57 +136,24 @@ async fn ha_stack_on_a_remote_sut_over_ssh() {
     // Staged errors first: each names its stage, and none creates anything on either engine.
     let empty_known = x.state.path().join("empty_known_hosts");
     std::fs::write(&empty_known, "").unwrap();
-    let out = x.run(&[
-        "status",
-        "--stack",
-        STACK,
-        "--target",
-        &r.url,
-        "--identity",
-        sut.key.to_str().unwrap(),
-        "--known-hosts",
-        empty_known.to_str().unwrap(),
-    ]);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    let (code, err) = try_connect(&x, &r.url, Some(&sut.key), &empty_known, &[], &[]);
+    assert_eq!(code, Some(1), "{err}");
     assert!(
         err.contains("ssh stage host key") && err.contains("is unknown") && err.contains("SHA256:"),
         "{err}"
     );
     assert!(err.contains("--accept-new-host-key"), "{err}");
 
-    let out = x.run(&[
-        "status",
-        "--stack",
-        STACK,
-        "--target",
-        &r.url,
-        "--identity",
-        sut.wrong_key.to_str().unwrap(),
-        "--known-hosts",
-        sut.known_hosts.to_str().unwrap(),
-    ]);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    let (code, err) = try_connect(&x, &r.url, Some(&sut.wrong_key), &sut.known_hosts, &[], &[]);
+    assert_eq!(code, Some(1), "{err}");
     assert!(
         err.contains("ssh stage auth") && err.contains("refused every key"),
         "{err}"
     );
 
     let nofwd = format!("ssh://root@{}:{}", sut.addr, sut.ssh_port_nofwd);
-    let out = x.run(&[
-        "status",
-        "--stack",
-        STACK,
-        "--target",
-        &nofwd,
-        "--identity",
-        sut.key.to_str().unwrap(),
-        "--known-hosts",
-        sut.known_hosts.to_str().unwrap(),
-    ]);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    let (code, err) = try_connect(&x, &nofwd, Some(&sut.key), &sut.known_hosts, &[], &[]);
+    assert_eq!(code, Some(1), "{err}");
     assert!(
         err.contains("ssh stage docker socket") && err.contains("AllowStreamLocalForwarding"),
         "{err}"
@@ -354,15 +348,6 @@ fn json_of(out: &std::process::Output) -> serde_json::Value {
     })
 }
 
-fn check<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("no {name} check in {report}"))
-}
-
 /// A namespaced sysctl as the SUT sees it (its own network namespace) and as this host sees it.
 fn sysctl_in(netns: Option<&str>, key: &str) -> String {
     let path = format!("/proc/sys/{}", key.replace('.', "/"));
@@ -411,18 +396,18 @@ fn doctor_and_host_tune_on_a_remote_sut() {
     let report = json_of(&out);
     assert_eq!(out.status.code(), Some(0), "{report}");
     assert_eq!(
-        check(&report, "ssh-docker-socket")["level"],
+        doctor_check(&report, "ssh-docker-socket")["level"],
         "pass",
         "{report}"
     );
-    let foreign = check(&report, "foreign-containers");
+    let foreign = doctor_check(&report, "foreign-containers");
     assert_eq!(foreign["level"], "warn", "{foreign}");
     assert!(
         foreign["detail"].as_str().unwrap().contains("neighbour"),
         "{foreign}"
     );
     assert_eq!(
-        check(&report, "ephemeral-ports")["level"],
+        doctor_check(&report, "ephemeral-ports")["level"],
         "pass",
         "{report}"
     );
@@ -430,47 +415,25 @@ fn doctor_and_host_tune_on_a_remote_sut() {
     let report = json_of(&out);
     assert_eq!(out.status.code(), Some(1), "{report}");
     assert_eq!(
-        check(&report, "ephemeral-ports")["level"],
+        doctor_check(&report, "ephemeral-ports")["level"],
         "fail",
         "{report}"
     );
 
     // Trust on first use records the key once; a changed key is refused naming the fix.
     let kh = x.state.path().join("tofu_known_hosts");
-    let kh_s = kh.to_str().unwrap().to_string();
-    let probe = |known: &str, accept: bool| {
-        let mut a = vec![
-            "status",
-            "--stack",
-            "never-deployed",
-            "--target",
-            r.url.as_str(),
-            "--identity",
-            sut.key.to_str().unwrap(),
-            "--known-hosts",
-            known,
-            "--docker-socket",
-            r.sock.as_str(),
-        ];
-        if accept {
-            a.push("--accept-new-host-key");
-        }
-        x.run(&a)
-    };
-    let out = probe(&kh_s, true);
+    let sock = ["--docker-socket", r.sock.as_str()];
+    let accept = ["--docker-socket", r.sock.as_str(), "--accept-new-host-key"];
+    let (code, err) = try_connect(&x, &r.url, Some(&sut.key), &kh, &accept, &[]);
     // Connected (the stack is what is missing: exit 2 naming --stack).
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("trusted the new host key"),
-        "{}",
-        stderr(&out)
-    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("trusted the new host key"), "{err}");
     let recorded = std::fs::read_to_string(&kh).unwrap();
     assert_eq!(recorded.lines().count(), 1, "{recorded}");
     assert!(recorded.starts_with(&format!("[{}]:{} ssh-ed25519 ", sut.addr, sut.ssh_port)));
-    let out = probe(&kh_s, false);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(!stderr(&out).contains("trusted"));
+    let (code, err) = try_connect(&x, &r.url, Some(&sut.key), &kh, &sock, &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(!err.contains("trusted"));
     let other_key = std::fs::read_to_string(format!("{}.pub", sut.key.display())).unwrap();
     let fake = format!(
         "[{}]:{} {}\n",
@@ -483,9 +446,8 @@ fn doctor_and_host_tune_on_a_remote_sut() {
             .join(" ")
     );
     std::fs::write(&kh, fake).unwrap();
-    let out = probe(&kh_s, true);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    let (code, err) = try_connect(&x, &r.url, Some(&sut.key), &kh, &accept, &[]);
+    assert_eq!(code, Some(1), "{err}");
     assert!(
         err.contains("CHANGED") && err.contains("ssh-keygen -R"),
         "{err}"
@@ -494,27 +456,15 @@ fn doctor_and_host_tune_on_a_remote_sut() {
     // Without --identity: the SSH agent's key, else ~/.ssh/id_ed25519 (HOME is a fresh folder, so no
     // other key of this machine can be the one that worked).
     let home = tempfile::tempdir().unwrap();
+    let home_s = home.path().to_str().unwrap();
     let no_identity = |env: &[(&str, &str)]| {
-        let mut c = x.command(&[
-            "status",
-            "--stack",
-            "never-deployed",
-            "--target",
-            r.url.as_str(),
-            "--known-hosts",
-            sut.known_hosts.to_str().unwrap(),
-            "--docker-socket",
-            r.sock.as_str(),
-        ]);
-        c.env("HOME", home.path()).env_remove("SSH_AUTH_SOCK");
-        for (k, v) in env {
-            c.env(k, v);
-        }
-        c.output().unwrap()
+        let mut env = env.to_vec();
+        env.push(("HOME", home_s));
+        try_connect(&x, &r.url, None, &sut.known_hosts, &sock, &env)
     };
-    let out = no_identity(&[]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(stderr(&out).contains("no key found"), "{}", stderr(&out));
+    let (code, err) = no_identity(&[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("no key found"), "{err}");
     let agent_sock = home.path().join("agent.sock");
     let agent = std::process::Command::new("ssh-agent")
         .args(["-D", "-a"])
@@ -542,38 +492,18 @@ fn doctor_and_host_tune_on_a_remote_sut() {
         .output()
         .unwrap();
     assert!(added.status.success(), "{}", stderr(&added));
-    let out = no_identity(&[("SSH_AUTH_SOCK", agent_sock.to_str().unwrap())]);
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "connected with the agent's key: {}",
-        stderr(&out)
-    );
+    let (code, err) = no_identity(&[("SSH_AUTH_SOCK", agent_sock.to_str().unwrap())]);
+    assert_eq!(code, Some(2), "connected with the agent's key: {err}");
     std::fs::create_dir(home.path().join(".ssh")).unwrap();
     std::fs::copy(&sut.key, home.path().join(".ssh/id_ed25519")).unwrap();
-    let out = no_identity(&[]);
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "connected with ~/.ssh/id_ed25519: {}",
-        stderr(&out)
-    );
+    let (code, err) = no_identity(&[]);
+    assert_eq!(code, Some(2), "connected with ~/.ssh/id_ed25519: {err}");
 
     // A login that may not use the engine's socket gets its own error (root always can).
     let user = TempUser::new("exectl-nodocker");
-    let out = x.run(&[
-        "status",
-        "--target",
-        &format!("ssh://{}@{}:{}", user.0, sut.addr, sut.ssh_port),
-        "--identity",
-        sut.key.to_str().unwrap(),
-        "--known-hosts",
-        sut.known_hosts.to_str().unwrap(),
-        "--docker-socket",
-        &sut.docker_sock,
-    ]);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    let url = format!("ssh://{}@{}:{}", user.0, sut.addr, sut.ssh_port);
+    let (code, err) = try_connect(&x, &url, Some(&sut.key), &sut.known_hosts, &sock, &[]);
+    assert_eq!(code, Some(1), "{err}");
     assert!(
         err.contains("ssh stage docker socket")
             && err.contains("exectl-nodocker may not use")

@@ -247,3 +247,13 @@ pub async fn close_sockets(sockets: Vec<Socket>) {
         let _ = s.close(None).await;
     }
 }
+
+/// One named check of a `doctor --json` report.
+pub fn doctor_check<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} check in {report:#}"))
+}
