@@ -160,8 +160,8 @@ async fn ha_stack_on_a_remote_sut_over_ssh() {
     );
 
     // Deploy ha on the SUT's engine (its socket named with --docker-socket).
-    let mut deploy = vec![
-        "deploy",
+    // The stack's spec, shared by deploy and plan.
+    let mut spec = vec![
         "ha",
         "--stack",
         STACK,
@@ -170,15 +170,9 @@ async fn ha_stack_on_a_remote_sut_over_ssh() {
         "--lb-port",
         LB_PORT,
     ];
-    deploy.extend(HA_LIMITS);
-    deploy.extend([
-        "--images",
-        FIXTURES,
-        "--health-interval",
-        "1s",
-        "--json",
-        "--load-images",
-    ]);
+    spec.extend(HA_LIMITS);
+    spec.extend(["--images", FIXTURES, "--health-interval", "1s", "--json"]);
+    let deploy = [&["deploy"][..], &spec, &["--load-images"]].concat();
     let summary: serde_json::Value = serde_json::from_str(&r.ok(&deploy)).unwrap();
     assert_eq!(summary["ok"], true, "{summary}");
     assert_eq!(
@@ -199,22 +193,12 @@ async fn ha_stack_on_a_remote_sut_over_ssh() {
     assert!(std::path::Path::new(&format!("/opt/exectl/{STACK}/nginx/nginx.conf")).exists());
 
     // plan over the same link: the SUT already matches the spec.
-    let mut plan = vec![
-        "plan",
-        "ha",
-        "--stack",
-        STACK,
-        "--instances",
-        "2",
-        "--lb-port",
-        LB_PORT,
-    ];
-    plan.extend(HA_LIMITS);
-    plan.extend(["--images", FIXTURES, "--health-interval", "1s", "--json"]);
+    let plan = [&["plan"][..], &spec].concat();
     let planned: serde_json::Value = serde_json::from_str(&r.ok(&plan)).unwrap();
     assert_eq!(planned["noop"], true, "{planned}");
     let mut plan4 = plan.clone();
     plan4[5] = "4";
+    assert_eq!(plan4[4], "--instances");
     let planned: serde_json::Value = serde_json::from_str(&r.ok(&plan4)).unwrap();
     assert_eq!(planned["noop"], false, "{planned}");
 
