@@ -214,3 +214,98 @@ async fn leak_check_pinning_warning_json_and_run_diff() {
 fn args<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
     base.iter().chain(extra).copied().collect()
 }
+
+/// A stack that lost services is not ok: a killed database fails plain status, and containers removed
+/// behind exectl's back are named as missing (compared with what the deploy rendered); a re-deploy
+/// converges and status is ok again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_or_dead_services_fail_and_are_named() {
+    let d = docker().await;
+    let x = Exectl::new();
+    let stack = "t-status-lost";
+    x.purge_leftovers(&[stack]).await;
+    let mut base = vec![
+        "ha",
+        "--stack",
+        stack,
+        "--lb-port",
+        "18391",
+        "--memory",
+        "256m",
+    ];
+    base.extend(HA_LIMITS);
+    x.deploy_json(&base);
+    let (out, r) = status(&x, stack, &[]);
+    assert_eq!(
+        (out.status.code(), r["verdict"].as_str()),
+        (Some(0), Some("ok")),
+        "{r}"
+    );
+    assert_eq!(
+        r["expected"],
+        serde_json::json!(["app-1", "app-2", "nginx", "postgres", "redis"])
+    );
+
+    // A dead database: plain status (no --expect-*) fails.
+    let docker_cli = |args: &[&str]| {
+        let o = std::process::Command::new("docker")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "docker {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    docker_cli(&["kill", &format!("exectl-{stack}-postgres")]);
+    let (out, r) = status(&x, stack, &[]);
+    assert_eq!(out.status.code(), Some(1), "{r}");
+    assert_eq!(r["verdict"], "fail", "{r}");
+    let problems = r["problems"].to_string();
+    assert!(problems.contains("postgres is exited"), "{r}");
+
+    // Services removed behind exectl's back: named, with --expect-healthy and --expect-idle too.
+    docker_cli(&[
+        "rm",
+        "-f",
+        &format!("exectl-{stack}-app-1"),
+        &format!("exectl-{stack}-nginx"),
+    ]);
+    for extra in [
+        &[][..],
+        &["--expect-healthy"],
+        &["--expect-idle", "--settle", "1s"],
+    ] {
+        let (out, r) = status(&x, stack, extra);
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {r}");
+        let problems: Vec<&str> = r["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_str().unwrap())
+            .collect();
+        for name in ["app-1", "nginx"] {
+            assert!(
+                problems
+                    .iter()
+                    .any(|p| p.starts_with(&format!("{name} is missing"))),
+                "{extra:?}: {problems:?}"
+            );
+        }
+    }
+    let text = x.run(&["status", "--stack", stack]);
+    assert_eq!(text.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        stdout.contains("problem: app-1 is missing") && stdout.contains("verdict: fail"),
+        "{stdout}"
+    );
+
+    // The next deploy converges from there.
+    x.deploy_json(&base);
+    let (out, r) = status(&x, stack, &["--expect-healthy"]);
+    assert_eq!(out.status.code(), Some(0), "{r}");
+    x.ok(&["teardown", "--stack", stack, "--purge"]);
+    assert!(labelled(&d, stack).await.is_empty());
+}

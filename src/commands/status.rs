@@ -17,11 +17,24 @@ fn duration(flag: &'static str, text: &str) -> Result<Duration> {
     }
 }
 
-/// Returns the exit code: 0, or 1 when an --expect-* check fails.
+/// `--watch` refreshes no faster than this: each refresh probes every container and instance.
+const MIN_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Returns the exit code: 0 when the verdict is ok or warn, 1 when it is fail (a service missing or
+/// not running, an instance that does not answer, or an --expect-* check that does not hold).
 pub async fn run(args: &StatusArgs) -> Result<i32> {
     let stack = crate::spec::resolve_stack_name(args.stack.as_deref())?;
     let settle = duration("--settle", &args.settle)?;
     let interval = duration("--interval", &args.interval)?;
+    if interval < MIN_INTERVAL {
+        return Err(UsageError::new(
+            "--interval",
+            &args.interval,
+            "out of range: each refresh probes every container and instance of the stack",
+            "pass 1s or more",
+        )
+        .into());
+    }
     let target = super::connect(&args.target).await?;
     let deployed = status::read_deployed(&target, &stack)?;
     loop {
@@ -40,13 +53,7 @@ pub async fn run(args: &StatusArgs) -> Result<i32> {
         };
         print(&r, args.json)?;
         if !args.watch {
-            return Ok(
-                if r.verdict == "fail" && (args.expect_idle || args.expect_healthy) {
-                    1
-                } else {
-                    0
-                },
-            );
+            return Ok(if r.verdict == "fail" { 1 } else { 0 });
         }
         tokio::select! {
             _ = tokio::time::sleep(interval) => {}

@@ -18,9 +18,12 @@ pub struct Effective {
     /// Cumulative CPU time of the container's cgroup (for CPU % between two reads).
     #[serde(skip)]
     pub cpu_usage_ns: Option<u64>,
-    /// Resident anonymous memory of the cgroup.
+    /// Resident anonymous memory of the cgroup (what the app itself holds).
     #[serde(skip)]
     pub rss_bytes: Option<u64>,
+    /// The cgroup's usage less its inactive file cache: the figure `docker stats` shows.
+    #[serde(skip)]
+    pub usage_bytes: Option<u64>,
     /// What differs from the spec, one message per limit.
     pub mismatches: Vec<String>,
 }
@@ -36,6 +39,7 @@ if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
   cat "/sys/fs/cgroup$p/cpu.max"; echo --mem; cat "/sys/fs/cgroup$p/memory.max"
   echo --usage; echo $(( $(sed -n 's/^usage_usec //p' "/sys/fs/cgroup$p/cpu.stat") * 1000 ))
   echo --rss; sed -n 's/^anon //p' "/sys/fs/cgroup$p/memory.stat"
+  echo --used; cat "/sys/fs/cgroup$p/memory.current"; sed -n 's/^inactive_file //p' "/sys/fs/cgroup$p/memory.stat"
 else
   c=$(sed -n 's/^[0-9]*:\(cpu,cpuacct\|cpu\):\(.*\)/\2/p' /proc/$pid/cgroup | head -n1)
   m=$(sed -n 's/^[0-9]*:memory:\(.*\)/\1/p' /proc/$pid/cgroup | head -n1)
@@ -44,6 +48,7 @@ else
   a=$(sed -n 's/^[0-9]*:\(cpuacct,cpu\|cpu,cpuacct\|cpuacct\):\(.*\)/\2/p' /proc/$pid/cgroup | head -n1)
   echo --usage; cat /sys/fs/cgroup/cpuacct$a/cpuacct.usage
   echo --rss; sed -n 's/^rss //p' /sys/fs/cgroup/memory$m/memory.stat
+  echo --used; cat /sys/fs/cgroup/memory$m/memory.usage_in_bytes; sed -n 's/^total_inactive_file //p' /sys/fs/cgroup/memory$m/memory.stat
 fi
 "#;
 
@@ -52,7 +57,15 @@ pub fn parse(service: &str, text: &str) -> Effective {
     let (limits, rest) = text.split_once("--cpu").unwrap_or((text, ""));
     let (cpu, rest) = rest.split_once("--mem").unwrap_or((rest, ""));
     let (mem, rest) = rest.split_once("--usage").unwrap_or((rest, ""));
-    let (usage, rss) = rest.split_once("--rss").unwrap_or((rest, ""));
+    let (usage, rest) = rest.split_once("--rss").unwrap_or((rest, ""));
+    let (rss, used) = rest.split_once("--used").unwrap_or((rest, ""));
+    // usage, then inactive file pages: docker stats shows their difference.
+    let mut used = used.split_whitespace().map(|w| w.parse::<u64>().ok());
+    let usage_bytes = match (used.next().flatten(), used.next().flatten()) {
+        (Some(u), Some(i)) => Some(u.saturating_sub(i)),
+        (Some(u), None) => Some(u),
+        _ => None,
+    };
     let nofile = parse_nofile(limits);
     let mut cpu_words = cpu.split_whitespace();
     let cpus = match (cpu_words.next(), cpu_words.next()) {
@@ -72,6 +85,7 @@ pub fn parse(service: &str, text: &str) -> Effective {
         memory,
         cpu_usage_ns: usage.trim().parse().ok(),
         rss_bytes: rss.trim().parse().ok(),
+        usage_bytes,
         mismatches: Vec::new(),
     }
 }
@@ -82,24 +96,38 @@ pub fn compare(mut e: Effective, s: &DesiredService) -> Effective {
     if let Some(want) = svc.ulimits.get("nofile") {
         if e.nofile_soft != Some(want.soft) || e.nofile_hard != Some(want.hard) {
             e.mismatches.push(format!(
-                "nofile is {:?}/{:?}, asked {}/{}",
-                e.nofile_soft, e.nofile_hard, want.soft, want.hard
+                "nofile is {}/{}, asked {}/{}",
+                shown(e.nofile_soft, "unknown"),
+                shown(e.nofile_hard, "unknown"),
+                want.soft,
+                want.hard
             ));
         }
     }
     if let Some(l) = svc.deploy.as_ref().map(|d| &d.resources.limits) {
         let want_cpus: f64 = l.cpus.parse().unwrap_or(0.0);
         if e.cpus.map(|c| (c - want_cpus).abs() > 0.01).unwrap_or(true) {
-            e.mismatches
-                .push(format!("cpus is {:?}, asked {}", e.cpus, l.cpus));
+            e.mismatches.push(format!(
+                "cpus is {}, asked {}",
+                shown(e.cpus, "unlimited"),
+                l.cpus
+            ));
         }
         let want_mem = super::apply::memory_bytes(&l.memory).unwrap_or(0) as u64;
         if e.memory != Some(want_mem) {
-            e.mismatches
-                .push(format!("memory is {:?}, asked {want_mem}", e.memory));
+            e.mismatches.push(format!(
+                "memory is {}, asked {want_mem}",
+                shown(e.memory, "unlimited")
+            ));
         }
     }
     e
+}
+
+/// A read-back value for people: the number, or what its absence means (never Rust's `None`).
+fn shown<T: std::fmt::Display>(v: Option<T>, absent: &str) -> String {
+    v.map(|v| v.to_string())
+        .unwrap_or_else(|| absent.to_string())
 }
 
 /// Read back every service that asks for limits (one host command for all of them).
@@ -164,11 +192,11 @@ mod tests {
 
     #[test]
     fn parses_cgroup_v1_and_v2() {
-        let v1 = "Max open files            20000                20000                files\n--cpu\n200000 100000\n--mem\n2147483648\n--usage\n123456789\n--rss\n4096\n";
+        let v1 = "Max open files            20000                20000                files\n--cpu\n200000 100000\n--mem\n2147483648\n--usage\n123456789\n--rss\n4096\n--used\n10000\n3000\n";
         let e = parse("app-1", v1);
         assert_eq!(
-            (e.cpu_usage_ns, e.rss_bytes),
-            (Some(123_456_789), Some(4096))
+            (e.cpu_usage_ns, e.rss_bytes, e.usage_bytes),
+            (Some(123_456_789), Some(4096), Some(7000))
         );
         assert_eq!((e.nofile_soft, e.nofile_hard), (Some(20000), Some(20000)));
         assert_eq!(e.cpus, Some(2.0));

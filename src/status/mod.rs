@@ -17,6 +17,8 @@ pub struct Deployed {
     pub topology: String,
     pub lb_algorithm: Option<String>,
     pub admin_password: Option<String>,
+    /// Every service the deploy rendered (its compose.yaml): status compares what it sees with these.
+    pub services: Vec<String>,
 }
 
 pub fn read_deployed(target: &Target, stack: &str) -> Result<Deployed> {
@@ -32,7 +34,13 @@ pub fn read_deployed(target: &Target, stack: &str) -> Result<Deployed> {
     let lock: serde_json::Value =
         serde_json::from_str(&lock).context("reading exectl.lock.json")?;
     let env = std::fs::read_to_string(bundle.join(crate::render::ENV)).unwrap_or_default();
+    let compose_path = bundle.join(crate::render::COMPOSE);
+    let compose = std::fs::read_to_string(&compose_path)
+        .with_context(|| format!("reading {}", compose_path.display()))?;
+    let compose = crate::compose::parse(&compose)
+        .map_err(|e| anyhow::anyhow!("{}: {}", compose_path.display(), e.message))?;
     Ok(Deployed {
+        services: compose.services.into_keys().collect(),
         topology: lock["spec"]["topology"].as_str().unwrap_or("?").to_string(),
         lb_algorithm: lock["spec"]["nginx"]["lb_algorithm"]
             .as_str()
@@ -64,7 +72,7 @@ pub async fn observe_stack(target: &Target, stack: &str, deployed: &Deployed) ->
         observed
             .containers
             .iter()
-            .filter(|c| c.service == "app" || c.service.starts_with("app-"))
+            .filter(|c| report::is_app(&c.service))
             .map(|c| instance_status(target, &client, &c.name, &c.service, deployed, &token)),
     );
     let (services, instances) = tokio::join!(services, instances);
@@ -72,6 +80,7 @@ pub async fn observe_stack(target: &Target, stack: &str, deployed: &Deployed) ->
         stack: stack.to_string(),
         topology: deployed.topology.clone(),
         lb_algorithm: deployed.lb_algorithm.clone(),
+        expected: deployed.services.clone(),
         services: services?,
         instances,
         total_connections: 0,
@@ -117,6 +126,7 @@ async fn with_cgroup_reads(
             };
             s.nofile = b.as_ref().and_then(|e| e.nofile_soft);
             s.mem_bytes = b.as_ref().and_then(|e| e.rss_bytes);
+            s.mem_usage_bytes = b.as_ref().and_then(|e| e.usage_bytes);
             s.mem_limit_bytes = b.as_ref().and_then(|e| e.memory);
             s
         })
@@ -173,6 +183,7 @@ async fn service_status(
         restarts: info.restart_count.unwrap_or(0),
         cpu_percent: None,
         mem_bytes: None,
+        mem_usage_bytes: None,
         mem_limit_bytes: None,
         nofile: None,
     };

@@ -15,8 +15,11 @@ pub struct ServiceStatus {
     pub uptime_s: Option<u64>,
     pub restarts: i64,
     pub cpu_percent: Option<f64>,
-    /// Memory in use (RSS where the engine reports it, else usage).
+    /// The cgroup's resident anonymous memory: what the processes themselves hold.
     pub mem_bytes: Option<u64>,
+    /// The cgroup's usage less inactive file cache: the figure `docker stats` shows (page cache in use
+    /// counts here, so it is the larger of the two).
+    pub mem_usage_bytes: Option<u64>,
     pub mem_limit_bytes: Option<u64>,
     /// nofile soft limit of PID 1 as in effect inside the container.
     pub nofile: Option<u64>,
@@ -40,6 +43,8 @@ pub struct Report {
     pub stack: String,
     pub topology: String,
     pub lb_algorithm: Option<String>,
+    /// The services the deploy rendered (its compose.yaml), compared with those found.
+    pub expected: Vec<String>,
     pub services: Vec<ServiceStatus>,
     pub instances: Vec<InstanceStatus>,
     pub total_connections: u64,
@@ -55,6 +60,11 @@ pub const PINNING_SHARE: f64 = 0.8;
 /// Healthy enough for --expect-healthy: healthy, or running when the image has no healthcheck.
 pub fn is_healthy(s: &ServiceStatus) -> bool {
     s.state == "running" && (s.health == "healthy" || s.health == "none")
+}
+
+/// The app's instances, by service name (`app` for single, `app-N` for ha).
+pub fn is_app(service: &str) -> bool {
+    service == "app" || service.starts_with("app-")
 }
 
 pub fn is_idle(i: &InstanceStatus) -> bool {
@@ -85,8 +95,29 @@ pub fn assess(mut r: Report, expect_idle: bool, expect_healthy: bool) -> Report 
             ));
         }
     }
+    // Every rendered service is one the stack cannot work as deployed without (the database, Redis, the
+    // front door, and each instance of the capacity being measured): missing or not running is a failure.
+    for name in &r.expected {
+        if !r.services.iter().any(|s| &s.name == name) {
+            problems.push(format!(
+                "{name} is missing: the deploy created it and no container of the stack runs it now; fix: exectl deploy again to converge"
+            ));
+        }
+    }
     for s in &r.services {
-        if !is_healthy(s) {
+        let expected = r.expected.contains(&s.name);
+        if !expected {
+            warnings.push(format!(
+                "{} ({}) carries the stack's label but the deploy did not render it; fix: exectl deploy again to converge",
+                s.name, s.container
+            ));
+        }
+        if s.state != "running" && expected {
+            problems.push(format!(
+                "{} is {} (health {}): the stack cannot work without it",
+                s.name, s.state, s.health
+            ));
+        } else if !is_healthy(s) {
             let msg = format!("{} is {} (health {})", s.name, s.state, s.health);
             if expect_healthy {
                 problems.push(msg);
@@ -126,8 +157,8 @@ pub fn table(r: &Report) -> String {
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
     t.set_header(vec![
-        "service", "state", "health", "image", "uptime", "cpu%", "mem", "limit", "restarts",
-        "nofile",
+        "service", "state", "health", "image", "uptime", "cpu%", "rss", "used", "limit",
+        "restarts", "nofile",
     ]);
     let mib = |b: Option<u64>| {
         b.map(|b| format!("{}M", b >> 20))
@@ -146,6 +177,7 @@ pub fn table(r: &Report) -> String {
                 .map(|c| format!("{c:.1}"))
                 .unwrap_or_else(|| "-".into()),
             mib(s.mem_bytes),
+            mib(s.mem_usage_bytes),
             mib(s.mem_limit_bytes),
             s.restarts.to_string(),
             s.nofile
@@ -154,6 +186,7 @@ pub fn table(r: &Report) -> String {
         ]);
     }
     let mut out = t.to_string();
+    out.push_str("\nrss: the cgroup's anonymous memory; used: usage less inactive file cache, as docker stats shows");
     if !r.instances.is_empty() {
         let mut w = Table::new();
         w.load_style(UTF8_FULL_CONDENSED);
@@ -192,6 +225,7 @@ mod tests {
             stack: "s".into(),
             topology: "ha".into(),
             lb_algorithm: Some(alg.into()),
+            expected: vec![],
             services: vec![],
             instances: counts
                 .iter()
@@ -237,6 +271,106 @@ mod tests {
         assert_eq!(
             assess(report("least_conn", &[0, 0]), true, false).verdict,
             "ok"
+        );
+    }
+
+    fn service(name: &str, state: &str, health: &str) -> ServiceStatus {
+        ServiceStatus {
+            name: name.into(),
+            container: format!("exectl-s-{name}"),
+            state: state.into(),
+            health: health.into(),
+            image: "i".into(),
+            digest: "d".into(),
+            uptime_s: None,
+            restarts: 0,
+            cpu_percent: None,
+            mem_bytes: None,
+            mem_usage_bytes: None,
+            mem_limit_bytes: None,
+            nofile: None,
+        }
+    }
+
+    fn ha_stack(services: Vec<ServiceStatus>) -> Report {
+        let mut r = report("least_conn", &[0]);
+        r.expected = ["app-1", "app-2", "nginx", "postgres", "redis"]
+            .map(String::from)
+            .to_vec();
+        r.instances
+            .truncate(services.iter().filter(|s| is_app(&s.name)).count());
+        r.services = services;
+        r
+    }
+
+    #[test]
+    fn a_missing_service_fails_and_is_named() {
+        let r = assess(
+            ha_stack(vec![
+                service("app-2", "running", "healthy"),
+                service("postgres", "running", "healthy"),
+                service("redis", "running", "healthy"),
+            ]),
+            false,
+            false,
+        );
+        assert_eq!(r.verdict, "fail");
+        let missing: Vec<_> = r
+            .problems
+            .iter()
+            .filter(|p| p.contains("is missing"))
+            .collect();
+        assert_eq!(missing.len(), 2, "{:?}", r.problems);
+        assert!(missing[0].starts_with("app-1 is missing"), "{missing:?}");
+        assert!(missing[1].starts_with("nginx is missing"), "{missing:?}");
+    }
+
+    #[test]
+    fn a_stopped_or_created_service_fails_without_expect_flags() {
+        for state in ["exited", "created", "paused", "restarting"] {
+            let r = assess(
+                ha_stack(vec![
+                    service("app-1", "running", "healthy"),
+                    service("app-2", "running", "healthy"),
+                    service("nginx", "running", "none"),
+                    service("postgres", state, "unhealthy"),
+                    service("redis", "running", "healthy"),
+                ]),
+                false,
+                false,
+            );
+            assert_eq!(r.verdict, "fail", "{state}");
+            assert!(
+                r.problems[0].starts_with(&format!("postgres is {state}")),
+                "{:?}",
+                r.problems
+            );
+        }
+    }
+
+    #[test]
+    fn running_but_starting_warns_unless_health_is_expected() {
+        let all = || {
+            vec![
+                service("app-1", "running", "starting"),
+                service("app-2", "running", "healthy"),
+                service("nginx", "running", "none"),
+                service("postgres", "running", "healthy"),
+                service("redis", "running", "healthy"),
+            ]
+        };
+        let r = assess(ha_stack(all()), false, false);
+        assert_eq!((r.verdict.as_str(), r.problems.len()), ("warn", 0));
+        assert_eq!(assess(ha_stack(all()), false, true).verdict, "fail");
+        let mut extra = all();
+        extra.push(service("app-3", "running", "healthy"));
+        let r = assess(ha_stack(extra), false, false);
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.starts_with("app-3 (exectl-s-app-3) carries")),
+            "{:?}",
+            r.warnings
         );
     }
 }
