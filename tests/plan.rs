@@ -148,3 +148,65 @@ fn stopped_container_with_same_config_is_started_not_recreated() {
         )]
     );
 }
+
+/// Preflight's conflicts, as data: names and ports held by something that is not this stack.
+mod conflicts {
+    use super::desired_for;
+    use exectl::engine::preflight::{check_conflicts, parse_listening, Existing};
+
+    fn container(name: &str, stack: Option<&str>, published: &[u16]) -> Existing {
+        Existing {
+            name: name.into(),
+            stack: stack.map(String::from),
+            published: published.to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_foreign_container_under_one_of_the_stacks_names_is_refused() {
+        let d = desired_for(&[]);
+        let e = check_conflicts(&d, &[container("exectl-exe-app-1", None, &[])], &[]).unwrap_err();
+        assert_eq!(e.field, "--stack");
+        assert!(
+            e.problem.contains("exectl-exe-app-1") && e.problem.contains("did not create"),
+            "{e}"
+        );
+        let e = check_conflicts(
+            &d,
+            &[container("exectl-exe-nginx", Some("other"), &[])],
+            &[],
+        )
+        .unwrap_err();
+        assert!(e.problem.contains("belongs to stack other"), "{e}");
+        // The stack's own containers are no conflict (a re-deploy).
+        check_conflicts(&d, &[container("exectl-exe-app-1", Some("exe"), &[])], &[]).unwrap();
+    }
+
+    #[test]
+    fn a_port_held_elsewhere_is_refused_with_its_flag() {
+        let d = desired_for(&[]);
+        let e = check_conflicts(&d, &[container("web", None, &[8090])], &[8090]).unwrap_err();
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("--lb-port", "8090"));
+        assert!(e.problem.contains("container web"), "{e}");
+        let e = check_conflicts(&d, &[], &[22, 8090]).unwrap_err();
+        assert!(e.problem.contains("already in use"), "{e}");
+        // Our own nginx publishing it (its proxy listens) is the re-deploy case.
+        check_conflicts(
+            &d,
+            &[container("exectl-exe-nginx", Some("exe"), &[8090])],
+            &[8090],
+        )
+        .unwrap();
+        check_conflicts(&d, &[], &[22, 8080]).unwrap();
+    }
+
+    #[test]
+    fn listening_ports_from_proc_net_tcp() {
+        let text = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000:1F9A 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1
+   1: 0100007F:0CEA 0100007F:1F9A 01 00000000:00000000 00:00000000 00000000     0        0 2 1
+   0: 00000000000000000000000000000000:0016 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 3 1
+";
+        assert_eq!(parse_listening(text), [22, 8090]);
+    }
+}

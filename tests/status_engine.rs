@@ -247,17 +247,6 @@ async fn lost_or_dead_services_fail_and_are_named() {
     );
 
     // A dead database: plain status (no --expect-*) fails.
-    let docker_cli = |args: &[&str]| {
-        let o = std::process::Command::new("docker")
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "docker {args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-    };
     docker_cli(&["kill", &format!("exectl-{stack}-postgres")]);
     let (out, r) = status(&x, stack, &[]);
     assert_eq!(out.status.code(), Some(1), "{r}");

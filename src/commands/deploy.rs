@@ -68,16 +68,22 @@ fn print_plan(plan: &Plan) {
     }
 }
 
+/// The plan, and what deploy's preflight would refuse (then the error, exit 2, after the plan).
 pub async fn plan_cmd(args: &PlanArgs) -> Result<()> {
     let (file, target) = super::connect_with_spec(&args.target, &args.spec).await?;
     let p = prepare(file, &args.spec, &target)?;
     let observed = observe::observe(&target.docker, &p.spec.stack).await?;
+    let refused = preflight::check(&target, &p.spec, &p.desired, &observed)
+        .await
+        .err();
+    let to_pull = preflight::missing_images(&target, &images_of(&p.desired)).await;
     let plan = plan::plan(&p.desired, &observed);
     if args.json {
         println!(
             "{}",
             serde_json::to_string_pretty(&json!({
-                "stack": p.spec.stack, "noop": plan.is_noop(), "plan": plan,
+                "stack": p.spec.stack, "noop": plan.is_noop(), "plan": plan, "pull": to_pull,
+                "refused": refused.as_ref().map(|e| format!("{e:#}")),
             }))?
         );
     } else {
@@ -86,12 +92,30 @@ pub async fn plan_cmd(args: &PlanArgs) -> Result<()> {
             p.spec.stack,
             super::render::describe(&p.spec)
         );
+        for image in &to_pull {
+            println!("  pull     image {image} (not on the target)");
+        }
         print_plan(&plan);
-        if plan.is_noop() {
+        if plan.is_noop() && refused.is_none() {
             println!("nothing to change");
         }
     }
-    Ok(())
+    match refused {
+        Some(e) => Err(e.context("deploy would refuse this spec")),
+        None => Ok(()),
+    }
+}
+
+/// Every image the stack's services use, once each.
+fn images_of(desired: &Desired) -> Vec<String> {
+    let mut images: Vec<String> = desired
+        .services
+        .iter()
+        .map(|s| s.service.image.clone())
+        .collect();
+    images.sort();
+    images.dedup();
+    images
 }
 
 /// Progress lines: a spinner on a terminal, plain lines otherwise (logs, CI).
@@ -143,10 +167,8 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
     let stack = p.spec.stack.clone();
 
     // Preflight: nothing is created before these pass.
-    let secrets_file = target.stack_dir(&stack).join("secrets.env");
     let before = observe::observe(&target.docker, &stack).await?;
-    preflight::secrets_match_data(&stack, &before, secrets_file.exists(), &secrets_file)?;
-    preflight::capacity(&target, &p.spec).await?;
+    preflight::check(&target, &p.spec, &p.desired, &before).await?;
     if args.load_images && !target.is_remote() {
         bail!(crate::error::UsageError::new(
             "--load-images",
@@ -155,14 +177,7 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
             "drop --load-images (it sends images to a remote --target)",
         ));
     }
-    let mut images: Vec<String> = p
-        .desired
-        .services
-        .iter()
-        .map(|s| s.service.image.clone())
-        .collect();
-    images.sort();
-    images.dedup();
+    let images = images_of(&p.desired);
     let loaded = if args.load_images {
         preflight::send_images(&target, &images, !args.json).await?
     } else {
@@ -330,13 +345,15 @@ fn opt(v: Option<u64>) -> String {
 }
 
 fn parse_timeout(text: &str) -> Result<Duration> {
-    match desired::duration_ns(text) {
-        Ok(ns) if ns > 0 => Ok(Duration::from_nanos(ns as u64)),
-        _ => bail!(crate::error::UsageError::new(
-            "--wait-timeout",
-            text,
-            "not a duration",
-            "pass a duration such as 300s or 5m",
-        )),
-    }
+    let problem = match desired::duration_ns(text) {
+        Ok(ns) if ns > 0 => return Ok(Duration::from_nanos(ns as u64)),
+        Ok(_) => "out of range: the wait must be longer than 0s".to_string(),
+        Err(e) => format!("{e}"),
+    };
+    bail!(crate::error::UsageError::new(
+        "--wait-timeout",
+        text,
+        problem,
+        "pass a duration such as 300s or 5m",
+    ))
 }

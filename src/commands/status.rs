@@ -11,8 +11,11 @@ use std::time::Duration;
 fn duration(flag: &'static str, text: &str) -> Result<Duration> {
     match duration_ns(text) {
         Ok(ns) if ns >= 0 => Ok(Duration::from_nanos(ns as u64)),
-        _ => {
-            Err(UsageError::new(flag, text, "not a duration", "pass a duration such as 30s").into())
+        Ok(_) => {
+            Err(UsageError::new(flag, text, "out of range", "pass a duration such as 30s").into())
+        }
+        Err(e) => {
+            Err(UsageError::new(flag, text, format!("{e}"), "pass a duration such as 30s").into())
         }
     }
 }

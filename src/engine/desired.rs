@@ -211,7 +211,11 @@ pub fn duration_ns(text: &str) -> Result<i64> {
         let n: i64 = num
             .parse()
             .map_err(|_| anyhow::anyhow!("cannot read duration {text:?}"))?;
-        total += n * unit;
+        // Checked: an absurd value is an error, never an overflow.
+        total = n
+            .checked_mul(unit)
+            .and_then(|v| total.checked_add(v))
+            .ok_or_else(|| anyhow::anyhow!("duration {text:?} is out of range"))?;
         num.clear();
     }
     if !num.is_empty() {
@@ -241,5 +245,7 @@ mod tests {
         assert_eq!(duration_ns("1m30s").unwrap(), 90_000_000_000);
         assert_eq!(duration_ns("500ms").unwrap(), 500_000_000);
         assert!(duration_ns("5").is_err());
+        assert!(duration_ns("99999999999999h").is_err());
+        assert!(duration_ns("9223372036854775807s").is_err());
     }
 }

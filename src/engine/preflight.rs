@@ -81,6 +81,215 @@ pub fn secrets_match_data(
     ))
 }
 
+/// Changing `--db` while the database volume holds the other engine's data would remove the old
+/// database and start the new one on a data folder it cannot read (it crash-loops until the wait
+/// timeout, and the stack is left with none). `previous` is the engine of the last deploy's record.
+pub fn db_matches_data(
+    spec: &Spec,
+    observed: &crate::plan::Observed,
+    previous: Option<&str>,
+) -> Result<(), UsageError> {
+    let (Some(wanted), Some(previous)) = (spec.db_service(), previous) else {
+        return Ok(());
+    };
+    let Some(volume) = observed.volumes.iter().find(|v| v.ends_with("-db-data")) else {
+        return Ok(());
+    };
+    if wanted == previous || previous == crate::spec::Db::Sqlite.name() {
+        return Ok(());
+    }
+    Err(UsageError::new(
+        "--db",
+        wanted,
+        format!("the stack's database volume {volume} holds {previous} data from an earlier deploy, which {wanted} cannot read"),
+        format!(
+            "keep --db {previous}, or remove the old data first with `exectl teardown --stack {} --purge`",
+            spec.stack
+        ),
+    ))
+}
+
+/// The database engine the stack's last deploy recorded (its exectl.lock.json), if any.
+pub fn recorded_db(bundle_dir: &std::path::Path) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Record {
+        spec: RecordedSpec,
+    }
+    #[derive(serde::Deserialize)]
+    struct RecordedSpec {
+        db: String,
+    }
+    let text = std::fs::read_to_string(bundle_dir.join(crate::render::LOCK)).ok()?;
+    serde_json::from_str::<Record>(&text)
+        .ok()
+        .map(|r| r.spec.db)
+}
+
+/// A container on the target, as far as conflicts go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Existing {
+    pub name: String,
+    /// Its `exectl.stack` label, if it has one.
+    pub stack: Option<String>,
+    /// Host ports it publishes.
+    pub published: Vec<u16>,
+}
+
+/// Pure: names and ports the stack needs that something else holds. An unlabelled (or another stack's)
+/// container under one of the stack's names, or a published port held by another container or a process
+/// outside Docker, is found here, before anything is created; the foreign container is never touched.
+pub fn check_conflicts(
+    desired: &super::desired::Desired,
+    existing: &[Existing],
+    listening: &[u16],
+) -> Result<(), UsageError> {
+    let stack = &desired.stack;
+    let ours = |e: &&Existing| e.stack.as_deref() == Some(stack.as_str());
+    for s in &desired.services {
+        if let Some(other) = existing
+            .iter()
+            .find(|e| e.name == s.container_name && !ours(e))
+        {
+            let whose = match &other.stack {
+                Some(st) => format!("it belongs to stack {st}"),
+                None => "exectl did not create it (no exectl.stack label)".to_string(),
+            };
+            return Err(UsageError::new(
+                "--stack",
+                stack,
+                format!("a container named {} already exists and {whose}", other.name),
+                format!("remove or rename that container yourself (exectl never touches it), or deploy under another --stack"),
+            ));
+        }
+    }
+    for s in &desired.services {
+        let flag = if s.name == "nginx" {
+            "--lb-port"
+        } else {
+            "--http-port"
+        };
+        for p in &s.service.ports {
+            let Some(port) = p.split_once(':').and_then(|(h, _)| h.parse::<u16>().ok()) else {
+                continue;
+            };
+            let held_by_us = existing
+                .iter()
+                .filter(ours)
+                .any(|e| e.published.contains(&port));
+            if let Some(other) = existing
+                .iter()
+                .find(|e| !ours(e) && e.published.contains(&port))
+            {
+                return Err(UsageError::new(
+                    flag,
+                    port,
+                    format!(
+                        "port {port} is already published on the target by container {}",
+                        other.name
+                    ),
+                    format!("pass another {flag}, or stop {}", other.name),
+                ));
+            }
+            if listening.contains(&port) && !held_by_us {
+                return Err(UsageError::new(
+                    flag,
+                    port,
+                    format!("port {port} is already in use on the target (a process outside this stack listens on it)"),
+                    format!("pass another {flag}, or stop what listens on {port}"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Pure: the ports in LISTEN state in /proc/net/tcp and tcp6 (`local_address` is HEXADDR:HEXPORT,
+/// state 0A is LISTEN).
+pub fn parse_listening(proc_net_tcp: &str) -> Vec<u16> {
+    let mut ports: Vec<u16> = proc_net_tcp
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let local = f.nth(1)?;
+            let state = f.nth(1)?;
+            (state == "0A")
+                .then(|| local.rsplit_once(':'))
+                .flatten()
+                .and_then(|(_, port)| u16::from_str_radix(port, 16).ok())
+        })
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    ports
+}
+
+/// Containers and listening ports on the target, then `check_conflicts`.
+pub async fn conflicts(target: &Target, desired: &super::desired::Desired) -> Result<()> {
+    let containers = target
+        .docker
+        .list_containers(Some(
+            bollard::query_parameters::ListContainersOptionsBuilder::default()
+                .all(true)
+                .build(),
+        ))
+        .await
+        .context("listing the target's containers")?;
+    let existing: Vec<Existing> = containers
+        .into_iter()
+        .map(|c| Existing {
+            name: c
+                .names
+                .and_then(|n| n.first().cloned())
+                .unwrap_or_default()
+                .trim_start_matches('/')
+                .to_string(),
+            stack: c
+                .labels
+                .and_then(|l| l.get(super::desired::LABEL_STACK).cloned()),
+            published: c
+                .ports
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|p| p.public_port)
+                .collect(),
+        })
+        .collect();
+    let tcp = target
+        .host_shell("cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; true", &[])
+        .await
+        .context("reading the target's listening ports")?;
+    check_conflicts(desired, &existing, &parse_listening(&tcp))?;
+    Ok(())
+}
+
+/// Every check deploy makes before it changes anything (images aside: deploy pulls them, plan lists
+/// them). `plan` runs the same, so it shows what deploy would refuse.
+pub async fn check(
+    target: &Target,
+    spec: &Spec,
+    desired: &super::desired::Desired,
+    observed: &crate::plan::Observed,
+) -> Result<()> {
+    let secrets_file = target.stack_dir(&spec.stack).join("secrets.env");
+    secrets_match_data(&spec.stack, observed, secrets_file.exists(), &secrets_file)?;
+    let previous = recorded_db(&target.bundle_dir(&spec.stack));
+    db_matches_data(spec, observed, previous.as_deref())?;
+    capacity(target, spec).await?;
+    conflicts(target, desired).await?;
+    Ok(())
+}
+
+/// The images the stack uses that the target does not have.
+pub async fn missing_images(target: &Target, images: &[String]) -> Vec<String> {
+    let mut missing = Vec::new();
+    for image in images {
+        if target.docker.inspect_image(image).await.is_err() {
+            missing.push(image.clone());
+        }
+    }
+    missing
+}
+
 pub async fn capacity(target: &Target, spec: &Spec) -> Result<()> {
     let info = target
         .docker
@@ -135,12 +344,7 @@ pub async fn send_images(
     images: &[String],
     progress: bool,
 ) -> Result<Vec<String>> {
-    let mut missing = Vec::new();
-    for image in images {
-        if target.docker.inspect_image(image).await.is_err() {
-            missing.push(image.clone());
-        }
-    }
+    let missing = missing_images(target, images).await;
     if missing.is_empty() {
         return Ok(missing);
     }

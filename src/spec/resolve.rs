@@ -110,21 +110,7 @@ pub fn resolve(input: SpecInput) -> Result<Spec, UsageError> {
 
     let cpus = match &input.cpus {
         None => "2".to_string(),
-        Some(r) => {
-            let v: f64 = r.value.parse().map_err(|_| {
-                r.error(
-                    "not a number of CPUs",
-                    "pass a positive number such as 2 or 1.5",
-                )
-            })?;
-            if !(v > 0.0 && v <= 1024.0 && v.is_finite()) {
-                return Err(r.error(
-                    "a CPU limit must be above 0",
-                    "pass a positive number such as 2 or 1.5",
-                ));
-            }
-            r.value.clone()
-        }
+        Some(r) => parse_cpus(r)?,
     };
 
     let (memory, memory_bytes) = match &input.memory {
@@ -444,6 +430,30 @@ fn parse_duration_s(r: &Raw) -> Result<u32, UsageError> {
     })
 }
 
+/// The engine's smallest CPU limit (NanoCpus of 10^7): below it the limit rounds to none at all.
+pub const MIN_CPUS: f64 = 0.01;
+const MAX_CPUS: f64 = 1024.0;
+
+/// A CPU limit, normalised (`+2` → `2`, `1.50` → `1.5`) so that the rendered file and the run record
+/// say one thing for one value.
+fn parse_cpus(r: &Raw) -> Result<String, UsageError> {
+    let fix = "pass a number of CPUs from 0.01 to 1024, such as 2 or 1.5";
+    let v: f64 = r
+        .value
+        .parse()
+        .map_err(|_| r.error("not a number of CPUs", fix))?;
+    // NaN and the infinities fail this too.
+    if !(MIN_CPUS..=MAX_CPUS).contains(&v) {
+        return Err(r.error(
+            "out of range 0.01..=1024 (the engine's smallest CPU limit is 0.01; below it no limit is applied)",
+            fix,
+        ));
+    }
+    // Whole NanoCpus, as the engine stores them: what is rendered is what is applied.
+    let nano = (v * 1e9).round() / 1e9;
+    Ok(format!("{nano}"))
+}
+
 /// Bytes of a memory size such as `512m`, `1.5g`, `64k`, `100b` or a plain number (k/m/g are powers of
 /// 1024, as Docker reads them). Pure; the one parser of sizes for the spec, deploy and doctor.
 pub fn memory_size(text: &str) -> Option<u64> {
@@ -460,7 +470,10 @@ pub fn memory_size(text: &str) -> Option<u64> {
         .filter(|n| {
             n.is_finite() && *n > 0.0 && num.chars().all(|c| c.is_ascii_digit() || c == '.')
         })
-        .map(|n| (n * mult as f64) as u64)
+        .map(|n| n * mult as f64)
+        // The engine takes an i64 of bytes: a larger size is refused, never saturated.
+        .filter(|b| *b < i64::MAX as f64)
+        .map(|b| b as u64)
 }
 
 /// Docker refuses memory limits below 6 MiB.
@@ -548,6 +561,25 @@ mod tests {
             });
             assert_eq!(e.field, "--cpus", "{v}");
         }
+        for v in ["1e-10", "0.009", "NaN", "inf", "-inf", "1025"] {
+            let e = err(SpecInput {
+                cpus: Some(Raw::flag("--cpus", v)),
+                ..ha()
+            });
+            assert!(e.problem.starts_with("out of range"), "{v}: {e}");
+        }
+    }
+
+    #[test]
+    fn cpus_are_normalised() {
+        for (given, rendered) in [("+2", "2"), ("1.50", "1.5"), ("0.01", "0.01"), ("1e0", "1")] {
+            let s = resolve(SpecInput {
+                cpus: Some(Raw::flag("--cpus", given)),
+                ..ha()
+            })
+            .unwrap();
+            assert_eq!(s.cpus, rendered, "{given}");
+        }
     }
 
     #[test]
@@ -625,7 +657,14 @@ mod tests {
         };
         assert_eq!(ok("512M").unwrap().memory_bytes, 512 << 20);
         assert_eq!(ok("1.5g").unwrap().memory_bytes, 3 << 29);
-        for bad in ["-1g", "1x", "g", "1k"] {
+        for bad in [
+            "-1g",
+            "1x",
+            "g",
+            "1k",
+            "99999999999999999999",
+            "9999999999g",
+        ] {
             assert_eq!(ok(bad).unwrap_err().field, "--memory", "{bad}");
         }
     }

@@ -257,3 +257,25 @@ pub fn doctor_check<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_
         .find(|c| c["name"] == name)
         .unwrap_or_else(|| panic!("no {name} check in {report:#}"))
 }
+
+/// Run the docker CLI against the local engine and require success; returns stdout.
+pub fn docker_cli(args: &[&str]) -> String {
+    let o = std::process::Command::new("docker")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "docker {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Exit code and stderr of a run that must fail.
+pub fn failed(out: &Output) -> (Option<i32>, String) {
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}

@@ -1,0 +1,209 @@
+//! Deploy's preflight on a real engine: what the target cannot give, a database engine change over kept
+//! data, and names or ports something else holds are refused with exit 2 before anything is created, by
+//! deploy and by plan alike; nothing foreign is touched.
+
+mod common;
+
+use common::*;
+
+/// Exit 2, the flag named, and not one object of the stack on the engine.
+async fn refused(
+    x: &Exectl,
+    d: &bollard::Docker,
+    stack: &str,
+    args: &[&str],
+    flag: &str,
+) -> String {
+    let (code, err) = failed(&x.run(args));
+    assert_eq!(code, Some(2), "{args:?}: {err}");
+    assert!(err.contains(&format!("invalid {flag} ")), "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        labelled(d, stack).await.is_empty(),
+        "{args:?} created objects"
+    );
+    err
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_target_cannot_give_is_refused_by_plan_and_deploy() {
+    let d = docker().await;
+    let x = Exectl::new();
+    let stack = "t-pre-cap";
+    x.purge_leftovers(&[stack]).await;
+    let cases: [(&[&str], &str); 6] = [
+        (&["--nofile", "30000"], "--nofile"),
+        (&["--cpus", "1000"], "--cpus"),
+        (&["--memory", "200g"], "--memory"),
+        (&["--memory", "99999999999999999999"], "--memory"),
+        (&["--cpus", "1e-10"], "--cpus"),
+        (&["--wait-timeout", "0s"], "--wait-timeout"),
+    ];
+    for (extra, flag) in cases {
+        for cmd in ["plan", "deploy"] {
+            if cmd == "plan" && flag == "--wait-timeout" {
+                continue;
+            }
+            let mut args = vec![cmd, "single", "--db", "sqlite", "--stack", stack];
+            args.extend(["--http-port", "18471", "--images", FIXTURES]);
+            if flag != "--nofile" {
+                args.extend(["--nofile", "20000"]);
+            }
+            args.extend(extra);
+            let err = refused(&x, &d, stack, &args, flag).await;
+            if cmd == "plan" && flag == "--nofile" {
+                assert!(err.contains("deploy would refuse"), "{err}");
+            }
+        }
+    }
+    assert!(
+        !x.stack_dir(stack).join("bundle").exists(),
+        "nothing written"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changing_db_over_kept_data_is_refused_before_anything_changes() {
+    let d = docker().await;
+    let x = Exectl::new();
+    let stack = "t-pre-db";
+    x.purge_leftovers(&[stack]).await;
+    let base = [
+        "single",
+        "--stack",
+        stack,
+        "--http-port",
+        "18472",
+        "--nofile",
+        "20000",
+    ];
+    x.deploy_json(&[&base[..], &["--db", "mariadb"]].concat());
+    let before = container_ids(&d, stack).await;
+    for cmd in ["deploy", "plan"] {
+        let mut args = vec![cmd];
+        args.extend(base);
+        args.extend(["--db", "postgres", "--images", FIXTURES]);
+        let (code, err) = failed(&x.run(&args));
+        assert_eq!(code, Some(2), "{cmd}: {err}");
+        assert!(
+            err.contains("invalid --db \"postgres\"")
+                && err.contains("holds mariadb data")
+                && err.contains("--purge"),
+            "{cmd}: {err}"
+        );
+    }
+    assert_eq!(container_ids(&d, stack).await, before, "nothing changed");
+    // After --purge the same change deploys.
+    x.ok(&["teardown", "--stack", stack, "--purge"]);
+    x.deploy_json(&[&base[..], &["--db", "postgres"]].concat());
+    x.ok(&["teardown", "--stack", stack, "--purge"]);
+    assert!(labelled(&d, stack).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_and_ports_held_elsewhere_are_found_before_anything_is_created() {
+    let d = docker().await;
+    let x = Exectl::new();
+    let stack = "t-pre-clash";
+    x.purge_leftovers(&[stack]).await;
+    let foreign = format!("exectl-{stack}-app");
+    let _ = std::process::Command::new("docker")
+        .args(["rm", "-f", &foreign])
+        .output();
+    docker_cli(&[
+        "create",
+        "--name",
+        &foreign,
+        "exectl-fixture/debian:bookworm",
+        "sleep",
+        "600",
+    ]);
+    let base = [
+        "deploy", "single", "--db", "sqlite", "--stack", stack, "--images", FIXTURES, "--nofile",
+        "20000",
+    ];
+    let err = refused(
+        &x,
+        &d,
+        stack,
+        &[&base[..], &["--http-port", "18473"]].concat(),
+        "--stack",
+    )
+    .await;
+    assert!(
+        err.contains(&foreign) && err.contains("did not create"),
+        "{err}"
+    );
+    // Never touched: the foreign container is still there, as it was.
+    let state = docker_cli(&["inspect", "-f", "{{.State.Status}}", &foreign]);
+    assert_eq!(state.trim(), "created");
+    docker_cli(&["rm", "-f", &foreign]);
+
+    // A port some process here listens on.
+    let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    let err = refused(
+        &x,
+        &d,
+        stack,
+        &[&base[..], &["--http-port", &port]].concat(),
+        "--http-port",
+    )
+    .await;
+    assert!(err.contains("already in use"), "{err}");
+    drop(listener);
+
+    // Free again: it deploys, and a re-deploy of its own port is no conflict.
+    x.deploy_json(&[
+        "single",
+        "--db",
+        "sqlite",
+        "--stack",
+        stack,
+        "--http-port",
+        &port,
+        "--nofile",
+        "20000",
+    ]);
+    x.deploy_json(&[
+        "single",
+        "--db",
+        "sqlite",
+        "--stack",
+        stack,
+        "--http-port",
+        &port,
+        "--nofile",
+        "20000",
+    ]);
+    // Another stack asking for the same port is told which container holds it.
+    let other = "t-pre-clash2";
+    x.purge_leftovers(&[other]).await;
+    let err = refused(
+        &x,
+        &d,
+        other,
+        &[
+            "deploy",
+            "single",
+            "--db",
+            "sqlite",
+            "--stack",
+            other,
+            "--http-port",
+            &port,
+            "--images",
+            FIXTURES,
+            "--nofile",
+            "20000",
+        ],
+        "--http-port",
+    )
+    .await;
+    assert!(
+        err.contains(&format!("container exectl-{stack}-traefik")),
+        "{err}"
+    );
+    x.ok(&["teardown", "--stack", stack, "--purge"]);
+    assert!(labelled(&d, stack).await.is_empty());
+}
