@@ -185,7 +185,7 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
     };
     let pulled = preflight::images(&target, &images).await?;
 
-    let _lock =
+    let lock =
         crate::engine::remote_lock::lock_stack(&target, &stack, "exectl deploy", args.break_lock)
             .await?;
     secrets::save_if_absent(&target.stack_dir(&stack), &p.secrets)?;
@@ -205,7 +205,8 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
     }
     let reporter = Reporter::new(&stack, args.json);
     let progress = |e: apply::Event| reporter.event(e);
-    let result = apply::apply(&target.docker, &p.desired, &plan, timeout, &progress).await;
+    let held = || lock.still_held();
+    let result = apply::apply(&target.docker, &p.desired, &plan, timeout, &progress, &held).await;
     reporter.finish();
     result?;
     let effective = limits::read_back(&target, &p.desired.services).await?;

@@ -7,6 +7,9 @@ use anyhow::Result;
 pub async fn run(args: &TeardownArgs) -> Result<()> {
     let stack = crate::spec::resolve_stack_name(args.stack.as_deref())?;
     let target = super::connect(&args.target).await?;
+    // Taking the lock makes the stack's folder; a teardown of a stack never deployed leaves none.
+    let dir = target.stack_dir(&stack);
+    let had_state = dir.exists();
     let lock =
         crate::engine::remote_lock::lock_stack(&target, &stack, "exectl teardown", args.break_lock)
             .await?;
@@ -21,9 +24,15 @@ pub async fn run(args: &TeardownArgs) -> Result<()> {
     if args.purge {
         // The data is gone, so its secrets and files are too; the lock goes last.
         drop(lock);
-        let dir = target.stack_dir(&stack);
         if dir.exists() {
             std::fs::remove_dir_all(&dir)?;
+        }
+    } else if !had_state {
+        drop(lock);
+        // Only folders left empty (the target's too): never anything another command wrote meanwhile.
+        let _ = std::fs::remove_dir(&dir);
+        if let Some(parent) = dir.parent() {
+            let _ = std::fs::remove_dir(parent);
         }
     }
     if args.json {

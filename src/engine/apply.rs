@@ -24,6 +24,10 @@ pub struct Event {
 
 pub type Progress<'a> = &'a (dyn Fn(Event) + Sync);
 
+/// Ok while the command still holds the stack's lock: checked before every change, so a
+/// `--break-lock` from another command stops this one at its next step.
+pub type Held<'a> = &'a (dyn Fn() -> Result<()> + Sync);
+
 fn stack_labels(stack: &str) -> HashMap<String, String> {
     HashMap::from([(LABEL_STACK.to_string(), stack.to_string())])
 }
@@ -178,7 +182,9 @@ pub async fn apply(
     plan: &Plan,
     timeout: Duration,
     progress: Progress<'_>,
+    held: Held<'_>,
 ) -> Result<()> {
+    held()?;
     if let Some(net) = &plan.create_network {
         docker
             .create_network(NetworkCreateRequest {
@@ -252,7 +258,7 @@ pub async fn apply(
         }
         let waits = deps
             .iter()
-            .map(|(d, healthy)| wait_service(docker, d, *healthy, deadline, progress));
+            .map(|(d, healthy)| wait_service(docker, d, *healthy, deadline, progress, held));
         for r in futures_util::future::join_all(waits).await {
             r?;
         }
@@ -263,7 +269,7 @@ pub async fn apply(
                 .iter()
                 .find(|a| a.service() == s.name)
                 .expect("plan has an action per service");
-            converge_one(docker, s, action, &desired.network, progress)
+            converge_one(docker, s, action, &desired.network, progress, held)
         });
         for r in futures_util::future::join_all(converge).await {
             r?;
@@ -274,7 +280,7 @@ pub async fn apply(
         .services
         .iter()
         .filter(|s| !ready.contains(&s.name))
-        .map(|s| wait_service(docker, s, true, deadline, progress));
+        .map(|s| wait_service(docker, s, true, deadline, progress, held));
     for r in futures_util::future::join_all(rest).await {
         r?;
     }
@@ -287,7 +293,11 @@ async fn converge_one(
     action: &Action,
     network: &str,
     progress: Progress<'_>,
+    held: Held<'_>,
 ) -> Result<()> {
+    if action.changes() {
+        held()?;
+    }
     let what = match action {
         Action::Create { .. } => {
             create_and_start(docker, s, network).await?;
@@ -317,9 +327,10 @@ async fn wait_service(
     healthy: bool,
     deadline: tokio::time::Instant,
     progress: Progress<'_>,
+    held: Held<'_>,
 ) -> Result<()> {
     let started = tokio::time::Instant::now();
-    match wait_ready(docker, &s.container_name, healthy, deadline).await? {
+    match wait_ready(docker, &s.container_name, healthy, deadline, held).await? {
         Readiness::Ready(state) => {
             progress(Event {
                 service: s.name.clone(),

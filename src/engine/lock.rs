@@ -51,6 +51,36 @@ pub fn takeover(
 #[derive(Debug)]
 pub struct StackLock {
     path: PathBuf,
+    /// What this holder wrote: the lock is still ours while the file says exactly this.
+    mine: String,
+}
+
+/// The lock was broken (`--break-lock`) by another command while this one held it.
+#[derive(Debug, thiserror::Error)]
+#[error("the lock of stack {stack} was taken over by {taken_by} while this command ran; it stopped before changing anything more (what it did is converged by the next deploy or teardown)")]
+pub struct LockLost {
+    pub stack: String,
+    pub taken_by: String,
+}
+
+impl LockLost {
+    /// From what the lock file holds now ("" when it is gone).
+    pub fn from_file(stack: &str, now: &str) -> LockLost {
+        let taken_by = match serde_json::from_str::<Holder>(now.trim()) {
+            Ok(h) => format!(
+                "{} (pid {} on {}) since {}",
+                h.command, h.pid, h.host, h.since
+            ),
+            Err(_) if now.trim().is_empty() => {
+                "another command, which has released it since".into()
+            }
+            Err(_) => "another command".into(),
+        };
+        LockLost {
+            stack: stack.to_string(),
+            taken_by,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -75,6 +105,7 @@ impl StackLock {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let path = dir.join("exectl.lock");
         let me = Holder::me(command);
+        let mine = serde_json::to_string(&me)?;
         for _ in 0..2 {
             match std::fs::OpenOptions::new()
                 .write(true)
@@ -82,8 +113,8 @@ impl StackLock {
                 .open(&path)
             {
                 Ok(mut f) => {
-                    f.write_all(serde_json::to_string(&me)?.as_bytes())?;
-                    return Ok(StackLock { path });
+                    f.write_all(mine.as_bytes())?;
+                    return Ok(StackLock { path, mine });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     let holder: Option<Holder> = std::fs::read_to_string(&path)
@@ -117,9 +148,25 @@ impl StackLock {
     }
 }
 
+impl StackLock {
+    /// Ok while the lock file still names this holder; a long command checks before each change, so a
+    /// `--break-lock` stops it instead of racing the command that broke it.
+    pub fn still_held(&self, stack: &str) -> Result<(), LockLost> {
+        let now = std::fs::read_to_string(&self.path).unwrap_or_default();
+        if now == self.mine {
+            Ok(())
+        } else {
+            Err(LockLost::from_file(stack, &now))
+        }
+    }
+}
+
 impl Drop for StackLock {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        // Only our own: a holder whose lock was broken must not release the new holder's.
+        if self.still_held("").is_ok() {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 
@@ -178,6 +225,23 @@ mod tests {
         {
             let _l = StackLock::acquire(dir.path(), "exe", "deploy", false).unwrap();
         }
+        assert!(!dir.path().join("exectl.lock").exists());
+    }
+
+    #[test]
+    fn a_broken_lock_is_noticed_and_the_old_holder_does_not_release_the_new_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = StackLock::acquire(dir.path(), "exe", "exectl deploy", false).unwrap();
+        first.still_held("exe").unwrap();
+        let second = StackLock::acquire(dir.path(), "exe", "exectl teardown", true).unwrap();
+        let lost = first.still_held("exe").unwrap_err();
+        assert!(
+            lost.to_string().contains("taken over by exectl teardown"),
+            "{lost}"
+        );
+        drop(first);
+        second.still_held("exe").unwrap();
+        drop(second);
         assert!(!dir.path().join("exectl.lock").exists());
     }
 

@@ -2,15 +2,42 @@
 //! once. A file under /opt/exectl/.locks, created with the shell's noclobber (atomic), naming its holder
 //! like the local lock; a holder from this machine whose process is gone is stale and taken over.
 
-use super::lock::{alive, takeover, Holder, Locked, StackLock};
+use super::lock::{alive, takeover, Holder, LockLost, Locked, StackLock};
 use crate::target::{ssh::shell_quote, ssh::Link, Target, REMOTE_STACKS_ROOT};
 use anyhow::{Context, Result};
 use std::sync::Arc;
 
 /// Both locks of a deploy, teardown or prepare: the local one, and the SUT's for a remote target.
 pub struct StackGuard {
-    _local: StackLock,
-    _remote: Option<RemoteLock>,
+    stack: String,
+    local: StackLock,
+    remote: Option<RemoteLock>,
+    /// The SUT's lock is read at most once a second (each read is an exec over SSH).
+    remote_checked: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+impl StackGuard {
+    /// Ok while both locks still name this holder (one exec on the SUT for a remote target).
+    pub fn still_held(&self) -> Result<()> {
+        self.local.still_held(&self.stack)?;
+        if let Some(r) = &self.remote {
+            let mut checked = self.remote_checked.lock().expect("lock check time");
+            if checked.is_some_and(|t| t.elapsed() < std::time::Duration::from_secs(1)) {
+                return Ok(());
+            }
+            *checked = Some(std::time::Instant::now());
+            let cmd = format!("cat -- {} 2>/dev/null; true", shell_quote(&r.path));
+            let now = r
+                .link
+                .exec(&cmd, None)
+                .map(|o| o.stdout)
+                .unwrap_or_default();
+            if now.trim() != r.mine {
+                return Err(LockLost::from_file(&self.stack, &now).into());
+            }
+        }
+        Ok(())
+    }
 }
 
 pub struct RemoteLock {
@@ -35,8 +62,10 @@ pub async fn lock_stack(
         Some(link) => Some(acquire_remote(target, link, stack, command, break_lock).await?),
     };
     Ok(StackGuard {
-        _local: local,
-        _remote: remote,
+        stack: stack.to_string(),
+        local,
+        remote,
+        remote_checked: Default::default(),
     })
 }
 

@@ -1,10 +1,14 @@
 //! Remove what carries the stack's label, and only that: containers and network; volumes with --purge.
+//! Converges: another command (a deploy whose lock was broken) may still be creating objects, so it
+//! observes again after each pass and stops when a pass finds nothing left to remove.
 
 use super::observe::observe;
 use anyhow::{Context, Result};
+use bollard::errors::Error as DockerError;
 use bollard::query_parameters::{RemoveContainerOptionsBuilder, RemoveVolumeOptionsBuilder};
 use bollard::Docker;
 use serde::Serialize;
+use std::time::Duration;
 
 #[derive(Debug, Default, Serialize)]
 pub struct Removed {
@@ -15,47 +19,101 @@ pub struct Removed {
     pub kept_volumes: Vec<String>,
 }
 
+/// Passes at most: each one removes what the last observation found.
+const PASSES: usize = 10;
+
+/// What a removal's error means for teardown.
+fn settled(e: &DockerError) -> Option<bool> {
+    match e {
+        // Already gone (removed by someone else): done.
+        DockerError::DockerResponseServerError {
+            status_code: 404, ..
+        } => Some(true),
+        // Removal already in progress, network with endpoints still attached, volume still in use:
+        // the next pass sees it again.
+        DockerError::DockerResponseServerError {
+            status_code: 403 | 409 | 500,
+            ..
+        } => Some(false),
+        _ => None,
+    }
+}
+
+/// Ok(true) removed or already gone, Ok(false) to retry on the next pass.
+fn outcome(r: Result<(), DockerError>, what: &str) -> Result<bool> {
+    match r {
+        Ok(()) => Ok(true),
+        Err(e) => match settled(&e) {
+            Some(done) => Ok(done),
+            None => Err(e).with_context(|| format!("removing {what}")),
+        },
+    }
+}
+
 pub async fn teardown(docker: &Docker, stack: &str, purge: bool) -> Result<Removed> {
-    let found = observe(docker, stack).await?;
-    // Remove in parallel: each force-remove stops its container first.
-    let removals = found.containers.iter().map(|c| async move {
-        docker
-            .remove_container(
-                &c.name,
-                Some(
-                    RemoveContainerOptionsBuilder::default()
-                        .force(true)
-                        .v(false)
-                        .build(),
-                ),
-            )
-            .await
-            .with_context(|| format!("removing container {}", c.name))
-    });
-    for r in futures_util::future::join_all(removals).await {
-        r?;
-    }
-    for name in &found.networks {
-        docker
-            .remove_network(name)
-            .await
-            .with_context(|| format!("removing network {name}"))?;
-    }
-    let mut removed = Removed {
-        containers: found.containers.into_iter().map(|c| c.name).collect(),
-        networks: found.networks,
-        ..Default::default()
-    };
-    for v in found.volumes {
-        if purge {
-            docker
-                .remove_volume(&v, Some(RemoveVolumeOptionsBuilder::default().build()))
-                .await
-                .with_context(|| format!("removing volume {v}"))?;
-            removed.volumes.push(v);
+    let mut removed = Removed::default();
+    let mut last_error = String::new();
+    for pass in 0..PASSES {
+        let found = observe(docker, stack).await?;
+        let volumes: Vec<&String> = if purge {
+            found.volumes.iter().collect()
         } else {
-            removed.kept_volumes.push(v);
+            Vec::new()
+        };
+        if found.containers.is_empty() && found.networks.is_empty() && volumes.is_empty() {
+            removed.kept_volumes = if purge { Vec::new() } else { found.volumes };
+            return Ok(removed);
+        }
+        if pass > 0 {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        // In parallel: each force-remove stops its container first.
+        let removals = found.containers.iter().map(|c| async move {
+            let r = docker
+                .remove_container(
+                    &c.name,
+                    Some(
+                        RemoveContainerOptionsBuilder::default()
+                            .force(true)
+                            .v(false)
+                            .build(),
+                    ),
+                )
+                .await;
+            (c.name.clone(), outcome(r, &format!("container {}", c.name)))
+        });
+        for (name, r) in futures_util::future::join_all(removals).await {
+            match r? {
+                true => push_once(&mut removed.containers, name),
+                false => last_error = format!("container {name} could not be removed yet"),
+            }
+        }
+        for name in &found.networks {
+            match outcome(
+                docker.remove_network(name).await,
+                &format!("network {name}"),
+            )? {
+                true => push_once(&mut removed.networks, name.clone()),
+                false => last_error = format!("network {name} still has containers attached"),
+            }
+        }
+        for v in volumes {
+            let r = docker
+                .remove_volume(v, Some(RemoveVolumeOptionsBuilder::default().build()))
+                .await;
+            match outcome(r, &format!("volume {v}"))? {
+                true => push_once(&mut removed.volumes, v.clone()),
+                false => last_error = format!("volume {v} is still in use"),
+            }
         }
     }
-    Ok(removed)
+    anyhow::bail!(
+        "stack {stack}: objects were still appearing or in use after {PASSES} passes ({last_error}); is another command still deploying it? Run teardown again once it is done"
+    )
+}
+
+fn push_once(list: &mut Vec<String>, name: String) {
+    if !list.contains(&name) {
+        list.push(name);
+    }
 }

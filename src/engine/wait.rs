@@ -22,8 +22,11 @@ pub async fn wait_ready(
     container: &str,
     healthy: bool,
     deadline: Instant,
+    held: super::apply::Held<'_>,
 ) -> Result<Readiness> {
     loop {
+        // A broken lock stops the wait before it misreads a teardown's removals as a failure.
+        held()?;
         let info = docker.inspect_container(container, None).await?;
         let state = info.state.unwrap_or_default();
         let has_health = state.health.is_some();

@@ -1,0 +1,80 @@
+//! `--break-lock` against a running deploy on a real engine: the teardown that broke it removes
+//! everything, the deploy stops at its next step naming who took the lock, and the next deploy and
+//! teardown converge. A teardown of a stack never deployed leaves no state behind.
+
+mod common;
+
+use common::*;
+use std::time::{Duration, Instant};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn teardown_breaking_a_running_deploys_lock_converges() {
+    let d = docker().await;
+    let x = Exectl::new();
+    let stack = "t-break";
+    x.purge_leftovers(&[stack]).await;
+    let mut args = vec!["deploy", "ha", "--stack", stack, "--lb-port", "18474"];
+    args.extend(HA_LIMITS);
+    args.extend(["--images", FIXTURES, "--health-interval", "1s"]);
+    // The teardown comes while the deploy waits for the database to turn healthy.
+    let deploy = x
+        .command(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !labelled(&d, stack)
+        .await
+        .iter()
+        .any(|n| n.ends_with("-postgres"))
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "deploy never started"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let teardown = x.run(&["teardown", "--stack", stack, "--purge", "--break-lock"]);
+    assert!(
+        teardown.status.success(),
+        "teardown: {}",
+        String::from_utf8_lossy(&teardown.stderr)
+    );
+    assert!(String::from_utf8_lossy(&teardown.stderr).contains("(--break-lock)"));
+    let deploy = deploy.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&deploy.stderr);
+    assert!(
+        !deploy.status.success(),
+        "the broken deploy must not report success: {err}"
+    );
+    assert!(
+        err.contains("was taken over by exectl teardown"),
+        "the deploy names who took its lock: {err}"
+    );
+    // Whatever is left, the next teardown converges to nothing, and the next deploy to a ready stack.
+    x.ok(&["teardown", "--stack", stack, "--purge"]);
+    assert!(
+        labelled(&d, stack).await.is_empty(),
+        "{:?}",
+        labelled(&d, stack).await
+    );
+    let mut again = vec!["ha", "--stack", stack, "--lb-port", "18474"];
+    again.extend(HA_LIMITS);
+    x.deploy_json(&again);
+    assert!(
+        !x.stack_dir(stack).join("exectl.lock").exists(),
+        "the lock is released"
+    );
+    x.ok(&["teardown", "--stack", stack, "--purge"]);
+    assert!(labelled(&d, stack).await.is_empty());
+}
+
+#[test]
+fn teardown_of_a_stack_never_deployed_leaves_no_state() {
+    let x = Exectl::new();
+    let out = x.ok(&["teardown", "--stack", "t-never-deployed"]);
+    assert!(out.contains("nothing to remove"), "{out}");
+    let left: Vec<_> = std::fs::read_dir(x.state.path()).unwrap().collect();
+    assert!(left.is_empty(), "state written: {left:?}");
+}
