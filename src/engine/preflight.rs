@@ -158,7 +158,7 @@ pub fn check_conflicts(
                 "--stack",
                 stack,
                 format!("a container named {} already exists and {whose}", other.name),
-                format!("remove or rename that container yourself (exectl never touches it), or deploy under another --stack"),
+                "remove or rename that container yourself (exectl never touches it), or deploy under another --stack",
             ));
         }
     }
