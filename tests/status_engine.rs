@@ -298,3 +298,15 @@ async fn lost_or_dead_services_fail_and_are_named() {
     x.ok(&["teardown", "--stack", stack, "--purge"]);
     assert!(labelled(&d, stack).await.is_empty());
 }
+
+/// `--watch` at an interval that would hammer the engine and the apps is bad input (exit 2).
+#[test]
+fn watch_interval_below_the_floor_is_refused() {
+    let x = Exectl::new();
+    for bad in ["0s", "500ms", "0"] {
+        let out = x.run(&["status", "--stack", "t-any", "--watch", "--interval", bad]);
+        let (code, err) = failed(&out);
+        assert_eq!(code, Some(2), "{bad}: {err}");
+        assert!(err.contains("invalid --interval"), "{bad}: {err}");
+    }
+}
