@@ -302,8 +302,7 @@ impl Target {
             }
             Some(l) => {
                 let (l, path, bytes) = (l.clone(), path.to_path_buf(), bytes.to_vec());
-                tokio::task::spawn_blocking(move || l.write_file(&path, &bytes, mode as i32))
-                    .await?
+                tokio::task::spawn_blocking(move || l.write_file(&path, &bytes, mode)).await?
             }
         }
     }
