@@ -8,7 +8,9 @@
 # --limits F       also install F into ROOT/etc/security/limits.d/ (e.g. limits/99-exectl.conf)
 # --daemon-json F  also install F as ROOT/etc/docker/daemon.json: the host's file merged with
 #                  docker/daemon.json (exectl merges it; by hand see README.md). dockerd reads it on restart.
-# --root DIR       prefix of every path written (/etc/..., the state folder): for tests and chroots
+# --root DIR       prefix of every path read and written, sysctls included: KEY is the file
+#                  DIR/proc/sys/KEY (a chroot with its /proc mounted, or a test's plain files), never the live
+#                  kernel's /proc/sys unless it is mounted there. For tests and chroots.
 # --state DIR      where the previous values are recorded [default: ROOT/var/lib/exectl/host]
 #
 # --check   one line per setting: `change KEY: CURRENT -> WANTED`, `keep KEY: VALUE` (or `keep KEY: CURRENT >=
@@ -19,8 +21,8 @@
 #           none), then sets the wanted ones: `set KEY: CURRENT -> WANTED`. Running it again changes nothing.
 # --restore puts back what was recorded (`restored KEY: CURRENT -> PREVIOUS`), removing the files that did
 #           not exist, and forgets the records
-# sysctls are set at runtime (sysctl -w): a reboot also undoes them; copy the sysctl file to
-# /etc/sysctl.d/ to keep them.
+# sysctls are set at runtime (written to /proc/sys, as sysctl -w does): a reboot also undoes them; copy the
+# sysctl file to /etc/sysctl.d/ to keep them.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 role="" file="" limits="" daemon="" root="" state="" action=""
@@ -53,7 +55,14 @@ fi
 # KEY and VALUE of each setting line, whitespace in values normalised to one space.
 settings() { sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$file" | while IFS='=' read -r k v; do
   printf '%s=%s\n' "$(echo $k)" "$(echo $v)"; done; }
-current() { local p="/proc/sys/${1//.//}"; [ -r "$p" ] && echo $(cat "$p") || echo "absent"; }
+# Every sysctl is read and written through ROOT/proc/sys, so that --root never reaches the live kernel
+# (sysctl(8) would: it always uses /proc/sys).
+sysctl_path() { echo "$root/proc/sys/${1//.//}"; }
+current() { local p; p=$(sysctl_path "$1"); [ -r "$p" ] && echo $(cat "$p") || echo "absent"; }
+set_sysctl() { # KEY VALUE
+  local p; p=$(sysctl_path "$1")
+  { printf '%s\n' "$2" > "$p"; } 2>/dev/null || { echo "tune.sh: cannot set $1 to '$2' ($p)" >&2; exit 1; }
+}
 n=0 # settings that differ
 
 # Capacity settings are minimums: a host already above them keeps its value (tuning never lowers them);
@@ -86,7 +95,7 @@ sysctl_step() {
   # Only the first change records: a second apply must not overwrite the original value with ours.
   awk -v k="$k" '$1 == k { found = 1 } END { exit !found }' "$state/previous.conf" 2>/dev/null ||
     echo "$k = $have" >> "$state/previous.conf"
-  sysctl -q -w "$k=$want"
+  set_sysctl "$k" "$want"
   echo "set $k: $have -> $want"
 }
 
@@ -115,7 +124,8 @@ restore() {
       [ "$v" = "absent" ] && continue
       have=$(current "$k")
       if [ "$have" = "$v" ]; then echo "keep $k: $v"; continue; fi
-      sysctl -q -w "$k=$v"; echo "restored $k: $have -> $v"
+      if [ "$have" = absent ]; then echo "skip $k: absent -> $v"; continue; fi
+      set_sysctl "$k" "$v"; echo "restored $k: $have -> $v"
     done < "$state/previous.conf"
     rm -f "$state/previous.conf"
   fi

@@ -1,8 +1,10 @@
 //! `exectl host tune|restore` for real, on the local target, inside a private network namespace and a
-//! private mount namespace (`unshare --net --mount`): the network sysctls it changes belong to the
-//! namespace, and every file it writes goes under a tmpfs given as `--root`, so the machine's own
-//! settings and /etc are never touched. Each test runs its whole sequence in one `unshare` (a fresh
-//! namespace would start from the defaults again). Needs root and the local Docker engine.
+//! private mount namespace (`unshare --net --mount`): every path it reads and writes goes under a tmpfs
+//! given as `--root`, sysctls included (ROOT/proc/sys), so the machine's own settings and /etc are never
+//! touched. The namespace's /proc/sys/net is bind-mounted at ROOT/proc/sys/net, as a chroot's /proc would
+//! be: the network sysctls it changes are the namespace's own. Each test runs its whole sequence in one
+//! `unshare` (a fresh namespace would start from the defaults again). Needs root and the local engine.
+//! The last test runs without any namespace: --root alone keeps the live kernel out of reach.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -17,10 +19,14 @@ const NETNS_SYSCTL: &str = concat!(
 /// tmpfs private to the namespace) set; its output split into `== NAME` sections.
 fn in_namespaces(script: &str) -> (String, BTreeMap<String, String>) {
     let cwd = tempfile::tempdir().unwrap(); // no exectl.yaml naming another target
+                                            // `files` lists what was written under ROOT, leaving out the mounted /proc/sys/net.
     let prelude = r#"set -u
 ROOT=$(mktemp -d)
 mount -t tmpfs exectl-host-tune "$ROOT"
-trap 'umount "$ROOT"; rmdir "$ROOT"' EXIT
+mkdir -p "$ROOT/proc/sys/net"
+mount --bind /proc/sys/net "$ROOT/proc/sys/net"
+trap 'umount -R "$ROOT"; rmdir "$ROOT"' EXIT
+files() { find "$ROOT" -mindepth 1 -path "$ROOT/proc" -prune -o -print | sort; }
 "#;
     let out = Command::new("unshare")
         .args(["--net", "--mount", "bash", "-c"])
@@ -102,7 +108,7 @@ echo "== root"; echo "$ROOT"
 echo "== defaults"; values
 echo "== check"; $tune --check; echo "exit $?"
 echo "== check json"; $tune --check --json; echo "exit $?"
-echo "== files after check"; find "$ROOT" -mindepth 1 | sort
+echo "== files after check"; files
 echo "== apply"; $tune; echo "exit $?"
 echo "== tuned"; values
 echo "== daemon.json"; cat "$ROOT/etc/docker/daemon.json"
@@ -250,7 +256,7 @@ fn the_roles_own_files_are_checked_and_nothing_is_written() {
 for role in sut client; do
   echo "== $role"; $EXECTL host tune --role $role --check --json --root "$ROOT"; echo "exit $?"
 done
-echo "== written"; find "$ROOT" -mindepth 1
+echo "== written"; files
 "#,
     );
     for (role, keys) in [
@@ -315,7 +321,7 @@ echo "== --root relative"; $EXECTL host tune --role sut --sysctl-file $FIXTURE -
 echo "== restore"; $EXECTL host restore --root relative 2>&1; echo "exit $?"
 rm -f /tmp/exectl-bad-sysctl.$$
 echo "== somaxconn"; [ "$(cat /proc/sys/net/core/somaxconn)" = "$before" ] && echo unchanged
-echo "== written"; find "$ROOT" -mindepth 1
+echo "== written"; files
 "#,
     );
     let expect = [
@@ -351,5 +357,170 @@ echo "== written"; find "$ROOT" -mindepth 1
     }
     assert_eq!(s["somaxconn"].trim(), "unchanged", "{all}");
     assert_eq!(s["written"].trim(), "", "{all}");
+    assert_eq!(host_state(), host_before);
+}
+
+/// The live values of sysctls the tests use, to prove they never moved.
+fn live_sysctls() -> Vec<String> {
+    [
+        "net/core/somaxconn",
+        "net/ipv4/tcp_max_syn_backlog",
+        "net/ipv4/ip_local_port_range",
+        "net/ipv4/tcp_tw_reuse",
+        "fs/file-max",
+        "fs/nr_open",
+    ]
+    .iter()
+    .map(|k| {
+        format!(
+            "{k}: {:?}",
+            std::fs::read_to_string(format!("/proc/sys/{k}")).ok()
+        )
+    })
+    .collect()
+}
+
+/// `--root DIR` with no namespace at all: check, apply and restore read and write the sysctls as the
+/// files under DIR/proc/sys (seeded here with values the live kernel does not have), never the live
+/// kernel's. Each step is checked before the next runs, so a --root that reached the kernel fails at the
+/// read-only --check, before anything could be written.
+#[test]
+fn root_alone_keeps_the_live_kernel_out_of_reach() {
+    let live_before = live_sysctls();
+    let host_before = host_state();
+    let cwd = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let sys = root.path().join("proc/sys");
+    let seeded = [
+        ("net/core/somaxconn", "128"),
+        ("net/ipv4/tcp_max_syn_backlog", "256"),
+        ("net/ipv4/ip_local_port_range", "40000\t50000"),
+        ("net/ipv4/tcp_tw_reuse", "0"),
+    ];
+    for (k, v) in seeded {
+        let f = sys.join(k);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(&f, format!("{v}\n")).unwrap();
+    }
+    let file = |k: &str| std::fs::read_to_string(sys.join(k)).unwrap();
+    let root_s = root.path().to_str().unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(EXECTL)
+            .args(args)
+            .args(["--root", root_s])
+            .env_remove("EXECTL_TARGET")
+            .current_dir(cwd.path())
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            text,
+        )
+    };
+    let tune = [
+        "host",
+        "tune",
+        "--role",
+        "sut",
+        "--sysctl-file",
+        NETNS_SYSCTL,
+    ];
+
+    // --check reports the files' values; the role's keys with no file under DIR are skipped.
+    let (code, stdout, all) = run(&[&tune[..], &["--check", "--json"]].concat());
+    assert_eq!(code, Some(1), "{all}");
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {all}"));
+    let current = |j: &serde_json::Value, key: &str| {
+        j["settings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["key"] == key)
+            .unwrap_or_else(|| panic!("{key}: {j}"))
+            .clone()
+    };
+    for (key, value) in [
+        ("net.core.somaxconn", "128"),
+        ("net.ipv4.tcp_max_syn_backlog", "256"),
+        ("net.ipv4.ip_local_port_range", "40000 50000"),
+        ("net.ipv4.tcp_tw_reuse", "0"),
+    ] {
+        let s = current(&json, key);
+        assert_eq!(
+            s["current"], value,
+            "read from DIR/proc/sys, not the kernel: {json}"
+        );
+        assert_eq!(s["action"], "change", "{json}");
+    }
+    assert_eq!(json["sysctls"], format!("{root_s}/proc/sys"), "{json}");
+    assert!(
+        json["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("not the live kernel's /proc/sys"),
+        "{json}"
+    );
+    let (_, stdout, all) = run(&["host", "tune", "--role", "sut", "--check", "--json"]);
+    let role: serde_json::Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {all}"));
+    for key in [
+        "fs.file-max",
+        "fs.nr_open",
+        "net.netfilter.nf_conntrack_max",
+    ] {
+        let s = current(&role, key);
+        assert_eq!(s["action"], "skip", "no file under DIR: {role}");
+        assert_eq!(s["current"], "absent", "{role}");
+    }
+    assert_eq!(
+        live_sysctls(),
+        live_before,
+        "--check under --root read nothing live"
+    );
+
+    // Apply: the files under DIR change, the kernel does not.
+    let (code, _, all) = run(&tune);
+    assert_eq!(code, Some(0), "{all}");
+    assert!(
+        all.contains("changed net.core.somaxconn: 128 -> 65535"),
+        "{all}"
+    );
+    assert_eq!(file("net/core/somaxconn"), "65535\n");
+    assert_eq!(file("net/ipv4/ip_local_port_range"), "1024 65535\n");
+    assert_eq!(file("net/ipv4/tcp_tw_reuse"), "1\n");
+    assert_eq!(
+        live_sysctls(),
+        live_before,
+        "apply under --root wrote nothing live"
+    );
+    let recorded =
+        std::fs::read_to_string(root.path().join("var/lib/exectl/host/previous.conf")).unwrap();
+    assert!(
+        recorded.contains("net.core.somaxconn = 128\n"),
+        "{recorded}"
+    );
+
+    // Restore: the seeded values back in the files; the kernel still untouched.
+    let (code, _, all) = run(&["host", "restore"]);
+    assert_eq!(code, Some(0), "{all}");
+    assert!(
+        all.contains("restored net.core.somaxconn: 65535 -> 128"),
+        "{all}"
+    );
+    for (k, v) in seeded {
+        assert_eq!(file(k).trim_end(), v.replace('\t', " "), "{k}: {all}");
+    }
+    assert_eq!(
+        live_sysctls(),
+        live_before,
+        "restore under --root wrote nothing live"
+    );
     assert_eq!(host_state(), host_before);
 }

@@ -1,6 +1,7 @@
 //! ansible-free/tune.sh, run for real inside a private network namespace (`unshare -n`), where the
 //! network sysctls it changes belong to the namespace and the machine itself is untouched; the files it
-//! installs go under a tmpfs given as --root in a private mount namespace (`unshare -m`).
+//! installs (and, with --root, the sysctls: ROOT/proc/sys) go under a tmpfs given as --root in a private
+//! mount namespace (`unshare -m`).
 
 use std::process::Command;
 
@@ -106,10 +107,12 @@ fn without_keep(section: &str) -> String {
 
 #[test]
 fn files_are_installed_recorded_and_put_back_under_root() {
-    // A private mount namespace with a tmpfs as --root: /etc is never touched.
+    // A private mount namespace with a tmpfs as --root: /etc is never touched. The sysctls are under
+    // --root too: the namespace's /proc/sys/net is mounted there, as in a chroot.
     let out = run_in_namespaces(
         r#"set -e
         root=$(mktemp -d); mount -t tmpfs exectl-test "$root"
+        mkdir -p "$root/proc/sys/net"; mount --bind /proc/sys/net "$root/proc/sys/net"
         mkdir -p "$root/etc/docker"; echo '{"debug": true}' > "$root/etc/docker/daemon.json"
         printf '{"debug": true, "userland-proxy": false}\n' > "$root/merged.json"
         t="ansible-free/tune.sh --sysctl-file tests/fixtures/netns-sysctl.conf --root $root

@@ -321,6 +321,29 @@ impl Drop for TempUser {
     }
 }
 
+/// /proc/sys/net bind-mounted at ROOT/proc/sys/net; unmounted on drop (before ROOT goes).
+struct ProcSysNet(std::path::PathBuf);
+
+impl ProcSysNet {
+    fn mount(root: &Path) -> ProcSysNet {
+        let at = root.join("proc/sys/net");
+        std::fs::create_dir_all(&at).unwrap();
+        let out = std::process::Command::new("mount")
+            .args(["--bind", "/proc/sys/net"])
+            .arg(&at)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        ProcSysNet(at)
+    }
+}
+
+impl Drop for ProcSysNet {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).output();
+    }
+}
+
 /// `exectl` JSON output, parsed, with the exit code.
 fn json_of(out: &std::process::Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
@@ -500,6 +523,9 @@ fn doctor_and_host_tune_on_a_remote_sut() {
     let ns = format!("exectl-{}", sut.name());
     let root = tempfile::tempdir().unwrap();
     let root_s = root.path().to_str().unwrap();
+    // --root holds the sysctls too (ROOT/proc/sys): /proc/sys/net mounted there, as in a chroot, shows
+    // whoever reads it its own namespace's values, so tune.sh on the SUT sets the SUT's.
+    let _net = ProcSysNet::mount(root.path());
     let fixture = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/netns-sysctl.conf"

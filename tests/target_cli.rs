@@ -116,3 +116,49 @@ fn unreachable_ssh_target_names_the_tcp_stage() {
         "{err}"
     );
 }
+
+/// `DOCKER_HOST=` (empty) is unset, as for docker: the local engine is reached (status gets as far as
+/// the stack, which was never deployed: exit 2 naming --stack). A DOCKER_HOST exectl cannot use is an
+/// error naming the variable, its value and the fix, before anything is tried. Needs the local engine.
+#[test]
+fn empty_docker_host_is_the_local_engine_and_a_bad_one_is_named() {
+    let (work, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (w, s) = (work.path(), state.path());
+    for cmd in [&["status", "--stack", "hh-x"][..], &["doctor", "--json"]] {
+        let mut c = exectl(w, s, cmd);
+        c.env("DOCKER_HOST", "");
+        let out = c.output().unwrap();
+        let (code, err) = (out.status.code(), String::from_utf8_lossy(&out.stderr));
+        assert!(!err.contains("URI scheme"), "{cmd:?}: {err}");
+        if cmd[0] == "status" {
+            assert_eq!(code, Some(2), "{err}");
+            assert!(err.contains("invalid --stack \"hh-x\""), "{err}");
+        } else {
+            let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            let check = report["checks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["name"] == "local-engine")
+                .unwrap_or_else(|| panic!("{report}"));
+            assert_eq!(check["level"], "pass", "{report}");
+        }
+    }
+
+    for (value, fix) in [
+        ("ftp://x", "unix:///var/run/docker.sock"),
+        ("ssh://root@10.0.0.2", "--target ssh://root@10.0.0.2"),
+    ] {
+        let (code, err) =
+            stderr_of(exectl(w, s, &["status", "--stack", "hh-x"]).env("DOCKER_HOST", value));
+        assert_eq!(code, Some(1), "{err}");
+        assert!(
+            err.contains(&format!("DOCKER_HOST={value:?}")) && err.contains("; fix: "),
+            "{err}"
+        );
+        assert!(
+            err.contains(fix) && err.contains("unset DOCKER_HOST"),
+            "{err}"
+        );
+    }
+}

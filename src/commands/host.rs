@@ -48,8 +48,9 @@ pub struct TuneArgs {
     /// A sysctl.d file (read here, sent to the host) to use instead of the role's.
     #[arg(long, value_name = "FILE")]
     pub sysctl_file: Option<PathBuf>,
-    /// Prefix of every path written on the host (/etc/security/limits.d, /etc/docker/daemon.json, the
-    /// state folder): for tests and chroots.
+    /// Prefix of every path read and written on the host (/etc/security/limits.d, /etc/docker/daemon.json,
+    /// the state folder) and of the sysctls: they are the files under DIR/proc/sys, not the live kernel's
+    /// (unless a /proc is mounted there). For tests and chroots.
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
     #[command(flatten)]
@@ -61,7 +62,7 @@ pub struct RestoreArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
-    /// The --root given to `host tune`.
+    /// The --root given to `host tune` (the sysctls are put back in DIR/proc/sys).
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
     #[command(flatten)]
@@ -78,6 +79,7 @@ pub async fn run(args: &HostArgs) -> Result<i32> {
 /// Where things are on the host, under --root.
 struct HostPaths {
     root: String,
+    sysctls: String,
     state: PathBuf,
     daemon_json: PathBuf,
     limits_dir: PathBuf,
@@ -87,6 +89,7 @@ impl HostPaths {
     fn new(root: &Path) -> HostPaths {
         HostPaths {
             root: host::root_arg(root),
+            sysctls: host::sysctl_dir(root),
             state: root.join(host::STATE_DIR),
             daemon_json: root.join(host::DAEMON_JSON),
             limits_dir: root.join("etc/security/limits.d"),
@@ -176,7 +179,8 @@ async fn tune(a: &TuneArgs) -> Result<i32> {
         notes,
         &daemon,
         &paths.limits_dir.display().to_string(),
-    );
+    )
+    .sysctls_in(&paths.sysctls);
     print(&r, a.json)?;
     Ok(r.exit_code())
 }
@@ -214,7 +218,8 @@ async fn restore(a: &RestoreArgs) -> Result<i32> {
         notes,
         &paths.daemon_json.display().to_string(),
         &paths.limits_dir.display().to_string(),
-    );
+    )
+    .sysctls_in(&paths.sysctls);
     print(&r, a.json)?;
     Ok(r.exit_code())
 }

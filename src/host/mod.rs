@@ -118,6 +118,12 @@ pub fn check_root(root: Option<&Path>) -> Result<PathBuf, UsageError> {
     }
 }
 
+/// Where tune.sh reads and sets the sysctls under `root`: the live kernel's /proc/sys for "/", else the
+/// files under ROOT/proc/sys (never the live kernel, unless a /proc is mounted there).
+pub fn sysctl_dir(root: &Path) -> String {
+    format!("{}/proc/sys", root_arg(root))
+}
+
 /// `root` as tune.sh's `--root` argument: empty for "/".
 pub fn root_arg(root: &Path) -> String {
     let s = root.display().to_string();
@@ -162,6 +168,8 @@ mod tests {
         assert_eq!(check_root(None).unwrap(), PathBuf::from("/"));
         assert_eq!(root_arg(Path::new("/")), "");
         assert_eq!(root_arg(Path::new("/tmp/r/")), "/tmp/r");
+        assert_eq!(sysctl_dir(Path::new("/")), report::LIVE_SYSCTLS);
+        assert_eq!(sysctl_dir(Path::new("/tmp/r/")), "/tmp/r/proc/sys");
         assert_eq!(
             check_root(Some(Path::new("rel"))).unwrap_err().field,
             "--root"

@@ -48,8 +48,13 @@ pub struct Report {
     pub changes: usize,
     /// daemon.json changed (or would): dockerd must be restarted for it to take effect.
     pub docker_restart_needed: bool,
+    /// Where the sysctls were read (and set): the live kernel's /proc/sys, or ROOT/proc/sys under --root.
+    pub sysctls: String,
     pub notes: Vec<String>,
 }
+
+/// The live kernel's sysctls.
+pub const LIVE_SYSCTLS: &str = "/proc/sys";
 
 /// tune.sh's output: its setting lines, and any other line (kept as a note). `nothing to change` is
 /// dropped: the report says it itself.
@@ -162,8 +167,24 @@ impl Report {
             settings,
             changes,
             docker_restart_needed,
+            sysctls: LIVE_SYSCTLS.to_string(),
             notes,
         }
+    }
+
+    /// The sysctls were the files under `dir` (`--root`): said in a note, so that nobody takes a
+    /// rooted run's values for the live kernel's.
+    pub fn sysctls_in(mut self, dir: &str) -> Report {
+        if dir != LIVE_SYSCTLS {
+            self.notes.insert(
+                0,
+                format!(
+                    "--root: the sysctls are the files under {dir}, not the live kernel's {LIVE_SYSCTLS}"
+                ),
+            );
+        }
+        self.sysctls = dir.to_string();
+        self
     }
 
     /// `--check`: 1 when something would change, else 0. Applying and restoring: 0.
@@ -180,9 +201,13 @@ impl Report {
                 Action::Change => format!("would change {}: {} -> {}", s.key, s.current, s.wanted),
                 Action::Set => format!("changed {}: {} -> {}", s.key, s.current, s.wanted),
                 Action::Restored => format!("restored {}: {} -> {}", s.key, s.current, s.wanted),
-                Action::Skip => format!(
+                Action::Skip if self.sysctls == LIVE_SYSCTLS => format!(
                     "skipped {}: not on this kernel (wanted {})",
                     s.key, s.wanted
+                ),
+                Action::Skip => format!(
+                    "skipped {}: not in {} (wanted {})",
+                    s.key, self.sysctls, s.wanted
                 ),
             };
             out.push_str(&line);
@@ -443,5 +468,25 @@ change /r/etc/docker/daemon.json: other content -> exectl's copy
         assert_eq!(v["settings"][0]["current"], "4096");
         assert_eq!(v["settings"][0]["wanted"], "65535");
         assert_eq!(v["docker_restart_needed"], true);
+    }
+
+    #[test]
+    fn a_rooted_run_says_its_sysctls_are_files_under_the_root() {
+        let live = report(Mode::Check, CHECK, None);
+        assert_eq!(live.sysctls, "/proc/sys");
+        assert!(!live.render().contains("--root"));
+        let r = report(Mode::Check, CHECK, None).sysctls_in("/r/proc/sys");
+        let text = r.render();
+        assert!(
+            text.contains("note: --root: the sysctls are the files under /r/proc/sys, not the live kernel's /proc/sys\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "skipped net.netfilter.nf_conntrack_max: not in /r/proc/sys (wanted 1048576)"
+            ),
+            "{text}"
+        );
+        assert_eq!(serde_json::to_value(&r).unwrap()["sysctls"], "/r/proc/sys");
     }
 }

@@ -1,6 +1,7 @@
 //! The target: one Docker engine (the local one by default) and the folder on its host where a stack's
 //! files live. Everything that talks to the engine goes through here or `engine`.
 
+pub mod docker_host;
 mod exec;
 pub mod ssh;
 
@@ -153,7 +154,7 @@ pub struct Target {
 }
 
 impl Target {
-    /// The local engine: DOCKER_HOST if set, else the unix socket; API version negotiated so that old
+    /// The local engine: DOCKER_HOST if set and not empty, else the unix socket; API version negotiated so that old
     /// engines (20.10 / API 1.41) work.
     pub async fn local() -> Result<Target> {
         Target::connect(&TargetSpec::local()).await
@@ -162,12 +163,12 @@ impl Target {
     /// Connect to the target: the local engine, or the SUT over SSH with its engine's socket forwarded.
     pub async fn connect(spec: &TargetSpec) -> Result<Target> {
         let Some(o) = spec.ssh.clone() else {
-            let docker = Docker::connect_with_defaults().context(
-                "connecting to the local Docker engine (DOCKER_HOST or /var/run/docker.sock)",
-            )?;
-            let docker = docker.negotiate_version().await.context(
-                "the Docker engine does not answer; fix: start it (dockerd, or `bash scripts/dockerd.sh`) or set DOCKER_HOST",
-            )?;
+            let (docker, at) = local_engine()?;
+            let docker = docker.negotiate_version().await.with_context(|| {
+                format!(
+                    "the Docker engine at {at} does not answer; fix: start it (dockerd, or `bash scripts/dockerd.sh`) or set DOCKER_HOST"
+                )
+            })?;
             return Ok(Target {
                 docker,
                 key: spec.key(),
@@ -301,8 +302,7 @@ impl Target {
             }
             Some(l) => {
                 let (l, path, bytes) = (l.clone(), path.to_path_buf(), bytes.to_vec());
-                tokio::task::spawn_blocking(move || l.write_file(&path, &bytes, mode as i32))
-                    .await?
+                tokio::task::spawn_blocking(move || l.write_file(&path, &bytes, mode)).await?
             }
         }
     }
@@ -334,10 +334,10 @@ impl Target {
     pub async fn max_nofile(&self) -> Option<u64> {
         let socket = match &self.remote {
             Some(l) => l.docker_socket.clone(),
-            None => std::env::var("DOCKER_HOST")
-                .ok()
-                .and_then(|h| h.strip_prefix("unix://").map(String::from))
-                .unwrap_or_else(|| DEFAULT_DOCKER_SOCKET.into()),
+            None => docker_host::parse(std::env::var("DOCKER_HOST").ok().as_deref())
+                .ok()?
+                .socket()?
+                .to_string(),
         };
         let out = self.host_shell(ENGINE_LIMITS, &[&socket]).await.ok()?;
         let mut lines = out.lines();
@@ -348,6 +348,24 @@ impl Target {
             (a, b) => a.or(b),
         }
     }
+}
+
+/// A client of the local engine named by DOCKER_HOST (empty is unset, as for docker), not yet
+/// negotiated. A DOCKER_HOST exectl cannot use is an error naming it.
+fn local_engine() -> Result<(Docker, docker_host::LocalEngine)> {
+    let value = std::env::var("DOCKER_HOST").ok();
+    let engine = docker_host::parse(value.as_deref()).map_err(anyhow::Error::msg)?;
+    let docker = match &engine {
+        docker_host::LocalEngine::Unix(path) => {
+            Docker::connect_with_unix(path, 120, bollard::API_DEFAULT_VERSION)
+        }
+        docker_host::LocalEngine::Http(url) => {
+            Docker::connect_with_http(url, 120, bollard::API_DEFAULT_VERSION)
+        }
+    };
+    let docker =
+        docker.with_context(|| format!("connecting to the local Docker engine at {engine}"))?;
+    Ok((docker, engine))
 }
 
 /// fs.nr_open, then the "Max open files" line of the engine's process: the dockerd whose command line

@@ -1,5 +1,5 @@
-//! A fake remote system under test: a network namespace with its own address, running sshd (port 2222, and
-//! 2223 without stream-local forwarding) and a second Docker engine loaded with the fixture images
+//! A fake remote system under test: a network namespace with its own address, running sshd (port 2222, 2223
+//! without stream-local forwarding, 2224 without the sftp subsystem) and a second Docker engine loaded with the fixture images
 //! (tests/sut/sut.sh). Dropping the `Sut` tears it down.
 //!
 //! Each test binary that uses one picks its own NAME and INDEX (1..50, the subnet 10.199.INDEX.0/24), so
@@ -17,11 +17,13 @@ pub struct Sut {
     pub ssh_port: u16,
     /// An sshd that refuses stream-local (unix socket) forwarding.
     pub ssh_port_nofwd: u16,
+    /// An sshd with no sftp subsystem (a hardened host): uploads must go by exec.
+    pub ssh_port_nosftp: u16,
     /// The client key authorized for root (ed25519, unencrypted).
     pub key: PathBuf,
     /// A key that is not authorized.
     pub wrong_key: PathBuf,
-    /// `[ADDR]:2222` and `[ADDR]:2223` with the SUT's host key.
+    /// `[ADDR]:2222`, `[ADDR]:2223` and `[ADDR]:2224` with the SUT's host key.
     pub known_hosts: PathBuf,
     /// The SUT engine's unix socket: the same path on the host and on the SUT.
     pub docker_sock: String,
@@ -73,6 +75,7 @@ impl Sut {
             addr: get("ADDR"),
             ssh_port: get("SSH_PORT").parse().unwrap(),
             ssh_port_nofwd: get("SSH_PORT_NOFWD").parse().unwrap(),
+            ssh_port_nosftp: get("SSH_PORT_NOSFTP").parse().unwrap(),
             key: get("KEY").into(),
             wrong_key: get("WRONG_KEY").into(),
             known_hosts: get("KNOWN_HOSTS").into(),

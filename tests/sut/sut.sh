@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # A fake remote "system under test" for the tests (sandbox.md, "A remote host on one machine"): a network
-# namespace with its own address, running two sshd and a second Docker engine loaded with the fixture images.
+# namespace with its own address, running three sshd and a second Docker engine loaded with the fixture images.
 #
 #   sut.sh up NAME INDEX   create SUT NAME on 10.199.INDEX.0/24 (INDEX 1..50), tearing down leftovers first
 #   sut.sh down NAME       stop its daemons, remove the namespace, the veth pair and its folder
 #   sut.sh env NAME        print the summary of an existing SUT again
 #
-# `up` and `env` end with KEY=VALUE lines: ADDR, SSH_PORT, SSH_PORT_NOFWD, KEY, WRONG_KEY, KNOWN_HOSTS,
-# DOCKER_SOCK, DIR. SSH_PORT (2222) allows forwarding the engine's socket; SSH_PORT_NOFWD (2223) is the same
-# server with `AllowStreamLocalForwarding no`. KEY logs in as root; WRONG_KEY is refused. DOCKER_SOCK is the
+# `up` and `env` end with KEY=VALUE lines: ADDR, SSH_PORT, SSH_PORT_NOFWD, SSH_PORT_NOSFTP, KEY, WRONG_KEY,
+# KNOWN_HOSTS, DOCKER_SOCK, DIR. SSH_PORT (2222) allows forwarding the engine's socket; SSH_PORT_NOFWD (2223) is
+# the same server with `AllowStreamLocalForwarding no`; SSH_PORT_NOSFTP (2224) forwards but has no sftp
+# subsystem (a hardened host). KEY logs in as root; WRONG_KEY is refused. DOCKER_SOCK is the
 # SUT engine's socket, the same path on the host and on the SUT (the file system is shared).
 #
 # Layout: namespace exectl-NAME; veth exsutINDEX (host, 10.199.INDEX.1) <-> eth0 (namespace, 10.199.INDEX.2);
@@ -24,6 +25,7 @@ ROOT=${SUT_ROOT:-/tmp/exectl-sut}
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 SSH_PORT=2222
 SSH_PORT_NOFWD=2223
+SSH_PORT_NOSFTP=2224
 TIMEOUT=${SUT_TIMEOUT:-60}
 
 log() { echo "sut: $*" >&2; }
@@ -94,7 +96,7 @@ cmd_down() {
     fi
   fi
   # dockerd stops its containerd and waits for it: a few seconds.
-  stop_pidfiles 30 "$DIR/sshd.pid" "$DIR/sshd-nofwd.pid" "$DIR/docker.pid"
+  stop_pidfiles 30 "$DIR/sshd.pid" "$DIR/sshd-nofwd.pid" "$DIR/sshd-nosftp.pid" "$DIR/docker.pid"
   # Anything still running in the namespace (shims, containers' processes, docker-proxy) goes too.
   if [ -e "$NSPATH" ]; then
     local pids
@@ -138,7 +140,13 @@ image_tags() {
 }
 
 write_sshd_config() {
-  local port=$1 name=$2 forwarding=$3
+  local port=$1 name=$2 forwarding=$3 sftp=$4 subsystem
+  if [ "$sftp" = yes ]; then
+    subsystem="# exectl uploads the bundle by SFTP, as to a stock Debian sshd.
+Subsystem sftp internal-sftp"
+  else
+    subsystem="# No sftp subsystem, as on hardened hosts: exectl uploads by exec instead."
+  fi
   cat >"$DIR/$name.conf" <<EOF
 # sshd of SUT $NAME (tests/sut/sut.sh)
 ListenAddress $ADDR
@@ -155,8 +163,7 @@ UsePAM no
 StrictModes no
 AllowTcpForwarding yes
 AllowStreamLocalForwarding $forwarding
-# exectl uploads the bundle by SFTP, as to a stock Debian sshd.
-Subsystem sftp internal-sftp
+$subsystem
 MaxStartups 100
 MaxSessions 100
 PrintMotd no
@@ -208,17 +215,19 @@ cmd_up() {
   ip -n "$NS" addr add "$ADDR/24" dev eth0
   ip -n "$NS" link set eth0 up
 
-  log "keys and sshd on $ADDR:$SSH_PORT and :$SSH_PORT_NOFWD (no stream-local forwarding)"
+  log "keys and sshd on $ADDR:$SSH_PORT, :$SSH_PORT_NOFWD (no stream-local forwarding) and :$SSH_PORT_NOSFTP (no sftp)"
   ssh-keygen -q -t ed25519 -N '' -C "exectl-sut-$NAME-host" -f "$DIR/ssh_host_ed25519_key"
   ssh-keygen -q -t ed25519 -N '' -C "exectl-sut-$NAME-client" -f "$DIR/client_key"
   ssh-keygen -q -t ed25519 -N '' -C "exectl-sut-$NAME-wrong" -f "$DIR/wrong_key"
   cp "$DIR/client_key.pub" "$DIR/authorized_keys" && chmod 644 "$DIR/authorized_keys"
   local hostkey
   hostkey=$(cut -d' ' -f1,2 "$DIR/ssh_host_ed25519_key.pub")
-  printf '[%s]:%s %s\n' "$ADDR" "$SSH_PORT" "$hostkey" "$ADDR" "$SSH_PORT_NOFWD" "$hostkey" >"$DIR/known_hosts"
-  write_sshd_config "$SSH_PORT" sshd yes
-  write_sshd_config "$SSH_PORT_NOFWD" sshd-nofwd no
-  for name in sshd sshd-nofwd; do
+  printf '[%s]:%s %s\n' "$ADDR" "$SSH_PORT" "$hostkey" "$ADDR" "$SSH_PORT_NOFWD" "$hostkey" \
+    "$ADDR" "$SSH_PORT_NOSFTP" "$hostkey" >"$DIR/known_hosts"
+  write_sshd_config "$SSH_PORT" sshd yes yes
+  write_sshd_config "$SSH_PORT_NOFWD" sshd-nofwd no yes
+  write_sshd_config "$SSH_PORT_NOSFTP" sshd-nosftp yes no
+  for name in sshd sshd-nofwd sshd-nosftp; do
     /usr/sbin/sshd -t -f "$DIR/$name.conf"
     # sshd daemonizes itself once listening.
     in_ns /usr/sbin/sshd -f "$DIR/$name.conf" -E "$DIR/$name.log" </dev/null >/dev/null 2>&1
@@ -255,7 +264,7 @@ cmd_up() {
     tail -n 30 "$DIR/dockerd.log" >&2 || true
     die "the SUT engine does not answer after ${TIMEOUT}s (log: $DIR/dockerd.log)"
   fi
-  for port in $SSH_PORT $SSH_PORT_NOFWD; do
+  for port in $SSH_PORT $SSH_PORT_NOFWD $SSH_PORT_NOSFTP; do
     wait_for "sshd" port_open "$ADDR" "$port" || die "sshd does not accept on $ADDR:$port (logs: $DIR/sshd*.log)"
   done
 
@@ -279,6 +288,7 @@ summary() {
 ADDR=$ADDR
 SSH_PORT=$SSH_PORT
 SSH_PORT_NOFWD=$SSH_PORT_NOFWD
+SSH_PORT_NOSFTP=$SSH_PORT_NOSFTP
 KEY=$DIR/client_key
 WRONG_KEY=$DIR/wrong_key
 KNOWN_HOSTS=$DIR/known_hosts

@@ -1,20 +1,22 @@
-//! A remote target over SSH (ssh2): one session for host commands and SFTP, one driven by the tunnel
+//! A remote target over SSH (ssh2): one session for host commands and uploads (SFTP, else exec), one driven by the tunnel
 //! thread for the Docker API (the remote socket forwarded to a private local unix socket) and probes.
 
 pub mod connect;
 pub mod tunnel;
+pub mod upload;
 pub mod url;
 
 pub use connect::{ConnectOptions, SshError};
 pub use url::SshUrl;
 
 use anyhow::{Context, Result};
-use ssh2::{OpenFlags, OpenType, Session};
+use ssh2::Session;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use tunnel::{Dest, Listener, Tunnel};
 
@@ -29,6 +31,8 @@ pub struct Link {
     _sock_dir: tempfile::TempDir,
     pub local_docker_socket: PathBuf,
     forwards: Mutex<HashMap<(String, u16), SocketAddr>>,
+    /// The SUT's sshd refused the sftp subsystem once: files go up by exec from then on.
+    no_sftp: AtomicBool,
 }
 
 /// What a host command printed and how it ended.
@@ -118,6 +122,7 @@ impl Link {
             _sock_dir: sock_dir,
             local_docker_socket: local,
             forwards: Mutex::new(HashMap::new()),
+            no_sftp: AtomicBool::new(false),
         })
     }
 
@@ -127,58 +132,19 @@ impl Link {
         run(&sess, command, stdin).with_context(|| format!("running a command on {}", self.url))
     }
 
-    /// Write a file on the SUT (blocking) with `mode`, creating its folders; replaced whole.
-    pub fn write_file(&self, path: &Path, bytes: &[u8], mode: i32) -> Result<()> {
+    /// Write a file on the SUT (blocking) with `mode`, creating its folders; replaced whole. By SFTP, or
+    /// by exec when the SUT's sshd has no sftp subsystem (remembered for the rest of the link).
+    pub fn write_file(&self, path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
         let sess = self.control.lock().expect("ssh control session");
-        let sftp = sess.sftp().with_context(|| {
-            format!(
-                "opening SFTP on {} (is the sftp subsystem enabled?)",
-                self.url
-            )
-        })?;
-        let mut missing = Vec::new();
-        let mut dir = path.parent();
-        while let Some(d) = dir {
-            if d.as_os_str().is_empty() || sftp.stat(d).is_ok() {
-                break;
+        let on = self.url.to_string();
+        if !self.no_sftp.load(Ordering::Relaxed) {
+            match sess.sftp() {
+                Ok(sftp) => return upload::by_sftp(&sftp, &on, path, bytes, mode),
+                // e.g. "Unable to request SFTP subsystem": a hardened sshd without `Subsystem sftp`.
+                Err(_) => self.no_sftp.store(true, Ordering::Relaxed),
             }
-            missing.push(d.to_path_buf());
-            dir = d.parent();
         }
-        for d in missing.iter().rev() {
-            sftp.mkdir(d, 0o755)
-                .with_context(|| format!("creating {} on {}", d.display(), self.url))?;
-        }
-        // Written beside, then renamed: a reader never sees half a file.
-        let tmp = path.with_extension("exectl-tmp");
-        let mut f = sftp
-            .open_mode(
-                &tmp,
-                OpenFlags::WRITE | OpenFlags::CREATE | OpenFlags::TRUNCATE,
-                mode,
-                OpenType::File,
-            )
-            .with_context(|| format!("creating {} on {}", tmp.display(), self.url))?;
-        f.write_all(bytes)
-            .with_context(|| format!("writing {} on {}", tmp.display(), self.url))?;
-        drop(f);
-        // The mode given at creation is masked by the server's umask; set it exactly.
-        sftp.setstat(
-            &tmp,
-            ssh2::FileStat {
-                size: None,
-                uid: None,
-                gid: None,
-                perm: Some(mode as u32),
-                atime: None,
-                mtime: None,
-            },
-        )
-        .with_context(|| format!("setting the mode of {} on {}", tmp.display(), self.url))?;
-        let _ = sftp.unlink(path);
-        sftp.rename(&tmp, path, None)
-            .with_context(|| format!("renaming {} on {}", tmp.display(), self.url))?;
-        Ok(())
+        upload::by_exec(&sess, &on, path, bytes, mode)
     }
 
     /// A loopback address here whose connections reach `host:port` as seen from the SUT.
