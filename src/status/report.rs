@@ -100,7 +100,7 @@ pub fn assess(mut r: Report, expect_idle: bool, expect_healthy: bool) -> Report 
     for name in &r.expected {
         if !r.services.iter().any(|s| &s.name == name) {
             problems.push(format!(
-                "{name} is missing: the deploy created it and no container of the stack runs it now; fix: exectl deploy again to converge"
+                "{name} is missing: the deploy rendered it and no container of the stack runs it now; fix: exectl deploy again to converge"
             ));
         }
     }
