@@ -223,6 +223,14 @@ COMMIT;\n",
     )
 }
 
+/// Emails of the pattern still there (after a reset: accounts prepare did not make): `L email`.
+pub fn remaining(db: Db, pattern_like: &str) -> String {
+    format!(
+        "SELECT 'L', email FROM users WHERE email {};\n",
+        like(db, pattern_like)
+    )
+}
+
 /// The client command to run in the database container (or the SQLite one-shot), reading a script on
 /// stdin, stopping at the first error, printing rows tab-separated without headers.
 pub fn client(db: Db) -> Vec<&'static str> {
