@@ -2,7 +2,8 @@
 //! stack's folder (a second pattern never replaces the first), `--reset` of one pattern removes its rows
 //! and its manifest only, a manifest of the layout before (files in the stack's folder itself) is kept
 //! and moved into its pattern's folder, `--out DIR` also leaves a copy that `load --stack` finds, and
-//! `load --stack` takes the newest unless `--pattern` picks another. One stack for all of it.
+//! `load --stack` takes the newest unless `--pattern` picks another; a manifest of accounts --reset
+//! cannot remove (--via api) is kept, and a --reset never takes another pattern's rows. One stack.
 
 mod common;
 
@@ -14,6 +15,9 @@ const STACK: &str = "hp-manifests";
 const A: &str = "hp-a-{i}@exelearning.net";
 const B: &str = "hp-b-{i}@exelearning.net";
 const C: &str = "hp-c-{i}@exelearning.net";
+const D: &str = "hp-d-{i}@exelearning.net";
+/// Its emails match A's LIKE pattern.
+const AX: &str = "hp-a-x{i}@exelearning.net";
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -253,6 +257,26 @@ async fn one_manifest_per_pattern_reset_keeps_the_others_and_out_leaves_a_copy()
     ]);
     assert!(!o.join("accounts.json").exists() && manifest_of(&x, C).is_none());
     assert_eq!(accounts_in(&a), 300);
+
+    // --via api makes accounts without prepare's marker, which --reset cannot remove: their manifest
+    // stays, since it still describes rows in the database.
+    prepare(&x, D, "2", &["--via", "api"]);
+    let r = x.ok(&["prepare", "--stack", STACK, "--reset", "--email-pattern", D]);
+    assert!(
+        r.contains("kept the manifest in") && r.contains("2 of its 2 accounts are still"),
+        "{r}"
+    );
+    assert_eq!(users_like(&d, "hp-d-").await, 2);
+    assert_eq!(manifest_of(&x, D).map(|m| accounts_in(&m)), Some(2));
+
+    // A's LIKE (hp-a-%@…) also matches another pattern's emails (hp-a-x0@…): --reset of A must
+    // leave that pattern's rows and manifest.
+    prepare(&x, AX, "3", &[]);
+    x.ok(&["prepare", "--stack", STACK, "--reset", "--email-pattern", A]);
+    assert_eq!(users_like(&d, "hp-a-x").await, 3);
+    assert_eq!(users_like(&d, "hp-a-").await, 3, "only hp-a-x… left");
+    assert!(manifest_of(&x, A).is_none());
+    assert_eq!(manifest_of(&x, AX).map(|m| accounts_in(&m)), Some(3));
 
     x.ok(&["teardown", "--stack", STACK, "--purge"]);
     assert!(labelled(&d, STACK).await.is_empty());

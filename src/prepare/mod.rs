@@ -516,7 +516,7 @@ async fn seed(
     progress: Progress<'_>,
 ) -> Result<Seeded> {
     let plan = &opts.plan;
-    let like = plan.pattern.like();
+    let pattern = &plan.pattern;
     let t = Instant::now();
     // Once the schema is there, in the same exec: what exists, and whether it agrees with this run.
     let state = match db
@@ -524,8 +524,8 @@ async fn seed(
             opts.schema_timeout,
             &format!(
                 "{}{}",
-                sql::state(stack.db, &like),
-                sql::readback(stack.db, &like)
+                sql::state(stack.db, pattern),
+                sql::readback(stack.db, pattern)
             ),
         )
         .await
@@ -580,7 +580,7 @@ async fn seed(
     for (i, g) in groups.iter().enumerate() {
         let mut script: String = g.iter().map(|c| c.sql.as_str()).collect();
         if i + 1 == groups.len() {
-            script.push_str(&sql::readback(stack.db, &like));
+            script.push_str(&sql::readback(stack.db, pattern));
         }
         let rows: usize = g.iter().map(|c| c.rows).sum();
         out = db
@@ -743,11 +743,10 @@ pub async fn reset(
         &stack.sqlite_image,
     )
     .await?;
-    let like = pattern.like();
     let script = format!(
         "{}{}",
-        sql::reset(stack.db, &like),
-        sql::remaining(stack.db, &like)
+        sql::reset(stack.db, pattern),
+        sql::remaining(stack.db, pattern)
     );
     let result = match db.wait_schema(schema_timeout, &script).await {
         Ok(out) => Ok(out),
