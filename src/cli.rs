@@ -111,7 +111,7 @@ pub struct PrepareArgs {
     /// bcrypt cost of the password hash [default: 10, the app's].
     #[arg(long, allow_hyphen_values = true)]
     pub bcrypt_cost: Option<String>,
-    /// Folder for the manifest files [default: the stack's folder].
+    /// Also write the manifest files here (the stack's folder always keeps one per --email-pattern).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Also write tokens.json: a JWT per account, signed with the stack's API_JWT_SECRET.
@@ -120,7 +120,8 @@ pub struct PrepareArgs {
     /// Lifetime of the minted tokens, e.g. 3600s, 12h, 7d [default: 7d, as the app's login].
     #[arg(long, requires = "mint_tokens")]
     pub token_ttl: Option<String>,
-    /// Remove the accounts (and their projects) that prepare made with this --email-pattern, and the manifest.
+    /// Remove the accounts (and their projects) that prepare made with this --email-pattern, and that
+    /// pattern's manifest (in the stack's folder, and in --out DIR if given).
     #[arg(long, conflicts_with_all = ["accounts", "projects", "users_per_project", "mint_tokens"])]
     pub reset: bool,
     /// Rows per transaction [default: 5000].
@@ -156,9 +157,12 @@ pub struct LoadArgs {
     #[arg(long)]
     pub url: Option<String>,
     /// Folder with accounts.json, projects.json (and tokens.json) written by `exectl prepare`
-    /// [default: the stack's folder with --stack, else ./manifest].
+    /// [default: with --stack, the stack's newest manifest, else ./manifest].
     #[arg(long, value_name = "DIR")]
     pub manifest: Option<PathBuf>,
+    /// With --stack: the manifest prepare wrote for this --email-pattern instead of the newest.
+    #[arg(long, requires = "stack", conflicts_with = "manifest")]
+    pub pattern: Option<String>,
     /// Users (accounts 0..N of the manifest) [default: every account].
     #[arg(long, allow_hyphen_values = true)]
     pub users: Option<String>,

@@ -290,7 +290,7 @@ fn single_door(port: &str, stack: &str) -> FrontDoor {
 async fn prepare_single_mariadb_and_bad_input() {
     let d = docker().await;
     let x = Exectl::new();
-    let stack = "t-prep-maria";
+    let stack = "hp-prep-maria";
     deploy(
         &x,
         &[
@@ -335,7 +335,7 @@ async fn prepare_single_mariadb_and_bad_input() {
     let r = x.run(&[
         "prepare",
         "--stack",
-        "t-prep-none",
+        "hp-prep-none",
         "--accounts",
         "5",
         "--out",
@@ -378,7 +378,7 @@ async fn prepare_single_mariadb_and_bad_input() {
 async fn prepare_single_postgres_default_cost_and_public() {
     let d = docker().await;
     let x = Exectl::new();
-    let stack = "t-prep-pg";
+    let stack = "hp-prep-pg";
     deploy(
         &x,
         &[
@@ -495,7 +495,7 @@ async fn prepare_single_postgres_default_cost_and_public() {
     );
     login(
         "http://127.0.0.1:18393",
-        Some("t-prep-pg.localhost"),
+        Some("hp-prep-pg.localhost"),
         "clash-1@exelearning.net",
         "theirs",
     )
@@ -509,7 +509,7 @@ async fn prepare_single_postgres_default_cost_and_public() {
 async fn prepare_single_sqlite_through_a_one_shot() {
     let d = docker().await;
     let x = Exectl::new();
-    let stack = "t-prep-lite";
+    let stack = "hp-prep-lite";
     deploy(
         &x,
         &[
@@ -548,7 +548,7 @@ async fn prepare_single_sqlite_through_a_one_shot() {
 async fn prepare_ha_through_the_lb() {
     let d = docker().await;
     let x = Exectl::new();
-    let stack = "t-prep-ha";
+    let stack = "hp-prep-ha";
     let mut args = vec![
         "ha",
         "--stack",

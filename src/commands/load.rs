@@ -85,9 +85,11 @@ pub fn options(args: &LoadArgs) -> Result<LoadOptions, UsageError> {
             "drop --tokens",
         ));
     }
-    // With --stack and no --manifest, read what prepare wrote into the stack's folder.
+    // With --stack and no --manifest, the stack's newest manifest (or --pattern's).
     let manifest_dir = match (&args.stack, &args.manifest) {
-        (Some(stack), None) => stack_dir(stack),
+        (Some(stack), None) => {
+            crate::prepare::store::locate(stack, &stack_dir(stack), args.pattern.as_deref())?
+        }
         (_, Some(dir)) => dir.clone(),
         (None, None) => std::path::PathBuf::from("manifest"),
     };

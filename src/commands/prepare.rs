@@ -4,6 +4,7 @@
 use crate::cli::PrepareArgs;
 use crate::error::UsageError;
 use crate::prepare::plan::{self, EmailPattern, Visibility};
+use crate::prepare::store::{self, Migration};
 use crate::prepare::{self, Options, Stack, Summary, Via};
 use anyhow::Result;
 use std::io::IsTerminal;
@@ -77,7 +78,7 @@ fn password(args: &PrepareArgs) -> Result<String, UsageError> {
     Ok(pw)
 }
 
-/// The flags as a seeding run, without touching anything. `out` is filled in once the stack is known.
+/// The flags as a seeding run, without touching anything. `stack_dir` is filled in once the stack is known.
 pub fn options(args: &PrepareArgs) -> Result<Options, UsageError> {
     let pattern = EmailPattern::parse(&args.email_pattern)?;
     let Some(accounts) = &args.accounts else {
@@ -124,7 +125,8 @@ pub fn options(args: &PrepareArgs) -> Result<Options, UsageError> {
         plan: plan::plan(shape, &pattern, visibility),
         password: password(args)?,
         bcrypt_cost,
-        out: args.out.clone().unwrap_or_default(),
+        stack_dir: Default::default(),
+        out: args.out.clone(),
         token_ttl,
         batch,
         schema_timeout,
@@ -159,10 +161,7 @@ pub async fn run(args: &PrepareArgs) -> Result<bool> {
     };
     let target = super::connect(&args.target).await?;
     let stack = Stack::read(&target, &stack_name)?;
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| target.stack_dir(&stack_name));
+    let stack_dir = target.stack_dir(&stack_name);
     let _lock = crate::engine::remote_lock::lock_stack(
         &target,
         &stack_name,
@@ -171,8 +170,27 @@ pub async fn run(args: &PrepareArgs) -> Result<bool> {
     )
     .await?;
 
+    // A manifest of the layout before (one, in the stack's folder) moves into its pattern's folder.
+    match store::migrate_legacy(&stack_dir, Some(&pattern.0))? {
+        Migration::None => {}
+        Migration::Moved(to) => eprintln!(
+            "note: moved the manifest of {} into {}",
+            stack_dir.display(),
+            to.display()
+        ),
+        Migration::Left(why) => eprintln!("note: left the manifest in place: {why}"),
+    }
+
     let Some(mut opts) = opts else {
-        let r = prepare::reset(&target, &stack, &pattern.0, &out, pattern.1).await?;
+        let r = prepare::reset(
+            &target,
+            &stack,
+            &pattern.0,
+            &stack_dir,
+            args.out.as_deref(),
+            pattern.1,
+        )
+        .await?;
         if args.json {
             println!("{}", serde_json::to_string_pretty(&r)?);
         } else {
@@ -183,10 +201,16 @@ pub async fn run(args: &PrepareArgs) -> Result<bool> {
                 r.projects,
                 args.email_pattern
             );
+            for f in &r.files {
+                println!("  removed {}", f.display());
+            }
+            for k in &r.kept {
+                println!("  kept the manifest in {}: {}", k.dir.display(), k.reason);
+            }
         }
         return Ok(true);
     };
-    opts.out = out;
+    opts.stack_dir = stack_dir;
 
     let started = Instant::now();
     let bar = (!args.json && std::io::stderr().is_terminal()).then(|| {
@@ -270,6 +294,11 @@ fn print_summary(s: &Summary, took: Duration) {
     for f in &s.files {
         println!("  wrote {}", f.display());
     }
+    println!(
+        "  load --stack {} reads {} (the newest manifest; --pattern picks another)",
+        s.stack,
+        s.manifest.display()
+    );
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! their project's WebSocket.
 //!
 //! Pure core: `plan` (who, which project, which role), `sql` (the scripts per dialect), `manifest`
-//! (files), `token` (JWTs). The edge: `db` (exec into the database client), `verify` (HTTP and
+//! (files), `store` (one manifest folder per pattern in the stack's folder), `token` (JWTs). The edge: `db` (exec into the database client), `verify` (HTTP and
 //! WebSocket through the front door), and `run` here, which strings them together. `--via api` does
 //! the same through the app's HTTP API (`api`, then `run_api` here), with the same manifest and checks.
 
@@ -12,6 +12,7 @@ pub mod db;
 pub mod manifest;
 pub mod plan;
 pub mod sql;
+pub mod store;
 pub mod token;
 pub mod verify;
 
@@ -129,7 +130,10 @@ pub struct Options {
     pub plan: Plan,
     pub password: String,
     pub bcrypt_cost: u32,
-    pub out: PathBuf,
+    /// The stack's state folder: its `manifests/<pattern>/` always gets the manifest.
+    pub stack_dir: PathBuf,
+    /// `--out DIR`: a further copy there.
+    pub out: Option<PathBuf>,
     pub token_ttl: Option<Duration>,
     pub batch: usize,
     pub schema_timeout: Duration,
@@ -187,6 +191,8 @@ pub struct Summary {
     pub before: Counts,
     pub after: Counts,
     pub added: Counts,
+    /// The stack's copy of the manifest, the one `load --stack` reads.
+    pub manifest: PathBuf,
     pub files: Vec<PathBuf>,
     pub checks: Vec<verify::Check>,
     pub ms: Timings,
@@ -278,7 +284,7 @@ pub async fn run(
     db.close().await;
     let (before, after, ids) = result?;
 
-    let files = write_manifest(plan, opts, &ids, jwt_secret.as_deref())?;
+    let (manifest, files) = write_manifest(plan, opts, Via::Sql, &ids, jwt_secret.as_deref())?;
     let t = Instant::now();
     let (door, checks) = verify_samples(stack, plan, &opts.password).await?;
     timings.verify = ms(t.elapsed());
@@ -300,36 +306,38 @@ pub async fn run(
         before,
         after,
         added,
+        manifest,
         files,
         checks,
         ms: timings,
     })
 }
 
-/// The manifest files (and with --mint-tokens, tokens.json; else an earlier tokens.json is removed).
+/// The manifest files (and with --mint-tokens, tokens.json; else an earlier tokens.json is removed)
+/// into the stack's folder for this pattern and, with --out, there too; pattern.json last in each, so
+/// a write cut short is never taken for a manifest. Returns the stack's folder and every file written.
 fn write_manifest(
     plan: &Plan,
     opts: &Options,
+    via: Via,
     ids: &HashMap<String, i64>,
     jwt_secret: Option<&str>,
-) -> Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
+) -> Result<(PathBuf, Vec<PathBuf>)> {
     let accounts = manifest::accounts(plan, &opts.password);
-    files.push(manifest::write_private(
-        &opts.out,
-        manifest::PROJECTS,
-        &serde_json::to_vec_pretty(&manifest::projects(plan))?,
-    )?);
-    files.push(manifest::write_private(
-        &opts.out,
-        manifest::ACCOUNTS_JSON,
-        &serde_json::to_vec_pretty(&accounts)?,
-    )?);
-    files.push(manifest::write_private(
-        &opts.out,
-        manifest::ACCOUNTS_CSV,
-        manifest::accounts_csv(&accounts).as_bytes(),
-    )?);
+    let mut contents = vec![
+        (
+            manifest::PROJECTS,
+            serde_json::to_vec_pretty(&manifest::projects(plan))?,
+        ),
+        (
+            manifest::ACCOUNTS_JSON,
+            serde_json::to_vec_pretty(&accounts)?,
+        ),
+        (
+            manifest::ACCOUNTS_CSV,
+            manifest::accounts_csv(&accounts).into_bytes(),
+        ),
+    ];
     if let (Some(ttl), Some(secret)) = (opts.token_ttl, jwt_secret) {
         let iat = now_ms() / 1000;
         let tokens: Vec<_> = plan
@@ -346,16 +354,44 @@ fn write_manifest(
                 ),
             })
             .collect();
-        files.push(manifest::write_private(
-            &opts.out,
-            manifest::TOKENS,
-            &serde_json::to_vec_pretty(&tokens)?,
-        )?);
-    } else {
-        // A tokens.json of an earlier run would name accounts this manifest may not have.
-        let _ = std::fs::remove_file(opts.out.join(manifest::TOKENS));
+        contents.push((manifest::TOKENS, serde_json::to_vec_pretty(&tokens)?));
     }
-    Ok(files)
+    let home = store::folder(&opts.stack_dir, &plan.pattern);
+    store::private_dir(&opts.stack_dir.join(store::DIR))?;
+    store::private_dir(&home)?;
+    let meta = store::Meta {
+        pattern: plan.pattern.text(),
+        accounts: plan.shape.accounts,
+        projects: plan.shape.projects,
+        via: Some(via.name().to_string()),
+        written_ms: now_ms(),
+        out: opts.out.clone(),
+    };
+    let mut files = Vec::new();
+    let dirs =
+        std::iter::once((home.as_path(), meta.clone())).chain(opts.out.as_deref().map(|d| {
+            (
+                d,
+                store::Meta {
+                    out: None,
+                    ..meta.clone()
+                },
+            )
+        }));
+    for (dir, meta) in dirs {
+        // The pattern.json of an earlier run goes first: until the new one is written, this folder
+        // holds no finished manifest.
+        let _ = std::fs::remove_file(dir.join(store::META));
+        for (name, bytes) in &contents {
+            files.push(manifest::write_private(dir, name, bytes)?);
+        }
+        if opts.token_ttl.is_none() {
+            // A tokens.json of an earlier run would name accounts this manifest may not have.
+            let _ = std::fs::remove_file(dir.join(manifest::TOKENS));
+        }
+        files.push(store::write_meta(dir, &meta)?);
+    }
+    Ok((home, files))
 }
 
 /// Verification through the front door: a sampled owner, and a sampled collaborator when there are any,
@@ -424,7 +460,7 @@ pub async fn run_api(stack: &Stack, opts: &Options, progress: Progress<'_>) -> R
     timings.schema = o.ready_ms;
     timings.write = ms(t.elapsed()).saturating_sub(o.ready_ms);
     let plan = &o.plan;
-    let files = write_manifest(plan, opts, &o.ids, jwt_secret.as_deref())?;
+    let (manifest, files) = write_manifest(plan, opts, Via::Api, &o.ids, jwt_secret.as_deref())?;
     let t = Instant::now();
     let (door, checks) = verify_samples(stack, plan, &opts.password).await?;
     timings.verify = ms(t.elapsed());
@@ -446,6 +482,7 @@ pub async fn run_api(stack: &Stack, opts: &Options, progress: Progress<'_>) -> R
         before: o.before,
         after,
         added: o.added,
+        manifest,
         files,
         checks,
         ms: timings,
@@ -479,7 +516,7 @@ async fn seed(
     progress: Progress<'_>,
 ) -> Result<Seeded> {
     let plan = &opts.plan;
-    let like = plan.pattern.like();
+    let pattern = &plan.pattern;
     let t = Instant::now();
     // Once the schema is there, in the same exec: what exists, and whether it agrees with this run.
     let state = match db
@@ -487,8 +524,8 @@ async fn seed(
             opts.schema_timeout,
             &format!(
                 "{}{}",
-                sql::state(stack.db, &like),
-                sql::readback(stack.db, &like)
+                sql::state(stack.db, pattern),
+                sql::readback(stack.db, pattern)
             ),
         )
         .await
@@ -543,7 +580,7 @@ async fn seed(
     for (i, g) in groups.iter().enumerate() {
         let mut script: String = g.iter().map(|c| c.sql.as_str()).collect();
         if i + 1 == groups.len() {
-            script.push_str(&sql::readback(stack.db, &like));
+            script.push_str(&sql::readback(stack.db, pattern));
         }
         let rows: usize = g.iter().map(|c| c.rows).sum();
         out = db
@@ -675,15 +712,27 @@ pub struct ResetSummary {
     pub stack: String,
     pub accounts: u64,
     pub projects: u64,
+    /// Manifest files removed.
     pub files: Vec<PathBuf>,
+    /// Manifests left in place, and why.
+    pub kept: Vec<Kept>,
 }
 
-/// Remove what prepare made for this pattern, and the manifest files in `out`.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Kept {
+    pub dir: PathBuf,
+    pub reason: String,
+}
+
+/// Remove what prepare made for this pattern, then this pattern's manifest: its folder in the stack's
+/// folder and, with `out`, the one there. A manifest of another pattern, or one that still describes
+/// rows in the database (accounts the SQL path did not make, e.g. `--via api`), is kept.
 pub async fn reset(
     target: &Target,
     stack: &Stack,
     pattern: &plan::EmailPattern,
-    out: &Path,
+    stack_dir: &Path,
+    out: Option<&Path>,
     schema_timeout: Duration,
 ) -> Result<ResetSummary> {
     let db = db::Database::open(
@@ -694,10 +743,12 @@ pub async fn reset(
         &stack.sqlite_image,
     )
     .await?;
-    let result = match db
-        .wait_schema(schema_timeout, &sql::reset(stack.db, &pattern.like()))
-        .await
-    {
+    let script = format!(
+        "{}{}",
+        sql::reset(stack.db, pattern),
+        sql::remaining(stack.db, pattern)
+    );
+    let result = match db.wait_schema(schema_timeout, &script).await {
         Ok(out) => Ok(out),
         Err(db::SchemaWait::Missing(m)) => Err(schema_error(stack, m)),
         Err(db::SchemaWait::Failed(e)) => Err(e),
@@ -706,11 +757,30 @@ pub async fn reset(
     let text = result?;
     let r = sql::rows(&text, "R").next().unwrap_or_default();
     let n = |i: usize| r.get(i).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
+    let remaining: Vec<&str> = sql::rows(&text, "L")
+        .filter_map(|r| r.first().copied())
+        .collect();
     let mut files = Vec::new();
-    for f in manifest::ALL {
-        let p = out.join(f);
-        if std::fs::remove_file(&p).is_ok() {
-            files.push(p);
+    let mut kept = Vec::new();
+    let home = store::folder(stack_dir, pattern);
+    for dir in std::iter::once(home.as_path()).chain(out) {
+        match store::identify(dir, Some(pattern)) {
+            // No manifest (or a write cut short): what is left of this pattern's own folder goes.
+            None if dir == home => files.extend(store::remove(dir)),
+            None => {}
+            Some((p, _)) if p != pattern.text() => kept.push(Kept {
+                dir: dir.to_path_buf(),
+                reason: format!("it is the manifest of another pattern, {p}"),
+            }),
+            Some((_, accounts)) => match store::still_there(pattern, accounts, &remaining) {
+                0 => files.extend(store::remove(dir)),
+                left => kept.push(Kept {
+                    dir: dir.to_path_buf(),
+                    reason: format!(
+                        "{left} of its {accounts} accounts are still in the database (not made by the SQL path, e.g. --via api)"
+                    ),
+                }),
+            },
         }
     }
     Ok(ResetSummary {
@@ -718,6 +788,7 @@ pub async fn reset(
         accounts: n(0),
         projects: n(1),
         files,
+        kept,
     })
 }
 

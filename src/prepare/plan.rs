@@ -89,6 +89,11 @@ impl EmailPattern {
         Ok(pat)
     }
 
+    /// The pattern as given: `prefix{i}suffix`.
+    pub fn text(&self) -> String {
+        format!("{}{{i}}{}", self.prefix, self.suffix)
+    }
+
     pub fn email(&self, i: u64) -> String {
         format!("{}{i}{}", self.prefix, self.suffix)
     }
@@ -359,6 +364,7 @@ mod tests {
     #[test]
     fn patterns() {
         assert_eq!(pat().like(), "bench-user-%@exelearning.net");
+        assert_eq!(pat().text(), DEFAULT_PATTERN);
         let p = EmailPattern::parse("load_{i}@x.org").unwrap();
         assert_eq!(p.like(), "load!_%@x.org");
         for bad in [

@@ -5,7 +5,7 @@
 //! NOTHING, INSERT OR IGNORE), collaborators by NOT EXISTS (the app's table has no unique key in older
 //! images). Each chunk is one transaction.
 
-use super::plan::{Plan, MARKER};
+use super::plan::{EmailPattern, Plan, MARKER};
 use crate::spec::Db;
 
 /// One script to run in one exec: a transaction over `rows` rows.
@@ -89,14 +89,31 @@ fn marked_users(db: Db) -> String {
     format!("external_identifier = {}", quote(db, MARKER))
 }
 
-fn like(db: Db, plan_like: &str) -> String {
-    format!("LIKE {} ESCAPE '!'", quote(db, plan_like))
+/// `email` is one of the pattern's: LIKE narrows it, then where `{i}` stands there must be a number as
+/// `{i}` writes it (no sign, no leading zero), so that `bench-{i}@x.org` never takes `bench-b0@x.org`
+/// (another pattern's account). The length is kept from going negative: PostgreSQL's substr refuses
+/// that, and nothing makes it test the LIKE first.
+fn of_pattern(db: Db, p: &EmailPattern) -> String {
+    let (start, around) = (p.prefix.len() + 1, p.prefix.len() + p.suffix.len());
+    let greatest = if db == Db::Sqlite { "MAX" } else { "GREATEST" };
+    let mid = format!("SUBSTR(email, {start}, {greatest}(LENGTH(email) - {around}, 0))");
+    let number = match db {
+        Db::Mariadb => format!("{mid} REGEXP '^(0|[1-9][0-9]*)$'"),
+        Db::Postgres => format!("{mid} ~ '^(0|[1-9][0-9]*)$'"),
+        Db::Sqlite => {
+            format!("({mid} = '0' OR ({mid} GLOB '[1-9]*' AND {mid} NOT GLOB '*[^0-9]*'))")
+        }
+    };
+    format!(
+        "email LIKE {} ESCAPE '!' AND {number}",
+        quote(db, &p.like())
+    )
 }
 
 /// What exists before writing: `B users projects collaborators` made by prepare for this pattern, and
 /// `H <hash>` of one of its accounts (to check a re-run's password against).
-pub fn state(db: Db, pattern_like: &str) -> String {
-    let mine = format!("{} AND email {}", marked_users(db), like(db, pattern_like));
+pub fn state(db: Db, pattern: &EmailPattern) -> String {
+    let mine = format!("{} AND {}", marked_users(db), of_pattern(db, pattern));
     format!(
         "{}SELECT 'B', \
 (SELECT COUNT(*) FROM users WHERE {mine}), \
@@ -188,13 +205,13 @@ WHERE NOT EXISTS (SELECT 1 FROM project_collaborators c WHERE c.project_id = p.i
 
 /// Read back what exists for this pattern: `U id email marked`, and for prepare's accounts
 /// `P id uuid owner_id` and `C project_id user_id`.
-pub fn readback(db: Db, pattern_like: &str) -> String {
+pub fn readback(db: Db, pattern: &EmailPattern) -> String {
     let m = marked_users(db);
-    let l = like(db, pattern_like);
+    let l = of_pattern(db, pattern);
     format!(
-        "{}SELECT 'U', id, email, CASE WHEN {m} THEN 1 ELSE 0 END FROM users WHERE email {l};\n\
-SELECT 'P', p.id, p.uuid, p.owner_id FROM projects p JOIN users u ON u.id = p.owner_id WHERE u.{m} AND u.email {l};\n\
-SELECT 'C', c.project_id, c.user_id FROM project_collaborators c JOIN users u ON u.id = c.user_id WHERE u.{m} AND u.email {l};\n",
+        "{}SELECT 'U', id, email, CASE WHEN {m} THEN 1 ELSE 0 END FROM users WHERE {l};\n\
+SELECT 'P', p.id, p.uuid, p.owner_id FROM projects p JOIN users u ON u.id = p.owner_id WHERE u.{m} AND {l};\n\
+SELECT 'C', c.project_id, c.user_id FROM project_collaborators c JOIN users u ON u.id = c.user_id WHERE u.{m} AND {l};\n",
         prelude(db),
     )
 }
@@ -202,11 +219,11 @@ SELECT 'C', c.project_id, c.user_id FROM project_collaborators c JOIN users u ON
 /// Remove what prepare made for this pattern: its accounts' collaborator rows, the projects they own
 /// (with their collaborators and Yjs snapshots), then the accounts. Prints `R users projects`.
 /// Accounts without the marker (the admin, anyone else's) are never touched.
-pub fn reset(db: Db, pattern_like: &str) -> String {
+pub fn reset(db: Db, pattern: &EmailPattern) -> String {
     let mine = format!(
-        "SELECT id FROM users WHERE {} AND email {}",
+        "SELECT id FROM users WHERE {} AND {}",
         marked_users(db),
-        like(db, pattern_like)
+        of_pattern(db, pattern)
     );
     let owned = format!("SELECT id FROM projects WHERE owner_id IN ({mine})");
     format!(
@@ -214,12 +231,20 @@ pub fn reset(db: Db, pattern_like: &str) -> String {
 DELETE FROM project_collaborators WHERE user_id IN ({mine}) OR project_id IN ({owned});\n\
 DELETE FROM yjs_documents WHERE project_id IN ({owned});\n\
 DELETE FROM projects WHERE owner_id IN ({mine});\n\
-DELETE FROM users WHERE {marked} AND email {like};\n\
+DELETE FROM users WHERE {marked} AND {emails};\n\
 COMMIT;\n",
         prelude = prelude(db),
         begin = begin(db),
         marked = marked_users(db),
-        like = like(db, pattern_like)
+        emails = of_pattern(db, pattern)
+    )
+}
+
+/// Emails of the pattern still there (after a reset: accounts prepare did not make): `L email`.
+pub fn remaining(db: Db, pattern: &EmailPattern) -> String {
+    format!(
+        "SELECT 'L', email FROM users WHERE {};\n",
+        of_pattern(db, pattern)
     )
 }
 
@@ -354,14 +379,33 @@ WHERE NOT EXISTS (SELECT 1 FROM project_collaborators c WHERE c.project_id = p.i
 
     #[test]
     fn reset_touches_only_marked_pattern_accounts() {
-        let r = reset(Db::Mariadb, "bench!_%@x.org");
-        assert!(r.contains(
-            "SELECT id FROM users WHERE external_identifier = 'exectl-prepare' AND email LIKE 'bench!_%@x.org' ESCAPE '!'"
-        ));
-        assert!(r.contains(
-            "DELETE FROM users WHERE external_identifier = 'exectl-prepare' AND email LIKE 'bench!_%@x.org' ESCAPE '!';"
-        ));
+        let p = EmailPattern::parse("bench_{i}@x.org").unwrap();
+        let r = reset(Db::Mariadb, &p);
+        let emails = "email LIKE 'bench!_%@x.org' ESCAPE '!' AND SUBSTR(email, 7, GREATEST(LENGTH(email) - 12, 0)) REGEXP '^(0|[1-9][0-9]*)$'";
+        assert!(r.contains(&format!(
+            "SELECT id FROM users WHERE external_identifier = 'exectl-prepare' AND {emails}"
+        )));
+        assert!(r.contains(&format!(
+            "DELETE FROM users WHERE external_identifier = 'exectl-prepare' AND {emails};"
+        )));
         assert!(r.starts_with("START TRANSACTION;\n") && r.ends_with("COMMIT;\n"));
+    }
+
+    #[test]
+    fn pattern_rows_need_a_number_where_i_stands() {
+        // These exact predicates were run against MariaDB 11 and SQLite 3 (the fixtures): of
+        // hp-a-0, hp-a-12, hp-a-x0, hp-a-01, hp-a-, a@b.org and hp-a-3@x.org.uk they keep the first two.
+        let p = EmailPattern::parse("hp-a-{i}@x.org").unwrap();
+        let mid = "SUBSTR(email, 6, GREATEST(LENGTH(email) - 11, 0))";
+        assert_eq!(
+            remaining(Db::Postgres, &p),
+            format!("SELECT 'L', email FROM users WHERE email LIKE 'hp-a-%@x.org' ESCAPE '!' AND {mid} ~ '^(0|[1-9][0-9]*)$';\n")
+        );
+        assert!(remaining(Db::Mariadb, &p).contains(&format!("{mid} REGEXP '^(0|[1-9][0-9]*)$'")));
+        let lite = mid.replace("GREATEST", "MAX");
+        assert!(remaining(Db::Sqlite, &p).contains(&format!(
+            "({lite} = '0' OR ({lite} GLOB '[1-9]*' AND {lite} NOT GLOB '*[^0-9]*'))"
+        )));
     }
 
     #[test]
