@@ -326,6 +326,15 @@ pub struct SpecArgs {
     /// Any other app environment variable, e.g. --set DB_POOL_MAX=50 (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE", allow_hyphen_values = true)]
     pub set: Vec<String>,
+    /// An app environment variable whose value is kept out of every record and output: it goes only to
+    /// the stack's 0600 .env, e.g. --set-secret SMTP_PASSWORD=... (repeatable). Plain --set values are
+    /// recorded in run records and exectl.lock.json.
+    #[arg(
+        long = "set-secret",
+        value_name = "KEY=VALUE",
+        allow_hyphen_values = true
+    )]
+    pub set_secret: Vec<String>,
     /// YAML file mapping app/mariadb/postgres/redis/nginx/traefik to image references.
     #[arg(long, value_name = "FILE")]
     pub images: Option<PathBuf>,
@@ -359,6 +368,11 @@ impl SpecArgs {
             health_interval: f("--health-interval", &self.health_interval),
             target: None,
             env: self.set.iter().map(|s| Raw::flag("--set", s)).collect(),
+            secret_env: self
+                .set_secret
+                .iter()
+                .map(|s| Raw::flag("--set-secret", s))
+                .collect(),
             images: Vec::new(),
         }
     }

@@ -200,10 +200,30 @@ pub struct Diff {
     pub variables: Vec<String>,
 }
 
+/// Prefix of the bundle files' keys: a path follows (`files/.env`, `files/nginx/nginx.conf`), as a dot
+/// would run into the file names' own dots (`files..env`).
+pub const FILES: &str = "files/";
+
+/// A value as one token on one line: as it is when plain, else quoted with escapes (a `--set` value may
+/// hold newlines, spaces or nothing at all).
+pub fn shown(v: &str) -> String {
+    let plain = !v.is_empty()
+        && !v.contains(" -> ")
+        && !v.starts_with('"')
+        && v.chars()
+            .all(|c| !c.is_control() && !c.is_whitespace() || c == ' ')
+        && v.trim() == v;
+    if plain {
+        v.to_string()
+    } else {
+        format!("{v:?}")
+    }
+}
+
 /// The variable a key belongs to. nginx's knobs move together when only the variant changes, so they are
 /// one variable; rendered files follow from knobs and are not variables of their own.
 fn variable_of(key: &str) -> Option<String> {
-    if key.starts_with("files.") {
+    if key.starts_with(FILES) {
         return None;
     }
     if let Some(rest) = key.strip_prefix("knobs.nginx.") {
@@ -227,7 +247,7 @@ pub fn diff(a: &Record, b: &Record) -> Diff {
         // The stack name says where, not what: comparing two stacks is the normal case.
         m.remove("knobs.stack");
         for (k, v) in &r.files {
-            m.insert(format!("files.{k}"), v.clone());
+            m.insert(format!("{FILES}{k}"), v.clone());
         }
         for (k, v) in &r.images {
             m.insert(format!("images.{k}.digest"), v.digest.clone());
@@ -381,12 +401,22 @@ mod tests {
         assert_eq!(
             keys,
             [
-                "files.nginx/nginx.conf",
+                "files/nginx/nginx.conf",
                 "knobs.nginx.lb_algorithm",
                 "knobs.nginx.variant"
             ]
         );
         assert_eq!(d.variables, ["nginx variant"]);
+    }
+
+    #[test]
+    fn values_print_on_one_line() {
+        assert_eq!(shown("50"), "50");
+        assert_eq!(shown("a b"), "a b");
+        assert_eq!(shown("a\nb"), "\"a\\nb\"");
+        assert_eq!(shown(""), "\"\"");
+        assert_eq!(shown(" x"), "\" x\"");
+        assert_eq!(shown("x -> y"), "\"x -> y\"");
     }
 
     #[test]

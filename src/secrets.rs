@@ -80,15 +80,43 @@ impl Secrets {
 }
 
 /// Where exectl keeps local state: $EXECTL_STATE_DIR, else $XDG_STATE_HOME/exectl, else ~/.local/state/exectl.
+/// Commands call `checked_state_root` once first; this one is for paths derived after that check.
 pub fn state_root() -> PathBuf {
-    if let Some(d) = std::env::var_os("EXECTL_STATE_DIR").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d);
+    state_root_from(|n| std::env::var_os(n)).2
+}
+
+/// The state root, refused (exit 2) when relative: secrets would land wherever the command runs, e.g.
+/// inside a git work tree.
+pub fn checked_state_root() -> Result<PathBuf, crate::error::UsageError> {
+    let (var, value, root) = state_root_from(|n| std::env::var_os(n));
+    if root.is_relative() {
+        return Err(crate::error::UsageError::new(
+            var,
+            value.to_string_lossy(),
+            "a relative state folder would put the stacks' secrets below the current folder",
+            format!("set {var} to an absolute path (or unset it)"),
+        ));
     }
-    if let Some(d) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d).join("exectl");
+    Ok(root)
+}
+
+/// The variable that chose the state root, its value, and the root; pure over `var`.
+fn state_root_from(
+    var: impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> (&'static str, std::ffi::OsString, PathBuf) {
+    let set = |n: &str| var(n).filter(|d| !d.is_empty());
+    if let Some(d) = set("EXECTL_STATE_DIR") {
+        return ("EXECTL_STATE_DIR", d.clone(), PathBuf::from(d));
     }
-    let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
-    PathBuf::from(home).join(".local/state/exectl")
+    if let Some(d) = set("XDG_STATE_HOME") {
+        return ("XDG_STATE_HOME", d.clone(), PathBuf::from(d).join("exectl"));
+    }
+    let home = set("HOME").unwrap_or_else(|| "/root".into());
+    (
+        "HOME",
+        home.clone(),
+        PathBuf::from(home).join(".local/state/exectl"),
+    )
 }
 
 /// The state folder of one stack on one target.
@@ -164,6 +192,30 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         load_or_generate(&dir.path().join("s"), false).unwrap();
         assert!(!dir.path().join("s").exists());
+    }
+
+    #[test]
+    fn state_root_names_the_variable_that_chose_it() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |n: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == n)
+                    .map(|(_, v)| std::ffi::OsString::from(v))
+            }
+        };
+        let (var, _, root) =
+            state_root_from(env(&[("EXECTL_STATE_DIR", "rel/dir"), ("HOME", "/h")]));
+        assert_eq!((var, root), ("EXECTL_STATE_DIR", PathBuf::from("rel/dir")));
+        let (var, value, root) =
+            state_root_from(env(&[("EXECTL_STATE_DIR", ""), ("XDG_STATE_HOME", "x")]));
+        assert_eq!((var, root), ("XDG_STATE_HOME", PathBuf::from("x/exectl")));
+        assert_eq!(value, "x");
+        let (var, _, root) = state_root_from(env(&[("HOME", "/h")]));
+        assert_eq!(
+            (var, root),
+            ("HOME", PathBuf::from("/h/.local/state/exectl"))
+        );
     }
 
     #[test]

@@ -430,3 +430,350 @@ fn images_file_maps_every_service() {
         .assert()
         .code(2);
 }
+
+/// Run exectl and return (exit code, stdout, stderr).
+fn run(env: &Env, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = env.cmd(args).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+/// Bad input: exit 2, one line on stderr naming `field` with a fix, nothing written.
+fn refused(env: &Env, args: &[&str], field: &str) -> String {
+    let (code, _, stderr) = run(env, args);
+    assert_eq!(code, Some(2), "{args:?}: {stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    assert!(
+        stderr.contains(field) && stderr.contains("fix:"),
+        "{args:?}: want {field}: {stderr}"
+    );
+    stderr
+}
+
+#[test]
+fn user_templates_get_no_secrets_and_no_way_out() {
+    let env = Env::new();
+    let t = env.work.path().join("tpl");
+    std::fs::create_dir_all(t.join("nginx")).unwrap();
+    std::fs::write(t.join("nginx/nginx.conf.tera"), "{{ __tera_context }}\n").unwrap();
+    let ts = t.display().to_string();
+    // The generated secrets first (today's flags), then with a --set-secret too.
+    for (name, extra) in [
+        ("ctx", vec![]),
+        (
+            "ctx2",
+            vec!["--set-secret", "SMTP_PASSWORD=setsecretvalue123"],
+        ),
+    ] {
+        let d = env.out(name);
+        let mut args = vec!["render", "ha", "--templates", &ts, "--out", &d];
+        args.extend(extra);
+        env.cmd(&args).assert().success();
+        let conf = read(&d, "nginx/nginx.conf");
+        assert!(conf.contains("exelearning"), "the context is there: {conf}");
+        let env_file = read(&d, ".env");
+        for line in env_file.lines().filter(|l| !l.starts_with('#')) {
+            let (_, secret) = line.split_once('=').unwrap();
+            assert!(
+                !conf.contains(secret),
+                "a secret reached nginx.conf: {line}"
+            );
+        }
+    }
+
+    // A symlink out of the folder (to a file the user may not even be meant to read) is refused.
+    std::fs::remove_file(t.join("nginx/nginx.conf.tera")).unwrap();
+    let outside = env.work.path().join("outside.tera");
+    std::fs::write(&outside, "worker_processes 1;\n").unwrap();
+    std::os::unix::fs::symlink(&outside, t.join("nginx/nginx.conf.tera")).unwrap();
+    let d = env.out("never");
+    let e = refused(
+        &env,
+        &["render", "ha", "--templates", &ts, "--out", &d],
+        "--templates",
+    );
+    assert!(e.contains("symlink"), "{e}");
+    // ... and so is a subfolder that is a symlink out.
+    std::fs::remove_dir_all(t.join("nginx")).unwrap();
+    let elsewhere = env.work.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("nginx.conf.tera"), "x\n").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, t.join("nginx")).unwrap();
+    refused(
+        &env,
+        &["render", "ha", "--templates", &ts, "--out", &d],
+        "symlink",
+    );
+    // A symlink inside the folder is fine.
+    std::fs::remove_file(t.join("nginx")).unwrap();
+    std::fs::create_dir_all(t.join("nginx")).unwrap();
+    std::fs::write(
+        t.join("nginx/real.conf"),
+        include_str!("../nginx/nginx.conf.tera"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("real.conf", t.join("nginx/nginx.conf.tera")).unwrap();
+    let ok = env.out("inside");
+    env.cmd(&["render", "ha", "--templates", &ts, "--out", &ok])
+        .assert()
+        .success();
+
+    // A folder that does not exist, is a file, or overrides nothing; a template that does not parse.
+    let empty = env.work.path().join("empty");
+    std::fs::create_dir_all(empty.join("nginx")).unwrap();
+    std::fs::write(empty.join("nginx/nginx.conf"), "forgot .tera\n").unwrap();
+    let broken = env.work.path().join("broken");
+    std::fs::create_dir_all(broken.join("nginx")).unwrap();
+    std::fs::write(broken.join("nginx/nginx.conf.tera"), "ok\n{% if %}\n").unwrap();
+    for (dir, needle) in [
+        ("no-such-folder", "no-such-folder"),
+        ("outside.tera", "not a folder"),
+        ("empty", "overrides nothing"),
+        ("broken", "nginx.conf.tera:2"),
+    ] {
+        let e = refused(
+            &env,
+            &["render", "ha", "--templates", dir, "--out", &d],
+            "--templates",
+        );
+        assert!(e.contains(needle), "{dir}: {e}");
+        assert!(!Path::new(&d).exists(), "{dir} wrote files");
+    }
+}
+
+#[test]
+fn render_out_that_is_not_a_folder_is_bad_input() {
+    let env = Env::new();
+    let file = env.work.path().join("a-file");
+    std::fs::write(&file, "keep me\n").unwrap();
+    let f = file.display().to_string();
+    refused(&env, &["render", "ha", "--out", &f], "--out");
+    refused(
+        &env,
+        &["render", "ha", "--out", &format!("{f}/below")],
+        "--out",
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me\n");
+    assert!(
+        !env.state.path().join("local").exists(),
+        "bad input must not create state"
+    );
+}
+
+#[test]
+fn relative_state_folder_is_refused() {
+    let env = Env::new();
+    let d = env.out("r");
+    for (var, cmd) in [
+        ("EXECTL_STATE_DIR", vec!["render", "ha", "--out", &d]),
+        ("EXECTL_STATE_DIR", vec!["runs", "list"]),
+        ("EXECTL_STATE_DIR", vec!["validate", "ha"]),
+        ("XDG_STATE_HOME", vec!["render", "ha", "--out", &d]),
+    ] {
+        let mut c = Command::cargo_bin("exectl").unwrap();
+        c.current_dir(env.work.path()).args(&cmd);
+        c.env_remove("EXECTL_STATE_DIR");
+        c.env(var, "relative/state");
+        let out = c.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{var} {cmd:?}: {stderr}");
+        assert!(
+            stderr.contains(var) && stderr.contains("absolute"),
+            "{stderr}"
+        );
+        assert!(!env.work.path().join("relative").exists(), "{var} {cmd:?}");
+    }
+    assert!(!Path::new(&d).exists());
+}
+
+#[test]
+fn set_secret_reaches_only_the_env_file() {
+    let env = Env::new();
+    let secret = "Zq9-setsecret-4711";
+    let d = env.out("s");
+    let (code, stdout, stderr) = run(
+        &env,
+        &[
+            "render",
+            "ha",
+            "--set-secret",
+            &format!("SMTP_PASSWORD={secret}"),
+            "--set",
+            "PLAIN=visible",
+            "--json",
+            "--out",
+            &d,
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stdout.contains(secret) && !stderr.contains(secret));
+    assert!(read(&d, ".env").contains(&format!("SMTP_PASSWORD={secret}\n")));
+    let file = compose::parse(&read(&d, "compose.yaml")).unwrap();
+    assert_eq!(
+        file.services["app-1"].environment["SMTP_PASSWORD"],
+        "${SMTP_PASSWORD}"
+    );
+    for f in ["compose.yaml", "nginx/nginx.conf", "exectl.lock.json"] {
+        assert!(!read(&d, f).contains(secret), "{f}");
+    }
+    let lock: serde_json::Value = serde_json::from_str(&read(&d, "exectl.lock.json")).unwrap();
+    let shown = lock["spec"]["secret_env"]["SMTP_PASSWORD"]
+        .as_str()
+        .unwrap();
+    assert!(shown.starts_with("<secret sha256:"), "{shown}");
+    assert_eq!(lock["spec"]["env"]["PLAIN"], "visible", "--set is recorded");
+    // validate accepts it and prints no value either.
+    let (code, stdout, _) = run(
+        &env,
+        &[
+            "validate",
+            "ha",
+            "--set-secret",
+            &format!("SMTP_PASSWORD={secret}"),
+        ],
+    );
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(!stdout.contains(secret));
+    // Refusals name the key, never the value.
+    for (arg, needle) in [
+        (format!("smtp={secret}"), "smtp=<redacted>"),
+        (format!("DB_ROOT_PASSWORD={secret}"), "exectl generates"),
+        (format!("PLAIN={secret}"), "also given with --set"),
+        (format!("X={secret} with space"), "unquoted"),
+        (secret.to_string(), "KEY=VALUE"),
+    ] {
+        let e = refused(
+            &env,
+            &[
+                "render",
+                "ha",
+                "--set",
+                "PLAIN=visible",
+                "--set-secret",
+                &arg,
+                "--out",
+                &env.out("never"),
+            ],
+            "--set-secret",
+        );
+        assert!(e.contains(needle) && !e.contains(secret), "{e}");
+    }
+}
+
+#[test]
+fn yaml_duplicates_nulls_and_unknown_image_keys_name_their_line() {
+    let env = Env::new();
+    let w = env.work.path();
+    let cases = [
+        (
+            "dup.yaml",
+            "topology: ha\nstack: a\ninstances: 2\nstack: b\n",
+            "dup.yaml:4",
+        ),
+        (
+            "null.yaml",
+            "topology: ha\ninstances: 2\nstack:\n",
+            "null.yaml:3",
+        ),
+        (
+            "nullenv.yaml",
+            "topology: ha\nenv:\n  A: 1\n  B:\n",
+            "nullenv.yaml:4",
+        ),
+        (
+            "dupenv.yaml",
+            "topology: ha\nenv:\n  A: 1\n  A: 2\n",
+            "dupenv.yaml:4",
+        ),
+        (
+            "listenv.yaml",
+            "topology: ha\nenv:\n  A: 1\n\n  B: [1]\n",
+            "listenv.yaml:5",
+        ),
+        (
+            "img.yaml",
+            "topology: ha\nimages:\n  app: x\n  memcached: y\n",
+            "img.yaml:4",
+        ),
+    ];
+    for (name, text, want) in cases {
+        std::fs::write(w.join(name), text).unwrap();
+        let e = refused(
+            &env,
+            &["render", "--config", name, "--out", &env.out("never")],
+            want,
+        );
+        assert!(!e.contains(":1\""), "{e}");
+    }
+    let images = [
+        ("i-dup.yaml", "app: a\nnginx: b\napp: c\n", "i-dup.yaml:3"),
+        (
+            "i-unknown.yaml",
+            "app: a\n# c\nmemcached: c\n",
+            "i-unknown.yaml:3",
+        ),
+        ("i-null.yaml", "app: a\nnginx:\n", "i-null.yaml:2"),
+    ];
+    for (name, text, want) in images {
+        std::fs::write(w.join(name), text).unwrap();
+        let e = refused(
+            &env,
+            &["render", "ha", "--images", name, "--out", &env.out("never")],
+            want,
+        );
+        assert!(e.contains("--images"), "{e}");
+    }
+}
+
+#[test]
+fn runs_diff_prints_one_line_per_change_and_plain_file_keys() {
+    use exectl::runs::{self, EngineRecord, ExectlRecord, Record};
+    use exectl::spec::{self, Raw, SpecInput};
+    let env = Env::new();
+    let record = |note: &str, env_hash: &str| {
+        let s = spec::resolve(SpecInput {
+            topology: Some(Raw::flag("topology", "ha")),
+            env: vec![Raw::flag("--set", format!("NOTE={note}"))],
+            ..Default::default()
+        })
+        .unwrap();
+        let mut r = Record {
+            id: String::new(),
+            created: "t".into(),
+            created_epoch: 0,
+            stack: s.stack.clone(),
+            knobs: runs::knobs(&s),
+            spec: serde_json::to_value(&s).unwrap(),
+            files: [(".env".to_string(), env_hash.to_string())].into(),
+            images: Default::default(),
+            engine: EngineRecord::default(),
+            exectl: ExectlRecord::current(),
+            changed: 0,
+            seconds: 0.0,
+        };
+        runs::save_next(&env.state.path().join("runs"), &s, &mut r).unwrap();
+        r.id
+    };
+    let a = record("one line", "aaaa");
+    let b = record("first\nsecond", "bbbb");
+    let (code, stdout, stderr) = run(&env, &["runs", "diff", &a, &b]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines[1].split_whitespace().collect::<Vec<_>>(),
+        ["files/.env", "aaaa", "->", "bbbb"],
+        "{stdout}"
+    );
+    assert_eq!(
+        lines[2].trim(),
+        format!(
+            "{:<34} {} -> {}",
+            "knobs.env.NOTE", "one line", "\"first\\nsecond\""
+        ),
+        "{stdout}"
+    );
+    assert_eq!(lines.len(), 4, "{stdout}");
+}

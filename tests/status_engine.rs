@@ -164,7 +164,7 @@ async fn leak_check_pinning_warning_json_and_run_diff() {
     assert_eq!(
         changed,
         [
-            "files.nginx/nginx.conf",
+            "files/nginx/nginx.conf",
             "knobs.nginx.lb_algorithm",
             "knobs.nginx.variant"
         ],

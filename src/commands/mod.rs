@@ -32,7 +32,7 @@ pub fn spec_from(file: spec::SpecInput, args: &SpecArgs) -> Result<Spec> {
 
 pub fn load_templates(args: &SpecArgs) -> Result<Templates> {
     match &args.templates {
-        Some(dir) => Templates::with_overrides(dir),
+        Some(dir) => Ok(Templates::with_overrides(dir)?),
         None => Ok(Templates::embedded()),
     }
 }
@@ -44,6 +44,7 @@ pub const LOCAL_TARGET: &str = "local";
 pub fn target_spec(
     args: &crate::cli::TargetArgs,
 ) -> Result<crate::target::TargetSpec, crate::error::UsageError> {
+    crate::secrets::checked_state_root()?;
     let file = spec::load_spec_file(None)?;
     crate::target::resolve(args, file.target.as_ref())
 }
@@ -54,6 +55,7 @@ pub async fn connect_with_spec(
     args: &crate::cli::TargetArgs,
     spec_args: &SpecArgs,
 ) -> Result<(spec::SpecInput, crate::target::Target)> {
+    crate::secrets::checked_state_root()?;
     let file = spec::load_spec_file(spec_args.config.as_deref())?;
     let target = crate::target::resolve(args, file.target.as_ref())?;
     Ok((file, crate::target::Target::connect(&target).await?))

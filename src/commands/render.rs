@@ -10,7 +10,8 @@ use serde_json::json;
 pub fn run(args: &RenderArgs) -> Result<()> {
     let spec = load_spec(&args.spec)?;
     let templates = load_templates(&args.spec)?;
-    let dir = secrets::stack_dir(&secrets::state_root(), LOCAL_TARGET, &spec.stack);
+    check_out(&args.out)?;
+    let dir = secrets::stack_dir(&secrets::checked_state_root()?, LOCAL_TARGET, &spec.stack);
     let secrets = secrets::load_or_generate(&dir, true)?;
     let bundle = render::render(&spec, &secrets, &templates)?;
     let faults: Vec<_> = validate::pure_checks(&bundle)
@@ -48,6 +49,34 @@ pub fn run(args: &RenderArgs) -> Result<()> {
         );
         for f in &bundle.files {
             println!("  {:<22} sha256 {}", f.path, &f.sha256()[..16]);
+        }
+    }
+    Ok(())
+}
+
+/// `--out` must be a folder or creatable as one: refused before anything is written.
+fn check_out(out: &std::path::Path) -> Result<(), crate::error::UsageError> {
+    let bad = |problem: String| {
+        crate::error::UsageError::new(
+            "--out",
+            out.display(),
+            problem,
+            "give a folder (it is created if missing)",
+        )
+    };
+    // The nearest part of the path that exists decides: a folder is fine, anything else is not.
+    for p in out.ancestors().filter(|p| !p.as_os_str().is_empty()) {
+        match std::fs::metadata(p) {
+            Ok(m) if m.is_dir() => return Ok(()),
+            Ok(_) if p == out => return Err(bad("it exists and is not a folder".into())),
+            Ok(_) => return Err(bad(format!("{} is a file, not a folder", p.display()))),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    || e.raw_os_error() == Some(libc::ENOTDIR) =>
+            {
+                continue
+            }
+            Err(e) => return Err(bad(format!("{}: {e}", p.display()))),
         }
     }
     Ok(())

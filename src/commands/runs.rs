@@ -6,7 +6,7 @@ use anyhow::Result;
 use serde_json::json;
 
 pub fn run(args: &RunsArgs) -> Result<()> {
-    let dir = runs::runs_dir(&crate::secrets::state_root());
+    let dir = runs::runs_dir(&crate::secrets::checked_state_root()?);
     match &args.command {
         RunsCommand::List { json } => {
             let records: Vec<runs::Record> = runs::list_ids(&dir)
@@ -45,7 +45,12 @@ pub fn run(args: &RunsArgs) -> Result<()> {
             }
             println!("{a} -> {b}");
             for c in &d.changes {
-                println!("  {:<34} {} -> {}", c.key, c.a, c.b);
+                println!(
+                    "  {:<34} {} -> {}",
+                    runs::shown(&c.key),
+                    runs::shown(&c.a),
+                    runs::shown(&c.b)
+                );
             }
             match d.variables.len() {
                 0 => println!("identical: no variable changed"),

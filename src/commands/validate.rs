@@ -11,7 +11,7 @@ use serde_json::json;
 pub fn run(args: &ValidateArgs) -> Result<bool> {
     let spec = load_spec(&args.spec)?;
     let templates = load_templates(&args.spec)?;
-    let dir = secrets::stack_dir(&secrets::state_root(), LOCAL_TARGET, &spec.stack);
+    let dir = secrets::stack_dir(&secrets::checked_state_root()?, LOCAL_TARGET, &spec.stack);
     // Validation must not create state: reuse stored secrets, else use throw-away ones.
     let secrets = secrets::load_or_generate(&dir, false)?;
     let bundle = render::render(&spec, &secrets, &templates)?;

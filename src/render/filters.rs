@@ -64,10 +64,10 @@ pub fn env_value(v: &Value, _: &HashMap<String, Value>) -> Result<Value> {
     let s = text(v);
     if !s
         .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "._-@:/+".contains(c))
+        .all(|c| c.is_ascii_alphanumeric() || "._-@:/+=".contains(c))
     {
         return Err(tera::Error::msg(format!(
-            "a value cannot be written safely into .env (allowed: letters, digits, . _ - @ : / +); length {}",
+            "a value cannot be written safely into .env (allowed: letters, digits, . _ - @ : / + =); length {}",
             s.len()
         )));
     }

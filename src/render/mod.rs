@@ -6,9 +6,10 @@ mod filters;
 
 pub use filters::yaml_quote;
 
+use crate::error::UsageError;
 use crate::secrets::Secrets;
 use crate::spec::{Db, Spec, Topology};
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use serde::Serialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -67,40 +68,120 @@ impl Templates {
         }
     }
 
-    /// The embedded templates, with any file of the same name under `dir` taking precedence. A `.tera` file
-    /// there that matches no template is refused (a typo would otherwise be ignored silently).
-    pub fn with_overrides(dir: &Path) -> Result<Templates> {
+    /// The embedded templates, with any file of the same name under `dir` taking precedence. Refused
+    /// (exit 2) when `dir` is not a folder, overrides nothing, holds a `.tera` file that matches no
+    /// template (a typo would otherwise be ignored silently), a template that does not parse, or a
+    /// symlink that leads out of it (a template is rendered into files other users may read).
+    pub fn with_overrides(dir: &Path) -> Result<Templates, UsageError> {
+        let bad = |value: &dyn std::fmt::Display, problem: String, fix: &str| {
+            UsageError::new("--templates", value, problem, fix)
+        };
+        let root =
+            match std::fs::metadata(dir) {
+                Ok(m) if m.is_dir() => dir.canonicalize().map_err(|e| {
+                    bad(
+                        &dir.display(),
+                        format!("cannot read it: {e}"),
+                        "give a readable folder",
+                    )
+                })?,
+                Ok(_) => return Err(bad(
+                    &dir.display(),
+                    "not a folder".into(),
+                    "give the folder that holds the overrides, e.g. one with nginx/nginx.conf.tera",
+                )),
+                Err(e) => return Err(bad(
+                    &dir.display(),
+                    format!("cannot read it: {e}"),
+                    "give the folder that holds the overrides, e.g. one with nginx/nginx.conf.tera",
+                )),
+            };
+        let names = || {
+            EMBEDDED
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let mut t = Templates::embedded();
+        let mut overridden = 0;
         for (name, slot) in t.sources.iter_mut() {
             let p = dir.join(name);
-            if p.exists() {
-                let src = std::fs::read_to_string(&p)
-                    .with_context(|| format!("reading template {}", p.display()))?;
-                *slot = (src, p.display().to_string());
+            if std::fs::symlink_metadata(&p).is_err() {
+                continue;
             }
+            let real = p.canonicalize().map_err(|e| {
+                bad(
+                    &p.display(),
+                    format!("cannot read it: {e}"),
+                    "point it at a readable file",
+                )
+            })?;
+            if !real.starts_with(&root) {
+                return Err(bad(
+                    &p.display(),
+                    format!(
+                        "a symlink that leads out of the templates folder (to {})",
+                        real.display()
+                    ),
+                    "copy the template into the folder instead of linking to it",
+                ));
+            }
+            if !real.is_file() {
+                return Err(bad(
+                    &p.display(),
+                    "not a regular file".into(),
+                    "make it a template file",
+                ));
+            }
+            let src = std::fs::read_to_string(&real).map_err(|e| {
+                bad(
+                    &p.display(),
+                    format!("cannot read it: {e}"),
+                    "give a readable UTF-8 text file",
+                )
+            })?;
+            if let Err(e) = tera::Tera::default().add_raw_template(name, &src) {
+                let (at, msg) = parse_error(&e);
+                let at = at.map(|l| format!(":{l}")).unwrap_or_default();
+                return Err(bad(
+                    &format!("{}{at}", p.display()),
+                    format!("the template does not parse: {msg}"),
+                    "correct the template's syntax there (tera: https://keats.github.io/tera/docs/)",
+                ));
+            }
+            *slot = (src, p.display().to_string());
+            overridden += 1;
         }
-        for sub in ["compose", "nginx", "traefik"] {
+        for sub in ["", "compose", "nginx", "traefik"] {
             let Ok(entries) = std::fs::read_dir(dir.join(sub)) else {
                 continue;
             };
             for e in entries.flatten() {
-                let rel = format!("{sub}/{}", e.file_name().to_string_lossy());
+                let file = e.file_name().to_string_lossy().to_string();
+                let rel = if sub.is_empty() {
+                    file
+                } else {
+                    format!("{sub}/{file}")
+                };
                 if rel.ends_with(".tera") && !t.sources.contains_key(rel.as_str()) {
-                    bail!(crate::error::UsageError::new(
-                        "--templates",
-                        dir.join(&rel).display(),
-                        "no template has that name",
-                        format!(
-                            "name it after one of: {}",
-                            EMBEDDED
-                                .iter()
-                                .map(|(n, _)| *n)
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
+                    return Err(bad(
+                        &dir.join(&rel).display(),
+                        "no template has that name".into(),
+                        &format!("name it after one of: {}", names()),
                     ));
                 }
             }
+        }
+        if overridden == 0 {
+            return Err(bad(
+                &dir.display(),
+                "it overrides nothing: no file in it is named after a template".into(),
+                &format!(
+                    "put overrides at these paths inside it: {} (or drop --templates)",
+                    names()
+                ),
+            ));
         }
         Ok(t)
     }
@@ -190,7 +271,9 @@ pub struct Lock<'a> {
     pub files: BTreeMap<&'static str, String>,
 }
 
-fn context(spec: &Spec, secrets: &Secrets) -> tera::Context {
+/// What every template sees: the spec and derived names, never a secret value (`--set-secret` values
+/// appear in `spec` as redactions).
+fn context(spec: &Spec) -> tera::Context {
     let (db_driver, db_port) = match spec.db {
         Db::Mariadb => ("pdo_mysql", 3306),
         Db::Postgres => ("pdo_pgsql", 5432),
@@ -201,6 +284,8 @@ fn context(spec: &Spec, secrets: &Secrets) -> tera::Context {
         "spec": spec,
         "ha": spec.topology == Topology::Ha,
         "apps": spec.app_services(),
+        // `--set-secret` names: compose.yaml refers to each as ${KEY}, resolved from .env.
+        "secret_env_keys": spec.secret_env.keys().collect::<Vec<_>>(),
         "db_service": spec.db_service(),
         "db_driver": db_driver,
         "db_port": db_port,
@@ -214,15 +299,56 @@ fn context(spec: &Spec, secrets: &Secrets) -> tera::Context {
         } else {
             format!("http://app:{APP_PORT}")
         },
-        "secrets": secrets.iter().map(|(k, v)| json!({"name": k, "value": v})).collect::<Vec<_>>(),
     });
     tera::Context::from_value(value).expect("context is an object")
+}
+
+/// The .env template's context: the common one plus the secrets (generated ones, then `--set-secret`).
+fn env_context(spec: &Spec, secrets: &Secrets) -> tera::Context {
+    let mut ctx = context(spec);
+    let list: Vec<_> = secrets
+        .iter()
+        .map(|(k, v)| json!({"name": k, "value": v}))
+        .chain(
+            spec.secret_env
+                .iter()
+                .map(|(k, v)| json!({"name": k, "value": v.expose()})),
+        )
+        .collect();
+    ctx.insert("secrets", &list);
+    ctx
+}
+
+/// A tera parse error on one line: the template's line number and the parser's message.
+fn parse_error(e: &tera::Error) -> (Option<usize>, String) {
+    let mut text = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        text.push('\n');
+        text.push_str(&s.to_string());
+        src = s.source();
+    }
+    let line = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("--> "))
+        .and_then(|at| at.split(':').next()?.parse().ok());
+    let msg = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("= "))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let msg = if msg.is_empty() {
+        text.lines().last().unwrap_or("").to_string()
+    } else {
+        msg
+    };
+    (line, msg)
 }
 
 /// Render every file of the stack. A template error names the template and what failed.
 pub fn render(spec: &Spec, secrets: &Secrets, templates: &Templates) -> Result<Bundle> {
     let tera = templates.tera()?;
-    let ctx = context(spec, secrets);
+    let (ctx, env_ctx) = (context(spec), env_context(spec, secrets));
     let mut wanted: Vec<(&'static str, &str, u32)> = vec![
         (COMPOSE, "compose/compose.yaml.tera", 0o644),
         (ENV, "compose/env.tera", 0o600),
@@ -236,7 +362,9 @@ pub fn render(spec: &Spec, secrets: &Secrets, templates: &Templates) -> Result<B
     }
     let mut files = Vec::new();
     for (path, template, mode) in wanted {
-        let text = tera.render(template, &ctx).map_err(|e| {
+        // Only the .env file (mode 0600) is rendered with the secrets in reach.
+        let ctx = if path == ENV { &env_ctx } else { &ctx };
+        let text = tera.render(template, ctx).map_err(|e| {
             // tera keeps the useful part (which filter refused what) in the source chain.
             let mut msg = e.to_string();
             let mut src = std::error::Error::source(&e);

@@ -1,6 +1,7 @@
 //! Raw spec input from exectl.yaml and flags, before validation. Every value remembers where it came from,
 //! so that an error can name the flag or the file field.
 
+use super::yaml_tree::{self, Kind, Node};
 use crate::error::UsageError;
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
@@ -68,6 +69,8 @@ pub struct SpecInput {
     pub target: Option<Raw>,
     /// `--set KEY=VALUE` pairs and `env:` entries, in order; later wins.
     pub env: Vec<Raw>,
+    /// `--set-secret KEY=VALUE` pairs (flags only: a spec file is often committed).
+    pub secret_env: Vec<Raw>,
     /// Image overrides, key → reference; later wins.
     pub images: Vec<(String, Raw)>,
 }
@@ -78,6 +81,7 @@ impl SpecInput {
         macro_rules! pick {
             ($($f:ident),*) => { SpecInput { $($f: top.$f.or(self.$f),)*
                 env: self.env.into_iter().chain(top.env).collect(),
+                secret_env: self.secret_env.into_iter().chain(top.secret_env).collect(),
                 images: self.images.into_iter().chain(top.images).collect() } };
         }
         pick!(
@@ -159,8 +163,162 @@ struct SpecFile {
     images: BTreeMap<String, Scalar>,
 }
 
+/// The single-value fields of exectl.yaml (as `SpecFile` names them).
+const SCALAR_FIELDS: [&str; 19] = [
+    "topology",
+    "stack",
+    "instances",
+    "nginx",
+    "lb_algorithm",
+    "worker_connections",
+    "worker_rlimit_nofile",
+    "db",
+    "cpus",
+    "memory",
+    "nofile",
+    "host",
+    "lb_port",
+    "http_port",
+    "traefik",
+    "app_env",
+    "app_debug",
+    "health_interval",
+    "target",
+];
+
+/// An error at one line of a YAML file.
+fn at_line(field: &str, path: &Path, line: usize, problem: String, fix: &str) -> UsageError {
+    UsageError::new(field, format!("{}:{line}", path.display()), problem, fix)
+}
+
+/// A key given twice in one mapping is refused at its second line (serde would keep the last silently).
+fn unique_keys(
+    field: &str,
+    path: &Path,
+    prefix: &str,
+    pairs: &[(Node, Node)],
+) -> Result<(), UsageError> {
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for (k, _) in pairs {
+        let Some(name) = k.text() else { continue };
+        if let Some(first) = seen.insert(name, k.line) {
+            return Err(at_line(
+                field,
+                path,
+                k.line,
+                format!("{prefix}{name} is given twice (first on line {first})"),
+                "keep one of them",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The entries of a `name: value` mapping (env:, images:, the --images file): unique keys, each with one
+/// value; image keys known.
+fn check_entries(
+    field: &str,
+    path: &Path,
+    prefix: &str,
+    pairs: &[(Node, Node)],
+    images: bool,
+) -> Result<(), UsageError> {
+    unique_keys(field, path, prefix, pairs)?;
+    for (k, v) in pairs {
+        let name = k.text().unwrap_or("?");
+        if v.is_null() {
+            return Err(at_line(
+                field,
+                path,
+                k.line,
+                format!("{prefix}{name} has no value"),
+                "give it a value, or remove the line",
+            ));
+        }
+        if matches!(v.kind, Kind::Map(_) | Kind::Seq(_)) {
+            return Err(at_line(
+                field,
+                path,
+                v.line,
+                format!(
+                    "{prefix}{name}: expected a single value, found {}",
+                    v.describe()
+                ),
+                "give one value",
+            ));
+        }
+        if images && !super::resolve::IMAGE_KEYS.contains(&name) {
+            return Err(at_line(
+                field,
+                path,
+                k.line,
+                format!("unknown image key {name:?}"),
+                &format!("use one of {}", super::resolve::IMAGE_KEYS.join(", ")),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// exectl.yaml's shape, checked on the node tree so that each fault names its own line.
+fn check_spec_shape(path: &Path, text: &str) -> Result<(), UsageError> {
+    let Some(Node {
+        kind: Kind::Map(pairs),
+        ..
+    }) = yaml_tree::parse(text)
+    else {
+        return Ok(()); // syntax errors and a top level that is not a mapping: serde_yaml says so
+    };
+    let field = "spec file";
+    unique_keys(field, path, "", &pairs)?;
+    for (k, v) in &pairs {
+        let Some(name) = k.text() else { continue };
+        if name == "env" || name == "images" {
+            match &v.kind {
+                _ if v.is_null() => {}
+                Kind::Map(entries) => {
+                    check_entries(field, path, &format!("{name}."), entries, name == "images")?
+                }
+                _ => {
+                    return Err(at_line(
+                        field,
+                        path,
+                        v.line,
+                        format!(
+                            "{name}: expected a mapping of NAME: value, found {}",
+                            v.describe()
+                        ),
+                        "write one `NAME: value` per line below it, indented",
+                    ))
+                }
+            }
+        } else if SCALAR_FIELDS.contains(&name) {
+            if v.is_null() {
+                return Err(at_line(
+                    field,
+                    path,
+                    k.line,
+                    format!("{name} has no value"),
+                    "give it a value, or remove the line to take the default",
+                ));
+            }
+            if matches!(v.kind, Kind::Map(_) | Kind::Seq(_)) {
+                return Err(at_line(
+                    field,
+                    path,
+                    v.line,
+                    format!("{name}: expected a single value, found {}", v.describe()),
+                    "give one value (fields are documented in README.md)",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Parse exectl.yaml text. A syntax or shape error names the file, line and field.
 pub fn parse_spec_file(path: &Path, text: &str) -> Result<SpecInput, UsageError> {
+    check_spec_shape(path, text)?;
     let file: SpecFile = if text.trim().is_empty() {
         SpecFile::default()
     } else {
@@ -206,6 +364,7 @@ pub fn parse_spec_file(path: &Path, text: &str) -> Result<SpecInput, UsageError>
         app_debug: raw("app_debug", file.app_debug),
         health_interval: raw("health_interval", file.health_interval),
         target: raw("target", file.target),
+        secret_env: Vec::new(),
         env: file
             .env
             .into_iter()
@@ -269,6 +428,13 @@ pub fn load_images_file(path: &Path) -> Result<Vec<(String, Raw)>, UsageError> {
             "give the path of a readable images file",
         )
     })?;
+    if let Some(Node {
+        kind: Kind::Map(pairs),
+        ..
+    }) = yaml_tree::parse(&text)
+    {
+        check_entries("--images", path, "", &pairs, true)?;
+    }
     let map: BTreeMap<String, Scalar> = serde_yaml::from_str(&text).map_err(|e| {
         let at = e
             .location()

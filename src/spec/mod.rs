@@ -3,6 +3,7 @@
 
 mod input;
 mod resolve;
+mod yaml_tree;
 
 pub use input::{load_images_file, load_spec_file, Origin, Raw, SpecInput};
 pub use resolve::{memory_size, resolve, resolve_stack_name, DEFAULT_STACK, MIN_MEMORY};
@@ -129,6 +130,47 @@ impl Default for Images {
     }
 }
 
+/// A `--set-secret` value. Whatever serialises or prints a spec (lock file, run records, `runs diff`,
+/// --json) sees `redacted` instead: a fingerprint that tells two values apart, never the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SecretValue {
+    value: String,
+    redacted: String,
+}
+
+impl SecretValue {
+    pub fn new(key: &str, value: &str) -> SecretValue {
+        use sha2::{Digest, Sha256};
+        // Keyed by the variable name so one value under two names gives two fingerprints.
+        let digest = Sha256::digest(format!("exectl --set-secret\0{key}\0{value}"));
+        SecretValue {
+            value: value.to_string(),
+            redacted: format!("<secret sha256:{}>", &hex::encode(digest)[..16]),
+        }
+    }
+
+    /// The value itself: for the .env file only.
+    pub fn expose(&self) -> &str {
+        &self.value
+    }
+
+    pub fn redacted(&self) -> &str {
+        &self.redacted
+    }
+}
+
+impl std::fmt::Debug for SecretValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted)
+    }
+}
+
+impl Serialize for SecretValue {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.redacted)
+    }
+}
+
 /// A validated spec: every knob has its effective value.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Spec {
@@ -159,6 +201,10 @@ pub struct Spec {
     pub health_interval_s: u32,
     /// Extra app environment from --set / env:.
     pub env: BTreeMap<String, String>,
+    /// App environment from --set-secret: the values go to the 0600 .env only (compose.yaml says `${KEY}`).
+    /// Left out of serialisations when empty, so specs without it serialise as before.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub secret_env: BTreeMap<String, SecretValue>,
     pub images: Images,
 }
 

@@ -29,7 +29,7 @@ const MANAGED_ENV: &[(&str, &str)] = &[
     ("REDIS_PASSWORD", "Redis is wired in for ha"),
 ];
 
-const IMAGE_KEYS: [&str; 7] = [
+pub(super) const IMAGE_KEYS: [&str; 7] = [
     "app", "mariadb", "postgres", "redis", "nginx", "traefik", "sqlite",
 ];
 
@@ -174,6 +174,7 @@ pub fn resolve(input: SpecInput) -> Result<Spec, UsageError> {
     };
 
     let env = resolve_env(&input.env)?;
+    let secret_env = resolve_secret_env(&input.secret_env, &env)?;
     let images = resolve_images(&input.images)?;
 
     Ok(Spec {
@@ -194,6 +195,7 @@ pub fn resolve(input: SpecInput) -> Result<Spec, UsageError> {
         app_debug,
         health_interval_s,
         env,
+        secret_env,
         images,
     })
 }
@@ -318,24 +320,32 @@ fn resolve_nginx(input: &SpecInput, nofile: u64) -> Result<NginxSpec, UsageError
     })
 }
 
+/// Why `key` cannot be an app variable exectl sets from --set or --set-secret: (problem, fix).
+fn env_key_problem(key: &str) -> Option<(String, String)> {
+    let key_ok = key.starts_with(|c: char| c.is_ascii_uppercase() || c == '_')
+        && key
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+    if !key_ok {
+        return Some((
+            format!("{key:?} is not an environment variable name"),
+            "use upper-case letters, digits and '_', such as DB_POOL_MAX".into(),
+        ));
+    }
+    MANAGED_ENV
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, why)| (format!("{key} is set by exectl"), why.to_string()))
+}
+
 fn resolve_env(pairs: &[Raw]) -> Result<BTreeMap<String, String>, UsageError> {
     let mut env = BTreeMap::new();
     for r in pairs {
         let Some((key, value)) = r.value.split_once('=') else {
             return Err(r.error("expected KEY=VALUE", "write it as --set DB_POOL_MAX=50"));
         };
-        let key_ok = key.starts_with(|c: char| c.is_ascii_uppercase() || c == '_')
-            && key
-                .chars()
-                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
-        if !key_ok {
-            return Err(r.error(
-                format!("{key:?} is not an environment variable name"),
-                "use upper-case letters, digits and '_', such as DB_POOL_MAX",
-            ));
-        }
-        if let Some((_, why)) = MANAGED_ENV.iter().find(|(k, _)| *k == key) {
-            return Err(r.error(format!("{key} is set by exectl"), *why));
+        if let Some((problem, fix)) = env_key_problem(key) {
+            return Err(r.error(problem, fix));
         }
         if value.contains('\0') {
             return Err(r.error("the value contains a NUL byte", "remove it"));
@@ -343,6 +353,65 @@ fn resolve_env(pairs: &[Raw]) -> Result<BTreeMap<String, String>, UsageError> {
         env.insert(key.to_string(), value.to_string());
     }
     Ok(env)
+}
+
+/// `--set-secret KEY=VALUE`: the --set key rules, plus no clash with --set or a generated secret. An
+/// error names the key and never echoes the value.
+fn resolve_secret_env(
+    pairs: &[Raw],
+    env: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, super::SecretValue>, UsageError> {
+    let mut out = BTreeMap::new();
+    for r in pairs {
+        let field = r.origin.to_string();
+        let Some((key, value)) = r.value.split_once('=') else {
+            return Err(UsageError::new(
+                field,
+                "<redacted>",
+                "expected KEY=VALUE",
+                "write it as --set-secret SMTP_PASSWORD=VALUE",
+            ));
+        };
+        let shown = format!("{key}=<redacted>");
+        let problem = env_key_problem(key)
+            .or_else(|| {
+                crate::secrets::NAMES.contains(&key).then(|| {
+                    (
+                        format!("{key} is a secret exectl generates"),
+                        "pick another name".to_string(),
+                    )
+                })
+            })
+            .or_else(|| {
+                env.contains_key(key).then(|| {
+                    (
+                        format!("{key} is also given with --set or env:"),
+                        "give it once, with --set-secret".to_string(),
+                    )
+                })
+            })
+            .or_else(|| {
+                let safe = !value.is_empty()
+                    && value
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "._-@:/+=".contains(c));
+                (!safe).then(|| {
+                    (
+                        format!(
+                            "the value ({} characters) is empty or cannot be written into .env unquoted",
+                            value.chars().count()
+                        ),
+                        "use letters, digits and . _ - @ : / + = only (e.g. a hex or base64 value)"
+                            .to_string(),
+                    )
+                })
+            });
+        if let Some((problem, fix)) = problem {
+            return Err(UsageError::new(field, shown, problem, fix));
+        }
+        out.insert(key.to_string(), super::SecretValue::new(key, value));
+    }
+    Ok(out)
 }
 
 fn resolve_images(overrides: &[(String, Raw)]) -> Result<Images, UsageError> {
@@ -645,6 +714,40 @@ mod tests {
         })
         .unwrap();
         assert_eq!(s.env["X"], "a \"b\" $c # d\ne");
+    }
+
+    #[test]
+    fn set_secret_follows_set_rules_and_never_echoes_the_value() {
+        for (v, needle) in [
+            ("NOEQUALS-hunter2", "KEY=VALUE"),
+            ("lower=hunter2", "environment variable name"),
+            ("DB_HOST=hunter2", "set by exectl"),
+            ("DB_ROOT_PASSWORD=hunter2", "exectl generates"),
+            ("X=hunter2", "also given with --set"),
+            ("Y=hunter 2", "unquoted"),
+            ("Y=", "unquoted"),
+        ] {
+            let e = err(SpecInput {
+                env: vec![Raw::flag("--set", "X=1")],
+                secret_env: vec![Raw::flag("--set-secret", v)],
+                ..ha()
+            });
+            assert_eq!(e.field, "--set-secret");
+            assert!(e.to_string().contains(needle), "{e}");
+            assert!(!e.to_string().contains("hunter"), "{e}");
+        }
+        let s = resolve(SpecInput {
+            secret_env: vec![Raw::flag("--set-secret", "SMTP_PASSWORD=hunter2+/=")],
+            ..ha()
+        })
+        .unwrap();
+        let v = &s.secret_env["SMTP_PASSWORD"];
+        assert_eq!(v.expose(), "hunter2+/=");
+        let shown = format!("{:?} {}", s, serde_json::to_string(&s).unwrap());
+        assert!(
+            !shown.contains("hunter2") && shown.contains(v.redacted()),
+            "{shown}"
+        );
     }
 
     #[test]
