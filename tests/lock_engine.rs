@@ -78,3 +78,39 @@ fn teardown_of_a_stack_never_deployed_leaves_no_state() {
     let left: Vec<_> = std::fs::read_dir(x.state.path()).unwrap().collect();
     assert!(left.is_empty(), "state written: {left:?}");
 }
+
+/// A stack locked by a live holder is exit 4 for every command that takes the lock, naming the holder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_lock_is_exit_4() {
+    let d = docker().await;
+    let x = Exectl::new();
+    let stack = "t-held";
+    let dir = x.stack_dir(stack);
+    std::fs::create_dir_all(&dir).unwrap();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    // PID 1 is alive: the lock is not stale.
+    let holder = serde_json::json!({"pid": 1, "host": host.trim(), "command": "exectl deploy",
+        "since": "2026-12-01 00:00:00 UTC", "since_epoch": 0});
+    std::fs::write(dir.join("exectl.lock"), holder.to_string()).unwrap();
+    let deploy = [
+        "deploy",
+        "single",
+        "--db",
+        "sqlite",
+        "--stack",
+        stack,
+        "--http-port",
+        "18475",
+        "--nofile",
+        "20000",
+        "--images",
+        FIXTURES,
+    ];
+    for args in [&["teardown", "--stack", stack][..], &deploy] {
+        let (code, err) = failed(&x.run(args));
+        assert_eq!(code, Some(4), "{args:?}: {err}");
+        assert!(err.contains("locked by exectl deploy (pid 1"), "{err}");
+    }
+    assert!(dir.join("exectl.lock").exists(), "the holder's lock stays");
+    assert!(labelled(&d, stack).await.is_empty(), "nothing created");
+}

@@ -137,7 +137,7 @@ async fn ha_stack_on_a_remote_sut_over_ssh() {
     let empty_known = x.state.path().join("empty_known_hosts");
     std::fs::write(&empty_known, "").unwrap();
     let (code, err) = try_connect(&x, &r.url, Some(&sut.key), &empty_known, &[], &[]);
-    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(code, Some(3), "{err}");
     assert!(
         err.contains("ssh stage host key") && err.contains("is unknown") && err.contains("SHA256:"),
         "{err}"
@@ -145,7 +145,7 @@ async fn ha_stack_on_a_remote_sut_over_ssh() {
     assert!(err.contains("--accept-new-host-key"), "{err}");
 
     let (code, err) = try_connect(&x, &r.url, Some(&sut.wrong_key), &sut.known_hosts, &[], &[]);
-    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(code, Some(3), "{err}");
     assert!(
         err.contains("ssh stage auth") && err.contains("refused every key"),
         "{err}"
@@ -153,7 +153,7 @@ async fn ha_stack_on_a_remote_sut_over_ssh() {
 
     let nofwd = format!("ssh://root@{}:{}", sut.addr, sut.ssh_port_nofwd);
     let (code, err) = try_connect(&x, &nofwd, Some(&sut.key), &sut.known_hosts, &[], &[]);
-    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(code, Some(3), "{err}");
     assert!(
         err.contains("ssh stage docker socket") && err.contains("AllowStreamLocalForwarding"),
         "{err}"
@@ -278,7 +278,7 @@ async fn ha_stack_on_a_remote_sut_over_ssh() {
     .unwrap();
     let out = r.run(&["teardown", "--stack", STACK, "--purge"]);
     let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(4), "{err}");
     assert!(
         err.contains("locked by exectl deploy (pid 1 on bench-b)") && err.contains("--break-lock"),
         "{err}"
@@ -454,7 +454,7 @@ fn doctor_and_host_tune_on_a_remote_sut() {
     );
     std::fs::write(&kh, fake).unwrap();
     let (code, err) = try_connect(&x, &r.url, Some(&sut.key), &kh, &accept, &[]);
-    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(code, Some(3), "{err}");
     assert!(
         err.contains("CHANGED") && err.contains("ssh-keygen -R"),
         "{err}"
@@ -470,7 +470,7 @@ fn doctor_and_host_tune_on_a_remote_sut() {
         try_connect(&x, &r.url, None, &sut.known_hosts, &sock, &env)
     };
     let (code, err) = no_identity(&[]);
-    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(code, Some(3), "{err}");
     assert!(err.contains("no key found"), "{err}");
     let agent_sock = home.path().join("agent.sock");
     let agent = std::process::Command::new("ssh-agent")
@@ -510,7 +510,7 @@ fn doctor_and_host_tune_on_a_remote_sut() {
     let user = TempUser::new("exectl-nodocker");
     let url = format!("ssh://{}@{}:{}", user.0, sut.addr, sut.ssh_port);
     let (code, err) = try_connect(&x, &url, Some(&sut.key), &sut.known_hosts, &sock, &[]);
-    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(code, Some(3), "{err}");
     assert!(
         err.contains("ssh stage docker socket")
             && err.contains("exectl-nodocker may not use")

@@ -110,7 +110,7 @@ fn unreachable_ssh_target_names_the_tcp_stage() {
         state.path(),
         &["status", "--target", &url, "--connect-timeout", "2s"],
     ));
-    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(code, Some(3), "unreachable target: {err}");
     assert!(
         err.contains("ssh stage tcp") && err.contains(&format!("127.0.0.1:{port}")),
         "{err}"
@@ -119,7 +119,8 @@ fn unreachable_ssh_target_names_the_tcp_stage() {
 
 /// `DOCKER_HOST=` (empty) is unset, as for docker: the local engine is reached (status gets as far as
 /// the stack, which was never deployed: exit 2 naming --stack). A DOCKER_HOST exectl cannot use is an
-/// error naming the variable, its value and the fix, before anything is tried. Needs the local engine.
+/// error naming the variable, its value and the fix, before anything is tried (exit 2); an engine that
+/// does not answer is exit 3. Needs the local engine.
 #[test]
 fn empty_docker_host_is_the_local_engine_and_a_bad_one_is_named() {
     let (work, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
@@ -151,9 +152,9 @@ fn empty_docker_host_is_the_local_engine_and_a_bad_one_is_named() {
     ] {
         let (code, err) =
             stderr_of(exectl(w, s, &["status", "--stack", "hh-x"]).env("DOCKER_HOST", value));
-        assert_eq!(code, Some(1), "{err}");
+        assert_eq!(code, Some(2), "bad input: {err}");
         assert!(
-            err.contains(&format!("DOCKER_HOST={value:?}")) && err.contains("; fix: "),
+            err.contains(&format!("invalid DOCKER_HOST {value:?}")) && err.contains("; fix: "),
             "{err}"
         );
         assert!(
@@ -161,4 +162,14 @@ fn empty_docker_host_is_the_local_engine_and_a_bad_one_is_named() {
             "{err}"
         );
     }
+    let gone = s.join("no-engine.sock");
+    let (code, err) = stderr_of(
+        exectl(w, s, &["status", "--stack", "hh-x"])
+            .env("DOCKER_HOST", format!("unix://{}", gone.display())),
+    );
+    assert_eq!(code, Some(3), "unreachable engine: {err}");
+    assert!(
+        err.contains("does not answer") && err.contains("fix: start it"),
+        "{err}"
+    );
 }

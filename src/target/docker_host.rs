@@ -2,6 +2,7 @@
 //! the variable's value in, the engine's address (or the problem, worded) out.
 
 use super::DEFAULT_DOCKER_SOCKET;
+use crate::error::UsageError;
 
 /// Where the local engine answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,12 +35,12 @@ impl LocalEngine {
 /// DOCKER_HOST's value (None when unset) as the engine's address. An empty value is "unset", as for
 /// docker (a `DOCKER_HOST=` left in a shell or a CI file must not break every command). The error
 /// names the variable, its value and the fix.
-pub fn parse(value: Option<&str>) -> Result<LocalEngine, String> {
+pub fn parse(value: Option<&str>) -> Result<LocalEngine, UsageError> {
     let v = match value.map(str::trim) {
         None | Some("") => return Ok(LocalEngine::Unix(DEFAULT_DOCKER_SOCKET.into())),
         Some(v) => v,
     };
-    let bad = |problem: &str, fix: &str| Err(format!("DOCKER_HOST={v:?} {problem}; fix: {fix}"));
+    let bad = |problem: &str, fix: &str| Err(UsageError::new("DOCKER_HOST", v, problem, fix));
     let unset = "unset DOCKER_HOST to use /var/run/docker.sock";
     if let Some(path) = v.strip_prefix("unix://") {
         if !path.starts_with('/') {
@@ -109,12 +110,9 @@ mod tests {
             ("ssh://root@sut", "--target ssh://root@sut"),
         ] {
             let e = parse(Some(value)).unwrap_err();
-            assert!(
-                e.starts_with(&format!("DOCKER_HOST={value:?} ")),
-                "{value}: {e}"
-            );
-            assert!(e.contains("; fix: ") && e.contains(fix), "{value}: {e}");
-            assert!(e.contains("unset DOCKER_HOST"), "{value}: {e}");
+            assert_eq!((e.field.as_str(), e.value.as_str()), ("DOCKER_HOST", value));
+            assert!(e.fix.contains(fix), "{value}: {e}");
+            assert!(e.fix.contains("unset DOCKER_HOST"), "{value}: {e}");
         }
     }
 }

@@ -164,11 +164,15 @@ impl Target {
     pub async fn connect(spec: &TargetSpec) -> Result<Target> {
         let Some(o) = spec.ssh.clone() else {
             let (docker, at) = local_engine()?;
-            let docker = docker.negotiate_version().await.with_context(|| {
-                format!(
-                    "the Docker engine at {at} does not answer; fix: start it (dockerd, or `bash scripts/dockerd.sh`) or set DOCKER_HOST"
-                )
-            })?;
+            let docker =
+                docker
+                    .negotiate_version()
+                    .await
+                    .map_err(|e| crate::error::Unreachable {
+                        what: format!("the Docker engine at {at} does not answer ({e})"),
+                        fix: "start it (dockerd, or `bash scripts/dockerd.sh`) or set DOCKER_HOST"
+                            .into(),
+                    })?;
             return Ok(Target {
                 docker,
                 key: spec.key(),
@@ -354,7 +358,7 @@ impl Target {
 /// negotiated. A DOCKER_HOST exectl cannot use is an error naming it.
 fn local_engine() -> Result<(Docker, docker_host::LocalEngine)> {
     let value = std::env::var("DOCKER_HOST").ok();
-    let engine = docker_host::parse(value.as_deref()).map_err(anyhow::Error::msg)?;
+    let engine = docker_host::parse(value.as_deref())?;
     let docker = match &engine {
         docker_host::LocalEngine::Unix(path) => {
             Docker::connect_with_unix(path, 120, bollard::API_DEFAULT_VERSION)
@@ -363,8 +367,10 @@ fn local_engine() -> Result<(Docker, docker_host::LocalEngine)> {
             Docker::connect_with_http(url, 120, bollard::API_DEFAULT_VERSION)
         }
     };
-    let docker =
-        docker.with_context(|| format!("connecting to the local Docker engine at {engine}"))?;
+    let docker = docker.map_err(|e| crate::error::Unreachable {
+        what: format!("the Docker engine at {engine} does not answer ({e})"),
+        fix: "start it (dockerd, or `bash scripts/dockerd.sh`) or set DOCKER_HOST".into(),
+    })?;
     Ok((docker, engine))
 }
 
