@@ -9,6 +9,7 @@ pub mod engine;
 pub mod error;
 pub mod host;
 pub mod load;
+pub mod naming;
 pub mod plan;
 pub mod prepare;
 pub mod render;

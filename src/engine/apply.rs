@@ -216,7 +216,7 @@ pub async fn apply(
     }
     for a in &plan.actions {
         if let Action::Remove { service, .. } = a {
-            remove_container(docker, &format!("exectl-{}-{service}", desired.stack)).await?;
+            remove_container(docker, &crate::naming::container(&desired.stack, service)).await?;
             progress(Event {
                 service: service.clone(),
                 what: "removed".into(),

@@ -64,7 +64,7 @@ pub fn secrets_match_data(
     let data: Vec<&String> = observed
         .volumes
         .iter()
-        .filter(|v| v.ends_with("-db-data"))
+        .filter(|v| crate::naming::is_db_volume(stack, v))
         .collect();
     if secrets_stored || data.is_empty() {
         return Ok(());
@@ -92,7 +92,11 @@ pub fn db_matches_data(
     let (Some(wanted), Some(previous)) = (spec.db_service(), previous) else {
         return Ok(());
     };
-    let Some(volume) = observed.volumes.iter().find(|v| v.ends_with("-db-data")) else {
+    let Some(volume) = observed
+        .volumes
+        .iter()
+        .find(|v| crate::naming::is_db_volume(&spec.stack, v))
+    else {
         return Ok(());
     };
     if wanted == previous || previous == crate::spec::Db::Sqlite.name() {

@@ -61,7 +61,7 @@ impl Database {
     ) -> Result<Database> {
         match db {
             Db::Mariadb | Db::Postgres => {
-                let container = format!("exectl-{stack}-{}", db.name());
+                let container = crate::naming::container(stack, db.name());
                 if !running(docker, &container).await {
                     bail!(crate::error::UsageError::new(
                         "--stack",
@@ -101,7 +101,7 @@ impl Database {
                         out.stderr.trim()
                     );
                 }
-                let name = format!("exectl-{stack}-prepare-sqlite");
+                let name = crate::naming::container(stack, "prepare-sqlite");
                 let oneshot = start_oneshot(docker, stack, &name, sqlite_image, &owner).await?;
                 Ok(Database {
                     docker: docker.clone(),
@@ -217,7 +217,7 @@ async fn start_oneshot(
             })?;
         }
     }
-    let volume = format!("exectl-{stack}-app-data");
+    let volume = crate::naming::volume(stack, "app-data");
     let body = ContainerCreateBody {
         image: Some(image.to_string()),
         entrypoint: Some(vec!["sleep".into()]),

@@ -105,8 +105,8 @@ impl Stack {
     /// The first app container (its data volume is the SQLite file's home).
     pub fn app_container(&self) -> String {
         match self.topology {
-            Topology::Single => format!("exectl-{}-app", self.name),
-            Topology::Ha => format!("exectl-{}-app-1", self.name),
+            Topology::Single => crate::naming::container(&self.name, "app"),
+            Topology::Ha => crate::naming::container(&self.name, "app-1"),
         }
     }
 
