@@ -143,7 +143,7 @@ pub fn desired(
         let hash = short_hash(&parts);
         services.push(DesiredService {
             name: name.clone(),
-            container_name: crate::naming::container(&stack, &name),
+            container_name: crate::naming::container(&stack, name),
             depends_on: s
                 .depends_on
                 .iter()
