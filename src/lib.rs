@@ -10,6 +10,7 @@ pub mod error;
 pub mod host;
 pub mod load;
 pub mod naming;
+pub mod pipeline;
 pub mod plan;
 pub mod prepare;
 pub mod render;

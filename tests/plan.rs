@@ -1,11 +1,10 @@
 //! Plan as data: a rendered spec and an observed engine state in, actions out. No daemon.
 
-use exectl::engine::desired::{self, Desired};
+use exectl::engine::desired::Desired;
 use exectl::plan::{plan, Action, Observed, ObservedContainer};
-use exectl::render::{self, Templates};
+use exectl::render::Templates;
 use exectl::secrets::Secrets;
 use exectl::spec::{self, Raw, SpecInput};
-use std::collections::BTreeMap;
 use std::path::Path;
 
 fn desired_for(flags: &[(&'static str, &str)]) -> Desired {
@@ -27,15 +26,14 @@ fn desired_for(flags: &[(&'static str, &str)]) -> Desired {
     let secrets = Secrets::parse(
         "APP_SECRET=a\nAPI_JWT_SECRET=b\nDB_PASSWORD=c\nDB_ROOT_PASSWORD=d\nADMIN_PASSWORD=e\n",
     );
-    let bundle = render::render(&spec, &secrets, &Templates::embedded()).unwrap();
-    let file = exectl::compose::parse(bundle.get(render::COMPOSE).unwrap().text()).unwrap();
-    let env = desired::parse_env(bundle.get(render::ENV).unwrap().text());
-    let files: BTreeMap<String, Vec<u8>> = bundle
-        .files
-        .iter()
-        .map(|f| (f.path.to_string(), f.bytes.clone()))
-        .collect();
-    desired::desired(&file, &env, Path::new("/srv/exe"), &files).unwrap()
+    exectl::pipeline::desired_state(
+        &spec,
+        &secrets,
+        &Templates::embedded(),
+        Path::new("/srv/exe"),
+    )
+    .unwrap()
+    .desired
 }
 
 /// The engine after a successful deploy of `d`.

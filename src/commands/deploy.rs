@@ -8,8 +8,8 @@ use crate::plan::{self, Plan};
 use crate::render::{self, Bundle};
 use crate::spec::Spec;
 use crate::target::Target;
-use crate::validate::{self, Outcome};
-use crate::{compose, runs, secrets};
+
+use crate::{runs, secrets};
 use anyhow::{bail, Result};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -32,22 +32,12 @@ fn prepare(
     let spec = spec_from(file, args)?;
     let templates = load_templates(args)?;
     let secrets = secrets::load_or_generate(&target.stack_dir(&spec.stack), false)?;
-    let bundle = render::render(&spec, &secrets, &templates)?;
-    if let Some(c) = validate::pure_checks(&bundle)
-        .into_iter()
-        .find(|c| c.outcome == Outcome::Fail)
-    {
-        bail!("rendered {} is invalid ({}): {}", c.file, c.what, c.detail);
-    }
-    let file = compose::parse(bundle.get(render::COMPOSE).expect("always rendered").text())
-        .map_err(|e| anyhow::anyhow!("compose.yaml: {}", e.message))?;
-    let env = desired::parse_env(bundle.get(render::ENV).expect("always rendered").text());
-    let files: BTreeMap<String, Vec<u8>> = bundle
-        .files
-        .iter()
-        .map(|f| (f.path.to_string(), f.bytes.clone()))
-        .collect();
-    let desired = desired::desired(&file, &env, &target.host_bundle_dir(&spec.stack), &files)?;
+    let crate::pipeline::Rendered { bundle, desired } = crate::pipeline::desired_state(
+        &spec,
+        &secrets,
+        &templates,
+        &target.host_bundle_dir(&spec.stack),
+    )?;
     Ok(Prepared {
         spec,
         bundle,
