@@ -13,6 +13,9 @@ use super::Scenario;
 #[derive(Debug, Clone, Serialize)]
 pub struct Settings {
     pub url: String,
+    /// The Host header sent (a Host-routed front door), when it is not the URL's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_header: Option<String>,
     pub ramp_s: f64,
     pub hold_s: f64,
     pub dial_concurrency: usize,
@@ -234,6 +237,7 @@ impl Summary {
             client_cpu_seconds: facts.cpu_s,
             settings: Settings {
                 url: opts.endpoint.base.to_string(),
+                host_header: opts.endpoint.host_header.clone(),
                 ramp_s: opts.ramp.as_secs_f64(),
                 hold_s: opts.hold.as_secs_f64(),
                 dial_concurrency: opts.dial_concurrency,
