@@ -153,9 +153,13 @@ pub struct LoadArgs {
     /// Deployed stack whose front door gets the load.
     #[arg(long, conflicts_with = "url")]
     pub stack: Option<String>,
-    /// Front door to load, e.g. http://127.0.0.1:8080 (loopback or the stack's target only).
+    /// Front door to load: loopback (http://127.0.0.1:8090, http://exe.localhost:8080 — a `*.localhost`
+    /// name is dialled on 127.0.0.1 and sent as Host) or the stack's target only.
     #[arg(long)]
     pub url: Option<String>,
+    /// Host header to send with --url (a Host-routed front door such as Traefik reached by address).
+    #[arg(long, value_name = "NAME", requires = "url")]
+    pub host_header: Option<String>,
     /// Folder with accounts.json, projects.json (and tokens.json) written by `exectl prepare`
     /// [default: with --stack, the stack's newest manifest, else ./manifest].
     #[arg(long, value_name = "DIR")]

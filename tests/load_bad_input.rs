@@ -63,6 +63,28 @@ fn bad_input_exits_2_naming_the_flag() {
             "--url",
         ),
         (vec!["idle", "--manifest", m], "--url"),
+        (
+            vec![
+                "idle",
+                "--url",
+                "http://exe.localhost.example.org",
+                "--manifest",
+                m,
+            ],
+            "--url",
+        ),
+        (
+            vec![
+                "idle",
+                "--url",
+                url,
+                "--host-header",
+                "exe.localhost:80",
+                "--manifest",
+                m,
+            ],
+            "--host-header",
+        ),
         (vec!["idle", "--stack", "exe", "--manifest", m], "--stack"),
         (
             vec!["idle", "--url", url, "--manifest", m, "--users", "0"],

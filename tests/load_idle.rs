@@ -220,3 +220,75 @@ fn leak_on_close_is_invisible_to_the_client_but_not_to_the_server() {
         }
     }
 }
+
+#[test]
+fn a_frozen_server_is_stalled_even_in_a_hold_shorter_than_the_stall_bound() {
+    // The app's own pings every 30 s never come in a 4 s hold: only the client's last ping can tell a
+    // frozen server (SIGSTOP, as `docker pause` freezes a container) from a live one.
+    let s = Standin::start(&[]);
+    let seeded = load_support::seed(&s, 20, Seeded::solo_layout(20), 4);
+    let dir = tempfile::tempdir().unwrap();
+    seeded.write_manifest(dir.path(), Some(&s.secret), 0);
+    let m = dir.path().to_str().unwrap();
+    let url = s.url();
+    let run = |run_id: &str| {
+        let url = url.clone();
+        let argv: Vec<String> = [
+            "idle",
+            "--url",
+            &url,
+            "--manifest",
+            m,
+            "--tokens",
+            "--ramp",
+            "200ms",
+            "--hold",
+            "4s",
+            "--run-id",
+            run_id,
+            "--quiet",
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+        std::thread::spawn(move || {
+            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+            exectl_load(&argv, Duration::from_secs(60))
+        })
+    };
+
+    let (code, json, stderr) = run("alive").join().unwrap();
+    let j = json.unwrap_or_else(|| panic!("no summary; stderr:\n{stderr}"));
+    assert_eq!(code, 0, "{j:#}");
+    assert_eq!(
+        (j["held_full_duration"].as_u64(), j["stalled"].as_u64()),
+        (Some(20), Some(0)),
+        "{j:#}"
+    );
+
+    let load = run("frozen");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while server_connections(s.port) < 20 {
+        assert!(std::time::Instant::now() < deadline, "not all connected");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let signal = |sig: &str| {
+        let st = std::process::Command::new("kill")
+            .args([sig, &s.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    };
+    signal("-STOP");
+    let (code, json, stderr) = load.join().unwrap();
+    signal("-CONT");
+    let j = json.unwrap_or_else(|| panic!("no summary; stderr:\n{stderr}"));
+    assert_eq!(code, 1, "{j:#}");
+    assert_eq!(j["connected"], 20, "{j:#}");
+    assert_eq!(j["held_full_duration"], 0, "{j:#}");
+    assert_eq!(j["stalled"], 20, "{j:#}");
+    assert_eq!(j["failures"]["stalled"], 20, "{j:#}");
+    // Stalled, not an early end: the sockets never closed.
+    assert_eq!(j["early_end_ms"]["count"], 0, "{j:#}");
+    assert_eq!(j["settings"]["stall_after_s"], 15.0, "{j:#}");
+}

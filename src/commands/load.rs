@@ -67,13 +67,19 @@ pub fn options(args: &LoadArgs) -> Result<LoadOptions, UsageError> {
                 .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
             endpoint::from_stack(&stack, lock.as_ref(), target_ip)?
         }
-        (None, Some(url)) => endpoint::from_url(url, &AllowList::loopback_only().allow(target_ip))?,
+        (None, Some(url)) => {
+            let e = endpoint::from_url(url, &AllowList::loopback_only().allow(target_ip))?;
+            match &args.host_header {
+                Some(h) => endpoint::with_host_header(e, h)?,
+                None => e,
+            }
+        }
         (None, None) => {
             return Err(UsageError::new(
                 "--url",
                 "",
                 "no target",
-                "give --url http://127.0.0.1:PORT (or --stack NAME)",
+                endpoint::FRONT_DOOR_FIX,
             ))
         }
     };
@@ -174,6 +180,7 @@ pub fn options(args: &LoadArgs) -> Result<LoadOptions, UsageError> {
         hold,
         interval,
         tokens: args.tokens,
+        liveness: crate::load::liveness::Bounds::default(),
         run_id,
         progress: !args.quiet,
     })
@@ -190,11 +197,68 @@ fn check_out(path: &Path) -> Result<(), UsageError> {
     })
 }
 
+/// The front doors recorded for this target's stacks (for a fix that names the right one).
+fn recorded_front_doors(stacks_root: Option<&Path>) -> Vec<endpoint::FrontDoor> {
+    let Some(Ok(entries)) = stacks_root.map(std::fs::read_dir) else {
+        return Vec::new();
+    };
+    let mut doors: Vec<endpoint::FrontDoor> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let stack = e.file_name().to_string_lossy().into_owned();
+            let text =
+                std::fs::read_to_string(e.path().join("bundle").join(crate::render::LOCK)).ok()?;
+            let lock = serde_json::from_str(&text).ok()?;
+            endpoint::FrontDoor::from_lock(&stack, &lock)
+        })
+        .collect();
+    doors.sort_by(|a, b| a.stack.cmp(&b.stack));
+    doors
+}
+
+/// One GET /healthcheck before any load: a 404 means a Host-routed front door (Traefik) that does not
+/// route the Host sent — every login would 404 — so refuse with a fix that works. Anything else (a
+/// slow or down server included) is the run's to measure.
+fn check_routed(args: &LoadArgs, opts: &LoadOptions) -> Result<(), UsageError> {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(_) => return Ok(()),
+    };
+    let http = crate::load::client::http_client(1);
+    let r = rt.block_on(crate::load::client::healthcheck(
+        &http,
+        &opts.endpoint,
+        Duration::from_secs(5),
+    ));
+    if r.status != "404" {
+        return Ok(());
+    }
+    let (field, value) = match (&args.stack, &args.host_header, &args.url) {
+        (Some(s), _, _) => ("--stack", s.clone()),
+        (None, Some(h), _) => ("--host-header", h.clone()),
+        (None, None, url) => ("--url", url.clone().unwrap_or_default()),
+    };
+    // This target's stacks: <state>/<target key>/<stack>/bundle/exectl.lock.json.
+    let root = super::target_spec(&args.target)
+        .ok()
+        .map(|t| crate::secrets::state_root().join(t.key()));
+    Err(endpoint::not_routed(
+        field,
+        &value,
+        &opts.endpoint,
+        &recorded_front_doors(root.as_deref()),
+    ))
+}
+
 pub fn run(args: &LoadArgs) -> Result<i32> {
     let opts = options(args)?;
     if let Some(out) = &args.out {
         check_out(out)?;
     }
+    check_routed(args, &opts)?;
     let needs = preflight::Needs {
         sockets: if opts.scenario.uses_socket() {
             opts.users as u64
@@ -210,8 +274,13 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
         } else {
             String::new()
         };
+        let host = opts
+            .endpoint
+            .host_header
+            .as_deref()
+            .map_or(String::new(), |h| format!(" Host {h}"));
         eprintln!(
-            "exectl load {}: {} users → {} (ramp {:?}{hold}, {} in flight; nofile {}, ports {})",
+            "exectl load {}: {} users → {}{host} (ramp {:?}{hold}, {} in flight; nofile {}, ports {})",
             opts.scenario,
             opts.users,
             opts.endpoint.base,

@@ -1,6 +1,8 @@
 //! Where the load goes: the stack's front door or an explicit `--url`, and never anywhere else. A load
 //! generator pointed at the wrong host is a denial-of-service tool, so every address is checked against
-//! an allow-list: loopback, plus the addresses the caller adds (the deployed stack's target).
+//! an allow-list: loopback, plus the addresses the caller adds (the deployed stack's target). A single
+//! stack's Traefik routes by Host, so the endpoint carries the Host header to send: the stack's `host`
+//! with `--stack`, the name of a `*.localhost` URL, or `--host-header`.
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 
@@ -58,17 +60,52 @@ impl Endpoint {
     }
 }
 
+/// The fix for a missing or refused front door: forms that reach both topologies' front doors.
+pub const FRONT_DOOR_FIX: &str =
+    "give --stack NAME, or the front door on loopback: --url http://127.0.0.1:8090 for an ha \
+stack's nginx, --url http://NAME.localhost:8080 for a single stack's Traefik (it routes by Host)";
+
 fn url_error(value: &str, problem: impl Into<String>) -> UsageError {
-    UsageError::new(
-        "--url",
-        value,
-        problem,
-        "give the stack's front door on loopback, e.g. --url http://127.0.0.1:8080",
-    )
+    UsageError::new("--url", value, problem, FRONT_DOOR_FIX)
 }
 
-/// Parse and check `--url` against `allow`. Hostnames other than `localhost` are refused unless they are
-/// IP literals on the allow-list: no name resolution can then redirect load elsewhere.
+/// `localhost` or a name under it: loopback by definition (RFC 6761), never looked up.
+fn is_localhost_name(d: &str) -> bool {
+    let d = d.to_ascii_lowercase();
+    d == "localhost" || (d.ends_with(".localhost") && valid_host_name(&d))
+}
+
+/// A DNS name as a Host header: labels of letters, digits and '-', dot-separated, at most 253 bytes.
+pub fn valid_host_name(d: &str) -> bool {
+    !d.is_empty()
+        && d.len() <= 253
+        && d.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+}
+
+/// `--host-header NAME`: the Host to send instead of the URL's (a Host-routed front door reached by
+/// address, e.g. a remote single stack's Traefik).
+pub fn with_host_header(mut e: Endpoint, value: &str) -> Result<Endpoint, UsageError> {
+    if !valid_host_name(value) {
+        return Err(UsageError::new(
+            "--host-header",
+            value,
+            "not a host name (letters, digits, '-' and '.', no port)",
+            "give the Host the front door routes, e.g. --host-header exe.localhost",
+        ));
+    }
+    e.host_header = Some(value.to_ascii_lowercase());
+    Ok(e)
+}
+
+/// Parse and check `--url` against `allow`. Host names are refused unless they are `localhost` or under
+/// it (dialled on 127.0.0.1, sending the name as Host) or IP literals on the allow-list: no name
+/// resolution can then redirect load elsewhere.
 pub fn from_url(value: &str, allow: &AllowList) -> Result<Endpoint, UsageError> {
     let url = Url::parse(value).map_err(|e| url_error(value, format!("not a URL: {e}")))?;
     match url.scheme() {
@@ -86,6 +123,8 @@ pub fn from_url(value: &str, allow: &AllowList) -> Result<Endpoint, UsageError> 
         ));
     }
     let port = url.port_or_known_default().unwrap_or(80);
+    let mut url = url;
+    let mut host_header = None;
     let ip = match url.host() {
         Some(url::Host::Ipv4(v4)) => IpAddr::V4(v4),
         Some(url::Host::Ipv6(v6)) => IpAddr::V6(v6),
@@ -102,10 +141,15 @@ pub fn from_url(value: &str, allow: &AllowList) -> Result<Endpoint, UsageError> 
                 .map(|a| a.ip())
                 .ok_or_else(|| url_error(value, "localhost resolves to nothing"))?
         }
+        Some(url::Host::Domain(d)) if is_localhost_name(d) => {
+            // No resolver knows NAME.localhost: dial loopback, and send the name (Traefik's Host rule).
+            host_header = Some(d.to_ascii_lowercase());
+            IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)
+        }
         Some(url::Host::Domain(d)) => {
             return Err(url_error(
                 value,
-                format!("host {d:?} is not loopback: load goes only to loopback or the deployed stack's target"),
+                format!("host {d:?} is not loopback: load goes only to loopback (localhost, *.localhost) or the deployed stack's target"),
             ))
         }
         None => return Err(url_error(value, "no host")),
@@ -118,11 +162,80 @@ pub fn from_url(value: &str, allow: &AllowList) -> Result<Endpoint, UsageError> 
             ),
         ));
     }
+    if host_header.is_some() {
+        // Every request dials `addr`; the base then names it too, so nothing resolves the name.
+        let _ = url.set_ip_host(ip);
+    }
     Ok(Endpoint {
         base: url,
         addr: SocketAddr::new(ip, port),
-        host_header: None,
+        host_header,
     })
+}
+
+/// A deployed stack's front door, as its lock records it: the published port, and the Host to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrontDoor {
+    pub stack: String,
+    pub port: u16,
+    pub host: Option<String>,
+}
+
+impl FrontDoor {
+    /// From `exectl.lock.json`: nginx's port for ha, Traefik's with the stack's Host for single.
+    pub fn from_lock(stack: &str, lock: &serde_json::Value) -> Option<FrontDoor> {
+        let spec = lock.get("spec")?;
+        let port = |k: &str| spec[k].as_u64().and_then(|p| u16::try_from(p).ok());
+        let (port, host) = if spec["topology"] == "ha" {
+            (port("lb_port")?, None)
+        } else {
+            (port("http_port")?, spec["host"].as_str().map(String::from))
+        };
+        Some(FrontDoor {
+            stack: stack.to_string(),
+            port,
+            host,
+        })
+    }
+}
+
+/// The front door answered 404 on /healthcheck: it routes by Host and this one is not routed. The fix
+/// names the recorded stack publishing that port when there is one (a fix that works), else the forms
+/// that send a Host. `field`/`value` are the flag that chose the endpoint.
+pub fn not_routed(field: &str, value: &str, e: &Endpoint, recorded: &[FrontDoor]) -> UsageError {
+    let sent = e.host_header.as_deref().unwrap_or("(the address)");
+    let problem = format!(
+        "{} answers 404 on /healthcheck with Host {sent}: a Host-routed front door (Traefik) that does \
+         not route that Host",
+        e.addr
+    );
+    let fix = match recorded.iter().find(|d| d.port == e.addr.port()) {
+        Some(FrontDoor {
+            stack,
+            host: Some(h),
+            ..
+        }) if h.ends_with(".localhost") && e.addr.ip().is_loopback() => format!(
+            "port {} is stack {stack}'s front door, routed for Host {h}: use --stack {stack}, or \
+             --url http://{h}:{}",
+            e.addr.port(),
+            e.addr.port()
+        ),
+        Some(FrontDoor {
+            stack,
+            host: Some(h),
+            ..
+        }) => format!(
+            "port {} is stack {stack}'s front door, routed for Host {h}: use --stack {stack}, or \
+             add --host-header {h}",
+            e.addr.port()
+        ),
+        _ => format!(
+            "send the Host the front door routes: --url http://NAME.localhost:{} on loopback, or \
+             --host-header NAME (or --stack NAME for a stack exectl deployed)",
+            e.addr.port()
+        ),
+    };
+    UsageError::new(field, value, problem, fix)
 }
 
 /// `--stack NAME` → the stack's front door, from its recorded deployment (`exectl.lock.json`'s spec): the
@@ -134,25 +247,21 @@ pub fn from_stack(
     lock: Option<&serde_json::Value>,
     target: IpAddr,
 ) -> Result<Endpoint, UsageError> {
-    let spec = lock.map(|l| &l["spec"]).ok_or_else(|| {
-        UsageError::new(
-            "--stack",
-            name,
-            "no deployment of it is recorded on this target",
-            "deploy it first (exectl deploy ...), or give --url",
-        )
-    })?;
-    let port = |k: &str| spec[k].as_u64().unwrap_or(0);
-    let (port, host) = if spec["topology"] == "ha" {
-        (port("lb_port"), None)
-    } else {
-        (port("http_port"), spec["host"].as_str().map(String::from))
-    };
+    let door = lock
+        .and_then(|l| FrontDoor::from_lock(name, l))
+        .ok_or_else(|| {
+            UsageError::new(
+                "--stack",
+                name,
+                "no deployment of it is recorded on this target",
+                "deploy it first (exectl deploy ...), or give --url",
+            )
+        })?;
     let mut e = from_url(
-        &format!("http://{}", SocketAddr::new(target, port as u16)),
+        &format!("http://{}", SocketAddr::new(target, door.port)),
         &AllowList::loopback_only().allow(target),
     )?;
-    e.host_header = host;
+    e.host_header = door.host;
     Ok(e)
 }
 
@@ -207,6 +316,91 @@ mod tests {
             target
         );
         assert!(from_url("http://10.0.0.2:8090", &allow).is_err());
+    }
+
+    #[test]
+    fn localhost_names_dial_loopback_and_send_their_name() {
+        let allow = AllowList::loopback_only();
+        let e = from_url("http://Exe.localhost:8080/", &allow).unwrap();
+        assert_eq!(e.addr, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(e.host_header.as_deref(), Some("exe.localhost"));
+        // Nothing resolves the name: every URL names the address it dials.
+        assert_eq!(e.http("/healthcheck"), "http://127.0.0.1:8080/healthcheck");
+        assert_eq!(e.yjs("u", "t"), "ws://127.0.0.1:8080/yjs/project-u?token=t");
+        let e = from_url("http://a.b.localhost", &allow).unwrap();
+        assert_eq!(
+            (e.addr.port(), e.host_header.as_deref()),
+            (80, Some("a.b.localhost"))
+        );
+        assert_eq!(
+            from_url("http://localhost:9", &allow).unwrap().host_header,
+            None
+        );
+        for bad in [
+            "http://localhost.example.org",
+            "http://exe.localhost.example.org",
+            "http://-x.localhost",
+            "http://exelocalhost",
+        ] {
+            assert_eq!(from_url(bad, &allow).unwrap_err().field, "--url", "{bad}");
+        }
+    }
+
+    #[test]
+    fn host_header_flag_is_checked() {
+        let e = from_url("http://127.0.0.1:8080", &AllowList::loopback_only()).unwrap();
+        let h = with_host_header(e.clone(), "Exe.Example.org").unwrap();
+        assert_eq!(h.host_header.as_deref(), Some("exe.example.org"));
+        assert_eq!(h.addr, e.addr, "the Host never changes where load goes");
+        for bad in ["", "exe.localhost:8080", "a b", "a..b", "-a", "a/b"] {
+            let err = with_host_header(e.clone(), bad).unwrap_err();
+            assert_eq!(
+                (err.field.as_str(), err.value.as_str()),
+                ("--host-header", bad)
+            );
+        }
+    }
+
+    #[test]
+    fn a_404_names_the_stack_that_publishes_the_port() {
+        let lo = AllowList::loopback_only();
+        let single = FrontDoor::from_lock(
+            "exe",
+            &serde_json::json!({"spec": {"topology": "single", "http_port": 8080, "host": "exe.localhost"}}),
+        )
+        .unwrap();
+        let remote = FrontDoor {
+            stack: "far".into(),
+            port: 8081,
+            host: Some("far.example.org".into()),
+        };
+        let doors = [single, remote];
+        let e = from_url("http://127.0.0.1:8080", &lo).unwrap();
+        let err = not_routed("--url", "http://127.0.0.1:8080", &e, &doors);
+        assert_eq!(err.field, "--url");
+        assert!(err.problem.contains("404"), "{err}");
+        assert!(
+            err.fix.contains("--stack exe") && err.fix.contains("--url http://exe.localhost:8080"),
+            "{err}"
+        );
+        let e = from_url("http://127.0.0.1:8081", &lo).unwrap();
+        let err = not_routed("--url", "u", &e, &doors);
+        assert!(err.fix.contains("--host-header far.example.org"), "{err}");
+        let e = from_url("http://127.0.0.1:9999", &lo).unwrap();
+        let err = not_routed("--url", "u", &e, &doors);
+        assert!(err.fix.contains("http://NAME.localhost:9999"), "{err}");
+        // An ha lock: nginx's port, no Host.
+        let ha =
+            serde_json::json!({"spec": {"topology": "ha", "lb_port": 8090, "http_port": 8080}});
+        assert_eq!(
+            FrontDoor::from_lock("h", &ha),
+            Some(FrontDoor {
+                stack: "h".into(),
+                port: 8090,
+                host: None
+            })
+        );
+        assert_eq!(FrontDoor::from_lock("x", &serde_json::json!({})), None);
     }
 
     #[test]

@@ -95,6 +95,7 @@ pub struct Live {
     pub connected: AtomicU64,
     pub open: AtomicU64,
     pub held: AtomicU64,
+    pub stalled: AtomicU64,
     pub failed: AtomicU64,
     pub done: AtomicU64,
     pub logins_ok: AtomicU64,

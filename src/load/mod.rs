@@ -2,12 +2,14 @@
 //!
 //! One task per user, spawned on the ramp's schedule with at most `--dial-concurrency` dials in flight;
 //! each user makes exactly one attempt (a failed user is not retried, so there is no retry storm) and
-//! every wait is bounded by a timeout. A socket counts as held only if it stayed open for the whole hold:
-//! the app always answers 101 and rejects with a close code right after (contract §2).
+//! every wait is bounded by a timeout. A socket counts as held only if it stayed open and alive for the
+//! whole hold: the app always answers 101 and rejects with a close code right after (contract §2), and a
+//! frozen server keeps its sockets open without a word (`liveness`).
 
 pub mod client;
 pub mod endpoint;
 pub mod frame;
+pub mod liveness;
 pub mod manifest;
 pub mod metrics;
 pub mod preflight;
@@ -97,6 +99,8 @@ pub struct LoadOptions {
     /// Mean action interval; each wait is uniform in [interval/2, 2·interval].
     pub interval: Duration,
     pub tokens: bool,
+    /// When a held socket's silent server counts as stalled.
+    pub liveness: liveness::Bounds,
     pub run_id: String,
     /// Print the per-second progress line on stderr.
     pub progress: bool,

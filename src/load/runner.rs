@@ -29,9 +29,15 @@ pub fn run(opts: LoadOptions) -> Result<Summary> {
     Ok(summary)
 }
 
-/// Upper bound of one user's life after it is spawned.
+/// Upper bound of one user's life after it is spawned (the hold's last liveness check included).
 fn user_budget(opts: &LoadOptions) -> Duration {
-    LOGIN_TIMEOUT + CONNECT_TIMEOUT + opts.hold + 3 * CLOSE_GRACE + Duration::from_secs(35)
+    let last_ping = Duration::from_millis(opts.liveness.answer_within_ms as u64 + 1000);
+    LOGIN_TIMEOUT
+        + CONNECT_TIMEOUT
+        + opts.hold
+        + last_ping
+        + 3 * CLOSE_GRACE
+        + Duration::from_secs(35)
 }
 
 struct Probe {
@@ -89,10 +95,11 @@ fn progress_line(ctx: &Ctx, n: usize) -> String {
     );
     if ctx.opts.scenario.uses_socket() {
         s += &format!(
-            " connected {} open {} held {}",
+            " connected {} open {} held {} stalled {}",
             g(&l.connected),
             g(&l.open),
-            g(&l.held)
+            g(&l.held),
+            g(&l.stalled)
         );
     } else {
         s += &format!(" logins ok {}", g(&l.logins_ok));

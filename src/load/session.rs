@@ -1,6 +1,8 @@
 //! One user's session: token (login or minted), one dial, then the scenario's hold loop, which keeps
-//! reading the socket all along (so tungstenite answers the server's pings) until the hold ends or the
-//! server closes. One attempt, no retries: a failed user is done, and the run goes on without it.
+//! reading the socket all along (so tungstenite answers the server's pings) until the hold ends, the
+//! server closes, or the server falls silent past the liveness bound (`liveness`). A socket is held only
+//! if it was open and alive for the whole hold and answered a last ping at its end. One attempt, no
+//! retries: a failed user is done, and the run goes on without it.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -8,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::{FutureExt, SinkExt, StreamExt};
 use rand::Rng;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{sleep_until, Instant};
@@ -18,6 +20,7 @@ use tokio_tungstenite::tungstenite::Message;
 
 use super::client::{self, HttpResult, Ws};
 use super::frame::{self, Stamp};
+use super::liveness::{ms_between, Liveness, Step};
 use super::manifest::Role;
 use super::metrics::{Live, SharedHist, Tally};
 use super::{LoadOptions, Scenario, CLOSE_GRACE};
@@ -108,6 +111,8 @@ pub enum Ended {
     Eof,
     /// A read or write error.
     Error,
+    /// Open, but the server sent nothing for longer than the liveness bound (a frozen server).
+    Stalled,
 }
 
 /// Everything measured about one user.
@@ -122,8 +127,11 @@ pub struct UserOutcome {
     pub connected_at_us: Option<u64>,
     pub held: bool,
     pub ended: Option<Ended>,
-    /// From connect to the early end, for sockets that did not last the hold.
+    /// From connect to the early end, for sockets that did not last the hold (stalled ones excluded:
+    /// their end is when the client gave up, not when the server acted).
     pub early_end_us: Option<u64>,
+    /// The longest time the server sent nothing on this socket (ms), for sockets that connected.
+    pub longest_silence_ms: Option<u32>,
     /// Why this user failed, if it did at the transport level.
     pub failure: Option<String>,
     pub frames_sent: u64,
@@ -313,6 +321,112 @@ fn record_action(ctx: &Ctx, role: Role, what: &str, r: &HttpResult, out: &mut Us
     }
 }
 
+/// The payload of the ping at the hold's end: only its own pong answers it.
+const FINAL_PING: &[u8] = b"exectl-hold-end";
+/// A ping's send: tiny, so only a server that stopped reading blocks it.
+const PING_SEND_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// What one read from the socket gave.
+enum Got {
+    Frame,
+    FinalPong,
+    End(Ended),
+}
+
+/// Count one read (the run's binary frames, with their delivery latency).
+fn got(
+    ctx: &Ctx,
+    out: &mut UserOutcome,
+    msg: Option<Result<Message, tokio_tungstenite::tungstenite::Error>>,
+) -> Got {
+    match msg {
+        Some(Ok(Message::Binary(b))) => {
+            if let Some(stamp) = frame::decode(&b, ctx.nonce) {
+                out.frames_received += 1;
+                out.bytes_received += b.len() as u64;
+                Live::inc(&ctx.live.frames_received);
+                ctx.delivery
+                    .record_us(ctx.now_us().saturating_sub(stamp.sent_us));
+            }
+            Got::Frame
+        }
+        Some(Ok(Message::Pong(p))) if p.as_ref() == FINAL_PING => Got::FinalPong,
+        Some(Ok(Message::Close(f))) => {
+            Got::End(Ended::Closed(f.map(|f| u16::from(f.code)).unwrap_or(1005)))
+        }
+        // Pings are answered by tungstenite while we read; text frames are the app's notices.
+        Some(Ok(_)) => Got::Frame,
+        Some(Err(_)) => Got::End(Ended::Error),
+        None => Got::End(Ended::Eof),
+    }
+}
+
+/// Before calling a socket stalled, read what already arrived: a client slower than its timers (a
+/// generator-bound run) must not blame the server for frames it has not read yet. Some(end) if the
+/// socket ended meanwhile; `heard` tells whether anything came.
+fn drain_ready(ctx: &Ctx, ws: &mut Ws, out: &mut UserOutcome, heard: &mut bool) -> Option<Ended> {
+    while let Some(msg) = ws.next().now_or_never() {
+        match got(ctx, out, msg) {
+            Got::End(e) => return Some(e),
+            _ => *heard = true,
+        }
+    }
+    None
+}
+
+/// Send a ping, bounded. Err only when the socket failed; a send still blocked after the bound stays
+/// queued in tungstenite and counts as sent (the server's silence is then what decides).
+async fn ping(ws: &mut Ws, payload: &'static [u8]) -> Result<(), ()> {
+    match tokio::time::timeout(PING_SEND_TIMEOUT, ws.send(Message::Ping(payload.into()))).await {
+        Ok(Err(_)) => Err(()),
+        _ => Ok(()),
+    }
+}
+
+/// The hold is over: the server must answer one last ping within the liveness bound, so that a freeze
+/// shorter than the stall bound, or a hold shorter than the server's own ping interval, still shows.
+/// None when it answered (a close frame is an answer too: the server is alive).
+async fn final_check(
+    ctx: &Ctx,
+    ws: &mut Ws,
+    out: &mut UserOutcome,
+    alive: &mut Liveness,
+    connected_at: Instant,
+) -> Option<Ended> {
+    let bounds = ctx.opts.liveness;
+    let ms = |t: Instant| ms_between(connected_at, t);
+    if alive.step(ms(Instant::now()), bounds) == Step::Stalled {
+        let mut heard = false;
+        if let Some(e) = drain_ready(ctx, ws, out, &mut heard) {
+            return Some(e);
+        }
+        if !heard {
+            return Some(Ended::Stalled);
+        }
+        alive.heard(ms(Instant::now()));
+    }
+    if ping(ws, FINAL_PING).await.is_err() {
+        return Some(Ended::Error);
+    }
+    let deadline = Instant::now() + Duration::from_millis(bounds.answer_within_ms as u64);
+    loop {
+        tokio::select! {
+            msg = ws.next() => {
+                let now = ms(Instant::now());
+                match got(ctx, out, msg) {
+                    Got::Frame => alive.heard(now),
+                    Got::FinalPong | Got::End(Ended::Closed(_)) => {
+                        alive.heard(now);
+                        return None;
+                    }
+                    Got::End(e) => return Some(e),
+                }
+            }
+            _ = sleep_until(deadline) => return Some(Ended::Stalled),
+        }
+    }
+}
+
 async fn hold(
     ctx: &Ctx,
     i: usize,
@@ -324,6 +438,9 @@ async fn hold(
 ) {
     let opts = &ctx.opts;
     let account = &opts.manifest.accounts[i];
+    let bounds = opts.liveness;
+    let ms = |t: Instant| ms_between(connected_at, t);
+    let mut alive = Liveness::default();
     let mut seq: u32 = 0;
     let mut pending: Option<HttpFuture> = None;
     let mut plan = match opts.scenario {
@@ -337,26 +454,33 @@ async fn hold(
 
     let ended: Option<Ended> = loop {
         let timer = plan.at();
+        let check_at = connected_at + Duration::from_millis(alive.next_check_ms(bounds) as u64);
         // Unbiased: a busy socket must not starve the hold timer or the action timer.
         tokio::select! {
-            msg = ws.next() => match msg {
-                Some(Ok(Message::Binary(b))) => {
-                    if let Some(stamp) = frame::decode(&b, ctx.nonce) {
-                        out.frames_received += 1;
-                        out.bytes_received += b.len() as u64;
-                        Live::inc(&ctx.live.frames_received);
-                        ctx.delivery.record_us(ctx.now_us().saturating_sub(stamp.sent_us));
-                    }
-                }
-                // Pings are answered by tungstenite while we read; text frames are the app's notices.
-                Some(Ok(Message::Close(f))) => {
-                    break Some(Ended::Closed(f.map(|f| u16::from(f.code)).unwrap_or(1005)));
-                }
-                Some(Ok(_)) => {}
-                Some(Err(_)) => break Some(Ended::Error),
-                None => break Some(Ended::Eof),
+            msg = ws.next() => match got(ctx, out, msg) {
+                Got::End(e) => break Some(e),
+                _ => alive.heard(ms(Instant::now())),
             },
             _ = sleep_until(hold_until) => break None,
+            _ = sleep_until(check_at) => match alive.step(ms(Instant::now()), bounds) {
+                Step::WaitUntil(_) => {}
+                Step::Ping => {
+                    if ping(&mut ws, b"").await.is_err() {
+                        break Some(Ended::Error);
+                    }
+                    alive.pinged(ms(Instant::now()));
+                }
+                Step::Stalled => {
+                    let mut heard = false;
+                    if let Some(e) = drain_ready(ctx, &mut ws, out, &mut heard) {
+                        break Some(e);
+                    }
+                    if !heard {
+                        break Some(Ended::Stalled);
+                    }
+                    alive.heard(ms(Instant::now()));
+                }
+            },
             (what, r) = async { pending.as_mut().expect("guarded").await }, if pending.is_some() => {
                 pending = None;
                 record_action(ctx, account.role, what, &r, out);
@@ -402,6 +526,12 @@ async fn hold(
         }
     };
 
+    let ended = match ended {
+        None => Box::pin(final_check(ctx, &mut ws, out, &mut alive, connected_at)).await,
+        e => e,
+    };
+    out.longest_silence_ms = Some(alive.longest_silence_ms(ms(Instant::now())));
+
     // A REST action still in flight at the end of the hold finishes (bounded by its own timeout).
     if let Some(p) = pending.take() {
         let (what, r) = p.await;
@@ -417,13 +547,20 @@ async fn hold(
             };
             let _ = tokio::time::timeout(CLOSE_GRACE, ws.close(Some(bye))).await;
         }
+        Some(Ended::Stalled) => {
+            out.ended = Some(Ended::Stalled);
+            out.failure = Some("stalled".into());
+            Live::inc(&ctx.live.stalled);
+            // The server reads nothing: no close handshake to wait for; dropping the socket closes it.
+            return;
+        }
         Some(e) => {
             out.ended = Some(e);
             out.early_end_us = Some(us(connected_at.elapsed()));
             out.failure = Some(match e {
                 Ended::Closed(code) => format!("closed_{code}"),
                 Ended::Eof => "eof_without_close".into(),
-                Ended::Error => "socket_error".into(),
+                Ended::Error | Ended::Stalled => "socket_error".into(),
             });
         }
     }

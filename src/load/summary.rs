@@ -13,11 +13,18 @@ use super::Scenario;
 #[derive(Debug, Clone, Serialize)]
 pub struct Settings {
     pub url: String,
+    /// The Host header sent (a Host-routed front door), when it is not the URL's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_header: Option<String>,
     pub ramp_s: f64,
     pub hold_s: f64,
     pub dial_concurrency: usize,
     pub interval_s: f64,
     pub tokens: bool,
+    /// The client pings after this much server silence…
+    pub ping_after_s: f64,
+    /// …and a socket whose server stays silent past this is stalled.
+    pub stall_after_s: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -65,8 +72,11 @@ pub struct Summary {
     pub duration_s: f64,
     /// Users whose WebSocket upgrade succeeded (101), whatever happened next.
     pub connected: u64,
-    /// Users whose socket stayed open for the whole hold: the success that counts.
+    /// Users whose socket stayed open and alive for the whole hold (and answered a last ping at its
+    /// end): the success that counts.
     pub held_full_duration: u64,
+    /// Sockets left open by a server that went silent past the liveness bound (a frozen instance).
+    pub stalled: u64,
     /// Users that met the scenario's success criterion.
     pub succeeded: u64,
     pub failed: u64,
@@ -78,6 +88,8 @@ pub struct Summary {
     pub connect_ms: Percentiles,
     /// For sockets that ended early: how long after the upgrade (ACCESS_DENIED shows as ~0).
     pub early_end_ms: Percentiles,
+    /// Per connected socket, the longest time its server sent nothing (the evidence behind `stalled`).
+    pub server_silence_ms: Percentiles,
     /// Successful connections per second, from the first dial to the last connect.
     pub connect_rate_per_s: f64,
     pub client_peak_rss_bytes: u64,
@@ -117,12 +129,16 @@ impl Summary {
         let expected_for =
             |i: usize| room_sent[accounts[i].project_uuid.as_str()] - outcomes[i].frames_sent;
 
-        let (mut login, mut connect, mut early) =
-            (Hist::default(), Hist::default(), Hist::default());
+        let (mut login, mut connect, mut early, mut silence) = (
+            Hist::default(),
+            Hist::default(),
+            Hist::default(),
+            Hist::default(),
+        );
         let mut close_codes = BTreeMap::new();
         let mut failures: BTreeMap<String, u64> = BTreeMap::new();
         let mut login_status = BTreeMap::new();
-        let (mut connected, mut held, mut succeeded) = (0u64, 0u64, 0u64);
+        let (mut connected, mut held, mut succeeded, mut stalled) = (0u64, 0u64, 0u64, 0u64);
         let (mut missing, mut http_failed, mut fanout_expected) = (0u64, 0u64, 0u64);
         for (i, o) in outcomes.iter().enumerate() {
             if let Some(v) = o.login_us {
@@ -137,11 +153,15 @@ impl Summary {
             if let Some(v) = o.early_end_us {
                 early.record_us(v);
             }
+            if let Some(v) = o.longest_silence_ms {
+                silence.record_us(v as u64 * 1000);
+            }
             if let Some(Ended::Closed(code)) = o.ended {
                 *close_codes.entry(code.to_string()).or_insert(0u64) += 1;
             }
             connected += o.connected as u64;
             held += o.held as u64;
+            stalled += (o.ended == Some(Ended::Stalled)) as u64;
             let mut failure = o.failure.clone();
             if failure.is_none() && o.http_failures > 0 {
                 http_failed += 1;
@@ -203,6 +223,7 @@ impl Summary {
             duration_s: (facts.duration_s * 1000.0).round() / 1000.0,
             connected,
             held_full_duration: held,
+            stalled,
             succeeded,
             failed: outcomes.len() as u64 - succeeded,
             close_codes,
@@ -210,16 +231,20 @@ impl Summary {
             login_ms: login.percentiles(),
             connect_ms: connect.percentiles(),
             early_end_ms: early.percentiles(),
+            server_silence_ms: silence.percentiles(),
             connect_rate_per_s: rate,
             client_peak_rss_bytes: facts.peak_rss,
             client_cpu_seconds: facts.cpu_s,
             settings: Settings {
                 url: opts.endpoint.base.to_string(),
+                host_header: opts.endpoint.host_header.clone(),
                 ramp_s: opts.ramp.as_secs_f64(),
                 hold_s: opts.hold.as_secs_f64(),
                 dial_concurrency: opts.dial_concurrency,
                 interval_s: opts.interval.as_secs_f64(),
                 tokens: opts.tokens,
+                ping_after_s: opts.liveness.ping_after_ms as f64 / 1000.0,
+                stall_after_s: opts.liveness.stall_after_ms() as f64 / 1000.0,
             },
             login_burst,
             fanout,
@@ -273,8 +298,8 @@ impl Summary {
         if self.scenario != Scenario::LoginBurst.name() {
             let _ = writeln!(
                 s,
-                "  connected (101) {}  held for the full {:.1} s {}",
-                self.connected, self.settings.hold_s, self.held_full_duration
+                "  connected (101) {}  held (open and alive) for the full {:.1} s {}  stalled {}",
+                self.connected, self.settings.hold_s, self.held_full_duration, self.stalled
             );
             let _ = writeln!(s, "  close codes   {}", kv(&self.close_codes));
         }
@@ -285,6 +310,14 @@ impl Summary {
         }
         if self.early_end_ms.count > 0 {
             let _ = writeln!(s, "  early end     {}", p(&self.early_end_ms));
+        }
+        if self.server_silence_ms.count > 0 {
+            let _ = writeln!(
+                s,
+                "  server silent {}  (longest per socket; stalled past {:.0} s)",
+                p(&self.server_silence_ms),
+                self.settings.stall_after_s
+            );
         }
         if let Some(b) = &self.login_burst {
             let _ = writeln!(

@@ -1,0 +1,122 @@
+//! `exectl load` on a single stack, whose Traefik routes by Host: `--stack` sends the stack's host,
+//! `--url http://NAME.localhost:PORT` and `--url ... --host-header NAME` send theirs, and a bare
+//! `--url http://127.0.0.1:PORT` (every login a 404) is refused up front with a fix that works — which
+//! this test then runs. Real engine, stand-in app, SQLite.
+
+mod common;
+
+use common::*;
+
+const STACK: &str = "hl-single";
+const USERS: &str = "8";
+
+fn load(x: &Exectl, door: &[&str], manifest: &str) -> (Option<i32>, serde_json::Value, String) {
+    let mut args = vec!["load", "idle"];
+    args.extend(door);
+    args.extend([
+        "--manifest",
+        manifest,
+        "--users",
+        USERS,
+        "--hold",
+        "2s",
+        "--ramp",
+        "500ms",
+        "--json",
+        "--quiet",
+    ]);
+    let out = x.run(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let json = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out.status.code(), json, stderr)
+}
+
+fn assert_all_held(r: (Option<i32>, serde_json::Value, String), how: &str) {
+    let (code, j, stderr) = r;
+    assert_eq!(code, Some(0), "{how}: {j:#}\n{stderr}");
+    assert_eq!(j["held_full_duration"], 8, "{how}: {j:#}");
+    assert_eq!(j["login_ms"]["count"], 8, "{how}: {j:#}");
+    assert_eq!(
+        j["settings"]["host_header"],
+        format!("{STACK}.localhost"),
+        "{how}: {j:#}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_on_a_single_stack_sends_its_host() {
+    let d = docker().await;
+    let x = Exectl::new();
+    x.purge_leftovers(&[STACK]).await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let deployed = x.deploy_json(&[
+        "single",
+        "--stack",
+        STACK,
+        "--db",
+        "sqlite",
+        "--http-port",
+        &port,
+        "--nofile",
+        "20000",
+    ]);
+    assert_eq!(deployed["ok"], true, "{deployed}");
+    x.ok(&[
+        "prepare",
+        "--stack",
+        STACK,
+        "--accounts",
+        USERS,
+        "--users-per-project",
+        "1",
+        "--bcrypt-cost",
+        "4",
+        "--json",
+    ]);
+    let dir = x.stack_dir(STACK);
+    let manifest = dir.to_str().unwrap();
+
+    // By name: the stack's recorded host goes with every login and dial.
+    assert_all_held(load(&x, &["--stack", STACK], manifest), "--stack");
+
+    // The bare address: Traefik 404s every request, so it is refused before any load, exit 2, and the
+    // fix names this stack and a URL that reaches it.
+    let bare = format!("http://127.0.0.1:{port}");
+    let (code, _, stderr) = load(&x, &["--url", &bare], manifest);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--url") && stderr.contains("404"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(&format!("--stack {STACK}")), "{stderr}");
+    let fixed = format!("http://{STACK}.localhost:{port}");
+    assert!(
+        stderr.contains(&format!("--url {fixed}")),
+        "the fix names the URL: {stderr}"
+    );
+
+    // The printed fix works: a *.localhost URL is dialled on loopback with its name as Host.
+    assert_all_held(load(&x, &["--url", &fixed], manifest), "the printed --url");
+    // And the address with an explicit Host.
+    let host = format!("{STACK}.localhost");
+    assert_all_held(
+        load(&x, &["--url", &bare, "--host-header", &host], manifest),
+        "--host-header",
+    );
+    // A Host the front door does not route: refused naming --host-header.
+    let (code, _, stderr) = load(
+        &x,
+        &["--url", &bare, "--host-header", "elsewhere.localhost"],
+        manifest,
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--host-header"), "{stderr}");
+
+    x.ok(&["teardown", "--stack", STACK, "--purge"]);
+    assert!(labelled(&d, STACK).await.is_empty());
+}
