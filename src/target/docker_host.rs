@@ -111,7 +111,7 @@ mod tests {
         ] {
             let e = parse(Some(value)).unwrap_err();
             assert_eq!((e.field.as_str(), e.value.as_str()), ("DOCKER_HOST", value));
-            assert!(e.fix.contains(fix), "{value}: {e}");
+            assert!(e.to_string().contains(fix), "{value}: {e}");
             assert!(e.fix.contains("unset DOCKER_HOST"), "{value}: {e}");
         }
     }
