@@ -1,8 +1,7 @@
 //! A YAML document as a tree of nodes that know their line, for the structural checks of exectl.yaml and
 //! the --images file (duplicate keys, empty values, unknown keys): serde_yaml 0.9 locates none of those
-//! right (it takes the last duplicate, or reports line 1). Values are still read by serde_yaml.
-
-use unsafe_libyaml as unsafe_sys;
+//! right (it takes the last duplicate, or reports line 1). Values are still read by serde_yaml; the events
+//! come from yaml-rust2's parser (safe Rust, unlike libyaml's).
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Kind {
@@ -106,64 +105,128 @@ fn build(it: &mut std::iter::Peekable<std::vec::IntoIter<(Event, usize)>>) -> Op
     Some(Node { kind, line })
 }
 
-/// libyaml's events with their 1-based start lines, up to the end of the first document.
+/// The parser's events with their 1-based lines, up to the end of the first document (a fault in a later
+/// document is not this tree's concern); None at a syntax error. A node's line is where libyaml put it
+/// (the reports and their tests were written against libyaml): at its anchor or tag if it has one, else at
+/// its first character, and an empty value at the `:`, `-` or `?` before it.
 fn events(text: &str) -> Option<Vec<(Event, usize)>> {
-    let input = text.as_bytes();
+    // yaml-rust2 would make a byte-order mark part of the first key.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    events_of(text).or_else(|| events_of(&tabs_after_colons_as_spaces(text)?))
+}
+
+fn events_of(text: &str) -> Option<Vec<(Event, usize)>> {
+    use yaml_rust2::parser::{Event as Y, Parser};
+    use yaml_rust2::scanner::TScalarStyle;
+    let lines: Vec<&str> = text.split('\n').collect();
+    let mut parser = Parser::new_from_str(text);
     let mut out = Vec::new();
-    // SAFETY: the parser lives in a Box that does not move while libyaml holds pointers into it and into
-    // `input` (which outlives it); every event is deleted after it is read, and the parser at the end.
-    unsafe {
-        let parser: *mut unsafe_sys::yaml_parser_t = Box::into_raw(Box::new(
-            std::mem::MaybeUninit::<unsafe_sys::yaml_parser_t>::zeroed(),
-        ))
-        .cast();
-        if unsafe_sys::yaml_parser_initialize(parser).fail {
-            drop(Box::from_raw(
-                parser.cast::<std::mem::MaybeUninit<unsafe_sys::yaml_parser_t>>(),
-            ));
-            return None;
-        }
-        unsafe_sys::yaml_parser_set_encoding(parser, unsafe_sys::YAML_UTF8_ENCODING);
-        unsafe_sys::yaml_parser_set_input_string(parser, input.as_ptr(), input.len() as u64);
-        let mut ok = true;
-        loop {
-            let mut event = std::mem::MaybeUninit::<unsafe_sys::yaml_event_t>::zeroed();
-            if unsafe_sys::yaml_parser_parse(parser, event.as_mut_ptr()).fail {
-                ok = false;
-                break;
+    loop {
+        let (event, mark) = parser.next_token().ok()?;
+        // yaml-rust2 0.13's Marker::line is already 1-based (0.8 and older counted from 0); col is 0-based.
+        let (line, col) = (mark.line(), mark.col());
+        // The start of a collection with an anchor or tag: a flow one is marked at its `[`/`{` (the
+        // properties are before it), a block one at or just past its first entry (the properties are on
+        // an earlier line).
+        let collection = |props: bool| {
+            if !props {
+                return line;
             }
-            let e = event.as_mut_ptr();
-            let line = (*e).start_mark.line as usize + 1;
-            let ev = match (*e).type_ {
-                unsafe_sys::YAML_SCALAR_EVENT => {
-                    let s = (*e).data.scalar;
-                    let bytes = std::slice::from_raw_parts(s.value, s.length as usize);
-                    let plain = s.style == unsafe_sys::YAML_PLAIN_SCALAR_STYLE && s.tag.is_null();
-                    Event::Scalar(String::from_utf8_lossy(bytes).into_owned(), plain)
-                }
-                unsafe_sys::YAML_MAPPING_START_EVENT => Event::MapStart,
-                unsafe_sys::YAML_MAPPING_END_EVENT => Event::MapEnd,
-                unsafe_sys::YAML_SEQUENCE_START_EVENT => Event::SeqStart,
-                unsafe_sys::YAML_SEQUENCE_END_EVENT => Event::SeqEnd,
-                unsafe_sys::YAML_ALIAS_EVENT => Event::Alias,
-                unsafe_sys::YAML_DOCUMENT_END_EVENT | unsafe_sys::YAML_STREAM_END_EVENT => {
-                    Event::End
-                }
-                _ => Event::Other,
-            };
-            unsafe_sys::yaml_event_delete(e);
-            let end = matches!(ev, Event::End);
-            out.push((ev, line));
-            if end {
-                break;
+            let at = line
+                .checked_sub(1)
+                .and_then(|i| lines.get(i))
+                .and_then(|l| l.chars().nth(col));
+            let flow = matches!(at, Some('[' | '{'));
+            line_of_previous_token(&lines, line, if flow { col } else { 0 })
+        };
+        let ev = match event {
+            Y::Scalar(value, style, anchor, tag) => {
+                // An empty value is marked at the next token, a block scalar at its first content line,
+                // a scalar with properties after them: each belongs to the line of the token before.
+                let earlier = (value.is_empty() && style == TScalarStyle::Plain)
+                    || matches!(style, TScalarStyle::Literal | TScalarStyle::Folded)
+                    || anchor != 0
+                    || tag.is_some();
+                let line = if earlier {
+                    line_of_previous_token(&lines, line, col)
+                } else {
+                    line
+                };
+                let plain = style == TScalarStyle::Plain && tag.is_none();
+                out.push((Event::Scalar(value, plain), line));
+                continue;
             }
+            Y::MappingStart(anchor, tag) => {
+                out.push((Event::MapStart, collection(anchor != 0 || tag.is_some())));
+                continue;
+            }
+            Y::SequenceStart(anchor, tag) => {
+                out.push((Event::SeqStart, collection(anchor != 0 || tag.is_some())));
+                continue;
+            }
+            Y::MappingEnd => Event::MapEnd,
+            Y::SequenceEnd => Event::SeqEnd,
+            Y::Alias(_) => Event::Alias,
+            Y::DocumentEnd | Y::StreamEnd => Event::End,
+            Y::Nothing | Y::StreamStart | Y::DocumentStart => Event::Other,
+        };
+        let end = matches!(ev, Event::End);
+        out.push((ev, line));
+        if end {
+            return Some(out);
         }
-        unsafe_sys::yaml_parser_delete(parser);
-        drop(Box::from_raw(
-            parser.cast::<std::mem::MaybeUninit<unsafe_sys::yaml_parser_t>>(),
-        ));
-        ok.then_some(out)
     }
+}
+
+/// `text` with spaces for the tabs right after a `:` (same lines and columns), or None if it has none:
+/// libyaml takes `key:<TAB>value`, yaml-rust2 refuses it. Tried only when yaml-rust2 refused the text,
+/// so that a tab inside a quoted key of a file it reads stays as written.
+fn tabs_after_colons_as_spaces(text: &str) -> Option<String> {
+    if !text.contains(":\t") {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut after_colon = false;
+    for c in text.chars() {
+        after_colon = match c {
+            '\t' if after_colon => {
+                out.push(' ');
+                continue;
+            }
+            ':' => true,
+            _ => false,
+        };
+        out.push(c);
+    }
+    Some(out)
+}
+
+/// The 1-based line of the last token before the mark (`line`, 0-based character `col`): between two
+/// tokens there are only blanks, line breaks and comments, so it is the nearest line (or the part of
+/// `line` before `col`) holding something else. yaml-rust2 marks an empty item after the `-` that starts
+/// the next item, so a lone `-` before `col` is that next token, not the previous one.
+fn line_of_previous_token(lines: &[&str], line: usize, col: usize) -> usize {
+    let significant = |s: &str| {
+        let s = s.trim_start();
+        !s.is_empty() && !s.starts_with('#')
+    };
+    let before: String = line
+        .checked_sub(1)
+        .and_then(|i| lines.get(i))
+        .map(|l| l.chars().take(col).collect())
+        .unwrap_or_default();
+    let before = before.trim_end();
+    let before = match before.strip_suffix('-') {
+        Some(rest) if rest.trim().is_empty() => rest,
+        _ => before,
+    };
+    if significant(before) {
+        return line;
+    }
+    (1..line.min(lines.len() + 1))
+        .rev()
+        .find(|&l| significant(lines[l - 1]))
+        .unwrap_or(line)
 }
 
 #[cfg(test)]
@@ -198,7 +261,115 @@ mod tests {
     #[test]
     fn syntax_errors_and_empty_documents_give_none() {
         assert_eq!(parse("a: [1\n"), None);
+        assert_eq!(parse("a: 1\n  b: 2\n"), None);
+        assert_eq!(parse("a: \"open\n"), None);
+        // An alias to no anchor: serde_yaml reports it, with its line.
+        assert_eq!(parse("a: *nowhere\n"), None);
         assert_eq!(parse(""), None);
+        assert_eq!(parse("# only a comment\n"), None);
         assert!(parse("a: 1\n---\nb: 2\n").is_some());
+        // Only the first document is read: a fault further on is serde_yaml's to report.
+        assert!(parse("a: 1\n---\nb: [\n").is_some());
+    }
+
+    fn value(n: &Node, key: &str) -> Node {
+        match &n.kind {
+            Kind::Map(p) => p
+                .iter()
+                .find(|(k, _)| k.text() == Some(key))
+                .unwrap()
+                .1
+                .clone(),
+            _ => panic!("not a map"),
+        }
+    }
+
+    #[test]
+    fn only_plain_scalars_can_be_null() {
+        let n = parse(
+            "a: \"\"\nb: ''\nc: !!null\nd: !!str\ne: !!null null\nf: null\ng: NULL\nh: ~\ni:\n",
+        )
+        .unwrap();
+        let nulls: Vec<bool> = "abcdefghi"
+            .chars()
+            .map(|k| value(&n, &k.to_string()).is_null())
+            .collect();
+        assert_eq!(
+            nulls,
+            [false, false, false, false, false, true, true, true, true]
+        );
+        assert_eq!(
+            value(&n, "a").kind,
+            Kind::Scalar {
+                text: String::new(),
+                plain: false
+            }
+        );
+        assert_eq!(value(&n, "i").describe(), "nothing");
+    }
+
+    #[test]
+    fn aliases_are_alias_nodes() {
+        let n = parse("a: &x 1\nb: *x\nc: &m {d: 1}\ne:\n  - *m\n").unwrap();
+        let b = value(&n, "b");
+        assert_eq!(
+            (b.kind.clone(), b.line, b.describe()),
+            (Kind::Alias, 2, "an alias")
+        );
+        let Kind::Seq(items) = value(&n, "e").kind else {
+            panic!("not a list")
+        };
+        assert_eq!((items[0].kind.clone(), items[0].line), (Kind::Alias, 5));
+    }
+
+    #[test]
+    fn values_are_at_their_own_line_empty_ones_at_their_key() {
+        let text = "a:\n\n  # c\n\nb: |\n\n  text\nc:\n  - x\n  -\n  - y\nd:\n  e: {f: }\ng: &anchor\n  h: 1\nl:\n";
+        let n = parse(text).unwrap();
+        // a has nothing, however many blank and comment lines come before the next key.
+        assert_eq!((value(&n, "a").line, value(&n, "a").is_null()), (1, true));
+        // A block scalar is at its `|`, not at its text.
+        assert_eq!(value(&n, "b").line, 5);
+        let c = value(&n, "c");
+        let Kind::Seq(items) = &c.kind else {
+            panic!("not a list")
+        };
+        let lines: Vec<(usize, bool)> = items.iter().map(|i| (i.line, i.is_null())).collect();
+        assert_eq!(
+            (c.line, lines),
+            (9, vec![(9, false), (10, true), (11, false)])
+        );
+        let d = value(&n, "d");
+        assert_eq!((d.line, value(&d, "e").line), (13, 13));
+        assert_eq!(value(&value(&d, "e"), "f").line, 13);
+        // A mapping with an anchor is at its anchor, like libyaml put it.
+        assert_eq!(value(&n, "g").line, 14);
+        assert_eq!((value(&n, "l").line, value(&n, "l").is_null()), (16, true));
+    }
+
+    #[test]
+    fn tab_after_colon_is_read_like_libyaml() {
+        let n = parse("a: 1\nb:\t2\nc: \"x:\ty\"\nc:\t\t\n").unwrap();
+        assert_eq!(
+            pairs(&n),
+            [
+                ("a", 1, false),
+                ("b", 2, false),
+                ("c", 3, false),
+                ("c", 4, true)
+            ]
+        );
+        // A file yaml-rust2 reads as written keeps its tabs.
+        let n = parse("c: \"x:\ty\"\n").unwrap();
+        assert_eq!(value(&n, "c").text(), Some("x:\ty"));
+    }
+
+    #[test]
+    fn byte_order_mark_is_no_part_of_the_first_key() {
+        let n = parse("\u{feff}a: 1\nb: 2\nb:\n").unwrap();
+        assert_eq!(
+            pairs(&n),
+            [("a", 1, false), ("b", 2, false), ("b", 3, true)]
+        );
     }
 }
