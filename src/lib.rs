@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod commands;
 pub mod compose;
+pub mod core;
 pub mod doctor;
 pub mod engine;
 pub mod error;
