@@ -3,16 +3,13 @@
 
 pub mod cli;
 pub mod commands;
-pub mod compose;
 pub mod core;
 pub mod doctor;
 pub mod engine;
 pub mod error;
 pub mod host;
 pub mod load;
-pub mod naming;
 pub mod pipeline;
-pub mod plan;
 pub mod prepare;
 pub mod render;
 pub mod runs;
@@ -20,5 +17,7 @@ pub mod secrets;
 pub mod spec;
 pub mod status;
 pub mod target;
-pub mod traefik;
 pub mod validate;
+
+// The pure core's modules, also at their old paths while the rest of the crate moves over.
+pub use crate::core::{compose, naming, plan, traefik};

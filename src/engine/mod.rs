@@ -2,7 +2,7 @@
 //! wait for health, read back limits. Nothing here decides what to do.
 
 pub mod apply;
-pub mod desired;
+pub use crate::core::desired;
 pub mod limits;
 pub mod lock;
 pub mod observe;

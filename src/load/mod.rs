@@ -8,7 +8,7 @@
 
 pub mod client;
 pub mod endpoint;
-pub mod frame;
+pub use crate::core::frame;
 pub mod liveness;
 pub mod manifest;
 pub mod metrics;

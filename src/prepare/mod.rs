@@ -10,8 +10,7 @@
 pub mod api;
 pub mod db;
 pub mod manifest;
-pub mod plan;
-pub mod sql;
+pub use crate::core::seed::{plan, sql};
 pub mod store;
 pub mod token;
 pub mod verify;

@@ -1,7 +1,7 @@
 //! `status`: observe a deployed stack (containers, health, resources, limits in effect, and each app
 //! instance's own WebSocket counts) into a `Report`. Effects here; the verdict is pure (`report`).
 
-pub mod report;
+pub use crate::core::status as report;
 
 use crate::engine::desired::parse_env;
 use crate::engine::{limits, observe};

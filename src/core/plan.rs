@@ -1,6 +1,6 @@
 //! Desired vs observed → actions, with reasons. Pure: the engine reads the observed state, this decides.
 
-use crate::engine::desired::Desired;
+use crate::core::desired::Desired;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

@@ -298,7 +298,7 @@ pub fn rows<'a>(out: &'a str, tag: &'a str) -> impl Iterator<Item = Vec<&'a str>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prepare::plan::{plan, shape, EmailPattern, Visibility};
+    use crate::core::seed::plan::{plan, shape, EmailPattern, Visibility};
 
     fn small() -> Plan {
         plan(

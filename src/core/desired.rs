@@ -2,7 +2,7 @@
 //! definition per service, each with a config hash that changes exactly when its container must be
 //! recreated (its definition, or a file it mounts).
 
-use crate::compose::{ComposeFile, Service};
+use crate::core::compose::{ComposeFile, Service};
 use crate::error::UsageError;
 use anyhow::{bail, Result};
 use serde::Serialize;
@@ -143,7 +143,7 @@ pub fn desired(
         let hash = short_hash(&parts);
         services.push(DesiredService {
             name: name.clone(),
-            container_name: crate::naming::container(&stack, name),
+            container_name: crate::core::naming::container(&stack, name),
             depends_on: s
                 .depends_on
                 .iter()
