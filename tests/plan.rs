@@ -66,7 +66,7 @@ fn changed(actions: &[Action]) -> Vec<String> {
 #[test]
 fn fresh_engine_creates_everything_in_dependency_order() {
     let d = desired_for(&[]);
-    let p = plan(&d, &Observed::default());
+    let p = plan(&d, &Observed::default()).unwrap();
     assert_eq!(p.create_network.as_deref(), Some("exectl-exe"));
     assert_eq!(p.create_volumes.len(), 3);
     let order: Vec<&str> = p.actions.iter().map(|a| a.service()).collect();
@@ -79,7 +79,7 @@ fn fresh_engine_creates_everything_in_dependency_order() {
 #[test]
 fn same_spec_is_a_noop() {
     let d = desired_for(&[]);
-    let p = plan(&d, &deployed(&d));
+    let p = plan(&d, &deployed(&d)).unwrap();
     assert!(p.is_noop(), "{:?}", changed(&p.actions));
 }
 
@@ -87,7 +87,7 @@ fn same_spec_is_a_noop() {
 fn changing_the_nginx_variant_recreates_nginx_alone() {
     let before = desired_for(&[("--nginx", "tuned-least-conn")]);
     let after = desired_for(&[("--nginx", "tuned-ip-hash")]);
-    let p = plan(&after, &deployed(&before));
+    let p = plan(&after, &deployed(&before)).unwrap();
     assert_eq!(changed(&p.actions), ["recreate nginx (files changed)"]);
 }
 
@@ -95,7 +95,7 @@ fn changing_the_nginx_variant_recreates_nginx_alone() {
 fn scaling_two_to_four_adds_two_apps_and_rewrites_the_lb() {
     let before = desired_for(&[("--instances", "2")]);
     let after = desired_for(&[("--instances", "4")]);
-    let p = plan(&after, &deployed(&before));
+    let p = plan(&after, &deployed(&before)).unwrap();
     let mut c = changed(&p.actions);
     c.sort();
     assert_eq!(
@@ -112,7 +112,7 @@ fn scaling_two_to_four_adds_two_apps_and_rewrites_the_lb() {
 fn scaling_down_removes_the_extra_apps() {
     let before = desired_for(&[("--instances", "4")]);
     let after = desired_for(&[("--instances", "2")]);
-    let mut c = changed(&plan(&after, &deployed(&before)).actions);
+    let mut c = changed(&plan(&after, &deployed(&before)).unwrap().actions);
     c.sort();
     assert_eq!(c.len(), 3, "{c:?}");
     assert!(c[0].starts_with("recreate nginx"));
@@ -124,7 +124,7 @@ fn an_app_setting_recreates_every_app_and_nothing_else() {
     let before = desired_for(&[]);
     let after = desired_for(&[("--set", "DB_POOL_MAX=50")]);
     assert_eq!(
-        changed(&plan(&after, &deployed(&before)).actions),
+        changed(&plan(&after, &deployed(&before)).unwrap().actions),
         [
             "recreate app-1 (environment changed)",
             "recreate app-2 (environment changed)"
@@ -138,7 +138,7 @@ fn stopped_container_with_same_config_is_started_not_recreated() {
     let mut o = deployed(&d);
     o.containers[0].state = "created".into();
     let service = o.containers[0].service.clone();
-    let p = plan(&d, &o);
+    let p = plan(&d, &o).unwrap();
     assert_eq!(
         changed(&p.actions),
         [format!(
@@ -207,4 +207,53 @@ mod conflicts {
 ";
         assert_eq!(parse_listening(text), [22, 8090]);
     }
+}
+
+/// The start order is the plan's, as data: apply only walks it.
+#[test]
+fn waves_start_each_service_after_what_it_depends_on() {
+    let d = desired_for(&[]);
+    let p = plan(&d, &Observed::default()).unwrap();
+    let waves: Vec<(Vec<String>, Vec<String>)> = p
+        .waves
+        .iter()
+        .map(|w| {
+            (
+                w.wait_for
+                    .iter()
+                    .map(|(s, h)| format!("{s}{}", if *h { "+healthy" } else { "" }))
+                    .collect(),
+                w.services.clone(),
+            )
+        })
+        .collect();
+    eprintln!("{waves:?} then {:?}", p.wait_at_end);
+    // Every service in exactly one wave, and after everything it waits for.
+    let mut seen: Vec<String> = Vec::new();
+    for w in &p.waves {
+        for (dep, _) in &w.wait_for {
+            assert!(
+                seen.contains(dep),
+                "{dep} waited for before it was started: {waves:?}"
+            );
+        }
+        seen.extend(w.services.iter().cloned());
+    }
+    seen.sort();
+    let mut all: Vec<String> = d.services.iter().map(|s| s.name.clone()).collect();
+    all.sort();
+    assert_eq!(seen, all);
+    assert_eq!(p.waves[0].services, ["postgres", "redis"], "{waves:?}");
+    assert!(p.waves[0].wait_for.is_empty());
+    assert_eq!(p.waves[1].services, ["app-1", "app-2"], "{waves:?}");
+    assert!(
+        p.waves[1].wait_for.iter().all(|(_, healthy)| *healthy),
+        "{waves:?}"
+    );
+    assert_eq!(p.waves.last().unwrap().services, ["nginx"]);
+    assert_eq!(
+        p.wait_at_end,
+        ["nginx"],
+        "nothing waits for the front door but the end"
+    );
 }

@@ -67,7 +67,7 @@ pub async fn plan_cmd(args: &PlanArgs) -> Result<()> {
         .await
         .err();
     let to_pull = preflight::missing_images(&target, &images_of(&p.desired)).await;
-    let plan = plan::plan(&p.desired, &observed);
+    let plan = plan::plan(&p.desired, &observed).map_err(anyhow::Error::msg)?;
     if args.json {
         println!(
             "{}",
@@ -183,7 +183,7 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
     target.upload_bundle(&stack, &p.bundle).await?;
 
     let observed = observe::observe(&target.docker, &stack).await?;
-    let plan = plan::plan(&p.desired, &observed);
+    let plan = plan::plan(&p.desired, &observed).map_err(anyhow::Error::msg)?;
     if !args.json {
         println!(
             "deploying stack {} ({}) on {}",

@@ -82,6 +82,73 @@ pub struct Plan {
     pub create_volumes: Vec<String>,
     /// Removals first, then one action per desired service in start order.
     pub actions: Vec<Action>,
+    /// The order of start, as compose does it: each wave waits for what its services depend on, then
+    /// converges them in parallel.
+    pub waves: Vec<Wave>,
+    /// Services no wave waited for (nothing depends on them): waited for, healthy, at the end.
+    pub wait_at_end: Vec<String>,
+}
+
+/// One step of the start order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Wave {
+    /// Services to wait for first, with `true` when they must be healthy (not only running).
+    pub wait_for: Vec<(String, bool)>,
+    /// Services converged together once those are ready.
+    pub services: Vec<String>,
+}
+
+/// The waves of the start order: each holds every service whose dependencies are in earlier waves.
+/// A dependency cycle (or one on a service that is not there) is an error naming the services left.
+pub fn waves(desired: &Desired) -> Result<(Vec<Wave>, Vec<String>), String> {
+    let mut placed: Vec<&str> = Vec::new();
+    let mut ready: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    while placed.len() < desired.services.len() {
+        let wave: Vec<&crate::core::desired::DesiredService> = desired
+            .services
+            .iter()
+            .filter(|s| !placed.contains(&s.name.as_str()))
+            .filter(|s| {
+                s.depends_on
+                    .iter()
+                    .all(|(d, _)| placed.contains(&d.as_str()))
+            })
+            .collect();
+        if wave.is_empty() {
+            let left: Vec<&str> = desired
+                .services
+                .iter()
+                .map(|s| s.name.as_str())
+                .filter(|n| !placed.contains(n))
+                .collect();
+            return Err(format!(
+                "services depend on each other in a cycle: {}",
+                left.join(", ")
+            ));
+        }
+        let mut wait_for: Vec<(String, bool)> = Vec::new();
+        for s in &wave {
+            for (dep, healthy) in &s.depends_on {
+                if !ready.contains(dep) && !wait_for.iter().any(|(d, _)| d == dep) {
+                    wait_for.push((dep.clone(), *healthy));
+                }
+            }
+        }
+        ready.extend(wait_for.iter().map(|(d, _)| d.clone()));
+        placed.extend(wave.iter().map(|s| s.name.as_str()));
+        out.push(Wave {
+            wait_for,
+            services: wave.iter().map(|s| s.name.clone()).collect(),
+        });
+    }
+    let rest = desired
+        .services
+        .iter()
+        .map(|s| s.name.clone())
+        .filter(|n| !ready.contains(n))
+        .collect();
+    Ok((out, rest))
 }
 
 impl Plan {
@@ -92,7 +159,8 @@ impl Plan {
     }
 }
 
-pub fn plan(desired: &Desired, observed: &Observed) -> Plan {
+pub fn plan(desired: &Desired, observed: &Observed) -> Result<Plan, String> {
+    let (waves, wait_at_end) = waves(desired)?;
     let mut actions = Vec::new();
     for c in &observed.containers {
         if !desired.services.iter().any(|s| s.name == c.service) {
@@ -139,7 +207,7 @@ pub fn plan(desired: &Desired, observed: &Observed) -> Plan {
         };
         actions.push(action);
     }
-    Plan {
+    Ok(Plan {
         create_network: (!observed.networks.contains(&desired.network))
             .then(|| desired.network.clone()),
         create_volumes: desired
@@ -149,5 +217,7 @@ pub fn plan(desired: &Desired, observed: &Observed) -> Plan {
             .cloned()
             .collect(),
         actions,
-    }
+        waves,
+        wait_at_end,
+    })
 }

@@ -1,5 +1,5 @@
-//! Carry out a plan: network and volumes, then removals, then each service in start order, waiting for
-//! the services others depend on before starting those others.
+//! Carry out a plan, deciding nothing: network and volumes, then removals, then the plan's waves (each
+//! waits for what it depends on, then converges its services), then the waits at the end.
 
 use super::desired::{duration_ns, Desired, DesiredService, LABEL_HASH, LABEL_PARTS, LABEL_STACK};
 use super::wait::{wait_ready, Readiness};
@@ -224,63 +224,45 @@ pub async fn apply(
         }
     }
     let deadline = tokio::time::Instant::now() + timeout;
-    // Waves, as compose does: every service whose dependencies are placed goes in the next wave; a wave
-    // first waits (in parallel) for what it depends on, then converges its services in parallel.
-    let mut placed: Vec<&str> = Vec::new();
-    let mut ready: Vec<String> = Vec::new();
-    while placed.len() < desired.services.len() {
-        let wave: Vec<&DesiredService> = desired
+    let service = |name: &str| {
+        desired
             .services
             .iter()
-            .filter(|s| !placed.contains(&s.name.as_str()))
-            .filter(|s| {
-                s.depends_on
-                    .iter()
-                    .all(|(d, _)| placed.contains(&d.as_str()))
-            })
-            .collect();
-        if wave.is_empty() {
-            bail!("services depend on each other in a cycle");
-        }
-        let mut deps: Vec<(&DesiredService, bool)> = Vec::new();
-        for s in &wave {
-            for (dep, healthy) in &s.depends_on {
-                if ready.contains(dep) || deps.iter().any(|(d, _)| &d.name == dep) {
-                    continue;
-                }
-                let d = desired
-                    .services
-                    .iter()
-                    .find(|x| &x.name == dep)
-                    .expect("placed services exist");
-                deps.push((d, *healthy));
-            }
-        }
-        let waits = deps
-            .iter()
-            .map(|(d, healthy)| wait_service(docker, d, *healthy, deadline, progress, held));
+            .find(|s| s.name == name)
+            .expect("the plan's waves name desired services")
+    };
+    // The plan's waves, in order: wait (in parallel) for what a wave depends on, then converge its
+    // services in parallel.
+    for wave in &plan.waves {
+        let waits = wave.wait_for.iter().map(|(d, healthy)| {
+            wait_service(docker, service(d), *healthy, deadline, progress, held)
+        });
         for r in futures_util::future::join_all(waits).await {
             r?;
         }
-        ready.extend(deps.iter().map(|(d, _)| d.name.clone()));
-        let converge = wave.iter().map(|s| {
+        let converge = wave.services.iter().map(|name| {
             let action = plan
                 .actions
                 .iter()
-                .find(|a| a.service() == s.name)
+                .find(|a| a.service() == name)
                 .expect("plan has an action per service");
-            converge_one(docker, s, action, &desired.network, progress, held)
+            converge_one(
+                docker,
+                service(name),
+                action,
+                &desired.network,
+                progress,
+                held,
+            )
         });
         for r in futures_util::future::join_all(converge).await {
             r?;
         }
-        placed.extend(wave.iter().map(|s| s.name.as_str()));
     }
-    let rest = desired
-        .services
+    let rest = plan
+        .wait_at_end
         .iter()
-        .filter(|s| !ready.contains(&s.name))
-        .map(|s| wait_service(docker, s, true, deadline, progress, held));
+        .map(|name| wait_service(docker, service(name), true, deadline, progress, held));
     for r in futures_util::future::join_all(rest).await {
         r?;
     }
