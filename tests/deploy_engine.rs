@@ -379,7 +379,7 @@ async fn a_held_lock_stops_a_second_deploy_at_once_and_names_its_holder() {
     ] {
         let out = x.run(&cmd);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert_eq!(out.status.code(), Some(4), "{stderr}");
         assert!(
             stderr.contains("locked by exectl deploy")
                 && stderr.contains("since 2026-11-29 10:00:00 UTC"),

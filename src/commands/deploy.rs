@@ -17,18 +17,18 @@ use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 /// Everything deploy and plan share: the spec, its bundle and the desired state for a target.
-struct Prepared {
+struct Staged {
     spec: Spec,
     bundle: Bundle,
     secrets: secrets::Secrets,
     desired: Desired,
 }
 
-fn prepare(
+fn stage(
     file: crate::spec::SpecInput,
     args: &crate::cli::SpecArgs,
     target: &Target,
-) -> Result<Prepared> {
+) -> Result<Staged> {
     let spec = spec_from(file, args)?;
     let templates = load_templates(args)?;
     let secrets = secrets::load_or_generate(&target.stack_dir(&spec.stack), false)?;
@@ -38,7 +38,7 @@ fn prepare(
         &templates,
         &target.host_bundle_dir(&spec.stack),
     )?;
-    Ok(Prepared {
+    Ok(Staged {
         spec,
         bundle,
         secrets,
@@ -61,7 +61,7 @@ fn print_plan(plan: &Plan) {
 /// The plan, and what deploy's preflight would refuse (then the error, exit 2, after the plan).
 pub async fn plan_cmd(args: &PlanArgs) -> Result<()> {
     let (file, target) = super::connect_with_spec(&args.target, &args.spec).await?;
-    let p = prepare(file, &args.spec, &target)?;
+    let p = stage(file, &args.spec, &target)?;
     let observed = observe::observe(&target.docker, &p.spec.stack).await?;
     let refused = preflight::check(&target, &p.spec, &p.desired, &observed)
         .await
@@ -153,7 +153,7 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
     let started = Instant::now();
     let timeout = parse_timeout(&args.wait_timeout)?;
     let (file, target) = super::connect_with_spec(&args.target, &args.spec).await?;
-    let p = prepare(file, &args.spec, &target)?;
+    let p = stage(file, &args.spec, &target)?;
     let stack = p.spec.stack.clone();
 
     // Preflight: nothing is created before these pass.
@@ -269,7 +269,7 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
 }
 
 /// Write this deploy's run record; returns its id.
-async fn record_run(target: &Target, p: &Prepared, changed: usize, seconds: f64) -> Result<String> {
+async fn record_run(target: &Target, p: &Staged, changed: usize, seconds: f64) -> Result<String> {
     let version = target.docker.version().await?;
     let info = target.docker.info().await?;
     let mut images = BTreeMap::new();
