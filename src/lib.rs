@@ -4,7 +4,6 @@
 pub mod cli;
 pub mod commands;
 pub mod core;
-pub mod doctor;
 pub mod engine;
 pub mod error;
 pub mod host;
@@ -20,4 +19,4 @@ pub mod target;
 pub mod validate;
 
 // The pure core's modules, also at their old paths while the rest of the crate moves over.
-pub use crate::core::{compose, naming, plan, traefik};
+pub use crate::core::{compose, doctor, naming, plan, traefik};

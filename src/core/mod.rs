@@ -4,6 +4,7 @@
 
 pub mod compose;
 pub mod desired;
+pub mod doctor;
 pub mod frame;
 pub mod naming;
 pub mod plan;

@@ -18,7 +18,7 @@ use std::time::Duration;
 /// Where stack folders live on a remote SUT (bind-mount sources must be paths there).
 pub const REMOTE_STACKS_ROOT: &str = "/opt/exectl";
 /// The oldest engine API exectl is tested against (Docker 20.10).
-pub const MIN_API: (u32, u32) = (1, 41);
+pub use crate::core::doctor::assess::MIN_API;
 pub const DEFAULT_DOCKER_SOCKET: &str = "/var/run/docker.sock";
 
 /// Which target, resolved from --target, EXECTL_TARGET or exectl.yaml's `target:`, not yet connected.

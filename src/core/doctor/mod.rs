@@ -4,6 +4,7 @@
 
 pub mod assess;
 pub mod facts;
+mod host_checks;
 pub mod options;
 pub mod report;
 
