@@ -1,9 +1,14 @@
 //! Command-line definitions (clap derive). Parsing only: values stay text here and are validated in
-//! `spec::resolve`, so flag and exectl.yaml errors read the same.
+//! `spec::resolve`, so flag and exectl.yaml errors read the same. Numeric flags are read by
+//! `core::units` through the helpers at the end (the one place a flag's value becomes its UsageError).
+//! Their value names say their kind (DURATION, SIZE, N, CPUS): tests/bad_values.rs walks them all.
 
+use crate::core::units::{self, Invalid};
+use crate::error::UsageError;
 use crate::spec::{Raw, SpecInput};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -62,7 +67,12 @@ pub struct TargetArgs {
     #[arg(long, value_name = "PATH", default_value = "/var/run/docker.sock")]
     pub docker_socket: String,
     /// Give up an SSH connection attempt after this long.
-    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    #[arg(
+        long,
+        default_value = "10s",
+        value_name = "DURATION",
+        allow_hyphen_values = true
+    )]
     pub connect_timeout: String,
 }
 
@@ -88,13 +98,13 @@ pub struct PrepareArgs {
     #[arg(long)]
     pub stack: Option<String>,
     /// Accounts to make (required unless --reset).
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub accounts: Option<String>,
     /// Projects [default: accounts / users-per-project, rounded up].
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub projects: Option<String>,
     /// Members per project: the owner plus K-1 collaborators [default: accounts / projects, at least 1].
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub users_per_project: Option<String>,
     /// Password of every account [default: Bench1234!]; written to the manifest only, never printed.
     #[arg(long, conflicts_with = "password_file")]
@@ -109,7 +119,7 @@ pub struct PrepareArgs {
     #[arg(long, default_value = "bench-user-{i}@exelearning.net")]
     pub email_pattern: String,
     /// bcrypt cost of the password hash [default: 10, the app's].
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub bcrypt_cost: Option<String>,
     /// Also write the manifest files here (the stack's folder always keeps one per --email-pattern).
     #[arg(long, value_name = "DIR")]
@@ -118,17 +128,22 @@ pub struct PrepareArgs {
     #[arg(long)]
     pub mint_tokens: bool,
     /// Lifetime of the minted tokens, e.g. 3600s, 12h, 7d [default: 7d, as the app's login].
-    #[arg(long, requires = "mint_tokens")]
+    #[arg(
+        long,
+        requires = "mint_tokens",
+        value_name = "DURATION",
+        allow_hyphen_values = true
+    )]
     pub token_ttl: Option<String>,
     /// Remove the accounts (and their projects) that prepare made with this --email-pattern, and that
     /// pattern's manifest (in the stack's folder, and in --out DIR if given).
     #[arg(long, conflicts_with_all = ["accounts", "projects", "users_per_project", "mint_tokens"])]
     pub reset: bool,
     /// Rows per transaction [default: 5000].
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub batch_size: Option<String>,
     /// How long to wait for the app's tables to appear [default: 60s].
-    #[arg(long)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub schema_timeout: Option<String>,
     /// Take over the stack's lock even if another exectl holds it.
     #[arg(long)]
@@ -168,19 +183,19 @@ pub struct LoadArgs {
     #[arg(long, requires = "stack", conflicts_with = "manifest")]
     pub pattern: Option<String>,
     /// Users (accounts 0..N of the manifest) [default: every account].
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub users: Option<String>,
     /// Start users evenly over this long, e.g. 30s [default: 0 for login-burst, else 10s].
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub ramp: Option<String>,
     /// Connection attempts in flight at most [default: every user for login-burst, else 64].
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub dial_concurrency: Option<String>,
     /// How long each socket must stay open after it connects [default: 30s].
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub hold: Option<String>,
     /// Mean time between a user's actions; waits are uniform in [D/2, 2D] [default: 1s collab, 10s editing].
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub interval: Option<String>,
     /// Use the minted tokens of tokens.json instead of logging in.
     #[arg(long)]
@@ -206,7 +221,12 @@ pub struct DeployArgs {
     #[command(flatten)]
     pub spec: SpecArgs,
     /// How long to wait for every service to be healthy.
-    #[arg(long, default_value = "300s")]
+    #[arg(
+        long,
+        default_value = "300s",
+        value_name = "DURATION",
+        allow_hyphen_values = true
+    )]
     pub wait_timeout: String,
     /// Send missing images from the local engine to a remote target.
     #[arg(long)]
@@ -280,7 +300,7 @@ pub struct SpecArgs {
     #[arg(long)]
     pub stack: Option<String>,
     /// App instances (ha) [default: 2].
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub instances: Option<String>,
     /// nginx variant (ha): baseline-default, tuned-ip-hash, tuned-least-conn [default: tuned-least-conn].
     #[arg(long)]
@@ -289,31 +309,31 @@ pub struct SpecArgs {
     #[arg(long)]
     pub lb_algorithm: Option<String>,
     /// Override the variant's worker_connections.
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub worker_connections: Option<String>,
     /// Override the variant's worker_rlimit_nofile (at least 2 x worker_connections).
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub worker_rlimit_nofile: Option<String>,
     /// Database: mariadb, postgres or sqlite [default: mariadb for single, postgres for ha].
     #[arg(long)]
     pub db: Option<String>,
     /// CPU limit per app instance [default: 2].
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_name = "CPUS", allow_hyphen_values = true)]
     pub cpus: Option<String>,
     /// Memory limit per app instance [default: 2g].
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
     pub memory: Option<String>,
     /// nofile ulimit (soft = hard) of app, nginx and Traefik containers [default: 200000].
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub nofile: Option<String>,
     /// Host header Traefik routes to the stack [default: STACK.localhost].
     #[arg(long)]
     pub host: Option<String>,
     /// Port the nginx LB publishes (ha) [default: 8090].
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_name = "PORT", allow_hyphen_values = true)]
     pub lb_port: Option<String>,
     /// Port Traefik publishes [default: 8080].
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_name = "PORT", allow_hyphen_values = true)]
     pub http_port: Option<String>,
     /// ha: also route the Host rule through Traefik to the LB.
     #[arg(long)]
@@ -325,7 +345,7 @@ pub struct SpecArgs {
     #[arg(long)]
     pub app_debug: Option<String>,
     /// App healthcheck interval, e.g. 5s [default: 30s, as the real image].
-    #[arg(long)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub health_interval: Option<String>,
     /// Any other app environment variable, e.g. --set DB_POOL_MAX=50 (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE", allow_hyphen_values = true)]
@@ -396,13 +416,23 @@ pub struct StatusArgs {
     #[arg(long)]
     pub watch: bool,
     /// Refresh interval with --watch.
-    #[arg(long, default_value = "2s")]
+    #[arg(
+        long,
+        default_value = "2s",
+        value_name = "DURATION",
+        allow_hyphen_values = true
+    )]
     pub interval: String,
     /// Exit 1 unless every instance reports 0 connections and 0 rooms (within --settle).
     #[arg(long)]
     pub expect_idle: bool,
     /// How long --expect-idle waits for sockets to close and rooms to be cleaned up.
-    #[arg(long, default_value = "45s")]
+    #[arg(
+        long,
+        default_value = "45s",
+        value_name = "DURATION",
+        allow_hyphen_values = true
+    )]
     pub settle: String,
     /// Exit 1 unless every service is healthy (or running, without a healthcheck).
     #[arg(long)]
@@ -431,4 +461,24 @@ pub enum RunsCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// A flag's value as read by `core::units`, or the flag's UsageError (exit 2) naming the value.
+pub fn checked<T>(flag: &str, text: &str, parsed: Result<T, Invalid>) -> Result<T, UsageError> {
+    parsed.map_err(|i| UsageError::new(flag, text, i.problem, i.fix))
+}
+
+/// A duration flag within `min..=max`.
+pub fn duration_flag(
+    flag: &str,
+    text: &str,
+    min: Duration,
+    max: Duration,
+) -> Result<Duration, UsageError> {
+    checked(flag, text, units::duration_in(text, min, max))
+}
+
+/// A whole-number flag within `min..=max`.
+pub fn count_flag(flag: &str, text: &str, min: u64, max: u64) -> Result<u64, UsageError> {
+    checked(flag, text, units::count_in(text, min, max))
 }

@@ -2,7 +2,7 @@
 
 use super::{load_templates, spec_from};
 use crate::cli::{DeployArgs, PlanArgs};
-use crate::engine::desired::{self, Desired};
+use crate::engine::desired::Desired;
 use crate::engine::{apply, limits, observe, preflight};
 use crate::plan::{self, Plan};
 use crate::render::{self, Bundle};
@@ -335,16 +335,12 @@ fn opt(v: Option<u64>) -> String {
     v.map(|v| v.to_string()).unwrap_or_else(|| "?".into())
 }
 
-fn parse_timeout(text: &str) -> Result<Duration> {
-    let problem = match desired::duration_ns(text) {
-        Ok(ns) if ns > 0 => return Ok(Duration::from_nanos(ns as u64)),
-        Ok(_) => "out of range: the wait must be longer than 0s".to_string(),
-        Err(e) => format!("{e}"),
-    };
-    bail!(crate::error::UsageError::new(
+/// --wait-timeout: more than zero, at most a day.
+fn parse_timeout(text: &str) -> Result<Duration, crate::error::UsageError> {
+    crate::cli::duration_flag(
         "--wait-timeout",
         text,
-        problem,
-        "pass a duration such as 300s or 5m",
-    ))
+        Duration::from_millis(1),
+        Duration::from_secs(86_400),
+    )
 }

@@ -19,19 +19,19 @@ use std::time::Duration;
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// Connections the benchmark will hold (checked against ports, files, conntrack).
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub connections: Option<String>,
     /// A deployed stack whose app limits (instances × cpus, memory) are compared with the engine.
     #[arg(long)]
     pub stack: Option<String>,
     /// App instances to compare with the engine [default: the stack's, else 1].
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub instances: Option<String>,
     /// CPU limit per app instance [default: the stack's, else 2].
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_name = "CPUS", allow_hyphen_values = true)]
     pub cpus: Option<String>,
     /// Memory limit per app instance, e.g. 512m, 2g [default: the stack's, else 2g].
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
     pub memory: Option<String>,
     /// Print {target, checks: [{name, level, detail, fix}], summary: {pass, warn, fail}}.
     #[arg(long)]

@@ -8,10 +8,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result};
 
 use crate::cli::LoadArgs;
+use crate::cli::{count_flag, duration_flag};
 use crate::error::UsageError;
-use crate::load::{
-    endpoint, parse_duration, preflight, runner, AllowList, LoadOptions, Manifest, Scenario,
-};
+use crate::load::{endpoint, preflight, runner, AllowList, LoadOptions, Manifest, Scenario};
 
 /// Dials in flight by default: enough for a fast ramp, far below an accept queue (the MQTT seed's
 /// simultaneous dials overflowed it).
@@ -19,30 +18,28 @@ pub const DEFAULT_DIAL_CONCURRENCY: usize = 64;
 pub const DEFAULT_RAMP: Duration = Duration::from_secs(10);
 pub const DEFAULT_HOLD: Duration = Duration::from_secs(30);
 
-fn duration(flag: &str, value: &Option<String>, default: Duration) -> Result<Duration, UsageError> {
+/// Longest --ramp, --hold and --interval: far beyond any run, short of what an Instant can add.
+const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
+/// Most --users and --dial-concurrency (the manifest bounds --users further).
+const MAX_USERS: u64 = 10_000_000;
+
+fn duration(
+    flag: &str,
+    value: &Option<String>,
+    default: Duration,
+    min: Duration,
+) -> Result<Duration, UsageError> {
     match value {
         None => Ok(default),
-        Some(v) => parse_duration(v).ok_or_else(|| {
-            UsageError::new(
-                flag,
-                v,
-                "not a duration",
-                "write e.g. 30s, 500ms, 2m or 1m30s",
-            )
-        }),
+        Some(v) => duration_flag(flag, v, min, MAX_DURATION),
     }
 }
 
-fn count(flag: &str, value: &str) -> Result<usize, UsageError> {
-    match value.trim().parse::<usize>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(UsageError::new(
-            flag,
-            value,
-            "not a positive whole number",
-            "give a count of at least 1",
-        )),
-    }
+fn count(flag: &str, value: &Option<String>) -> Result<Option<usize>, UsageError> {
+    value
+        .as_deref()
+        .map(|v| count_flag(flag, v, 1, MAX_USERS).map(|n| n as usize))
+        .transpose()
 }
 
 /// The flags, checked, as a run (no network, no limits yet).
@@ -55,6 +52,31 @@ pub fn options(args: &LoadArgs) -> Result<LoadOptions, UsageError> {
             "use idle, login-burst, collab or editing",
         )
     })?;
+    // Every numeric flag is read before anything else is (no file, no network).
+    let users_flag = count("--users", &args.users)?;
+    let dial_flag = count("--dial-concurrency", &args.dial_concurrency)?;
+    let default_ramp = if scenario == Scenario::LoginBurst {
+        Duration::ZERO
+    } else {
+        DEFAULT_RAMP
+    };
+    let ramp = duration("--ramp", &args.ramp, default_ramp, Duration::ZERO)?;
+    let hold = duration("--hold", &args.hold, DEFAULT_HOLD, Duration::ZERO)?;
+    if scenario.uses_socket() && hold.is_zero() {
+        return Err(UsageError::new(
+            "--hold",
+            args.hold.as_deref().unwrap_or(""),
+            "a socket must be held for some time",
+            "give e.g. --hold 30s",
+        ));
+    }
+    // Below 10ms the waits are timer noise.
+    let interval = duration(
+        "--interval",
+        &args.interval,
+        scenario.default_interval(),
+        Duration::from_millis(10),
+    )?;
     let target = super::target_spec(&args.target)?;
     // Load goes to loopback or the target's own address, nowhere else.
     let target_ip = target.address()?;
@@ -100,10 +122,7 @@ pub fn options(args: &LoadArgs) -> Result<LoadOptions, UsageError> {
         (None, None) => std::path::PathBuf::from("manifest"),
     };
     let manifest = Manifest::read(&manifest_dir, args.tokens)?;
-    let users = match &args.users {
-        None => manifest.accounts.len(),
-        Some(v) => count("--users", v)?,
-    };
+    let users = users_flag.unwrap_or(manifest.accounts.len());
     if users > manifest.accounts.len() {
         return Err(UsageError::new(
             "--users",
@@ -116,32 +135,8 @@ pub fn options(args: &LoadArgs) -> Result<LoadOptions, UsageError> {
             "prepare more accounts, or lower --users",
         ));
     }
-    let default_ramp = if scenario == Scenario::LoginBurst {
-        Duration::ZERO
-    } else {
-        DEFAULT_RAMP
-    };
-    let ramp = duration("--ramp", &args.ramp, default_ramp)?;
-    let hold = duration("--hold", &args.hold, DEFAULT_HOLD)?;
-    if scenario.uses_socket() && hold.is_zero() {
-        return Err(UsageError::new(
-            "--hold",
-            args.hold.as_deref().unwrap_or(""),
-            "a socket must be held for some time",
-            "give e.g. --hold 30s",
-        ));
-    }
-    let interval = duration("--interval", &args.interval, scenario.default_interval())?;
-    if interval < Duration::from_millis(10) {
-        return Err(UsageError::new(
-            "--interval",
-            args.interval.as_deref().unwrap_or(""),
-            "below 10ms",
-            "give at least 10ms",
-        ));
-    }
-    let dial_concurrency = match &args.dial_concurrency {
-        Some(v) => count("--dial-concurrency", v)?,
+    let dial_concurrency = match dial_flag {
+        Some(n) => n,
         None if scenario == Scenario::LoginBurst => users,
         None => DEFAULT_DIAL_CONCURRENCY,
     }

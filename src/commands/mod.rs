@@ -58,6 +58,8 @@ pub async fn connect_with_spec(
     crate::secrets::checked_state_root()?;
     let file = spec::load_spec_file(spec_args.config.as_deref())?;
     let target = crate::target::resolve(args, file.target.as_ref())?;
+    // Every bad value is refused before the connection (exit 2, the engine untouched).
+    spec_from(file.clone(), spec_args)?;
     Ok((file, crate::target::Target::connect(&target).await?))
 }
 

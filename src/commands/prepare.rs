@@ -1,7 +1,7 @@
 //! `exectl prepare`: check the flags (exit 2 naming the flag, nothing written), find the deployed stack,
 //! seed it, print the summary. Exit 0 when every check passed; 1 otherwise.
 
-use crate::cli::PrepareArgs;
+use crate::cli::{count_flag, PrepareArgs};
 use crate::error::UsageError;
 use crate::prepare::plan::{self, EmailPattern, Visibility};
 use crate::prepare::store::{self, Migration};
@@ -15,35 +15,27 @@ pub const DEFAULT_BATCH: usize = 5000;
 pub const DEFAULT_TOKEN_TTL: Duration = Duration::from_secs(7 * 86_400);
 pub const DEFAULT_SCHEMA_TIMEOUT: Duration = Duration::from_secs(60);
 
-fn number(flag: &str, value: &str, min: u64, max: u64) -> Result<u64, UsageError> {
-    match value.trim().parse::<u64>() {
-        Ok(n) if (min..=max).contains(&n) => Ok(n),
-        _ => Err(UsageError::new(
-            flag,
-            value,
-            format!("expected a whole number from {min} to {max}"),
-            format!("pass a number from {min} to {max}"),
-        )),
-    }
+/// Longest --token-ttl: ten years (a JWT's exp is seconds since 1970 in an i64).
+const MAX_TOKEN_TTL: Duration = Duration::from_secs(3650 * 86_400);
+/// Longest --schema-timeout.
+const MAX_SCHEMA_TIMEOUT: Duration = Duration::from_secs(86_400);
+
+/// A token's lifetime in whole seconds (its exp claim), at least 1s.
+fn token_ttl(value: &str) -> Result<Duration, UsageError> {
+    let ttl = crate::core::units::whole_seconds_in(value, Duration::from_secs(1), MAX_TOKEN_TTL);
+    crate::cli::checked("--token-ttl", value, ttl).map(Duration::from_secs)
 }
 
-/// "7d", "12h", "3600s", "1h30m", bare seconds.
-fn duration(flag: &str, value: &str) -> Result<Duration, UsageError> {
-    let parsed = match value.trim().strip_suffix('d') {
-        Some(days) => days
-            .parse::<u64>()
-            .ok()
-            .map(|d| Duration::from_secs(d * 86_400)),
-        None => crate::load::parse_duration(value),
-    };
-    parsed.filter(|d| !d.is_zero()).ok_or_else(|| {
-        UsageError::new(
-            flag,
-            value,
-            "not a duration",
-            "write e.g. 3600s, 12h, 7d or 1m30s",
-        )
-    })
+fn schema_timeout(value: &Option<String>) -> Result<Duration, UsageError> {
+    match value {
+        None => Ok(DEFAULT_SCHEMA_TIMEOUT),
+        Some(t) => crate::cli::duration_flag(
+            "--schema-timeout",
+            t,
+            Duration::from_millis(1),
+            MAX_SCHEMA_TIMEOUT,
+        ),
+    }
 }
 
 fn password(args: &PrepareArgs) -> Result<String, UsageError> {
@@ -89,37 +81,34 @@ pub fn options(args: &PrepareArgs) -> Result<Options, UsageError> {
             "pass --accounts N (or --reset to remove what prepare made)",
         ));
     };
-    let accounts = number("--accounts", accounts, 0, 10_000_000)?;
+    let accounts = count_flag("--accounts", accounts, 0, 10_000_000)?;
     let projects = args
         .projects
         .as_deref()
-        .map(|v| number("--projects", v, 0, 10_000_000))
+        .map(|v| count_flag("--projects", v, 0, 10_000_000))
         .transpose()?;
     let k = args
         .users_per_project
         .as_deref()
-        .map(|v| number("--users-per-project", v, 0, 10_000_000))
+        .map(|v| count_flag("--users-per-project", v, 0, 10_000_000))
         .transpose()?;
     let shape = plan::shape(accounts, projects, k)?;
     pattern.check_length(shape.accounts)?;
     let visibility = Visibility::parse(&args.visibility)?;
     let bcrypt_cost = match &args.bcrypt_cost {
-        Some(c) => number("--bcrypt-cost", c, 4, 31)? as u32,
+        Some(c) => count_flag("--bcrypt-cost", c, 4, 31)? as u32,
         None => DEFAULT_COST,
     };
     let batch = match &args.batch_size {
-        Some(b) => number("--batch-size", b, 1, 100_000)? as usize,
+        Some(b) => count_flag("--batch-size", b, 1, 100_000)? as usize,
         None => DEFAULT_BATCH,
     };
     let token_ttl = match (args.mint_tokens, &args.token_ttl) {
         (false, _) => None,
         (true, None) => Some(DEFAULT_TOKEN_TTL),
-        (true, Some(t)) => Some(duration("--token-ttl", t)?),
+        (true, Some(t)) => Some(token_ttl(t)?),
     };
-    let schema_timeout = match &args.schema_timeout {
-        Some(t) => duration("--schema-timeout", t)?,
-        None => DEFAULT_SCHEMA_TIMEOUT,
-    };
+    let schema_timeout = schema_timeout(&args.schema_timeout)?;
     Ok(Options {
         via: Via::parse(&args.via)?,
         plan: plan::plan(shape, &pattern, visibility),
@@ -148,10 +137,7 @@ pub async fn run(args: &PrepareArgs) -> Result<bool> {
     }
     let (opts, pattern) = if args.reset {
         let pattern = EmailPattern::parse(&args.email_pattern)?;
-        let timeout = match &args.schema_timeout {
-            Some(t) => duration("--schema-timeout", t)?,
-            None => DEFAULT_SCHEMA_TIMEOUT,
-        };
+        let timeout = schema_timeout(&args.schema_timeout)?;
         (None, (pattern, timeout))
     } else {
         let o = options(args)?;

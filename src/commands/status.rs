@@ -1,43 +1,22 @@
 //! `exectl status`: the stack's state in one command with an exit code (the seed's manual checks).
 
-use crate::cli::StatusArgs;
-use crate::engine::desired::duration_ns;
-use crate::error::UsageError;
+use crate::cli::{duration_flag, StatusArgs};
 use crate::status::{self, report};
 use anyhow::Result;
 use std::io::IsTerminal;
 use std::time::Duration;
 
-fn duration(flag: &'static str, text: &str) -> Result<Duration> {
-    match duration_ns(text) {
-        Ok(ns) if ns >= 0 => Ok(Duration::from_nanos(ns as u64)),
-        Ok(_) => {
-            Err(UsageError::new(flag, text, "out of range", "pass a duration such as 30s").into())
-        }
-        Err(e) => {
-            Err(UsageError::new(flag, text, format!("{e}"), "pass a duration such as 30s").into())
-        }
-    }
-}
-
 /// `--watch` refreshes no faster than this: each refresh probes every container and instance.
 const MIN_INTERVAL: Duration = Duration::from_secs(1);
+/// Longest --interval and --settle.
+const MAX_WAIT: Duration = Duration::from_secs(3600);
 
 /// Returns the exit code: 0 when the verdict is ok or warn, 1 when it is fail (a service missing or
 /// not running, an instance that does not answer, or an --expect-* check that does not hold).
 pub async fn run(args: &StatusArgs) -> Result<i32> {
     let stack = crate::spec::resolve_stack_name(args.stack.as_deref())?;
-    let settle = duration("--settle", &args.settle)?;
-    let interval = duration("--interval", &args.interval)?;
-    if interval < MIN_INTERVAL {
-        return Err(UsageError::new(
-            "--interval",
-            &args.interval,
-            "out of range: each refresh probes every container and instance of the stack",
-            "pass 1s or more",
-        )
-        .into());
-    }
+    let settle = duration_flag("--settle", &args.settle, Duration::ZERO, MAX_WAIT)?;
+    let interval = duration_flag("--interval", &args.interval, MIN_INTERVAL, MAX_WAIT)?;
     let target = super::connect(&args.target).await?;
     let deployed = status::read_deployed(&target, &stack)?;
     loop {

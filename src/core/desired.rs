@@ -188,40 +188,12 @@ fn start_order(mut pending: Vec<DesiredService>) -> Result<Vec<DesiredService>> 
     Ok(ordered)
 }
 
-/// Parse a compose duration such as "30s", "1m30s", "500ms" into nanoseconds.
+/// A compose duration such as "30s", "1m30s", "500ms" in nanoseconds, as the engine's healthcheck
+/// takes them (read by `core::units`, the one duration reader).
 pub fn duration_ns(text: &str) -> Result<i64> {
-    let mut total: i64 = 0;
-    let mut num = String::new();
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c.is_ascii_digit() {
-            num.push(c);
-            continue;
-        }
-        let unit: i64 = match c {
-            'h' => 3_600_000_000_000,
-            'm' if chars.peek() == Some(&'s') => {
-                chars.next();
-                1_000_000
-            }
-            'm' => 60_000_000_000,
-            's' => 1_000_000_000,
-            _ => bail!("cannot read duration {text:?}"),
-        };
-        let n: i64 = num
-            .parse()
-            .map_err(|_| anyhow::anyhow!("cannot read duration {text:?}"))?;
-        // Checked: an absurd value is an error, never an overflow.
-        total = n
-            .checked_mul(unit)
-            .and_then(|v| total.checked_add(v))
-            .ok_or_else(|| anyhow::anyhow!("duration {text:?} is out of range"))?;
-        num.clear();
-    }
-    if !num.is_empty() {
-        bail!("duration {text:?} lacks a unit");
-    }
-    Ok(total)
+    let d = crate::core::units::duration(text)
+        .map_err(|e| anyhow::anyhow!("cannot read duration {text:?}: {}", e.problem))?;
+    i64::try_from(d.as_nanos()).map_err(|_| anyhow::anyhow!("duration {text:?} is out of range"))
 }
 
 #[cfg(test)]

@@ -11,3 +11,4 @@ pub mod plan;
 pub mod seed;
 pub mod status;
 pub mod traefik;
+pub mod units;

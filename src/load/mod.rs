@@ -106,58 +106,9 @@ pub struct LoadOptions {
     pub progress: bool,
 }
 
-/// "30s", "500ms", "2m", "1h", "1m30s", or bare seconds ("45", "0.5").
-pub fn parse_duration(s: &str) -> Option<Duration> {
-    let s = s.trim();
-    if s.is_empty() {
-        return None;
-    }
-    if let Ok(secs) = s.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
-    }
-    let mut total = Duration::ZERO;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let num_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let value: f64 = rest[..num_end].parse().ok()?;
-        rest = &rest[num_end..];
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit_end] {
-            "ms" => 0.001,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
-        };
-        rest = &rest[unit_end..];
-        total += Duration::from_secs_f64(value * scale);
-    }
-    Some(total)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        let d = |s| parse_duration(s);
-        assert_eq!(d("30s"), Some(Duration::from_secs(30)));
-        assert_eq!(d("500ms"), Some(Duration::from_millis(500)));
-        assert_eq!(d("2m"), Some(Duration::from_secs(120)));
-        assert_eq!(d("1m30s"), Some(Duration::from_secs(90)));
-        assert_eq!(d("1h"), Some(Duration::from_secs(3600)));
-        assert_eq!(d("45"), Some(Duration::from_secs(45)));
-        assert_eq!(d("0.5"), Some(Duration::from_millis(500)));
-        assert_eq!(d("0"), Some(Duration::ZERO));
-        for bad in ["", "-1", "5x", "s", "1.2.3s", "ms5"] {
-            assert_eq!(d(bad), None, "{bad}");
-        }
-    }
 
     #[test]
     fn scenario_names() {

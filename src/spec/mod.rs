@@ -6,7 +6,9 @@ mod resolve;
 mod yaml_tree;
 
 pub use input::{load_images_file, load_spec_file, Origin, Raw, SpecInput};
-pub use resolve::{memory_size, resolve, resolve_stack_name, DEFAULT_STACK, MIN_MEMORY};
+pub use resolve::{
+    memory_size, resolve, resolve_stack_name, DEFAULT_STACK, MAX_CPUS, MIN_CPUS, MIN_MEMORY,
+};
 
 use serde::Serialize;
 use std::collections::BTreeMap;

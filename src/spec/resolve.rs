@@ -2,8 +2,10 @@
 
 use super::input::{Raw, SpecInput};
 use super::{Db, Images, LbAlgorithm, NginxSpec, NginxVariant, Spec, Topology};
+use crate::core::units::{self, Invalid};
 use crate::error::UsageError;
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// App environment variables exectl sets itself: a `--set` may not change them, or the stack would break
 /// silently (wrong DB, mismatched secrets). Each names the flag to use instead.
@@ -63,7 +65,7 @@ pub fn resolve(input: SpecInput) -> Result<Spec, UsageError> {
         match &input.instances {
             None => 2,
             Some(r) => {
-                let n = parse_u64(r, "a whole number of app instances")?;
+                let n = parse_in(r, 0, u64::MAX)?;
                 if n < 2 {
                     return Err(r.error(
                         "an HA stack needs at least 2 app instances",
@@ -99,7 +101,7 @@ pub fn resolve(input: SpecInput) -> Result<Spec, UsageError> {
 
     let nofile = match &input.nofile {
         None => 200_000,
-        Some(r) => parse_in(r, 1024, 1 << 20, "a whole number of open files")?,
+        Some(r) => parse_in(r, 1024, 1 << 20)?,
     };
 
     let nginx = if ha {
@@ -274,10 +276,10 @@ fn resolve_nginx(input: &SpecInput, nofile: u64) -> Result<NginxSpec, UsageError
         };
     }
     if let Some(r) = &input.worker_connections {
-        wc = parse_in(r, 1, 1 << 20, "a whole number of connections per worker")?;
+        wc = parse_in(r, 1, 1 << 20)?;
     }
     if let Some(r) = &input.worker_rlimit_nofile {
-        rlimit = Some(parse_in(r, 1, 1 << 20, "a whole number of open files")?);
+        rlimit = Some(parse_in(r, 1, 1 << 20)?);
     }
     if let Some(limit) = rlimit {
         // Each proxied socket holds two descriptors (client side and upstream side).
@@ -447,27 +449,19 @@ fn resolve_images(overrides: &[(String, Raw)]) -> Result<Images, UsageError> {
     Ok(images)
 }
 
-fn parse_u64(r: &Raw, what: &str) -> Result<u64, UsageError> {
-    r.value
-        .parse::<u64>()
-        .map_err(|_| r.error(format!("expected {what}"), format!("pass {what}")))
+/// A field's value as read by `core::units`, or the field's UsageError.
+fn checked<T>(r: &Raw, parsed: Result<T, Invalid>) -> Result<T, UsageError> {
+    parsed.map_err(|i| r.error(i.problem, i.fix))
 }
 
-fn parse_in(r: &Raw, min: u64, max: u64, what: &str) -> Result<u64, UsageError> {
-    let v = parse_u64(r, what)?;
-    if v < min || v > max {
-        return Err(r.error(
-            format!("out of range {min}..={max}"),
-            format!("pass a value from {min} to {max}"),
-        ));
-    }
-    Ok(v)
+fn parse_in(r: &Raw, min: u64, max: u64) -> Result<u64, UsageError> {
+    checked(r, units::count_in(&r.value, min, max))
 }
 
 fn port(r: &Option<Raw>, default: u16) -> Result<u16, UsageError> {
     match r {
         None => Ok(default),
-        Some(r) => Ok(parse_in(r, 1, 65535, "a TCP port number")? as u16),
+        Some(r) => Ok(parse_in(r, 1, 65535)? as u16),
     }
 }
 
@@ -479,83 +473,44 @@ fn parse_bool(r: &Raw) -> Result<bool, UsageError> {
     }
 }
 
+/// A healthcheck interval, rendered as whole seconds: 1s..=60m.
 fn parse_duration_s(r: &Raw) -> Result<u32, UsageError> {
-    let v = r.value.as_str();
-    let (num, mult) = if let Some(n) = v.strip_suffix('m') {
-        (n, 60)
-    } else {
-        (v.strip_suffix('s').unwrap_or(v), 1)
-    };
-    let secs = num
-        .parse::<u32>()
-        .ok()
-        .and_then(|n| n.checked_mul(mult))
-        .filter(|s| (1..=3600).contains(s));
-    secs.ok_or_else(|| {
-        r.error(
-            "expected a duration from 1s to 60m",
-            "pass a value such as 5s or 30s",
-        )
-    })
+    let secs = units::whole_seconds_in(&r.value, Duration::from_secs(1), Duration::from_secs(3600));
+    checked(r, secs).map(|s| s as u32)
 }
 
 /// The engine's smallest CPU limit (NanoCpus of 10^7): below it the limit rounds to none at all.
 pub const MIN_CPUS: f64 = 0.01;
-const MAX_CPUS: f64 = 1024.0;
+pub const MAX_CPUS: f64 = 1024.0;
 
 /// A CPU limit, normalised (`+2` → `2`, `1.50` → `1.5`) so that the rendered file and the run record
 /// say one thing for one value.
 fn parse_cpus(r: &Raw) -> Result<String, UsageError> {
     let fix = "pass a number of CPUs from 0.01 to 1024, such as 2 or 1.5";
-    let v: f64 = r
-        .value
-        .parse()
-        .map_err(|_| r.error("not a number of CPUs", fix))?;
-    // NaN and the infinities fail this too.
-    if !(MIN_CPUS..=MAX_CPUS).contains(&v) {
-        return Err(r.error(
-            "out of range 0.01..=1024 (the engine's smallest CPU limit is 0.01; below it no limit is applied)",
-            fix,
-        ));
-    }
+    let v = checked(r, units::decimal_in(&r.value, MIN_CPUS, MAX_CPUS)).map_err(|mut e| {
+        if e.problem.starts_with("out of range") {
+            e.problem = "out of range 0.01..=1024 (the engine's smallest CPU limit is 0.01; below it no limit is applied)".into();
+        }
+        e.fix = fix.into();
+        e
+    })?;
     // Whole NanoCpus, as the engine stores them: what is rendered is what is applied.
     let nano = (v * 1e9).round() / 1e9;
     Ok(format!("{nano}"))
 }
 
-/// Bytes of a memory size such as `512m`, `1.5g`, `64k`, `100b` or a plain number (k/m/g are powers of
-/// 1024, as Docker reads them). Pure; the one parser of sizes for the spec, deploy and doctor.
+/// Bytes of a memory size such as `512m`, `1.5g`, `64k`, `100b` or a plain number (see
+/// `core::units::size`, the one reader of sizes).
 pub fn memory_size(text: &str) -> Option<u64> {
-    let v = text.trim().to_ascii_lowercase();
-    let (num, mult) = match v.chars().last() {
-        Some('k') => (&v[..v.len() - 1], 1u64 << 10),
-        Some('m') => (&v[..v.len() - 1], 1 << 20),
-        Some('g') => (&v[..v.len() - 1], 1 << 30),
-        Some('b') => (&v[..v.len() - 1], 1),
-        _ => (v.as_str(), 1),
-    };
-    num.parse::<f64>()
-        .ok()
-        .filter(|n| {
-            n.is_finite() && *n > 0.0 && num.chars().all(|c| c.is_ascii_digit() || c == '.')
-        })
-        .map(|n| n * mult as f64)
-        // The engine takes an i64 of bytes: a larger size is refused, never saturated.
-        .filter(|b| *b < i64::MAX as f64)
-        .map(|b| b as u64)
+    units::size(text).ok()
 }
 
 /// Docker refuses memory limits below 6 MiB.
 pub const MIN_MEMORY: u64 = 6 << 20;
 
 fn parse_memory(r: &Raw) -> Result<(String, u64), UsageError> {
-    match memory_size(&r.value) {
-        Some(b) if b >= MIN_MEMORY => Ok((r.value.to_ascii_lowercase(), b)),
-        _ => Err(r.error(
-            "expected a memory size of at least 6m",
-            "pass a size such as 512m or 2g",
-        )),
-    }
+    let b = checked(r, units::size_at_least(&r.value, MIN_MEMORY, "6m"))?;
+    Ok((r.value.to_ascii_lowercase(), b))
 }
 
 #[cfg(test)]

@@ -98,16 +98,13 @@ pub fn resolve(
         (None, None, None) => ("--target".to_string(), "local".to_string()),
     };
     let url = ssh::url::parse(&field, &value)?;
-    let timeout = crate::load::parse_duration(&args.connect_timeout)
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| {
-            UsageError::new(
-                "--connect-timeout",
-                &args.connect_timeout,
-                "not a positive duration",
-                "write e.g. 10s or 500ms",
-            )
-        })?;
+    // ssh2 takes whole milliseconds in a u32 (0 is "no timeout"): 1ms..=1h.
+    let timeout = crate::cli::duration_flag(
+        "--connect-timeout",
+        &args.connect_timeout,
+        std::time::Duration::from_millis(1),
+        std::time::Duration::from_secs(3600),
+    )?;
     if !args.docker_socket.starts_with('/') {
         return Err(UsageError::new(
             "--docker-socket",

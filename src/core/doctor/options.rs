@@ -1,7 +1,9 @@
 //! doctor's flags, checked: each bad value is a `UsageError` naming the flag, the value and the fix.
 
 use super::assess::{Limits, Options};
+use crate::core::units::{self, Invalid};
 use crate::error::UsageError;
+use crate::spec::{MAX_CPUS, MIN_CPUS};
 
 /// deploy's defaults for what the flags leave out.
 pub const DEFAULT_INSTANCES: u64 = 1;
@@ -53,63 +55,41 @@ pub fn options(g: &Given) -> Result<Options, UsageError> {
     })
 }
 
+/// Most --connections: far beyond one host's ports and files, short of any overflow in the checks.
+const MAX_CONNECTIONS: u64 = 1_000_000_000;
+
+/// A flag read by `core::units`, with this flag's own fix.
+fn flag<T>(flag: &str, v: &str, parsed: Result<T, Invalid>, fix: &str) -> Result<T, UsageError> {
+    parsed.map_err(|i| UsageError::new(flag, v, i.problem, fix))
+}
+
 pub fn parse_connections(v: &str) -> Result<u64, UsageError> {
-    v.trim()
-        .replace('_', "")
-        .parse::<u64>()
-        .ok()
-        .filter(|n| *n >= 1)
-        .ok_or_else(|| {
-            UsageError::new(
-                "--connections",
-                v,
-                "expected a whole number of connections, at least 1",
-                "pass the connections the benchmark will hold, e.g. --connections 10000",
-            )
-        })
+    flag(
+        "--connections",
+        v,
+        units::count_in(v, 1, MAX_CONNECTIONS),
+        "pass the connections the benchmark will hold, e.g. --connections 10000",
+    )
 }
 
 fn parse_instances(v: &str) -> Result<u64, UsageError> {
-    v.trim()
-        .parse::<u64>()
-        .ok()
-        .filter(|n| (1..=64).contains(n))
-        .ok_or_else(|| {
-            UsageError::new(
-                "--instances",
-                v,
-                "expected a whole number of app instances from 1 to 64",
-                "pass e.g. --instances 4",
-            )
-        })
+    let n = units::count_in(v, 1, 64);
+    flag("--instances", v, n, "pass e.g. --instances 4 (1 to 64)")
 }
 
 fn parse_cpus(v: &str) -> Result<f64, UsageError> {
-    v.trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|c| c.is_finite() && *c > 0.0 && *c <= 1024.0)
-        .ok_or_else(|| {
-            UsageError::new(
-                "--cpus",
-                v,
-                "expected a positive number of CPUs per app instance",
-                "pass e.g. --cpus 2 or --cpus 1.5",
-            )
-        })
+    let c = units::decimal_in(v, MIN_CPUS, MAX_CPUS);
+    flag(
+        "--cpus",
+        v,
+        c,
+        "pass e.g. --cpus 2 or --cpus 1.5 (0.01 to 1024)",
+    )
 }
 
 fn parse_memory(v: &str) -> Result<u64, UsageError> {
-    crate::spec::memory_size(v)
-        .filter(|b| *b >= crate::spec::MIN_MEMORY)
-        .ok_or_else(|| {
-            UsageError::new(
-                "--memory",
-                v,
-                "expected a memory size of at least 6m per app instance",
-                "pass e.g. --memory 512m or --memory 2g",
-            )
-        })
+    let b = units::size_at_least(v, crate::spec::MIN_MEMORY, "6m");
+    flag("--memory", v, b, "pass e.g. --memory 512m or --memory 2g")
 }
 
 /// The app instances' limits recorded in a deployed stack's exectl.lock.json (`spec.instances`,
