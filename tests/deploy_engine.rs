@@ -27,17 +27,17 @@ fn args<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn ha_deploys_converges_scales_and_tears_down() {
     let d = docker().await;
-    let x = Exectl::new();
-    x.purge_leftovers(&["t-ha"]).await;
-    let stack = "t-ha";
+    let s = Stack::new("ha").await;
+    let (x, stack, port) = (&*s.x, s.name.as_str(), Stack::port());
     let mut base = vec![
         "ha",
         "--stack",
         stack,
         "--lb-port",
-        "18190",
+        &port,
         "--cpus",
         "1",
         "--memory",
@@ -66,7 +66,7 @@ async fn ha_deploys_converges_scales_and_tears_down() {
         (Some(1.0), Some(512 << 20))
     );
 
-    let counts = spread(&d, stack, "18190", &["app-1", "app-2"], 40).await;
+    let counts = spread(&d, stack, &port, &["app-1", "app-2"], 40).await;
     assert_eq!(counts.iter().sum::<u64>(), 40, "{counts:?}");
     assert!(
         counts.iter().all(|c| *c > 0),
@@ -98,7 +98,7 @@ async fn ha_deploys_converges_scales_and_tears_down() {
     let four = x.deploy_json(&args(&base, &["--instances", "4"]));
     assert_eq!(four["changed"], 3, "{four}");
     let apps = ["app-1", "app-2", "app-3", "app-4"];
-    let counts = spread(&d, stack, "18190", &apps, 40).await;
+    let counts = spread(&d, stack, &port, &apps, 40).await;
     assert_eq!(counts.iter().sum::<u64>(), 40, "{counts:?}");
     assert!(
         counts.iter().all(|c| *c > 0),
@@ -130,16 +130,21 @@ async fn ha_deploys_converges_scales_and_tears_down() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn single_mariadb_routes_by_host_and_teardown_spares_other_stacks() {
     let d = docker().await;
-    let x = Exectl::new();
-    x.purge_leftovers(&["t-single", "t-other"]).await;
+    let single = Stack::new("single").await;
+    let spare = single.beside("other").await;
+    let x = &*single.x;
+    let (t_single, t_other) = (single.name.as_str(), spare.name.as_str());
+    let (port, other_port) = (Stack::port(), Stack::port());
+    let host = format!("{t_single}.localhost");
     let first = x.deploy_json(&[
         "single",
         "--stack",
-        "t-single",
+        t_single,
         "--http-port",
-        "18180",
+        &port,
         "--nofile",
         "20000",
     ]);
@@ -147,11 +152,11 @@ async fn single_mariadb_routes_by_host_and_teardown_spares_other_stacks() {
     let other = x.deploy_json(&[
         "single",
         "--stack",
-        "t-other",
+        t_other,
         "--db",
         "sqlite",
         "--http-port",
-        "18181",
+        &other_port,
         "--nofile",
         "20000",
     ]);
@@ -159,13 +164,13 @@ async fn single_mariadb_routes_by_host_and_teardown_spares_other_stacks() {
 
     // Through Traefik, the Host header decides: the stack's host reaches the app, another does not.
     let client = reqwest::Client::new();
-    let get = |host: &'static str| {
+    let get = |host: &str| {
         client
-            .get("http://127.0.0.1:18180/healthcheck")
+            .get(format!("http://127.0.0.1:{port}/healthcheck"))
             .header("Host", host)
             .send()
     };
-    let ok = get("t-single.localhost").await.unwrap();
+    let ok = get(&host).await.unwrap();
     assert_eq!(ok.status(), 200);
     let body: serde_json::Value = ok.json().await.unwrap();
     assert_eq!(body["status"], "ok");
@@ -173,31 +178,31 @@ async fn single_mariadb_routes_by_host_and_teardown_spares_other_stacks() {
     // The app really talks to MariaDB: a seeded user logs in through Traefik.
     seed_owner(
         &d,
-        "t-single",
+        t_single,
         "mariadb",
         "via-traefik@exelearning.net",
         "pw-1234",
     )
     .await;
     login(
-        "http://127.0.0.1:18180",
-        Some("t-single.localhost"),
+        &format!("http://127.0.0.1:{port}"),
+        Some(host.as_str()),
         "via-traefik@exelearning.net",
         "pw-1234",
     )
     .await;
 
     // Data kept but secrets lost: refused before anything changes, naming the way out.
-    let secrets = x.stack_dir("t-single").join("secrets.env");
+    let secrets = x.stack_dir(t_single).join("secrets.env");
     let saved = std::fs::read(&secrets).unwrap();
     std::fs::remove_file(&secrets).unwrap();
     let out = x.run(&[
         "deploy",
         "single",
         "--stack",
-        "t-single",
+        t_single,
         "--http-port",
-        "18180",
+        &port,
         "--nofile",
         "20000",
         "--images",
@@ -213,35 +218,34 @@ async fn single_mariadb_routes_by_host_and_teardown_spares_other_stacks() {
     std::fs::write(&secrets, saved).unwrap();
 
     // Without --purge the data stays; with it nothing labelled t-single remains; t-other is untouched.
-    let kept = x.ok(&["teardown", "--stack", "t-single"]);
+    let kept = x.ok(&["teardown", "--stack", t_single]);
     assert!(kept.contains("kept volumes"), "{kept}");
-    x.ok(&["teardown", "--stack", "t-single", "--purge"]);
-    assert!(labelled(&d, "t-single").await.is_empty());
-    let again = x.ok(&["teardown", "--stack", "t-single"]);
+    x.ok(&["teardown", "--stack", t_single, "--purge"]);
+    assert!(labelled(&d, t_single).await.is_empty());
+    let again = x.ok(&["teardown", "--stack", t_single]);
     assert!(again.contains("nothing to remove"), "{again}");
-    let others = exectl::engine::observe::observe(&d, "t-other")
-        .await
-        .unwrap();
+    let others = exectl::engine::observe::observe(&d, t_other).await.unwrap();
     assert_eq!(others.containers.len(), 2);
     assert!(others.containers.iter().all(|c| c.state == "running"));
-    x.ok(&["teardown", "--stack", "t-other", "--purge"]);
-    assert!(labelled(&d, "t-other").await.is_empty());
+    x.ok(&["teardown", "--stack", t_other, "--purge"]);
+    assert!(labelled(&d, t_other).await.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn interrupted_deploy_converges_on_the_next_run() {
     let d = docker().await;
-    let x = Exectl::new();
-    x.purge_leftovers(&["t-int"]).await;
+    let s = Stack::new("int").await;
+    let (x, t_int, port) = (&*s.x, s.name.as_str(), Stack::port());
     let flags = [
         "deploy",
         "single",
         "--stack",
-        "t-int",
+        t_int,
         "--db",
         "sqlite",
         "--http-port",
-        "18182",
+        &port,
         "--nofile",
         "20000",
         "--images",
@@ -258,7 +262,7 @@ async fn interrupted_deploy_converges_on_the_next_run() {
     // Kill it while it waits for the app to turn healthy.
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
-        let o = exectl::engine::observe::observe(&d, "t-int").await.unwrap();
+        let o = exectl::engine::observe::observe(&d, t_int).await.unwrap();
         if o.containers
             .iter()
             .any(|c| c.service == "app" && c.state == "running")
@@ -282,23 +286,23 @@ async fn interrupted_deploy_converges_on_the_next_run() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(
-        x.stack_dir("t-int").join("exectl.lock").exists(),
+        x.stack_dir(t_int).join("exectl.lock").exists(),
         "the killed run left its lock"
     );
 
     let out = x.deploy_json(&[
         "single",
         "--stack",
-        "t-int",
+        t_int,
         "--db",
         "sqlite",
         "--http-port",
-        "18182",
+        &port,
         "--nofile",
         "20000",
     ]);
     assert_eq!(out["ok"], true, "{out}");
-    for c in exectl::engine::observe::observe(&d, "t-int")
+    for c in exectl::engine::observe::observe(&d, t_int)
         .await
         .unwrap()
         .containers
@@ -306,7 +310,7 @@ async fn interrupted_deploy_converges_on_the_next_run() {
         assert_eq!(c.state, "running", "{}", c.name);
     }
     let health = d
-        .inspect_container("exectl-t-int-app", None)
+        .inspect_container(&s.container("app"), None)
         .await
         .unwrap()
         .state
@@ -315,14 +319,15 @@ async fn interrupted_deploy_converges_on_the_next_run() {
         .unwrap()
         .status;
     assert_eq!(health, Some(bollard::models::HealthStatusEnum::HEALTHY));
-    x.ok(&["teardown", "--stack", "t-int", "--purge"]);
+    x.ok(&["teardown", "--stack", t_int, "--purge"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn preflight_refuses_what_the_target_cannot_give_before_creating_anything() {
     let d = docker().await;
-    let x = Exectl::new();
-    x.purge_leftovers(&["t-pre"]).await;
+    let s = Stack::new("pre").await;
+    let (x, t_pre) = (&*s.x, s.name.as_str());
     for (flags, field) in [
         (vec!["--nofile", "200000"], "--nofile"),
         (
@@ -340,7 +345,7 @@ async fn preflight_refuses_what_the_target_cannot_give_before_creating_anything(
         ),
     ] {
         let out = x.run(&args(
-            &["deploy", "ha", "--stack", "t-pre", "--images", FIXTURES],
+            &["deploy", "ha", "--stack", t_pre, "--images", FIXTURES],
             &flags,
         ));
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -353,16 +358,17 @@ async fn preflight_refuses_what_the_target_cannot_give_before_creating_anything(
             assert!(stderr.contains("20000"), "names the limit: {stderr}");
         }
     }
-    assert!(labelled(&d, "t-pre").await.is_empty(), "nothing created");
-    assert!(!x.stack_dir("t-pre").exists(), "no state written");
+    assert!(labelled(&d, t_pre).await.is_empty(), "nothing created");
+    assert!(!x.stack_dir(t_pre).exists(), "no state written");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn a_held_lock_stops_a_second_deploy_at_once_and_names_its_holder() {
     let d = docker().await;
-    let x = Exectl::new();
-    x.purge_leftovers(&["t-lock"]).await;
-    let dir = x.stack_dir("t-lock");
+    let s = Stack::new("lock").await;
+    let (x, t_lock) = (&*s.x, s.name.as_str());
+    let dir = x.stack_dir(t_lock);
     std::fs::create_dir_all(&dir).unwrap();
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
     let holder = serde_json::json!({
@@ -372,10 +378,10 @@ async fn a_held_lock_stops_a_second_deploy_at_once_and_names_its_holder() {
     std::fs::write(dir.join("exectl.lock"), holder.to_string()).unwrap();
     for cmd in [
         vec![
-            "deploy", "single", "--stack", "t-lock", "--db", "sqlite", "--nofile", "20000",
+            "deploy", "single", "--stack", t_lock, "--db", "sqlite", "--nofile", "20000",
             "--images", FIXTURES,
         ],
-        vec!["teardown", "--stack", "t-lock"],
+        vec!["teardown", "--stack", t_lock],
     ] {
         let out = x.run(&cmd);
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -390,25 +396,26 @@ async fn a_held_lock_stops_a_second_deploy_at_once_and_names_its_holder() {
             "{stderr}"
         );
     }
-    assert!(labelled(&d, "t-lock").await.is_empty());
+    assert!(labelled(&d, t_lock).await.is_empty());
     // Broken explicitly, the lock no longer stops a (no-op) teardown.
-    x.ok(&["teardown", "--stack", "t-lock", "--break-lock"]);
+    x.ok(&["teardown", "--stack", t_lock, "--break-lock"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn health_gate_timeout_names_the_service_and_shows_its_logs() {
     let d = docker().await;
-    let x = Exectl::new();
-    x.purge_leftovers(&["t-bad"]).await;
+    let s = Stack::new("bad").await;
+    let (x, t_bad, port) = (&*s.x, s.name.as_str(), Stack::port());
     let out = x.run(&[
         "deploy",
         "single",
         "--stack",
-        "t-bad",
+        t_bad,
         "--db",
         "sqlite",
         "--http-port",
-        "18183",
+        &port,
         "--nofile",
         "20000",
         "--images",
@@ -427,6 +434,6 @@ async fn health_gate_timeout_names_the_service_and_shows_its_logs() {
         stderr.contains("STANDIN_FAULT"),
         "shows the app's own log line: {stderr}"
     );
-    x.ok(&["teardown", "--stack", "t-bad", "--purge"]);
-    assert!(labelled(&d, "t-bad").await.is_empty());
+    x.ok(&["teardown", "--stack", t_bad, "--purge"]);
+    assert!(labelled(&d, t_bad).await.is_empty());
 }

@@ -3,25 +3,7 @@
 
 mod common;
 
-use common::{doctor_check, Exectl};
-use std::process::Command;
-
-const FOREIGN: &str = "exectl-doctor-foreign";
-
-fn remove_foreign() {
-    let _ = Command::new("docker")
-        .args(["rm", "-f", FOREIGN])
-        .output()
-        .unwrap();
-}
-
-/// Removes the foreign container when the test ends, passed or not.
-struct Cleanup;
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        remove_foreign();
-    }
-}
+use common::{doctor_check, stack_prefix, Exectl, Foreign};
 
 fn doctor(x: &Exectl, extra: &[&str]) -> (i32, serde_json::Value) {
     let mut args = vec!["doctor", "--json"];
@@ -48,30 +30,26 @@ fn port_range_size() -> u64 {
 }
 
 #[tokio::test]
+#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn doctor_warns_about_a_foreign_container_and_fails_beyond_the_port_range() {
     common::docker().await;
     let x = Exectl::new();
-    remove_foreign();
-    let _cleanup = Cleanup;
-    let run = Command::new("docker")
-        .args([
+    let name = format!("exectl-{}doctor-foreign", stack_prefix());
+    // Removed when the test ends, passed or not.
+    let f = Foreign::start(
+        &name,
+        &[
             "run",
             "-d",
             "--name",
-            FOREIGN,
+            &name,
             // No network: the check is about the container, not its bridge.
             "--network",
             "none",
             "exectl-fixture/debian:bookworm",
             "sleep",
             "300",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "docker run: {}",
-        String::from_utf8_lossy(&run.stderr)
+        ],
     );
 
     // The shape: {target, checks: [{name, level, detail, fix}], summary: {pass, warn, fail}}.
@@ -92,7 +70,7 @@ async fn doctor_warns_about_a_foreign_container_and_fails_beyond_the_port_range(
     let foreign = doctor_check(&report, "foreign-containers");
     assert_eq!(foreign["level"], "warn", "{foreign}");
     let detail = foreign["detail"].as_str().unwrap();
-    assert!(detail.contains(FOREIGN), "{detail}");
+    assert!(detail.contains(&f.name), "{detail}");
     assert!(
         foreign["fix"].as_str().unwrap().contains("dedicated SUT"),
         "{foreign}"

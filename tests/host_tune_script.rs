@@ -27,6 +27,7 @@ fn run_in_namespaces(script: &str, flags: &[&str]) -> String {
 }
 
 #[test]
+#[ignore = "needs root (unshare: network and mount namespaces); bash scripts/test.sh runs it"]
 fn check_apply_is_idempotent_and_restore_brings_the_values_back() {
     let host_before = std::fs::read_to_string("/proc/sys/net/core/somaxconn").unwrap();
     let out = run_in_netns(
@@ -106,6 +107,7 @@ fn without_keep(section: &str) -> String {
 }
 
 #[test]
+#[ignore = "needs root (unshare: network and mount namespaces); bash scripts/test.sh runs it"]
 fn files_are_installed_recorded_and_put_back_under_root() {
     // A private mount namespace with a tmpfs as --root: /etc is never touched. The sysctls are under
     // --root too: the namespace's /proc/sys/net is mounted there, as in a chroot.
@@ -158,6 +160,7 @@ fn files_are_installed_recorded_and_put_back_under_root() {
 }
 
 #[test]
+#[ignore = "needs root (unshare: network and mount namespaces); bash scripts/test.sh runs it"]
 fn capacity_minimums_are_never_lowered() {
     let out = run_in_namespaces(
         r#"set -e

@@ -44,6 +44,7 @@ fn assert_all_held(r: (Option<i32>, serde_json::Value, String), how: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine and the fixture images; bash scripts/test.sh runs it"]
 async fn load_on_a_single_stack_sends_its_host() {
     let d = docker().await;
     let x = Exectl::new();

@@ -26,6 +26,7 @@ fn per_instance(r: &serde_json::Value) -> Vec<u64> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine and the fixture images; bash scripts/test.sh runs it"]
 async fn idle_1000_held_through_the_lb_then_idle_and_the_leak_is_caught() {
     let d = docker().await;
     let x = Exectl::new();

@@ -91,6 +91,7 @@ fn summary(child: std::process::Child) -> (Option<i32>, serde_json::Value) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn a_paused_instance_under_load_idle_produces_stalled_failures() {
     let d = docker().await;
     let x = Exectl::new();

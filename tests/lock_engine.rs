@@ -8,12 +8,12 @@ use common::*;
 use std::time::{Duration, Instant};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine and the fixture images; bash scripts/test.sh runs it"]
 async fn teardown_breaking_a_running_deploys_lock_converges() {
     let d = docker().await;
-    let x = Exectl::new();
-    let stack = "t-break";
-    x.purge_leftovers(&[stack]).await;
-    let mut args = vec!["deploy", "ha", "--stack", stack, "--lb-port", "18474"];
+    let s = Stack::new("break").await;
+    let (x, stack, port) = (&*s.x, s.name.as_str(), Stack::port());
+    let mut args = vec!["deploy", "ha", "--stack", stack, "--lb-port", &port];
     args.extend(HA_LIMITS);
     args.extend(["--images", FIXTURES, "--health-interval", "1s"]);
     // The teardown comes while the deploy waits for the database to turn healthy.
@@ -59,7 +59,7 @@ async fn teardown_breaking_a_running_deploys_lock_converges() {
         "{:?}",
         labelled(&d, stack).await
     );
-    let mut again = vec!["ha", "--stack", stack, "--lb-port", "18474"];
+    let mut again = vec!["ha", "--stack", stack, "--lb-port", &port];
     again.extend(HA_LIMITS);
     x.deploy_json(&again);
     assert!(
@@ -71,6 +71,7 @@ async fn teardown_breaking_a_running_deploys_lock_converges() {
 }
 
 #[test]
+#[ignore = "needs the Docker engine; bash scripts/test.sh runs it"]
 fn teardown_of_a_stack_never_deployed_leaves_no_state() {
     let x = Exectl::new();
     let out = x.ok(&["teardown", "--stack", "t-never-deployed"]);
@@ -81,10 +82,11 @@ fn teardown_of_a_stack_never_deployed_leaves_no_state() {
 
 /// A stack locked by a live holder is exit 4 for every command that takes the lock, naming the holder.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine and the fixture images; bash scripts/test.sh runs it"]
 async fn a_held_lock_is_exit_4() {
     let d = docker().await;
-    let x = Exectl::new();
-    let stack = "t-held";
+    let s = Stack::new("held").await;
+    let (x, stack, port) = (&*s.x, s.name.as_str(), Stack::port());
     let dir = x.stack_dir(stack);
     std::fs::create_dir_all(&dir).unwrap();
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
@@ -100,7 +102,7 @@ async fn a_held_lock_is_exit_4() {
         "--stack",
         stack,
         "--http-port",
-        "18475",
+        &port,
         "--nofile",
         "20000",
         "--images",

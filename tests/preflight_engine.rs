@@ -26,11 +26,11 @@ async fn refused(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn what_the_target_cannot_give_is_refused_by_plan_and_deploy() {
     let d = docker().await;
-    let x = Exectl::new();
-    let stack = "t-pre-cap";
-    x.purge_leftovers(&[stack]).await;
+    let s = Stack::new("pre-cap").await;
+    let (x, stack, port) = (&*s.x, s.name.as_str(), Stack::port());
     let cases: [(&[&str], &str); 6] = [
         (&["--nofile", "30000"], "--nofile"),
         (&["--cpus", "1000"], "--cpus"),
@@ -45,12 +45,12 @@ async fn what_the_target_cannot_give_is_refused_by_plan_and_deploy() {
                 continue;
             }
             let mut args = vec![cmd, "single", "--db", "sqlite", "--stack", stack];
-            args.extend(["--http-port", "18471", "--images", FIXTURES]);
+            args.extend(["--http-port", &port, "--images", FIXTURES]);
             if flag != "--nofile" {
                 args.extend(["--nofile", "20000"]);
             }
             args.extend(extra);
-            let err = refused(&x, &d, stack, &args, flag).await;
+            let err = refused(x, &d, stack, &args, flag).await;
             if cmd == "plan" && flag == "--nofile" {
                 assert!(err.contains("deploy would refuse"), "{err}");
             }
@@ -63,17 +63,17 @@ async fn what_the_target_cannot_give_is_refused_by_plan_and_deploy() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn changing_db_over_kept_data_is_refused_before_anything_changes() {
     let d = docker().await;
-    let x = Exectl::new();
-    let stack = "t-pre-db";
-    x.purge_leftovers(&[stack]).await;
+    let s = Stack::new("pre-db").await;
+    let (x, stack, port) = (&*s.x, s.name.as_str(), Stack::port());
     let base = [
         "single",
         "--stack",
         stack,
         "--http-port",
-        "18472",
+        &port,
         "--nofile",
         "20000",
     ];
@@ -101,32 +101,32 @@ async fn changing_db_over_kept_data_is_refused_before_anything_changes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn names_and_ports_held_elsewhere_are_found_before_anything_is_created() {
     let d = docker().await;
-    let x = Exectl::new();
-    let stack = "t-pre-clash";
-    x.purge_leftovers(&[stack]).await;
-    let foreign = format!("exectl-{stack}-app");
-    let _ = std::process::Command::new("docker")
-        .args(["rm", "-f", &foreign])
-        .output();
-    docker_cli(&[
-        "create",
-        "--name",
+    let s = Stack::new("pre-clash").await;
+    let (x, stack, free) = (&*s.x, s.name.as_str(), Stack::port());
+    let foreign = s.container("app");
+    let _held = Foreign::start(
         &foreign,
-        "exectl-fixture/debian:bookworm",
-        "sleep",
-        "600",
-    ]);
+        &[
+            "create",
+            "--name",
+            &foreign,
+            "exectl-fixture/debian:bookworm",
+            "sleep",
+            "600",
+        ],
+    );
     let base = [
         "deploy", "single", "--db", "sqlite", "--stack", stack, "--images", FIXTURES, "--nofile",
         "20000",
     ];
     let err = refused(
-        &x,
+        x,
         &d,
         stack,
-        &[&base[..], &["--http-port", "18473"]].concat(),
+        &[&base[..], &["--http-port", &free]].concat(),
         "--stack",
     )
     .await;
@@ -143,7 +143,7 @@ async fn names_and_ports_held_elsewhere_are_found_before_anything_is_created() {
     let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
     let port = listener.local_addr().unwrap().port().to_string();
     let err = refused(
-        &x,
+        x,
         &d,
         stack,
         &[&base[..], &["--http-port", &port]].concat(),
@@ -177,10 +177,10 @@ async fn names_and_ports_held_elsewhere_are_found_before_anything_is_created() {
         "20000",
     ]);
     // Another stack asking for the same port is told which container holds it.
-    let other = "t-pre-clash2";
-    x.purge_leftovers(&[other]).await;
+    let s2 = s.beside("pre-clash2").await;
+    let other = s2.name.as_str();
     let err = refused(
-        &x,
+        x,
         &d,
         other,
         &[

@@ -50,6 +50,7 @@ fn read_json(p: &Path) -> serde_json::Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine and the fixture images; bash scripts/test.sh runs it"]
 async fn prepare_via_api_on_single_sqlite() {
     let d = docker().await;
     let x = Exectl::new();

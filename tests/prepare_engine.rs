@@ -287,6 +287,7 @@ fn single_door(port: &str, stack: &str) -> FrontDoor {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn prepare_single_mariadb_and_bad_input() {
     let d = docker().await;
     let x = Exectl::new();
@@ -375,6 +376,7 @@ async fn prepare_single_mariadb_and_bad_input() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn prepare_single_postgres_default_cost_and_public() {
     let d = docker().await;
     let x = Exectl::new();
@@ -506,6 +508,7 @@ async fn prepare_single_postgres_default_cost_and_public() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn prepare_single_sqlite_through_a_one_shot() {
     let d = docker().await;
     let x = Exectl::new();
@@ -545,6 +548,7 @@ async fn prepare_single_sqlite_through_a_one_shot() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn prepare_ha_through_the_lb() {
     let d = docker().await;
     let x = Exectl::new();

@@ -130,6 +130,7 @@ fn chose(stderr: &str, dir: &Path, accounts: usize) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine and the fixture images; bash scripts/test.sh runs it"]
 async fn one_manifest_per_pattern_reset_keeps_the_others_and_out_leaves_a_copy() {
     let d = docker().await;
     let x = Exectl::new();

@@ -45,6 +45,7 @@ fn with_target<'a>(target: &[&'a str], args: &[&'a str]) -> Vec<&'a str> {
 }
 
 #[test]
+#[ignore = "needs root, sshd, dockerd and the fixture images for the fake SUT (tests/sut/sut.sh); bash scripts/test.sh runs it"]
 fn a_sut_without_sftp_gets_its_files_by_exec() {
     let sut = Sut::up_with_images(
         "hh-nosftp",

@@ -111,6 +111,7 @@ fn instance_counts(r: &Remote) -> Vec<u64> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root, sshd, dockerd and the fixture images for the fake SUT (tests/sut/sut.sh); bash scripts/test.sh runs it"]
 async fn ha_stack_on_a_remote_sut_over_ssh() {
     let local = docker().await;
     let sut = Sut::up_with_images(
@@ -375,6 +376,7 @@ fn sysctl_in(netns: Option<&str>, key: &str) -> String {
 }
 
 #[test]
+#[ignore = "needs root, sshd, dockerd and the fixture images for the fake SUT (tests/sut/sut.sh); bash scripts/test.sh runs it"]
 fn doctor_and_host_tune_on_a_remote_sut() {
     let sut = Sut::up_with_images("remote-host", 22, &["exectl-fixture/debian:bookworm"]);
     let x = Exectl::new();

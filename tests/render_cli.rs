@@ -166,6 +166,7 @@ fn single_with_each_database() {
 }
 
 #[test]
+#[ignore = "needs nginx (nginx -t); bash scripts/test.sh runs it"]
 fn validate_passes_every_variant_with_real_nginx() {
     let env = Env::new();
     let mut variants: Vec<Vec<&str>> = ["mariadb", "postgres", "sqlite"]
@@ -202,6 +203,7 @@ fn line_of(text: &str, needle: &str) -> usize {
 }
 
 #[test]
+#[ignore = "needs nginx (nginx -t); bash scripts/test.sh runs it"]
 fn validate_names_file_and_line_of_a_broken_override() {
     let env = Env::new();
     let good = env.out("good");
@@ -351,6 +353,7 @@ fn rendering_twice_gives_identical_bytes_and_hides_secrets() {
 }
 
 #[test]
+#[ignore = "needs nginx (nginx -t); bash scripts/test.sh runs it"]
 fn hostile_set_values_survive_compose_quoting() {
     let env = Env::new();
     let d = env.out("set");
@@ -590,6 +593,7 @@ fn relative_state_folder_is_refused() {
 }
 
 #[test]
+#[ignore = "needs nginx (nginx -t); bash scripts/test.sh runs it"]
 fn set_secret_reaches_only_the_env_file() {
     let env = Env::new();
     let secret = "Zq9-setsecret-4711";

@@ -3,20 +3,9 @@
 
 mod common;
 
-use common::{docker, labelled, Exectl, FIXTURES};
+use common::{docker, labelled, Stack, FIXTURES};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-
-const STACK: &str = "hr-secret";
-
-fn free_port() -> String {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string()
-}
 
 /// Every file below `dir`, with its mode.
 fn files(dir: &Path, out: &mut Vec<(std::path::PathBuf, u32)>) {
@@ -31,17 +20,18 @@ fn files(dir: &Path, out: &mut Vec<(std::path::PathBuf, u32)>) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine and the fixture images; bash scripts/test.sh runs it"]
 async fn set_secret_reaches_the_app_and_nothing_else() {
     let d = docker().await;
-    let x = Exectl::new();
-    x.purge_leftovers(&[STACK]).await;
-    let port = free_port();
+    let s = Stack::new("secret").await;
+    let (x, port) = (&*s.x, Stack::port());
+    let stack = s.name.as_str();
     let (first, second) = ("hrFirst-9f3c2a71e5", "hrSecond-0b8d4e6a2c");
     let spec = |secret: &str| {
         vec![
             "single".to_string(),
             "--stack".into(),
-            STACK.into(),
+            stack.into(),
             "--db".into(),
             "sqlite".into(),
             "--http-port".into(),
@@ -77,7 +67,7 @@ async fn set_secret_reaches_the_app_and_nothing_else() {
     assert_eq!(a["ok"], true, "{a}");
     // The app really has it, from .env through compose.yaml's ${SMTP_PASSWORD}.
     let info = d
-        .inspect_container(&format!("exectl-{STACK}-app"), None)
+        .inspect_container(&s.container("app"), None)
         .await
         .unwrap();
     let env = info.config.unwrap().env.unwrap();
@@ -105,7 +95,7 @@ async fn set_secret_reaches_the_app_and_nothing_else() {
         "{diff}"
     );
     run(&["runs", "diff", "--json"], &[ra, rb]);
-    run(&["status", "--stack", STACK, "--json"], &[]);
+    run(&["status", "--stack", stack, "--json"], &[]);
 
     for secret in [first, second] {
         assert!(
@@ -145,6 +135,6 @@ async fn set_secret_reaches_the_app_and_nothing_else() {
         .unwrap()
         .contains("\"recorded\""));
 
-    x.ok(&["teardown", "--stack", STACK, "--purge"]);
-    assert!(labelled(&d, STACK).await.is_empty());
+    x.ok(&["teardown", "--stack", stack, "--purge"]);
+    assert!(labelled(&d, stack).await.is_empty());
 }

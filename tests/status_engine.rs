@@ -73,6 +73,7 @@ fn check_shape(r: &serde_json::Value, services: &[&str], apps: usize) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn leak_check_pinning_warning_json_and_run_diff() {
     let d = docker().await;
     let x = Exectl::new();
@@ -219,6 +220,7 @@ fn args<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
 /// behind exectl's back are named as missing (compared with what the deploy rendered); a re-deploy
 /// converges and status is ok again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn lost_or_dead_services_fail_and_are_named() {
     let d = docker().await;
     let x = Exectl::new();

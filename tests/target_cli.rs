@@ -122,6 +122,7 @@ fn unreachable_ssh_target_names_the_tcp_stage() {
 /// error naming the variable, its value and the fix, before anything is tried (exit 2); an engine that
 /// does not answer is exit 3. Needs the local engine.
 #[test]
+#[ignore = "needs the Docker engine; bash scripts/test.sh runs it"]
 fn empty_docker_host_is_the_local_engine_and_a_bad_one_is_named() {
     let (work, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (w, s) = (work.path(), state.path());

@@ -296,11 +296,13 @@ async fn sqlite_sockets_and_counts() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs MariaDB at EXE_TEST_MYSQL_URL (scripts/services.sh); bash scripts/test.sh runs it"]
 async fn mariadb_sockets_and_counts() {
     sockets_and_counts(Dialect::MySql).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL at EXE_TEST_PG_URL (scripts/services.sh); bash scripts/test.sh runs it"]
 async fn postgres_sockets_and_counts() {
     sockets_and_counts(Dialect::Postgres).await;
 }
@@ -311,11 +313,13 @@ async fn sqlite_editing_session() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs MariaDB at EXE_TEST_MYSQL_URL (scripts/services.sh); bash scripts/test.sh runs it"]
 async fn mariadb_editing_session() {
     editing_session(Dialect::MySql).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL at EXE_TEST_PG_URL (scripts/services.sh); bash scripts/test.sh runs it"]
 async fn postgres_editing_session() {
     editing_session(Dialect::Postgres).await;
 }

@@ -201,11 +201,13 @@ async fn sqlite_admin_routes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs MariaDB at EXE_TEST_MYSQL_URL (scripts/services.sh); bash scripts/test.sh runs it"]
 async fn mariadb_admin_routes() {
     users_projects_visibility_and_collaborators(Dialect::MySql).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL at EXE_TEST_PG_URL (scripts/services.sh); bash scripts/test.sh runs it"]
 async fn postgres_admin_routes() {
     users_projects_visibility_and_collaborators(Dialect::Postgres).await;
 }

@@ -15,6 +15,7 @@ const OWNER: &str = "owner@exelearning.net";
 const PW: &str = "Bench1234!";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL and Redis at EXE_TEST_PG_URL, EXE_TEST_REDIS_URL (scripts/services.sh); bash scripts/test.sh runs it"]
 async fn two_instances_relay_through_redis() {
     let mut db = TestDb::new(Dialect::Postgres).await;
     let redis = parse_url(&redis_url());

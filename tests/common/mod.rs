@@ -78,6 +78,94 @@ impl Exectl {
     }
 }
 
+/// One stack of an engine test: its own state folder, a name, and free ports. Made from a short name
+/// ("ha") and EXECTL_TEST_STACK_PREFIX (default "t-"), so engineers sharing one engine can run the same
+/// tests at once with prefixes of their own. Dropping it runs `teardown --purge --break-lock`, also when
+/// the test panics, so no run leaves containers, volumes or state behind; leftovers of a crashed earlier
+/// run are removed when it is made.
+pub struct Stack {
+    pub name: String,
+    /// Shared by the stacks made with `beside`: one state folder, as one user would have.
+    pub x: std::sync::Arc<Exectl>,
+}
+
+impl Stack {
+    pub async fn new(short: &str) -> Stack {
+        Stack::with(std::sync::Arc::new(Exectl::new()), short).await
+    }
+
+    /// Another stack in the same state folder.
+    pub async fn beside(&self, short: &str) -> Stack {
+        Stack::with(self.x.clone(), short).await
+    }
+
+    async fn with(x: std::sync::Arc<Exectl>, short: &str) -> Stack {
+        let name = format!("{}{short}", stack_prefix());
+        x.purge_leftovers(&[&name]).await;
+        Stack { name, x }
+    }
+
+    /// A loopback port free right now (bound, then released), as a flag value.
+    pub fn port() -> String {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+            .to_string()
+    }
+
+    /// `exectl-STACK-SERVICE`, the name of one of its containers.
+    pub fn container(&self, service: &str) -> String {
+        format!("exectl-{}-{service}", self.name)
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        let out = self
+            .x
+            .run(&["teardown", "--stack", &self.name, "--purge", "--break-lock"]);
+        if !out.status.success() {
+            eprintln!(
+                "warning: teardown of {} at the end of the test failed: {}",
+                self.name,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
+
+/// EXECTL_TEST_STACK_PREFIX, default "t-": starts every stack and container name a test makes.
+pub fn stack_prefix() -> String {
+    std::env::var("EXECTL_TEST_STACK_PREFIX").unwrap_or_else(|_| "t-".into())
+}
+
+/// A container made outside exectl (`docker create`/`run` ARGS), removed when dropped, passed or not.
+pub struct Foreign {
+    pub name: String,
+}
+
+impl Foreign {
+    /// Remove a leftover of the same name, then `docker ARGS` (which must name it).
+    pub fn start(name: &str, args: &[&str]) -> Foreign {
+        let _ = std::process::Command::new("docker")
+            .args(["rm", "-f", name])
+            .output();
+        let f = Foreign { name: name.into() };
+        docker_cli(args);
+        f
+    }
+}
+
+impl Drop for Foreign {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("docker")
+            .args(["rm", "-f", &self.name])
+            .output();
+    }
+}
+
 pub async fn docker() -> Docker {
     let d = Docker::connect_with_defaults()
         .unwrap()
