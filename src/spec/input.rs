@@ -114,10 +114,10 @@ struct Scalar(String);
 
 impl<'de> Deserialize<'de> for Scalar {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        match serde_yaml::Value::deserialize(d)? {
-            serde_yaml::Value::String(s) => Ok(Scalar(s)),
-            serde_yaml::Value::Number(n) => Ok(Scalar(n.to_string())),
-            serde_yaml::Value::Bool(b) => Ok(Scalar(b.to_string())),
+        match serde_norway::Value::deserialize(d)? {
+            serde_norway::Value::String(s) => Ok(Scalar(s)),
+            serde_norway::Value::Number(n) => Ok(Scalar(n.to_string())),
+            serde_norway::Value::Bool(b) => Ok(Scalar(b.to_string())),
             other => Err(de::Error::custom(format!(
                 "expected a single value, found {}",
                 kind(&other)
@@ -126,11 +126,11 @@ impl<'de> Deserialize<'de> for Scalar {
     }
 }
 
-fn kind(v: &serde_yaml::Value) -> &'static str {
+fn kind(v: &serde_norway::Value) -> &'static str {
     match v {
-        serde_yaml::Value::Null => "nothing",
-        serde_yaml::Value::Sequence(_) => "a list",
-        serde_yaml::Value::Mapping(_) => "a mapping",
+        serde_norway::Value::Null => "nothing",
+        serde_norway::Value::Sequence(_) => "a list",
+        serde_norway::Value::Mapping(_) => "a mapping",
         _ => "a tagged value",
     }
 }
@@ -267,7 +267,7 @@ fn check_spec_shape(path: &Path, text: &str) -> Result<(), UsageError> {
         ..
     }) = yaml_tree::parse(text)
     else {
-        return Ok(()); // syntax errors and a top level that is not a mapping: serde_yaml says so
+        return Ok(()); // syntax errors and a top level that is not a mapping: serde_norway says so
     };
     let field = "spec file";
     unique_keys(field, path, "", &pairs)?;
@@ -322,7 +322,7 @@ pub fn parse_spec_file(path: &Path, text: &str) -> Result<SpecInput, UsageError>
     let file: SpecFile = if text.trim().is_empty() {
         SpecFile::default()
     } else {
-        serde_yaml::from_str(text).map_err(|e| {
+        serde_norway::from_str(text).map_err(|e| {
             let at = e
                 .location()
                 .map(|l| format!("{}:{}", path.display(), l.line()))
@@ -435,7 +435,7 @@ pub fn load_images_file(path: &Path) -> Result<Vec<(String, Raw)>, UsageError> {
     {
         check_entries("--images", path, "", &pairs, true)?;
     }
-    let map: BTreeMap<String, Scalar> = serde_yaml::from_str(&text).map_err(|e| {
+    let map: BTreeMap<String, Scalar> = serde_norway::from_str(&text).map_err(|e| {
         let at = e
             .location()
             .map(|l| format!("{}:{}", path.display(), l.line()))
