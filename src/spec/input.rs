@@ -156,6 +156,26 @@ fn unique_keys(
     Ok(())
 }
 
+/// `name: value` holds one value: refused at the key's line when it is empty, at the value's line when it
+/// is a mapping or a list (`fixes` for each).
+fn one_value(
+    field: &str,
+    path: &Path,
+    name: &str,
+    (k, v): (&Node, &Node),
+    fixes: [&str; 2],
+) -> Result<(), UsageError> {
+    if v.is_null() {
+        let problem = format!("{name} has no value");
+        return Err(at_line(field, path, k.line, problem, fixes[0]));
+    }
+    if matches!(v.kind, Kind::Map(_) | Kind::Seq(_)) {
+        let problem = format!("{name}: expected a single value, found {}", v.describe());
+        return Err(at_line(field, path, v.line, problem, fixes[1]));
+    }
+    Ok(())
+}
+
 /// The entries of a `name: value` mapping (env:, images:, the --images file): unique keys, each with one
 /// value; image keys known.
 fn check_entries(
@@ -168,27 +188,8 @@ fn check_entries(
     unique_keys(field, path, prefix, pairs)?;
     for (k, v) in pairs {
         let name = k.text().unwrap_or("?");
-        if v.is_null() {
-            return Err(at_line(
-                field,
-                path,
-                k.line,
-                format!("{prefix}{name} has no value"),
-                "give it a value, or remove the line",
-            ));
-        }
-        if matches!(v.kind, Kind::Map(_) | Kind::Seq(_)) {
-            return Err(at_line(
-                field,
-                path,
-                v.line,
-                format!(
-                    "{prefix}{name}: expected a single value, found {}",
-                    v.describe()
-                ),
-                "give one value",
-            ));
-        }
+        let fixes = ["give it a value, or remove the line", "give one value"];
+        one_value(field, path, &format!("{prefix}{name}"), (k, v), fixes)?;
         if images && !super::resolve::IMAGE_KEYS.contains(&name) {
             return Err(at_line(
                 field,
@@ -235,24 +236,11 @@ fn check_spec_shape(path: &Path, text: &str) -> Result<(), UsageError> {
                 }
             }
         } else if spec_settings::setting(name).is_some() {
-            if v.is_null() {
-                return Err(at_line(
-                    field,
-                    path,
-                    k.line,
-                    format!("{name} has no value"),
-                    "give it a value, or remove the line to take the default",
-                ));
-            }
-            if matches!(v.kind, Kind::Map(_) | Kind::Seq(_)) {
-                return Err(at_line(
-                    field,
-                    path,
-                    v.line,
-                    format!("{name}: expected a single value, found {}", v.describe()),
-                    "give one value (fields are documented in README.md)",
-                ));
-            }
+            let fixes = [
+                "give it a value, or remove the line to take the default",
+                "give one value (fields are documented in README.md)",
+            ];
+            one_value(field, path, name, (k, v), fixes)?;
         }
     }
     Ok(())
