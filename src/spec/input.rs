@@ -246,24 +246,30 @@ fn check_spec_shape(path: &Path, text: &str) -> Result<(), UsageError> {
     Ok(())
 }
 
+/// `text` read as a `T`; a fault names `path` and, where serde_norway knows it, the line.
+fn from_yaml<T: de::DeserializeOwned>(
+    field: &str,
+    path: &Path,
+    text: &str,
+    fix: &str,
+) -> Result<T, UsageError> {
+    serde_norway::from_str(text).map_err(|e| {
+        let at = match e.location() {
+            Some(l) => format!("{}:{}", path.display(), l.line()),
+            None => path.display().to_string(),
+        };
+        UsageError::new(field, at, e.to_string(), fix)
+    })
+}
+
 /// Parse exectl.yaml text. A syntax or shape error names the file, line and field.
 pub fn parse_spec_file(path: &Path, text: &str) -> Result<SpecInput, UsageError> {
     check_spec_shape(path, text)?;
     let file: SpecFile = if text.trim().is_empty() {
         SpecFile::default()
     } else {
-        serde_norway::from_str(text).map_err(|e| {
-            let at = e
-                .location()
-                .map(|l| format!("{}:{}", path.display(), l.line()))
-                .unwrap_or_else(|| path.display().to_string());
-            UsageError::new(
-                "spec file",
-                at,
-                e.to_string(),
-                "correct that line of the file (fields are documented in README.md)",
-            )
-        })?
+        let fix = "correct that line of the file (fields are documented in README.md)";
+        from_yaml("spec file", path, text, fix)?
     };
     let mut input = SpecInput::default();
     for (s, Scalar(value)) in file.settings {
@@ -348,18 +354,8 @@ pub fn load_images_file(path: &Path) -> Result<Vec<(String, Raw)>, UsageError> {
     {
         check_entries("--images", path, "", &pairs, true)?;
     }
-    let map: BTreeMap<String, Scalar> = serde_norway::from_str(&text).map_err(|e| {
-        let at = e
-            .location()
-            .map(|l| format!("{}:{}", path.display(), l.line()))
-            .unwrap_or_else(|| path.display().to_string());
-        UsageError::new(
-            "--images",
-            at,
-            e.to_string(),
-            "write a mapping such as `app: exectl-fixture/standin:latest`",
-        )
-    })?;
+    let fix = "write a mapping such as `app: exectl-fixture/standin:latest`";
+    let map: BTreeMap<String, Scalar> = from_yaml("--images", path, &text, fix)?;
     Ok(map
         .into_iter()
         .map(|(k, Scalar(v))| (k, Raw::flag("--images", v)))
