@@ -5,8 +5,9 @@
 
 use crate::core::units::{self, Invalid};
 use crate::error::UsageError;
+use crate::core::spec_settings::{Kind as SettingKind, Setting, SETTINGS};
 use crate::spec::{Raw, SpecInput};
-use clap::{Args, Parser, Subcommand};
+use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -290,63 +291,12 @@ pub struct ValidateArgs {
 /// Everything that defines a stack. Flags override exectl.yaml.
 #[derive(Debug, Args, Default)]
 pub struct SpecArgs {
-    /// single (app + DB + Traefik) or ha (N apps + PostgreSQL + Redis + nginx).
-    #[arg(value_name = "TOPOLOGY")]
-    pub topology: Option<String>,
     /// Spec file (default: ./exectl.yaml when present).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Stack name; several stacks can live on one host [default: exe].
-    #[arg(long)]
-    pub stack: Option<String>,
-    /// App instances (ha) [default: 2].
-    #[arg(long, value_name = "N", allow_hyphen_values = true)]
-    pub instances: Option<String>,
-    /// nginx variant (ha): baseline-default, tuned-ip-hash, tuned-least-conn [default: tuned-least-conn].
-    #[arg(long)]
-    pub nginx: Option<String>,
-    /// Override the variant's balancing: least_conn or ip_hash.
-    #[arg(long)]
-    pub lb_algorithm: Option<String>,
-    /// Override the variant's worker_connections.
-    #[arg(long, value_name = "N", allow_hyphen_values = true)]
-    pub worker_connections: Option<String>,
-    /// Override the variant's worker_rlimit_nofile (at least 2 x worker_connections).
-    #[arg(long, value_name = "N", allow_hyphen_values = true)]
-    pub worker_rlimit_nofile: Option<String>,
-    /// Database: mariadb, postgres or sqlite [default: mariadb for single, postgres for ha].
-    #[arg(long)]
-    pub db: Option<String>,
-    /// CPU limit per app instance [default: 2].
-    #[arg(long, value_name = "CPUS", allow_hyphen_values = true)]
-    pub cpus: Option<String>,
-    /// Memory limit per app instance [default: 2g].
-    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
-    pub memory: Option<String>,
-    /// nofile ulimit (soft = hard) of app, nginx and Traefik containers [default: 200000].
-    #[arg(long, value_name = "N", allow_hyphen_values = true)]
-    pub nofile: Option<String>,
-    /// Host header Traefik routes to the stack [default: STACK.localhost].
-    #[arg(long)]
-    pub host: Option<String>,
-    /// Port the nginx LB publishes (ha) [default: 8090].
-    #[arg(long, value_name = "PORT", allow_hyphen_values = true)]
-    pub lb_port: Option<String>,
-    /// Port Traefik publishes [default: 8080].
-    #[arg(long, value_name = "PORT", allow_hyphen_values = true)]
-    pub http_port: Option<String>,
-    /// ha: also route the Host rule through Traefik to the LB.
-    #[arg(long)]
-    pub traefik: bool,
-    /// APP_ENV of the app: dev or prod [default: prod].
-    #[arg(long)]
-    pub app_env: Option<String>,
-    /// APP_DEBUG of the app: 0 or 1 [default: 0].
-    #[arg(long)]
-    pub app_debug: Option<String>,
-    /// App healthcheck interval, e.g. 5s [default: 30s, as the real image].
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
-    pub health_interval: Option<String>,
+    /// The topology and one flag per spec setting (`core::spec_settings::SETTINGS`).
+    #[command(flatten)]
+    pub settings: SettingFlags,
     /// Any other app environment variable, e.g. --set DB_POOL_MAX=50 (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE", allow_hyphen_values = true)]
     pub set: Vec<String>,
@@ -370,35 +320,69 @@ pub struct SpecArgs {
 impl SpecArgs {
     /// The flags as raw spec input (images file not read here).
     pub fn to_input(&self) -> SpecInput {
-        let f = |flag: &'static str, v: &Option<String>| v.as_ref().map(|v| Raw::flag(flag, v));
         SpecInput {
-            topology: f("topology", &self.topology),
-            stack: f("--stack", &self.stack),
-            instances: f("--instances", &self.instances),
-            nginx: f("--nginx", &self.nginx),
-            lb_algorithm: f("--lb-algorithm", &self.lb_algorithm),
-            worker_connections: f("--worker-connections", &self.worker_connections),
-            worker_rlimit_nofile: f("--worker-rlimit-nofile", &self.worker_rlimit_nofile),
-            db: f("--db", &self.db),
-            cpus: f("--cpus", &self.cpus),
-            memory: f("--memory", &self.memory),
-            nofile: f("--nofile", &self.nofile),
-            host: f("--host", &self.host),
-            lb_port: f("--lb-port", &self.lb_port),
-            http_port: f("--http-port", &self.http_port),
-            traefik: self.traefik.then(|| Raw::flag("--traefik", "true")),
-            app_env: f("--app-env", &self.app_env),
-            app_debug: f("--app-debug", &self.app_debug),
-            health_interval: f("--health-interval", &self.health_interval),
-            target: None,
             env: self.set.iter().map(|s| Raw::flag("--set", s)).collect(),
             secret_env: self
                 .set_secret
                 .iter()
                 .map(|s| Raw::flag("--set-secret", s))
                 .collect(),
-            images: Vec::new(),
+            ..self.settings.0.clone()
         }
+    }
+}
+
+/// The spec settings given as flags: one clap argument per row of `SETTINGS` (ids are the exectl.yaml
+/// keys), read back as `Raw` values that name their flag.
+#[derive(Debug, Clone, Default)]
+pub struct SettingFlags(pub SpecInput);
+
+fn setting_arg(s: &Setting) -> Option<Arg> {
+    let arg = Arg::new(s.key).help(s.help);
+    let valued = |arg: Arg| {
+        arg.value_name(s.value_name.map(String::from).unwrap_or_else(|| s.key.to_uppercase()))
+            .action(ArgAction::Set)
+            .value_parser(clap::value_parser!(String))
+    };
+    Some(match (s.kind, s.long()) {
+        (SettingKind::Positional, _) => valued(arg),
+        (SettingKind::Word, Some(long)) => valued(arg.long(long)),
+        (SettingKind::Number, Some(long)) => valued(arg.long(long)).allow_hyphen_values(true),
+        (SettingKind::Switch, Some(long)) => arg.long(long).action(ArgAction::SetTrue),
+        _ => return None,
+    })
+}
+
+impl Args for SettingFlags {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        SETTINGS
+            .iter()
+            .filter_map(setting_arg)
+            .fold(cmd, |cmd, arg| cmd.arg(arg))
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl FromArgMatches for SettingFlags {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut input = SpecInput::default();
+        for s in SETTINGS {
+            let value = match s.kind {
+                SettingKind::FileOnly => None,
+                SettingKind::Switch => m.get_flag(s.key).then(|| "true".to_string()),
+                _ => m.get_one::<String>(s.key).cloned(),
+            };
+            *(s.slot)(&mut input) = value.map(|v| Raw::flag(s.flag, v));
+        }
+        Ok(SettingFlags(input))
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
     }
 }
 
@@ -481,4 +465,54 @@ pub fn duration_flag(
 /// A whole-number flag within `min..=max`.
 pub fn count_flag(flag: &str, text: &str, min: u64, max: u64) -> Result<u64, UsageError> {
     checked(flag, text, units::count_in(text, min, max))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::Origin;
+
+    /// Every flag of the table parses into its own setting, named by its flag; numbers may be negative
+    /// (the checker refuses them with exit 2, naming the flag).
+    #[test]
+    fn every_setting_flag_reaches_its_setting() {
+        let mut argv = vec![
+            "exectl".to_string(),
+            "render".into(),
+            "--out".into(),
+            "x".into(),
+        ];
+        for s in SETTINGS {
+            match (s.kind, s.long()) {
+                (SettingKind::Positional, _) => argv.push(format!("v-{}", s.key)),
+                (SettingKind::Switch, _) => argv.push(s.flag.into()),
+                (SettingKind::Number, _) => argv.extend([s.flag.into(), format!("-{}", s.key)]),
+                (_, Some(_)) => argv.extend([s.flag.into(), format!("v-{}", s.key)]),
+                (_, None) => {}
+            }
+        }
+        let Command::Render(args) = Cli::try_parse_from(&argv).unwrap().command else {
+            panic!("not render")
+        };
+        let mut input = args.spec.to_input();
+        for s in SETTINGS {
+            let want = match s.kind {
+                SettingKind::FileOnly => None,
+                SettingKind::Switch => Some("true".to_string()),
+                SettingKind::Number => Some(format!("-{}", s.key)),
+                _ => Some(format!("v-{}", s.key)),
+            };
+            let got = (s.slot)(&mut input).take();
+            assert_eq!(got.as_ref().map(|r| r.value.clone()), want, "{}", s.key);
+            if let Some(r) = got {
+                assert_eq!(r.origin, Origin::Flag(s.flag));
+            }
+        }
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
 }

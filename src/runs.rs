@@ -366,6 +366,46 @@ mod tests {
         }
     }
 
+    /// Each setting of the table shows its effective value under its knob, so a new setting cannot go
+    /// unrecorded (`target`, the one file-only setting, is added by deploy beside these).
+    #[test]
+    fn every_setting_lands_in_its_knob() {
+        use crate::core::spec_settings::{Kind, SETTINGS};
+        let given = [
+            ("topology", "ha", "ha"),
+            ("stack", "k", "k"),
+            ("instances", "3", "3"),
+            ("nginx", "tuned-ip-hash", "tuned-ip-hash"),
+            ("lb_algorithm", "least_conn", "least_conn"),
+            ("worker_connections", "4096", "4096"),
+            ("worker_rlimit_nofile", "10000", "10000"),
+            ("db", "mariadb", "mariadb"),
+            ("cpus", "1.5", "1.5"),
+            ("memory", "1g", "1g"),
+            ("nofile", "65536", "65536"),
+            ("host", "k.example", "k.example"),
+            ("lb_port", "18090", "18090"),
+            ("http_port", "18080", "18080"),
+            ("traefik", "true", "true"),
+            ("app_env", "dev", "dev"),
+            ("app_debug", "1", "1"),
+            ("health_interval", "5s", "5"),
+        ];
+        let mut input = SpecInput::default();
+        for s in SETTINGS.iter().filter(|s| s.kind != Kind::FileOnly) {
+            let (_, value, _) = given
+                .iter()
+                .find(|(k, _, _)| *k == s.key)
+                .unwrap_or_else(|| panic!("give {} a value here", s.key));
+            *(s.slot)(&mut input) = Some(Raw::flag(s.flag, *value));
+        }
+        let k = knobs(&resolve(input).unwrap());
+        for (key, _, shown) in given {
+            let s = crate::core::spec_settings::setting(key).unwrap();
+            assert_eq!(k.get(s.knob).map(String::as_str), Some(shown), "{key}");
+        }
+    }
+
     #[test]
     fn ids_count_up_per_prefix() {
         let s = spec("tuned-ip-hash", "4");

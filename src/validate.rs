@@ -78,8 +78,8 @@ pub fn pure_checks(bundle: &Bundle) -> Vec<Check> {
         bundle.get(render::TRAEFIK_STATIC),
         bundle.get(render::TRAEFIK_DYNAMIC),
     ) {
-        let stat = serde_yaml::from_str::<traefik::StaticConfig>(s.text());
-        let dynamic = serde_yaml::from_str::<traefik::DynamicConfig>(d.text());
+        let stat = serde_norway::from_str::<traefik::StaticConfig>(s.text());
+        let dynamic = serde_norway::from_str::<traefik::DynamicConfig>(d.text());
         out.push(match (stat, dynamic) {
             (Err(e), _) => Check::new(
                 &at(s.path, e.location().map(|l| l.line())),

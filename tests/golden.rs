@@ -1,6 +1,7 @@
 //! Golden files: every variant renders exactly the reviewed bytes in tests/golden/<variant>/.
 //! After an intended template change: `UPDATE_GOLDEN=1 cargo test --test golden`, then review the diff.
 
+use exectl::core::spec_settings::SETTINGS;
 use exectl::render::{self, Templates};
 use exectl::secrets::Secrets;
 use exectl::spec::{self, Raw, SpecInput};
@@ -44,15 +45,11 @@ fn variants() -> Vec<(String, Vec<(&'static str, &'static str)>)> {
 fn input(flags: &[(&'static str, &'static str)]) -> SpecInput {
     let mut i = SpecInput::default();
     for (flag, value) in flags {
-        let raw = Some(Raw::flag(flag, *value));
-        match *flag {
-            "topology" => i.topology = raw,
-            "--db" => i.db = raw,
-            "--nginx" => i.nginx = raw,
-            "--instances" => i.instances = raw,
-            "--traefik" => i.traefik = raw,
-            other => panic!("add {other}"),
-        }
+        let s = SETTINGS
+            .iter()
+            .find(|s| s.flag == *flag)
+            .unwrap_or_else(|| panic!("no setting has the flag {flag}"));
+        *(s.slot)(&mut i) = Some(Raw::flag(s.flag, *value));
     }
     i
 }

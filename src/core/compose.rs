@@ -112,7 +112,7 @@ pub struct ParseFault {
 }
 
 pub fn parse(text: &str) -> Result<ComposeFile, ParseFault> {
-    serde_yaml::from_str(text).map_err(|e| ParseFault {
+    serde_norway::from_str(text).map_err(|e| ParseFault {
         line: e.location().map(|l| l.line()),
         message: e.to_string(),
     })

@@ -9,6 +9,7 @@ pub mod frame;
 pub mod naming;
 pub mod plan;
 pub mod seed;
+pub mod spec_settings;
 pub mod status;
 pub mod traefik;
 pub mod units;

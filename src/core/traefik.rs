@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct StaticConfig {
-    pub global: Option<serde_yaml::Value>,
-    pub log: Option<serde_yaml::Value>,
+    pub global: Option<serde_norway::Value>,
+    pub log: Option<serde_norway::Value>,
     pub entry_points: BTreeMap<String, EntryPoint>,
-    pub ping: Option<serde_yaml::Value>,
+    pub ping: Option<serde_norway::Value>,
     pub providers: Providers,
 }
 
@@ -17,7 +17,7 @@ pub struct StaticConfig {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct EntryPoint {
     pub address: String,
-    pub transport: Option<serde_yaml::Value>,
+    pub transport: Option<serde_norway::Value>,
 }
 
 #[derive(Debug, Deserialize)]

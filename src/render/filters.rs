@@ -93,7 +93,7 @@ mod tests {
             "\u{1}",
         ] {
             let quoted = yaml_quote(s);
-            let back: String = serde_yaml::from_str(&quoted).unwrap();
+            let back: String = serde_norway::from_str(&quoted).unwrap();
             assert_eq!(back, s);
         }
     }

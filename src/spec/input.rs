@@ -1,112 +1,16 @@
 //! Raw spec input from exectl.yaml and flags, before validation. Every value remembers where it came from,
 //! so that an error can name the flag or the file field.
 
+pub use crate::core::spec_settings::{Origin, Raw, SpecInput};
+
 use super::yaml_tree::{self, Kind, Node};
+use crate::core::spec_settings::{self, Setting, SETTINGS};
 use crate::error::UsageError;
-use serde::de::{self, Deserializer};
+use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Origin {
-    Flag(&'static str),
-    File { path: PathBuf, field: &'static str },
-}
-
-impl fmt::Display for Origin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Origin::Flag(flag) => write!(f, "{flag}"),
-            Origin::File { path, field } => write!(f, "{field} (in {})", path.display()),
-        }
-    }
-}
-
-/// One raw value and its origin.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Raw {
-    pub value: String,
-    pub origin: Origin,
-}
-
-impl Raw {
-    pub fn flag(flag: &'static str, value: impl Into<String>) -> Self {
-        Raw {
-            value: value.into(),
-            origin: Origin::Flag(flag),
-        }
-    }
-
-    pub fn error(&self, problem: impl Into<String>, fix: impl Into<String>) -> UsageError {
-        UsageError::new(self.origin.to_string(), &self.value, problem, fix)
-    }
-}
-
-/// Everything a user can say about a stack; `None` means "not said here".
-#[derive(Debug, Clone, Default)]
-pub struct SpecInput {
-    pub topology: Option<Raw>,
-    pub stack: Option<Raw>,
-    pub instances: Option<Raw>,
-    pub nginx: Option<Raw>,
-    pub lb_algorithm: Option<Raw>,
-    pub worker_connections: Option<Raw>,
-    pub worker_rlimit_nofile: Option<Raw>,
-    pub db: Option<Raw>,
-    pub cpus: Option<Raw>,
-    pub memory: Option<Raw>,
-    pub nofile: Option<Raw>,
-    pub host: Option<Raw>,
-    pub lb_port: Option<Raw>,
-    pub http_port: Option<Raw>,
-    pub traefik: Option<Raw>,
-    pub app_env: Option<Raw>,
-    pub app_debug: Option<Raw>,
-    pub health_interval: Option<Raw>,
-    /// Where the stack runs (`target:`): read by the target options, not part of the spec.
-    pub target: Option<Raw>,
-    /// `--set KEY=VALUE` pairs and `env:` entries, in order; later wins.
-    pub env: Vec<Raw>,
-    /// `--set-secret KEY=VALUE` pairs (flags only: a spec file is often committed).
-    pub secret_env: Vec<Raw>,
-    /// Image overrides, key → reference; later wins.
-    pub images: Vec<(String, Raw)>,
-}
-
-impl SpecInput {
-    /// `self` overridden by `top` (flags over file).
-    pub fn overridden_by(self, top: SpecInput) -> SpecInput {
-        macro_rules! pick {
-            ($($f:ident),*) => { SpecInput { $($f: top.$f.or(self.$f),)*
-                env: self.env.into_iter().chain(top.env).collect(),
-                secret_env: self.secret_env.into_iter().chain(top.secret_env).collect(),
-                images: self.images.into_iter().chain(top.images).collect() } };
-        }
-        pick!(
-            topology,
-            stack,
-            instances,
-            nginx,
-            lb_algorithm,
-            worker_connections,
-            worker_rlimit_nofile,
-            db,
-            cpus,
-            memory,
-            nofile,
-            host,
-            lb_port,
-            http_port,
-            traefik,
-            app_env,
-            app_debug,
-            health_interval,
-            target
-        )
-    }
-}
 
 /// A YAML scalar of any type, kept as its text.
 #[derive(Debug, Clone)]
@@ -114,10 +18,10 @@ struct Scalar(String);
 
 impl<'de> Deserialize<'de> for Scalar {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        match serde_yaml::Value::deserialize(d)? {
-            serde_yaml::Value::String(s) => Ok(Scalar(s)),
-            serde_yaml::Value::Number(n) => Ok(Scalar(n.to_string())),
-            serde_yaml::Value::Bool(b) => Ok(Scalar(b.to_string())),
+        match serde_norway::Value::deserialize(d)? {
+            serde_norway::Value::String(s) => Ok(Scalar(s)),
+            serde_norway::Value::Number(n) => Ok(Scalar(n.to_string())),
+            serde_norway::Value::Bool(b) => Ok(Scalar(b.to_string())),
             other => Err(de::Error::custom(format!(
                 "expected a single value, found {}",
                 kind(&other)
@@ -126,65 +30,103 @@ impl<'de> Deserialize<'de> for Scalar {
     }
 }
 
-fn kind(v: &serde_yaml::Value) -> &'static str {
+fn kind(v: &serde_norway::Value) -> &'static str {
     match v {
-        serde_yaml::Value::Null => "nothing",
-        serde_yaml::Value::Sequence(_) => "a list",
-        serde_yaml::Value::Mapping(_) => "a mapping",
+        serde_norway::Value::Null => "nothing",
+        serde_norway::Value::Sequence(_) => "a list",
+        serde_norway::Value::Mapping(_) => "a mapping",
         _ => "a tagged value",
     }
 }
 
-#[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
+/// exectl.yaml as read: its single-value settings (rows of `SETTINGS`), `env:` and `images:`.
+#[derive(Default)]
 struct SpecFile {
-    topology: Option<Scalar>,
-    stack: Option<Scalar>,
-    instances: Option<Scalar>,
-    nginx: Option<Scalar>,
-    lb_algorithm: Option<Scalar>,
-    worker_connections: Option<Scalar>,
-    worker_rlimit_nofile: Option<Scalar>,
-    db: Option<Scalar>,
-    cpus: Option<Scalar>,
-    memory: Option<Scalar>,
-    nofile: Option<Scalar>,
-    host: Option<Scalar>,
-    lb_port: Option<Scalar>,
-    http_port: Option<Scalar>,
-    traefik: Option<Scalar>,
-    app_env: Option<Scalar>,
-    app_debug: Option<Scalar>,
-    health_interval: Option<Scalar>,
-    target: Option<Scalar>,
-    #[serde(default)]
+    settings: Vec<(&'static Setting, Scalar)>,
     env: BTreeMap<String, Scalar>,
-    #[serde(default)]
     images: BTreeMap<String, Scalar>,
 }
 
-/// The single-value fields of exectl.yaml (as `SpecFile` names them).
-const SCALAR_FIELDS: [&str; 19] = [
-    "topology",
-    "stack",
-    "instances",
-    "nginx",
-    "lb_algorithm",
-    "worker_connections",
-    "worker_rlimit_nofile",
-    "db",
-    "cpus",
-    "memory",
-    "nofile",
-    "host",
-    "lb_port",
-    "http_port",
-    "traefik",
-    "app_env",
-    "app_debug",
-    "health_interval",
-    "target",
-];
+/// Every top-level key, in the order an unknown-field error lists them.
+const FIELDS: [&str; SETTINGS.len() + 2] = {
+    let mut out = [""; SETTINGS.len() + 2];
+    let mut i = 0;
+    while i < SETTINGS.len() {
+        out[i] = SETTINGS[i].key;
+        i += 1;
+    }
+    out[i] = "env";
+    out[i + 1] = "images";
+    out
+};
+
+/// A top-level key of exectl.yaml. Read as the key itself so that serde_norway puts an unknown one at
+/// its own line.
+enum Field {
+    Setting(&'static Setting),
+    Env,
+    Images,
+}
+
+impl<'de> Deserialize<'de> for Field {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct FieldVisitor;
+        impl Visitor<'_> for FieldVisitor {
+            type Value = Field;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("field identifier")
+            }
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<Field, E> {
+                match key {
+                    "env" => Ok(Field::Env),
+                    "images" => Ok(Field::Images),
+                    _ => spec_settings::setting(key)
+                        .map(Field::Setting)
+                        .ok_or_else(|| E::unknown_field(key, &FIELDS)),
+                }
+            }
+        }
+        d.deserialize_identifier(FieldVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for SpecFile {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct FileVisitor;
+        impl<'de> Visitor<'de> for FileVisitor {
+            type Value = SpecFile;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("struct SpecFile")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SpecFile, A::Error> {
+                let mut file = SpecFile::default();
+                let mut seen: Vec<&'static str> = Vec::new();
+                while let Some(field) = map.next_key::<Field>()? {
+                    let key = match &field {
+                        Field::Setting(s) => s.key,
+                        Field::Env => "env",
+                        Field::Images => "images",
+                    };
+                    if seen.contains(&key) {
+                        return Err(de::Error::duplicate_field(key));
+                    }
+                    seen.push(key);
+                    match field {
+                        Field::Setting(s) => {
+                            if let Some(v) = map.next_value::<Option<Scalar>>()? {
+                                file.settings.push((s, v));
+                            }
+                        }
+                        Field::Env => file.env = map.next_value()?,
+                        Field::Images => file.images = map.next_value()?,
+                    }
+                }
+                Ok(file)
+            }
+        }
+        d.deserialize_struct("SpecFile", &FIELDS, FileVisitor)
+    }
+}
 
 /// An error at one line of a YAML file.
 fn at_line(field: &str, path: &Path, line: usize, problem: String, fix: &str) -> UsageError {
@@ -214,6 +156,26 @@ fn unique_keys(
     Ok(())
 }
 
+/// `name: value` holds one value: refused at the key's line when it is empty, at the value's line when it
+/// is a mapping or a list (`fixes` for each).
+fn one_value(
+    field: &str,
+    path: &Path,
+    name: &str,
+    (k, v): (&Node, &Node),
+    fixes: [&str; 2],
+) -> Result<(), UsageError> {
+    if v.is_null() {
+        let problem = format!("{name} has no value");
+        return Err(at_line(field, path, k.line, problem, fixes[0]));
+    }
+    if matches!(v.kind, Kind::Map(_) | Kind::Seq(_)) {
+        let problem = format!("{name}: expected a single value, found {}", v.describe());
+        return Err(at_line(field, path, v.line, problem, fixes[1]));
+    }
+    Ok(())
+}
+
 /// The entries of a `name: value` mapping (env:, images:, the --images file): unique keys, each with one
 /// value; image keys known.
 fn check_entries(
@@ -226,27 +188,8 @@ fn check_entries(
     unique_keys(field, path, prefix, pairs)?;
     for (k, v) in pairs {
         let name = k.text().unwrap_or("?");
-        if v.is_null() {
-            return Err(at_line(
-                field,
-                path,
-                k.line,
-                format!("{prefix}{name} has no value"),
-                "give it a value, or remove the line",
-            ));
-        }
-        if matches!(v.kind, Kind::Map(_) | Kind::Seq(_)) {
-            return Err(at_line(
-                field,
-                path,
-                v.line,
-                format!(
-                    "{prefix}{name}: expected a single value, found {}",
-                    v.describe()
-                ),
-                "give one value",
-            ));
-        }
+        let fixes = ["give it a value, or remove the line", "give one value"];
+        one_value(field, path, &format!("{prefix}{name}"), (k, v), fixes)?;
         if images && !super::resolve::IMAGE_KEYS.contains(&name) {
             return Err(at_line(
                 field,
@@ -267,7 +210,7 @@ fn check_spec_shape(path: &Path, text: &str) -> Result<(), UsageError> {
         ..
     }) = yaml_tree::parse(text)
     else {
-        return Ok(()); // syntax errors and a top level that is not a mapping: serde_yaml says so
+        return Ok(()); // syntax errors and a top level that is not a mapping: serde_norway says so
     };
     let field = "spec file";
     unique_keys(field, path, "", &pairs)?;
@@ -292,28 +235,31 @@ fn check_spec_shape(path: &Path, text: &str) -> Result<(), UsageError> {
                     ))
                 }
             }
-        } else if SCALAR_FIELDS.contains(&name) {
-            if v.is_null() {
-                return Err(at_line(
-                    field,
-                    path,
-                    k.line,
-                    format!("{name} has no value"),
-                    "give it a value, or remove the line to take the default",
-                ));
-            }
-            if matches!(v.kind, Kind::Map(_) | Kind::Seq(_)) {
-                return Err(at_line(
-                    field,
-                    path,
-                    v.line,
-                    format!("{name}: expected a single value, found {}", v.describe()),
-                    "give one value (fields are documented in README.md)",
-                ));
-            }
+        } else if spec_settings::setting(name).is_some() {
+            let fixes = [
+                "give it a value, or remove the line to take the default",
+                "give one value (fields are documented in README.md)",
+            ];
+            one_value(field, path, name, (k, v), fixes)?;
         }
     }
     Ok(())
+}
+
+/// `text` read as a `T`; a fault names `path` and, where serde_norway knows it, the line.
+fn from_yaml<T: de::DeserializeOwned>(
+    field: &str,
+    path: &Path,
+    text: &str,
+    fix: &str,
+) -> Result<T, UsageError> {
+    serde_norway::from_str(text).map_err(|e| {
+        let at = match e.location() {
+            Some(l) => format!("{}:{}", path.display(), l.line()),
+            None => path.display().to_string(),
+        };
+        UsageError::new(field, at, e.to_string(), fix)
+    })
 }
 
 /// Parse exectl.yaml text. A syntax or shape error names the file, line and field.
@@ -322,48 +268,20 @@ pub fn parse_spec_file(path: &Path, text: &str) -> Result<SpecInput, UsageError>
     let file: SpecFile = if text.trim().is_empty() {
         SpecFile::default()
     } else {
-        serde_yaml::from_str(text).map_err(|e| {
-            let at = e
-                .location()
-                .map(|l| format!("{}:{}", path.display(), l.line()))
-                .unwrap_or_else(|| path.display().to_string());
-            UsageError::new(
-                "spec file",
-                at,
-                e.to_string(),
-                "correct that line of the file (fields are documented in README.md)",
-            )
-        })?
+        let fix = "correct that line of the file (fields are documented in README.md)";
+        from_yaml("spec file", path, text, fix)?
     };
-    let raw = |field: &'static str, s: Option<Scalar>| {
-        s.map(|Scalar(value)| Raw {
+    let mut input = SpecInput::default();
+    for (s, Scalar(value)) in file.settings {
+        *(s.slot)(&mut input) = Some(Raw {
             value,
             origin: Origin::File {
                 path: path.to_path_buf(),
-                field,
+                field: s.key,
             },
-        })
-    };
+        });
+    }
     Ok(SpecInput {
-        topology: raw("topology", file.topology),
-        stack: raw("stack", file.stack),
-        instances: raw("instances", file.instances),
-        nginx: raw("nginx", file.nginx),
-        lb_algorithm: raw("lb_algorithm", file.lb_algorithm),
-        worker_connections: raw("worker_connections", file.worker_connections),
-        worker_rlimit_nofile: raw("worker_rlimit_nofile", file.worker_rlimit_nofile),
-        db: raw("db", file.db),
-        cpus: raw("cpus", file.cpus),
-        memory: raw("memory", file.memory),
-        nofile: raw("nofile", file.nofile),
-        host: raw("host", file.host),
-        lb_port: raw("lb_port", file.lb_port),
-        http_port: raw("http_port", file.http_port),
-        traefik: raw("traefik", file.traefik),
-        app_env: raw("app_env", file.app_env),
-        app_debug: raw("app_debug", file.app_debug),
-        health_interval: raw("health_interval", file.health_interval),
-        target: raw("target", file.target),
         secret_env: Vec::new(),
         env: file
             .env
@@ -392,6 +310,7 @@ pub fn parse_spec_file(path: &Path, text: &str) -> Result<SpecInput, UsageError>
                 )
             })
             .collect(),
+        ..input
     })
 }
 
@@ -435,18 +354,8 @@ pub fn load_images_file(path: &Path) -> Result<Vec<(String, Raw)>, UsageError> {
     {
         check_entries("--images", path, "", &pairs, true)?;
     }
-    let map: BTreeMap<String, Scalar> = serde_yaml::from_str(&text).map_err(|e| {
-        let at = e
-            .location()
-            .map(|l| format!("{}:{}", path.display(), l.line()))
-            .unwrap_or_else(|| path.display().to_string());
-        UsageError::new(
-            "--images",
-            at,
-            e.to_string(),
-            "write a mapping such as `app: exectl-fixture/standin:latest`",
-        )
-    })?;
+    let fix = "write a mapping such as `app: exectl-fixture/standin:latest`";
+    let map: BTreeMap<String, Scalar> = from_yaml("--images", path, &text, fix)?;
     Ok(map
         .into_iter()
         .map(|(k, Scalar(v))| (k, Raw::flag("--images", v)))
@@ -469,6 +378,27 @@ mod tests {
         let err = parse_spec_file(Path::new("x.yaml"), "stack: a\ninstancs: 3\n").unwrap_err();
         assert!(err.problem.contains("instancs"), "{err}");
         assert_eq!(err.value, "x.yaml:2");
+    }
+
+    #[test]
+    fn every_setting_is_read_from_its_key() {
+        let text: String = SETTINGS
+            .iter()
+            .map(|s| format!("{}: v-{}\n", s.key, s.key))
+            .collect();
+        let mut input = parse_spec_file(Path::new("x.yaml"), &text).unwrap();
+        for s in SETTINGS {
+            let r = (s.slot)(&mut input).take().unwrap();
+            assert_eq!(r.value, format!("v-{}", s.key));
+            let field = s.key;
+            assert_eq!(
+                r.origin,
+                Origin::File {
+                    path: "x.yaml".into(),
+                    field
+                }
+            );
+        }
     }
 
     #[test]

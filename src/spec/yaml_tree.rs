@@ -1,6 +1,6 @@
 //! A YAML document as a tree of nodes that know their line, for the structural checks of exectl.yaml and
-//! the --images file (duplicate keys, empty values, unknown keys): serde_yaml 0.9 locates none of those
-//! right (it takes the last duplicate, or reports line 1). Values are still read by serde_yaml; the events
+//! the --images file (duplicate keys, empty values, unknown keys): serde_norway locates none of those
+//! right (it takes the last duplicate, or reports line 1). Values are still read by serde_norway; the events
 //! come from yaml-rust2's parser (safe Rust, unlike libyaml's).
 
 #[derive(Debug, Clone, PartialEq)]
@@ -58,7 +58,7 @@ enum Event {
     End,
 }
 
-/// The first document's root node; None for a syntax error (serde_yaml reports those with their line) or
+/// The first document's root node; None for a syntax error (serde_norway reports those with their line) or
 /// an empty document.
 pub fn parse(text: &str) -> Option<Node> {
     let events = events(text)?;
@@ -263,12 +263,12 @@ mod tests {
         assert_eq!(parse("a: [1\n"), None);
         assert_eq!(parse("a: 1\n  b: 2\n"), None);
         assert_eq!(parse("a: \"open\n"), None);
-        // An alias to no anchor: serde_yaml reports it, with its line.
+        // An alias to no anchor: serde_norway reports it, with its line.
         assert_eq!(parse("a: *nowhere\n"), None);
         assert_eq!(parse(""), None);
         assert_eq!(parse("# only a comment\n"), None);
         assert!(parse("a: 1\n---\nb: 2\n").is_some());
-        // Only the first document is read: a fault further on is serde_yaml's to report.
+        // Only the first document is read: a fault further on is serde_norway's to report.
         assert!(parse("a: 1\n---\nb: [\n").is_some());
     }
 
