@@ -1,6 +1,7 @@
 //! exectl: reproducible C10k benchmark stacks for eXeLearning. The flow is spec → render → plan → apply;
 //! `spec`, `render`, `compose` and `traefik` are pure, `validate` and `commands` are the shell around them.
 
+pub mod app;
 pub mod cli;
 pub mod commands;
 pub mod core;

@@ -6,7 +6,8 @@
 mod common;
 
 use common::*;
-use exectl::prepare::verify::{self, FrontDoor, Hold};
+use exectl::app::{Client, Endpoint};
+use exectl::prepare::verify::{self, Hold};
 use futures_util::StreamExt;
 use std::path::Path;
 
@@ -67,10 +68,10 @@ async fn prepare_via_api_on_single_sqlite() {
         "20000",
     ]);
     assert_eq!(out["ok"], true, "{out}");
-    let door = FrontDoor {
-        addr: format!("127.0.0.1:{PORT}"),
-        host: Some(format!("{STACK}.localhost")),
-    };
+    let door = Endpoint::at(
+        format!("127.0.0.1:{PORT}").parse().unwrap(),
+        Some(format!("{STACK}.localhost")),
+    );
     let dir = tempfile::tempdir().unwrap();
 
     let (first, stderr) = prepare(&x, dir.path());
@@ -119,7 +120,7 @@ async fn prepare_via_api_on_single_sqlite() {
     assert_eq!(read(&dir.path().join("accounts.csv")).lines().count(), 41);
 
     // Every account logs in through the front door and holds its project's socket.
-    let client = reqwest::Client::new();
+    let client = Client::new(4, verify::TIMEOUTS);
     let all: Vec<verify::Check> =
         futures_util::stream::iter(accounts.as_array().unwrap().iter().map(|a| {
             let (client, door) = (client.clone(), &door);
@@ -154,6 +155,7 @@ async fn prepare_via_api_on_single_sqlite() {
         .await
         .unwrap();
     let refused = verify::hold(
+        &client,
         &door,
         projects[1]["uuid"].as_str().unwrap(),
         &t0,
@@ -169,13 +171,13 @@ async fn prepare_via_api_on_single_sqlite() {
     // The owner sees its project saved (saved_once) through the API; a minted token opens the socket.
     let tokens = read_json(&dir.path().join("tokens.json"));
     assert_eq!(tokens[4]["email"], "bench-user-4@exelearning.net");
-    let resp = client
+    let resp = reqwest::Client::new()
         .get(format!(
             "http://{}/api/v1/projects/{}",
             door.addr,
             projects[1]["uuid"].as_str().unwrap()
         ))
-        .header("Host", door.host.clone().unwrap())
+        .header("Host", door.host_header.clone().unwrap())
         .bearer_auth(tokens[4]["token"].as_str().unwrap())
         .send()
         .await
@@ -184,6 +186,7 @@ async fn prepare_via_api_on_single_sqlite() {
     let body: serde_json::Value = resp.json().await.unwrap();
     assert_eq!(body["data"]["saved_once"], true, "{body}");
     let held = verify::hold(
+        &client,
         &door,
         accounts[7]["projectUuid"].as_str().unwrap(),
         tokens[7]["token"].as_str().unwrap(),

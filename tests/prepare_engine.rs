@@ -6,7 +6,8 @@
 mod common;
 
 use common::*;
-use exectl::prepare::verify::{self, FrontDoor, Hold};
+use exectl::app::{Client, Endpoint};
+use exectl::prepare::verify::{self, Hold};
 use futures_util::StreamExt;
 use std::path::Path;
 use std::time::Duration;
@@ -104,8 +105,8 @@ fn read_json(p: &Path) -> serde_json::Value {
 }
 
 /// Every account of the manifest logs in through the front door and holds its project's socket.
-async fn every_account_holds(door: &FrontDoor, accounts: &serde_json::Value) {
-    let client = reqwest::Client::new();
+async fn every_account_holds(door: &Endpoint, accounts: &serde_json::Value) {
+    let client = Client::new(4, verify::TIMEOUTS);
     let checks: Vec<_> = futures_util::stream::iter(accounts.as_array().unwrap().iter().map(|a| {
         let client = client.clone();
         async move {
@@ -137,7 +138,7 @@ async fn every_account_holds(door: &FrontDoor, accounts: &serde_json::Value) {
 }
 
 /// The acceptance scenario on one deployed stack.
-async fn scenario(d: &bollard::Docker, x: &Exectl, stack: &str, db: &str, door: FrontDoor) {
+async fn scenario(d: &bollard::Docker, x: &Exectl, stack: &str, db: &str, door: Endpoint) {
     let out = tempfile::tempdir().unwrap();
     // Someone else's account that matches the pattern: prepare must neither adopt nor remove it.
     let stranger_email = "bench-user-50000@exelearning.net";
@@ -194,6 +195,7 @@ async fn scenario(d: &bollard::Docker, x: &Exectl, stack: &str, db: &str, door: 
     let tokens = read_json(&out.path().join("tokens.json"));
     assert_eq!(tokens[7]["email"], accounts[7]["email"]);
     let held = verify::hold(
+        &Client::new(1, verify::TIMEOUTS),
         &door,
         accounts[7]["projectUuid"].as_str().unwrap(),
         tokens[7]["token"].as_str().unwrap(),
@@ -205,7 +207,7 @@ async fn scenario(d: &bollard::Docker, x: &Exectl, stack: &str, db: &str, door: 
 
     // A stranger to a private project is refused: account 0 (project 0) joins project 1.
     let token = verify::login(
-        &reqwest::Client::new(),
+        &Client::new(4, verify::TIMEOUTS),
         &door,
         "bench-user-0@exelearning.net",
         "Bench1234!",
@@ -213,6 +215,7 @@ async fn scenario(d: &bollard::Docker, x: &Exectl, stack: &str, db: &str, door: 
     .await
     .unwrap();
     let refused = verify::hold(
+        &Client::new(1, verify::TIMEOUTS),
         &door,
         projects[1]["uuid"].as_str().unwrap(),
         &token,
@@ -267,7 +270,7 @@ async fn scenario(d: &bollard::Docker, x: &Exectl, stack: &str, db: &str, door: 
         assert_eq!(s.trim(), "1");
         login(
             &format!("http://{}", door.addr),
-            door.host.as_deref(),
+            door.host_header.as_deref(),
             stranger_email,
             "pw-stranger",
         )
@@ -279,11 +282,11 @@ async fn scenario(d: &bollard::Docker, x: &Exectl, stack: &str, db: &str, door: 
     );
 }
 
-fn single_door(port: &str, stack: &str) -> FrontDoor {
-    FrontDoor {
-        addr: format!("127.0.0.1:{port}"),
-        host: Some(format!("{stack}.localhost")),
-    }
+fn single_door(port: &str, stack: &str) -> Endpoint {
+    Endpoint::at(
+        format!("127.0.0.1:{port}").parse().unwrap(),
+        Some(format!("{stack}.localhost")),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -566,10 +569,7 @@ async fn prepare_ha_through_the_lb() {
     ];
     args.extend(HA_LIMITS);
     deploy(&x, &args);
-    let door = FrontDoor {
-        addr: "127.0.0.1:18391".into(),
-        host: None,
-    };
+    let door = Endpoint::at("127.0.0.1:18391".parse().unwrap(), None);
     scenario(&d, &x, stack, "postgres", door).await;
     x.ok(&["teardown", "--stack", stack, "--purge"]);
     assert!(labelled(&d, stack).await.is_empty());

@@ -222,12 +222,12 @@ fn check_routed(args: &LoadArgs, opts: &LoadOptions) -> Result<(), UsageError> {
         Ok(rt) => rt,
         Err(_) => return Ok(()),
     };
-    let http = crate::load::client::http_client(1);
-    let r = rt.block_on(crate::load::client::healthcheck(
-        &http,
-        &opts.endpoint,
-        Duration::from_secs(5),
-    ));
+    let http = crate::app::Client::new(1, crate::load::TIMEOUTS);
+    let r = rt.block_on(
+        http.healthcheck(&opts.endpoint)
+            .timeout(Duration::from_secs(5))
+            .timed(),
+    );
     if r.status != "404" {
         return Ok(());
     }

@@ -37,28 +37,8 @@ impl AllowList {
     }
 }
 
-/// A checked front door: the base URL (scheme http, host, port, optional base path) and the one socket
-/// address every connection dials (resolved once, so 10,000 dials do not mean 10,000 lookups).
-#[derive(Debug, Clone)]
-pub struct Endpoint {
-    pub base: Url,
-    pub addr: SocketAddr,
-    /// Host header to send instead of the URL's host (a Traefik Host rule reached by IP).
-    pub host_header: Option<String>,
-}
-
-impl Endpoint {
-    /// `base` joined with an absolute API path, e.g. `/api/auth/login`.
-    pub fn http(&self, path: &str) -> String {
-        format!("{}{path}", self.base.as_str().trim_end_matches('/'))
-    }
-
-    /// `ws://HOST[:PORT][BASE_PATH]/yjs/project-<uuid>?token=<jwt>`.
-    pub fn yjs(&self, project_uuid: &str, token: &str) -> String {
-        let http = self.http(&format!("/yjs/project-{project_uuid}?token={token}"));
-        format!("ws{}", http.strip_prefix("http").unwrap_or(&http))
-    }
-}
+/// The one front door type, checked here before load may use it.
+pub use crate::app::Endpoint;
 
 /// The fix for a missing or refused front door: forms that reach both topologies' front doors.
 pub const FRONT_DOOR_FIX: &str =
@@ -287,8 +267,8 @@ mod tests {
         assert_eq!(e.yjs("u", "t"), "ws://127.0.0.1:8080/yjs/project-u?token=t");
         let based = from_url("http://127.0.0.1/exe/", &allow).unwrap();
         assert_eq!(
-            based.http("/api/auth/login"),
-            "http://127.0.0.1/exe/api/auth/login"
+            based.http("/healthcheck"),
+            "http://127.0.0.1/exe/healthcheck"
         );
         assert_eq!(based.addr.port(), 80);
     }

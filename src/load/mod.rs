@@ -6,7 +6,6 @@
 //! whole hold: the app always answers 101 and rejects with a close code right after (contract §2), and a
 //! frozen server keeps its sockets open without a word (`liveness`).
 
-pub mod client;
 pub mod endpoint;
 pub use crate::core::frame;
 pub mod liveness;
@@ -35,6 +34,12 @@ pub const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 /// login-burst's probe period and its per-request bound.
 pub const PROBE_EVERY: Duration = Duration::from_millis(200);
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Load's timeout policy for the app client.
+pub const TIMEOUTS: crate::app::Timeouts = crate::app::Timeouts {
+    connect: CONNECT_TIMEOUT,
+    login: LOGIN_TIMEOUT,
+    request: HTTP_TIMEOUT,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scenario {

@@ -10,12 +10,12 @@ use anyhow::{Context, Result};
 use tokio::sync::{Notify, Semaphore};
 use tokio::time::{sleep_until, Instant};
 
-use super::client;
 use super::metrics::{self, Hist, Live};
 use super::session::{self, Ctx, UserOutcome};
 use super::summary::{RunFacts, Summary};
 use super::{LoadOptions, Scenario, CLOSE_GRACE, CONNECT_TIMEOUT, LOGIN_TIMEOUT};
 use super::{PROBE_EVERY, PROBE_TIMEOUT};
+use crate::app;
 
 /// Run the scenario to its end and return the summary.
 pub fn run(opts: LoadOptions) -> Result<Summary> {
@@ -49,7 +49,7 @@ struct Probe {
 /// GET /healthcheck every 200 ms, one request at a time (a stalled server shows as few, slow samples),
 /// on its own connection, until `stop`.
 async fn probe(ctx: Arc<Ctx>, stop: Arc<Notify>, deadline: Instant) -> Probe {
-    let http = client::http_client(1);
+    let http = app::Client::new(1, super::TIMEOUTS);
     let mut p = Probe {
         hist: Hist::default(),
         samples: 0,
@@ -61,7 +61,7 @@ async fn probe(ctx: Arc<Ctx>, stop: Arc<Notify>, deadline: Instant) -> Probe {
     while Instant::now() < deadline {
         let r = tokio::select! {
             _ = &mut stopped => break,
-            r = client::healthcheck(&http, &ctx.opts.endpoint, PROBE_TIMEOUT) => r,
+            r = http.healthcheck(&ctx.opts.endpoint).timeout(PROBE_TIMEOUT).timed() => r,
         };
         p.samples += 1;
         p.hist.record(r.took);
@@ -119,7 +119,7 @@ fn progress_line(ctx: &Ctx, n: usize) -> String {
 async fn run_async(opts: LoadOptions) -> Summary {
     let n = opts.users;
     let c = opts.dial_concurrency.max(1);
-    let http = client::http_client(c);
+    let http = app::Client::new(c, super::TIMEOUTS);
     let ctx = Arc::new(Ctx::new(opts, http));
     let opts = &ctx.opts;
     let t0 = ctx.t0;

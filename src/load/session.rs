@@ -18,17 +18,17 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::client::{self, HttpResult, Ws};
 use super::frame::{self, Stamp};
 use super::liveness::{ms_between, Liveness, Step};
 use super::manifest::Role;
 use super::metrics::{Live, SharedHist, Tally};
 use super::{LoadOptions, Scenario, CLOSE_GRACE};
+use crate::app::{self, HttpResult, Ws};
 
 /// What the run shares with every user.
 pub struct Ctx {
     pub opts: LoadOptions,
-    pub http: reqwest::Client,
+    pub http: app::Client,
     pub live: Live,
     pub t0: Instant,
     epoch_us0: u64,
@@ -49,7 +49,7 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    pub fn new(opts: LoadOptions, http: reqwest::Client) -> Ctx {
+    pub fn new(opts: LoadOptions, http: app::Client) -> Ctx {
         let epoch_us0 = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_micros() as u64)
@@ -169,23 +169,22 @@ pub async fn run_user(ctx: Arc<Ctx>, i: usize, permit: OwnedSemaphorePermit) -> 
         Some(tokens) => tokens[i].clone(),
         None => {
             let start = Instant::now();
-            let r = Box::pin(client::login(
-                &ctx.http,
-                &opts.endpoint,
-                &account.email,
-                &account.password,
-            ))
+            let r = Box::pin(
+                ctx.http
+                    .login(&opts.endpoint, &account.email, &account.password),
+            )
             .await;
             out.login_us = Some(us(start.elapsed()));
             match r {
-                Ok(t) => {
+                Ok(login) => {
                     out.login_status = Some("200".into());
                     Live::inc(&ctx.live.logins_ok);
-                    t
+                    login.token
                 }
                 Err(e) => {
-                    out.failure = Some(format!("login_{e}"));
-                    out.login_status = Some(e);
+                    let kind = e.kind();
+                    out.failure = Some(format!("login_{kind}"));
+                    out.login_status = Some(kind);
                     Live::dec(&ctx.live.dialing);
                     ctx.dialed.fetch_add(1, Ordering::Relaxed);
                     return out;
@@ -199,7 +198,7 @@ pub async fn run_user(ctx: Arc<Ctx>, i: usize, permit: OwnedSemaphorePermit) -> 
     }
 
     let start = Instant::now();
-    let dialed = Box::pin(client::dial(&opts.endpoint, &account.project_uuid, &token)).await;
+    let dialed = Box::pin(ctx.http.dial(&opts.endpoint, &account.project_uuid, &token)).await;
     Live::dec(&ctx.live.dialing);
     drop(permit);
     let ws = match dialed {
@@ -287,7 +286,7 @@ fn rest_action(ctx: &Ctx, uuid: &str, token: &str, metadata: bool) -> HttpFuture
             let _slot = slots.acquire_owned().await;
             (
                 "metadata",
-                client::metadata(&http, &ep, &uuid, &token).await,
+                http.project_metadata(&ep, &uuid, &token).timed().await,
             )
         })
     } else {
@@ -300,7 +299,9 @@ fn rest_action(ctx: &Ctx, uuid: &str, token: &str, metadata: bool) -> HttpFuture
             let _slot = slots.acquire_owned().await;
             (
                 "autosave",
-                client::autosave(&http, &ep, &uuid, &token, body).await,
+                http.save_document(&ep, &token, &uuid, body, false)
+                    .timed()
+                    .await,
             )
         })
     }

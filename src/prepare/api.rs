@@ -15,13 +15,13 @@
 //! `with_uuids`); the edge: `run`.
 
 use super::plan::Plan;
-use super::verify::FrontDoor;
 use super::{token, Counts, Progress, Stack};
+use crate::app::{Client, Endpoint, LoginError, Timeouts};
 use crate::error::UsageError;
 use anyhow::{bail, Context, Result};
 use futures_util::StreamExt;
-use reqwest::{Method, StatusCode};
-use serde_json::{json, Value};
+use reqwest::StatusCode;
+use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -30,6 +30,8 @@ use std::time::{Duration, Instant};
 pub const CONCURRENCY: usize = 16;
 /// An empty Yjs update (no structs, an empty delete set): the smallest valid document body.
 pub const EMPTY_YJS_UPDATE: [u8; 2] = [0, 0];
+/// Each call's bound: account creation hashes a password, and the app may be busy with 16 at once.
+const TIMEOUTS: Timeouts = Timeouts::all(Duration::from_secs(60));
 /// Lifetime of the owners' offline tokens (only this run uses them).
 const OWNER_TOKEN_TTL_S: i64 = 3600;
 
@@ -98,57 +100,10 @@ pub fn with_uuids(plan: &Plan, uuids: &[String]) -> Plan {
     p
 }
 
-/// HTTP to the front door, with the stack's Host header where Traefik routes by it.
+/// The app client and the stack's front door.
 struct Api {
-    client: reqwest::Client,
-    door: FrontDoor,
-}
-
-impl Api {
-    async fn send(
-        &self,
-        method: Method,
-        path: &str,
-        token: Option<&str>,
-        body: Option<Value>,
-        raw: Option<Vec<u8>>,
-    ) -> Result<(StatusCode, Value)> {
-        let mut req = self
-            .client
-            .request(method.clone(), format!("http://{}{path}", self.door.addr));
-        if let Some(h) = &self.door.host {
-            req = req.header("Host", h);
-        }
-        if let Some(t) = token {
-            req = req.bearer_auth(t);
-        }
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        if let Some(r) = raw {
-            req = req
-                .header("Content-Type", "application/octet-stream")
-                .body(r);
-        }
-        let resp = req
-            .send()
-            .await
-            .with_context(|| format!("{method} {path} through {}", self.door.addr))?;
-        let status = resp.status();
-        let text = resp.text().await.unwrap_or_default();
-        Ok((
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        ))
-    }
-}
-
-fn refused(what: &str, status: StatusCode, body: &Value) -> anyhow::Error {
-    let text = body.to_string();
-    anyhow::anyhow!(
-        "{what} answered {status}: {}",
-        text.chars().take(200).collect::<String>()
-    )
+    client: Client,
+    door: Endpoint,
 }
 
 /// What the API phase made and found.
@@ -192,9 +147,7 @@ pub async fn seed(
     progress: Progress<'_>,
 ) -> Result<Outcome> {
     let api = Api {
-        client: reqwest::Client::builder()
-            .timeout(Duration::from_secs(60))
-            .build()?,
+        client: Client::new(CONCURRENCY, TIMEOUTS),
         door: stack.front_door(),
     };
     let admin_pw = stack.secret("ADMIN_PASSWORD")?;
@@ -214,40 +167,39 @@ pub async fn seed(
         futures_util::stream::iter(plan.accounts.iter().map(|a| {
             let (api, admin, tick) = (&api, &admin, &tick);
             async move {
-                let body = json!({"email": a.email, "password": password, "roles": ["ROLE_USER"]});
-                let (st, b) = api
-                    .send(Method::POST, "/api/v1/users", Some(admin), Some(body), None)
+                let made = api
+                    .client
+                    .create_user(&api.door, admin, &a.email, password)
+                    .answer()
                     .await?;
-                let r = match st {
+                let r = match made.status {
                     StatusCode::CREATED | StatusCode::OK => {
-                        let id = user_id(&b).with_context(|| format!("creating {}: no id in {b}", a.email))?;
+                        let id = user_id(&made.body)
+                            .with_context(|| format!("creating {}: no id in {}", a.email, made.body))?;
                         (a.email.clone(), id, true)
                     }
                     StatusCode::CONFLICT => {
-                        let (st, b) = api
-                            .send(
-                                Method::POST,
-                                "/api/auth/login",
-                                None,
-                                Some(json!({"email": a.email, "password": password})),
-                                None,
-                            )
-                            .await?;
-                        if st == StatusCode::UNAUTHORIZED {
-                            bail!(UsageError::new(
-                                "--password",
-                                "(not shown)",
-                                format!("account {} exists with another password", a.email),
-                                "pass the password of the earlier run, or choose another --email-pattern",
-                            ));
-                        }
-                        if !st.is_success() {
-                            return Err(refused(&format!("login of existing {}", a.email), st, &b));
-                        }
-                        let id = user_id(&b).with_context(|| format!("login of {}: no user id", a.email))?;
+                        let login = match api.client.login(&api.door, &a.email, password).await {
+                            Ok(l) => l,
+                            Err(LoginError::Refused { status: StatusCode::UNAUTHORIZED, .. }) => {
+                                bail!(UsageError::new(
+                                    "--password",
+                                    "(not shown)",
+                                    format!("account {} exists with another password", a.email),
+                                    "pass the password of the earlier run, or choose another --email-pattern",
+                                ))
+                            }
+                            Err(e) => {
+                                return Err(anyhow::Error::new(e)
+                                    .context(format!("login of existing {}", a.email)))
+                            }
+                        };
+                        let id = login
+                            .user_id
+                            .with_context(|| format!("login of {}: no user id", a.email))?;
                         (a.email.clone(), id, false)
                     }
-                    _ => return Err(refused(&format!("creating account {}", a.email), st, &b)),
+                    _ => return Err(made.refused(&format!("creating account {}", a.email))),
                 };
                 tick(1);
                 Ok(r)
@@ -297,19 +249,15 @@ pub async fn seed(
         futures_util::stream::iter(owners.into_iter().map(|email| {
             let (api, tokens) = (&api, &tokens);
             async move {
-                let (st, b) = api
-                    .send(
-                        Method::GET,
-                        "/api/v1/projects",
-                        Some(&tokens[email]),
-                        None,
-                        None,
-                    )
+                let listed = api
+                    .client
+                    .list_projects(&api.door, &tokens[email])
+                    .answer()
                     .await?;
-                if !st.is_success() {
-                    return Err(refused(&format!("listing the projects of {email}"), st, &b));
+                if !listed.status.is_success() {
+                    return Err(listed.refused(&format!("listing the projects of {email}")));
                 }
-                let list = b["data"]
+                let list = listed.body["data"]
                     .as_array()
                     .map(|a| a.iter().filter_map(project_of).collect())
                     .unwrap_or_default();
@@ -340,67 +288,52 @@ pub async fn seed(
                 let (project, made) = match found {
                     Some(f) => (f, false),
                     None => {
-                        let (st, b) = api
-                            .send(
-                                Method::POST,
-                                "/api/v1/projects",
-                                Some(token),
-                                Some(json!({"title": p.title})),
-                                None,
-                            )
+                        let created = api
+                            .client
+                            .create_project(&api.door, token, &p.title)
+                            .answer()
                             .await?;
-                        if !st.is_success() {
-                            return Err(refused(
-                                &format!("creating project {:?} as {email}", p.title),
-                                st,
-                                &b,
-                            ));
+                        if !created.status.is_success() {
+                            return Err(created
+                                .refused(&format!("creating project {:?} as {email}", p.title)));
                         }
-                        let made = project_of(&b["data"]).with_context(|| {
-                            format!("creating project {:?}: unexpected answer {b}", p.title)
+                        let made = project_of(&created.body["data"]).with_context(|| {
+                            format!(
+                                "creating project {:?}: unexpected answer {}",
+                                p.title, created.body
+                            )
                         })?;
                         (made, true)
                     }
                 };
                 tick(1);
-                let path = format!("/api/projects/uuid/{}/visibility", project.uuid);
-                let (st, b) = api
-                    .send(
-                        Method::PATCH,
-                        &path,
-                        Some(token),
-                        Some(json!({"visibility": visibility})),
-                        None,
-                    )
+                let set = api
+                    .client
+                    .set_visibility(&api.door, token, &project.uuid, visibility)
+                    .answer()
                     .await?;
-                if !st.is_success() || b["responseMessage"] != "OK" {
-                    return Err(refused(
-                        &format!("setting project {} {visibility}", project.uuid),
-                        st,
-                        &b,
-                    ));
+                if !set.status.is_success() || set.body["responseMessage"] != "OK" {
+                    return Err(
+                        set.refused(&format!("setting project {} {visibility}", project.uuid))
+                    );
                 }
                 tick(1);
                 if !project.saved_once {
-                    let path = format!(
-                        "/api/projects/uuid/{}/yjs-document?markSaved=true",
-                        project.uuid
-                    );
-                    let (st, b) = api
-                        .send(
-                            Method::POST,
-                            &path,
-                            Some(token),
-                            None,
-                            Some(EMPTY_YJS_UPDATE.to_vec()),
+                    let saved = api
+                        .client
+                        .save_document(
+                            &api.door,
+                            token,
+                            &project.uuid,
+                            EMPTY_YJS_UPDATE.to_vec(),
+                            true,
                         )
+                        .answer()
                         .await?;
-                    if !st.is_success() {
-                        return Err(refused(
-                            &format!("marking project {} saved", project.uuid),
-                            st,
-                            &b,
-                        ));
+                    if !saved.status.is_success() {
+                        return Err(
+                            saved.refused(&format!("marking project {} saved", project.uuid))
+                        );
                     }
                 }
                 tick(1);
@@ -429,24 +362,15 @@ pub async fn seed(
             let owner = plan.accounts[p.owner].email.as_str();
             let email = plan.accounts[c].email.as_str();
             async move {
-                let path = format!("/api/projects/uuid/{}/collaborators", p.uuid);
-                let (st, b) = api
-                    .send(
-                        Method::POST,
-                        &path,
-                        Some(&tokens[owner]),
-                        Some(json!({"email": email})),
-                        None,
-                    )
+                let added = api
+                    .client
+                    .add_collaborator(&api.door, &tokens[owner], &p.uuid, email)
+                    .answer()
                     .await?;
-                if !st.is_success() {
-                    return Err(refused(
-                        &format!("adding {email} to project {}", p.uuid),
-                        st,
-                        &b,
-                    ));
+                if !added.status.is_success() {
+                    return Err(added.refused(&format!("adding {email} to project {}", p.uuid)));
                 }
-                let r = collaborator(&b).map_err(|m| {
+                let r = collaborator(&added.body).map_err(|m| {
                     anyhow::anyhow!("adding {email} to project {} answered {m}", p.uuid)
                 })?;
                 tick(1);
@@ -476,6 +400,7 @@ pub async fn seed(
 mod tests {
     use super::*;
     use crate::prepare::plan::{plan, shape, EmailPattern, Visibility};
+    use serde_json::json;
 
     #[test]
     fn answers() {

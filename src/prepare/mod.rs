@@ -88,16 +88,16 @@ impl Stack {
     }
 
     /// The front door: nginx on lb_port (ha), else Traefik on http_port with the stack's Host.
-    pub fn front_door(&self) -> verify::FrontDoor {
+    pub fn front_door(&self) -> crate::app::Endpoint {
+        use std::net::SocketAddr;
         match self.topology {
-            Topology::Ha => verify::FrontDoor {
-                addr: std::net::SocketAddr::new(self.front_ip, self.lb_port).to_string(),
-                host: None,
-            },
-            Topology::Single => verify::FrontDoor {
-                addr: std::net::SocketAddr::new(self.front_ip, self.http_port).to_string(),
-                host: Some(self.host.clone()),
-            },
+            Topology::Ha => {
+                crate::app::Endpoint::at(SocketAddr::new(self.front_ip, self.lb_port), None)
+            }
+            Topology::Single => crate::app::Endpoint::at(
+                SocketAddr::new(self.front_ip, self.http_port),
+                Some(self.host.clone()),
+            ),
         }
     }
 
@@ -297,7 +297,7 @@ pub async fn run(
         stack: stack.name.clone(),
         db: stack.db.name(),
         via: Via::Sql.name(),
-        front_door: door.addr.clone(),
+        front_door: door.addr.to_string(),
         accounts: plan.shape.accounts,
         projects: plan.shape.projects,
         users_per_project: plan.shape.users_per_project,
@@ -399,11 +399,9 @@ async fn verify_samples(
     stack: &Stack,
     plan: &Plan,
     password: &str,
-) -> Result<(verify::FrontDoor, Vec<verify::Check>)> {
+) -> Result<(crate::app::Endpoint, Vec<verify::Check>)> {
     let door = stack.front_door();
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()?;
+    let client = crate::app::Client::new(4, verify::TIMEOUTS);
     let samples = samples(plan);
     let checks = futures_util::future::join_all(samples.iter().map(|&i| {
         let a = &plan.accounts[i];
@@ -473,7 +471,7 @@ pub async fn run_api(stack: &Stack, opts: &Options, progress: Progress<'_>) -> R
         stack: stack.name.clone(),
         db: stack.db.name(),
         via: Via::Api.name(),
-        front_door: door.addr.clone(),
+        front_door: door.addr.to_string(),
         accounts: plan.shape.accounts,
         projects: plan.shape.projects,
         users_per_project: plan.shape.users_per_project,

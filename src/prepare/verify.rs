@@ -2,7 +2,8 @@
 //! in and holds a WebSocket to its project. "Held" means still open a while after the upgrade: the app
 //! always answers 101 and refuses with a close code (4001 bad token, 4003 no access) right after.
 
-use anyhow::{bail, Context, Result};
+use crate::app::{Client, Endpoint, LoginError, Timeouts};
+use anyhow::{bail, Result};
 use futures_util::StreamExt;
 use serde::Serialize;
 use std::time::{Duration, Instant};
@@ -11,19 +12,8 @@ use tokio_tungstenite::tungstenite::Message;
 /// How long a socket must stay open to count as held.
 pub const HOLD: Duration = Duration::from_millis(500);
 
-#[derive(Debug, Clone)]
-pub struct FrontDoor {
-    /// `127.0.0.1:PORT`, where the TCP connections go.
-    pub addr: String,
-    /// Host header (Traefik routes by it), or None to use `addr`.
-    pub host: Option<String>,
-}
-
-impl FrontDoor {
-    fn authority(&self) -> &str {
-        self.host.as_deref().unwrap_or(&self.addr)
-    }
-}
+/// The timeout policy of prepare's checks.
+pub const TIMEOUTS: Timeouts = Timeouts::all(Duration::from_secs(30));
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 #[serde(tag = "result", rename_all = "snake_case")]
@@ -33,48 +23,34 @@ pub enum Hold {
     Dropped { detail: String },
 }
 
-/// `POST /api/auth/login` through the front door; the access token.
+/// Log in through the front door; the access token. The error names the account and the door.
 pub async fn login(
-    client: &reqwest::Client,
-    door: &FrontDoor,
+    client: &Client,
+    door: &Endpoint,
     email: &str,
     password: &str,
 ) -> Result<String> {
-    let mut req = client
-        .post(format!("http://{}/api/auth/login", door.addr))
-        .json(&serde_json::json!({"email": email, "password": password}));
-    if let Some(h) = &door.host {
-        req = req.header("Host", h);
+    match client.login(door, email, password).await {
+        Ok(l) => Ok(l.token),
+        Err(e @ LoginError::Transport(_)) => {
+            Err(anyhow::Error::new(e).context(format!("login of {email} through {}", door.addr)))
+        }
+        Err(e @ LoginError::Refused { .. }) => bail!("login of {email} through {} {e}", door.addr),
+        Err(e @ LoginError::NoToken) => bail!("login of {email}: {e}"),
     }
-    let resp = req
-        .send()
-        .await
-        .with_context(|| format!("login of {email} through {}", door.addr))?;
-    let status = resp.status();
-    if !status.is_success() {
-        let body = resp.text().await.unwrap_or_default();
-        bail!(
-            "login of {email} through {} answered {status}: {}",
-            door.addr,
-            body.chars().take(200).collect::<String>()
-        );
-    }
-    let body: serde_json::Value = resp.json().await.context("login answer")?;
-    body["access_token"]
-        .as_str()
-        .map(str::to_string)
-        .with_context(|| format!("login of {email}: no access_token in the answer"))
 }
 
 /// Open `/yjs/project-<uuid>?token=` and watch it for `hold`.
-pub async fn hold(door: &FrontDoor, uuid: &str, token: &str, hold: Duration) -> Result<Hold> {
-    let url = format!("ws://{}/yjs/project-{uuid}?token={token}", door.authority());
-    let tcp = tokio::net::TcpStream::connect(&door.addr)
-        .await
-        .with_context(|| format!("connecting to {}", door.addr))?;
-    let (mut ws, _) = tokio_tungstenite::client_async(url, tcp)
-        .await
-        .with_context(|| format!("WebSocket upgrade through {}", door.addr))?;
+pub async fn hold(
+    client: &Client,
+    door: &Endpoint,
+    uuid: &str,
+    token: &str,
+    hold: Duration,
+) -> Result<Hold> {
+    let mut ws = client.dial(door, uuid, token).await.map_err(|kind| {
+        anyhow::anyhow!("WebSocket to project {uuid} through {}: {kind}", door.addr)
+    })?;
     let opened = Instant::now();
     let deadline = tokio::time::Instant::now() + hold;
     let verdict = loop {
@@ -131,8 +107,8 @@ impl Check {
 }
 
 pub async fn check(
-    client: &reqwest::Client,
-    door: &FrontDoor,
+    client: &Client,
+    door: &Endpoint,
     email: &str,
     password: &str,
     uuid: &str,
@@ -141,7 +117,7 @@ pub async fn check(
     let t = Instant::now();
     let token = login(client, door, email, password).await?;
     let login_ms = t.elapsed().as_millis() as u64;
-    let socket = hold(door, uuid, &token, HOLD).await?;
+    let socket = hold(client, door, uuid, &token, HOLD).await?;
     Ok(Check {
         email: email.to_string(),
         project_uuid: uuid.to_string(),

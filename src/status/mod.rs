@@ -49,12 +49,13 @@ pub fn read_deployed(target: &Target, stack: &str) -> Result<Deployed> {
     })
 }
 
+/// Every probe of an instance is quick or a problem: a stalled instance must not stall the report.
+const PROBE_TIMEOUTS: crate::app::Timeouts = crate::app::Timeouts::all(Duration::from_secs(5));
+
 /// One observation of the whole stack; services and instances are probed concurrently.
 pub async fn observe_stack(target: &Target, stack: &str, deployed: &Deployed) -> Result<Report> {
     let observed = observe::observe(&target.docker, stack).await?;
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(5))
-        .build()?;
+    let client = crate::app::Client::new(2, PROBE_TIMEOUTS);
     let token = tokio::sync::OnceCell::new();
     let services = async {
         let inspected = futures_util::future::join_all(
@@ -194,7 +195,7 @@ async fn service_status(
 /// guards it (newer images answer 401/403 to anonymous callers).
 async fn instance_status(
     target: &Target,
-    client: &reqwest::Client,
+    client: &crate::app::Client,
     container: &str,
     service: &str,
     deployed: &Deployed,
@@ -211,21 +212,20 @@ async fn instance_status(
         let ip = container_ip(&target.docker, container).await?;
         // A container's own address: direct here, through an SSH forward on a remote target.
         let addr = target.reach(&ip, crate::render::APP_PORT).await?;
-        let base = format!("http://{addr}");
-        let url = format!("{base}/api/websocket/info");
-        let resp = client.get(&url).send().await?;
-        let resp = if resp.status() == 401 || resp.status() == 403 {
+        let ep = crate::app::Endpoint::at(addr, None);
+        let answer = client.websocket_info(&ep, None).answer().await?;
+        let answer = if answer.status == 401 || answer.status == 403 {
             let t = token
-                .get_or_init(|| admin_token(client, &base, deployed.admin_password.as_deref()))
+                .get_or_init(|| admin_token(client, &ep, deployed.admin_password.as_deref()))
                 .await
                 .clone()
                 .context("the image requires an admin token and the admin login failed")?;
-            client.get(&url).bearer_auth(t).send().await?
+            client.websocket_info(&ep, Some(&t)).answer().await?
         } else {
-            resp
+            answer
         };
-        anyhow::ensure!(resp.status().is_success(), "HTTP {}", resp.status());
-        Ok(resp.json().await?)
+        anyhow::ensure!(answer.status.is_success(), "HTTP {}", answer.status);
+        Ok(answer.body)
     }
     .await;
     match result {
@@ -242,19 +242,14 @@ async fn instance_status(
 }
 
 async fn admin_token(
-    client: &reqwest::Client,
-    base: &str,
+    client: &crate::app::Client,
+    ep: &crate::app::Endpoint,
     password: Option<&str>,
 ) -> Option<String> {
-    let body = serde_json::json!({"email": crate::render::ADMIN_EMAIL, "password": password?});
-    let resp = client
-        .post(format!("{base}/api/auth/login"))
-        .json(&body)
-        .send()
-        .await
-        .ok()?;
-    let v: serde_json::Value = resp.json().await.ok()?;
-    v["access_token"].as_str().map(String::from)
+    let login = client
+        .login(ep, crate::render::ADMIN_EMAIL, password?)
+        .await;
+    login.ok().map(|l| l.token)
 }
 
 /// The container's address on its stack network: probes go there directly, never through the LB.

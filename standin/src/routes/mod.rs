@@ -1,5 +1,6 @@
 //! The HTTP routes, with the app's paths, status codes and JSON shapes (contract §1).
 
+mod email;
 mod health;
 mod login;
 mod projects;

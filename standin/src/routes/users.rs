@@ -8,7 +8,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
-use crate::routes::login::{is_email, validation};
+use crate::routes::email::is_email;
+use crate::routes::login::validation;
 use crate::routes::projects::{fail, internal, v1_caller};
 use crate::routes::store;
 use crate::state::AppState;
