@@ -5,8 +5,7 @@ use anyhow::{Context, Result};
 use rand::RngCore;
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// The names, in the order .env lists them.
@@ -136,7 +135,7 @@ pub fn load_or_generate(dir: &Path, persist: bool) -> Result<Secrets> {
     if secrets.complete() && persist {
         fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
-        write_private(&path, secrets.to_env_text().as_bytes())?;
+        crate::shell::atomic::write(&path, secrets.to_env_text().as_bytes(), 0o600)?;
     }
     Ok(secrets)
 }
@@ -150,23 +149,7 @@ pub fn save_if_absent(dir: &Path, secrets: &Secrets) -> Result<()> {
     }
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
-    write_private(&path, secrets.to_env_text().as_bytes())
-}
-
-/// Write a file readable by its owner only, replacing it atomically.
-pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+    crate::shell::atomic::write(&path, secrets.to_env_text().as_bytes(), 0o600)
 }
 
 #[cfg(test)]
