@@ -170,6 +170,25 @@ mod tests {
         assert_eq!(a.get("API_JWT_SECRET").len(), 48);
     }
 
+    /// A temporary file left by an interrupted write (once `secrets.tmp`, 0644) is never reused: the
+    /// secrets file ends private whatever lies beside it.
+    #[test]
+    fn a_leftover_temp_file_never_widens_the_secrets_file() {
+        let dir = tempfile::tempdir().unwrap();
+        for leftover in ["secrets.tmp", "secrets.env.exectl-tmp"] {
+            let p = dir.path().join(leftover);
+            fs::write(&p, "OLD=1\n").unwrap();
+            fs::set_permissions(&p, fs::Permissions::from_mode(0o644)).unwrap();
+        }
+        let s = load_or_generate(dir.path(), true).unwrap();
+        save_if_absent(dir.path(), &s).unwrap();
+        let mode = fs::metadata(dir.path().join("secrets.env"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
     #[test]
     fn validate_does_not_persist() {
         let dir = tempfile::tempdir().unwrap();
