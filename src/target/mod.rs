@@ -160,6 +160,8 @@ pub struct Target {
     pub shell: Arc<dyn HostShell>,
     /// Where the target's published ports answer (`TargetSpec::address`).
     address: IpAddr,
+    /// The engine's unix socket on its host (None: reached over TCP), to find its dockerd.
+    engine_socket: Option<String>,
 }
 
 impl Target {
@@ -189,6 +191,7 @@ impl Target {
                 remote: None,
                 shell: Arc::new(crate::shell::Local),
                 address: spec.address()?,
+                engine_socket: at.socket().map(str::to_string),
             });
         };
         let socket = spec.docker_socket.clone();
@@ -202,6 +205,7 @@ impl Target {
             key: spec.key(),
             spec: spec.clone(),
             shell: link.clone(),
+            engine_socket: Some(link.docker_socket.clone()),
             remote: Some(link),
             address: spec.address()?,
         })
@@ -297,15 +301,9 @@ impl Target {
     /// rlimit is set by a child of dockerd, which cannot raise it without CAP_SYS_RESOURCE) and the
     /// kernel's fs.nr_open. None when it cannot be read.
     pub async fn max_nofile(&self) -> Option<u64> {
-        let socket = match &self.remote {
-            Some(l) => l.docker_socket.clone(),
-            None => docker_host::parse(std::env::var("DOCKER_HOST").ok().as_deref())
-                .ok()?
-                .socket()?
-                .to_string(),
-        };
+        let socket = self.engine_socket.as_deref()?;
         let out = self
-            .host_shell(&scripts::limits::engine_limits(&socket))
+            .host_shell(&scripts::limits::engine_limits(socket))
             .await
             .ok()?;
         scripts::limits::parse_max_nofile(&out)
