@@ -14,6 +14,7 @@ pub mod prepare;
 pub mod render;
 pub mod runs;
 pub mod secrets;
+pub mod shell;
 pub mod spec;
 pub mod status;
 pub mod target;

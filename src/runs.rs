@@ -135,24 +135,16 @@ pub fn list_ids(dir: &Path) -> Vec<String> {
 /// Give the record the next free id for its spec and save it. Never overwrites another run's record:
 /// two deploys picking the same id at once get consecutive ones.
 pub fn save_next(dir: &Path, spec: &Spec, r: &mut Record) -> Result<PathBuf> {
-    use std::io::Write;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     for _ in 0..10 {
         r.id = next_id(spec, &list_ids(dir));
         let path = dir.join(format!("{}.json", r.id));
-        let mut f = match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e).with_context(|| format!("writing {}", path.display())),
-        };
         let mut text = serde_json::to_string_pretty(r)?;
         text.push('\n');
-        f.write_all(text.as_bytes())?;
-        return Ok(path);
+        // Whole or absent (never a half record), and never over another run's.
+        if crate::shell::atomic::write_new(&path, text.as_bytes(), 0o644)? {
+            return Ok(path);
+        }
     }
     anyhow::bail!("could not pick a free run id in {}", dir.display())
 }

@@ -5,8 +5,7 @@ use anyhow::{Context, Result};
 use rand::RngCore;
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// The names, in the order .env lists them.
@@ -136,7 +135,7 @@ pub fn load_or_generate(dir: &Path, persist: bool) -> Result<Secrets> {
     if secrets.complete() && persist {
         fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
-        write_private(&path, secrets.to_env_text().as_bytes())?;
+        crate::shell::atomic::write(&path, secrets.to_env_text().as_bytes(), 0o600)?;
     }
     Ok(secrets)
 }
@@ -150,23 +149,7 @@ pub fn save_if_absent(dir: &Path, secrets: &Secrets) -> Result<()> {
     }
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
-    write_private(&path, secrets.to_env_text().as_bytes())
-}
-
-/// Write a file readable by its owner only, replacing it atomically.
-pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+    crate::shell::atomic::write(&path, secrets.to_env_text().as_bytes(), 0o600)
 }
 
 #[cfg(test)]
@@ -185,6 +168,25 @@ mod tests {
             .mode();
         assert_eq!(mode & 0o777, 0o600);
         assert_eq!(a.get("API_JWT_SECRET").len(), 48);
+    }
+
+    /// A temporary file left by an interrupted write (once `secrets.tmp`, 0644) is never reused: the
+    /// secrets file ends private whatever lies beside it.
+    #[test]
+    fn a_leftover_temp_file_never_widens_the_secrets_file() {
+        let dir = tempfile::tempdir().unwrap();
+        for leftover in ["secrets.tmp", "secrets.env.exectl-tmp"] {
+            let p = dir.path().join(leftover);
+            fs::write(&p, "OLD=1\n").unwrap();
+            fs::set_permissions(&p, fs::Permissions::from_mode(0o644)).unwrap();
+        }
+        let s = load_or_generate(dir.path(), true).unwrap();
+        save_if_absent(dir.path(), &s).unwrap();
+        let mode = fs::metadata(dir.path().join("secrets.env"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
     }
 
     #[test]

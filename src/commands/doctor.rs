@@ -111,10 +111,10 @@ pub async fn gather(spec: &TargetSpec) -> Facts {
         .ok()
         .and_then(|e| e.docker_root_dir.clone())
         .unwrap_or_default();
-    let script_args = [root.as_str()];
+    let host_facts = crate::shell::scripts::facts::host_facts(&root);
     let (max_nofile, host, containers) = tokio::join!(
         within(target.max_nofile()),
-        within(target.host_shell(facts::HOST_SCRIPT, &script_args)),
+        within(target.host_shell(&host_facts)),
         containers(&target.docker),
     );
     Facts {

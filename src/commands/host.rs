@@ -7,6 +7,7 @@ use crate::cli::TargetArgs;
 use crate::error::UsageError;
 use crate::host::report::{self, Mode, Report};
 use crate::host::{self, daemon_json, sysctl, Role};
+use crate::shell::scripts::{files, tune::forget_state, tune::run_tune as tune_script};
 use crate::target::Target;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
@@ -102,13 +103,6 @@ impl HostPaths {
     }
 }
 
-/// Run tune.sh from the folder $1 with the remaining arguments.
-const RUN_TUNE: &str = r#"d=$1; shift; exec bash "$d/tune.sh" "$@""#;
-/// `present` then the file, or `absent`.
-const READ_FILE: &str = r#"if [ -e "$1" ]; then echo present; cat -- "$1"; else echo absent; fi"#;
-/// A fresh folder for a run that must leave nothing behind.
-const MAKE_TEMP: &str = r#"mktemp -d "${TMPDIR:-/tmp}/exectl-host.XXXXXX""#;
-
 async fn tune(a: &TuneArgs) -> Result<i32> {
     // Every input is checked before the host is touched.
     let role = Role::parse(&a.role)?;
@@ -149,7 +143,6 @@ async fn tune(a: &TuneArgs) -> Result<i32> {
             .put_file(&daemon, merge.text.as_bytes(), 0o644)
             .await?;
         let args = [
-            dir.display().to_string(),
             "--role".into(),
             role.name().into(),
             "--sysctl-file".into(),
@@ -162,7 +155,7 @@ async fn tune(a: &TuneArgs) -> Result<i32> {
             paths.root.clone(),
             if a.check { "--check" } else { "--apply" }.into(),
         ];
-        run_tune(&target, &args).await
+        run_tune(&target, &dir, &args).await
     }
     .await;
     if mode == Mode::Check {
@@ -192,23 +185,15 @@ async fn restore(a: &RestoreArgs) -> Result<i32> {
     let dir = temp_dir(&target).await?;
     let result = async {
         stage(&target, &dir).await?;
-        let args = [
-            dir.display().to_string(),
-            "--root".into(),
-            paths.root.clone(),
-            "--restore".into(),
-        ];
-        run_tune(&target, &args).await
+        let args = ["--root".into(), paths.root.clone(), "--restore".into()];
+        run_tune(&target, &dir, &args).await
     }
     .await;
     target.remove_host_dir(&dir).await?;
     let (settings, notes) = report::parse_lines(&result?);
     // Nothing is recorded any more: the copy `host tune` kept goes too, and the state folder if empty.
     target
-        .host_shell(
-            r#"rm -rf -- "$1/ansible-free"; rmdir -- "$1" 2>/dev/null; true"#,
-            &[&paths.state.display().to_string()],
-        )
+        .host_shell(&forget_state(&paths.state.display().to_string()))
         .await?;
     let r = Report::new(
         Mode::Restore,
@@ -259,22 +244,18 @@ fn read_sysctl_file(path: &Path) -> Result<String, UsageError> {
 /// A file on the target's host: None when it does not exist.
 async fn read_host_file(target: &Target, path: &Path) -> Result<Option<String>> {
     let out = target
-        .host_shell(READ_FILE, &[&path.display().to_string()])
+        .host_shell(&files::read(path))
         .await
         .with_context(|| format!("reading {}", path.display()))?;
-    Ok(match out.split_once('\n') {
-        Some(("present", text)) => Some(text.to_string()),
-        _ if out.trim() == "present" => Some(String::new()),
-        _ => None,
-    })
+    Ok(files::parse_read(&out))
 }
 
 async fn temp_dir(target: &Target) -> Result<PathBuf> {
     let out = target
-        .host_shell(MAKE_TEMP, &[])
+        .host_shell(&files::make_temp_dir())
         .await
         .context("making a temporary folder on the host")?;
-    Ok(PathBuf::from(out.trim()))
+    Ok(files::parse_temp_dir(&out))
 }
 
 /// ansible-free/ as embedded in exectl, written to `dir` on the host.
@@ -288,9 +269,10 @@ async fn stage(target: &Target, dir: &Path) -> Result<()> {
 }
 
 /// tune.sh's report; an error with its stderr when it fails.
-async fn run_tune(target: &Target, args: &[String]) -> Result<String> {
-    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = target.host_run(RUN_TUNE, &argv).await?;
+async fn run_tune(target: &Target, dir: &Path, args: &[String]) -> Result<String> {
+    let out = target
+        .host_run(&tune_script(&dir.display().to_string(), args))
+        .await?;
     if out.code != 0 {
         bail!(
             "ansible-free/tune.sh failed on {} (exit {}): {}{}",

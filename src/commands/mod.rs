@@ -38,7 +38,7 @@ pub fn load_templates(args: &SpecArgs) -> Result<Templates> {
 }
 
 /// Target key for the local engine's state.
-pub const LOCAL_TARGET: &str = "local";
+pub const LOCAL_TARGET: &str = crate::target::LOCAL_KEY;
 
 /// The target named by the flags, EXECTL_TARGET or ./exectl.yaml's `target:` (commands without a spec).
 pub fn target_spec(

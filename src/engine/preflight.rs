@@ -207,25 +207,7 @@ pub fn check_conflicts(
     Ok(())
 }
 
-/// Pure: the ports in LISTEN state in /proc/net/tcp and tcp6 (`local_address` is HEXADDR:HEXPORT,
-/// state 0A is LISTEN).
-pub fn parse_listening(proc_net_tcp: &str) -> Vec<u16> {
-    let mut ports: Vec<u16> = proc_net_tcp
-        .lines()
-        .filter_map(|l| {
-            let mut f = l.split_whitespace();
-            let local = f.nth(1)?;
-            let state = f.nth(1)?;
-            (state == "0A")
-                .then(|| local.rsplit_once(':'))
-                .flatten()
-                .and_then(|(_, port)| u16::from_str_radix(port, 16).ok())
-        })
-        .collect();
-    ports.sort_unstable();
-    ports.dedup();
-    ports
-}
+pub use crate::shell::scripts::ports::parse_listening;
 
 /// Containers and listening ports on the target, then `check_conflicts`.
 pub async fn conflicts(target: &Target, desired: &super::desired::Desired) -> Result<()> {
@@ -259,7 +241,7 @@ pub async fn conflicts(target: &Target, desired: &super::desired::Desired) -> Re
         })
         .collect();
     let tcp = target
-        .host_shell("cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; true", &[])
+        .host_shell(&crate::shell::scripts::ports::listening())
         .await
         .context("reading the target's listening ports")?;
     check_conflicts(desired, &existing, &parse_listening(&tcp))?;

@@ -3,7 +3,9 @@
 //! like the local lock; a holder from this machine whose process is gone is stale and taken over.
 
 use super::lock::{alive, takeover, Holder, LockLost, Locked, StackLock};
-use crate::target::{ssh::shell_quote, ssh::Link, Target, REMOTE_STACKS_ROOT};
+use crate::shell::scripts::lock::{self, Acquire};
+use crate::shell::HostShell;
+use crate::target::{Target, REMOTE_STACKS_ROOT};
 use anyhow::{Context, Result};
 use std::sync::Arc;
 
@@ -26,10 +28,9 @@ impl StackGuard {
                 return Ok(());
             }
             *checked = Some(std::time::Instant::now());
-            let cmd = format!("cat -- {} 2>/dev/null; true", shell_quote(&r.path));
             let now = r
-                .link
-                .exec(&cmd, None)
+                .shell
+                .run(&lock::read(&r.path), None)
                 .map(|o| o.stdout)
                 .unwrap_or_default();
             if now.trim() != r.mine {
@@ -41,13 +42,10 @@ impl StackGuard {
 }
 
 pub struct RemoteLock {
-    link: Arc<Link>,
+    shell: Arc<dyn HostShell>,
     path: String,
     mine: String,
 }
-
-const ACQUIRE: &str = r#"mkdir -p "$(dirname "$1")" || exit 3
-if ( set -C; printf '%s\n' "$2" > "$1" ) 2>/dev/null; then echo acquired; else echo held; cat "$1"; fi"#;
 
 /// Take the local lock, then the SUT's (remote targets).
 pub async fn lock_stack(
@@ -59,7 +57,7 @@ pub async fn lock_stack(
     let local = StackLock::acquire(&target.stack_dir(stack), stack, command, break_lock)?;
     let remote = match &target.remote {
         None => None,
-        Some(link) => Some(acquire_remote(target, link, stack, command, break_lock).await?),
+        Some(_) => Some(acquire_remote(target, stack, command, break_lock).await?),
     };
     Ok(StackGuard {
         stack: stack.to_string(),
@@ -71,7 +69,6 @@ pub async fn lock_stack(
 
 async fn acquire_remote(
     target: &Target,
-    link: &Arc<Link>,
     stack: &str,
     command: &str,
     break_lock: bool,
@@ -81,18 +78,20 @@ async fn acquire_remote(
     let mine = serde_json::to_string(&me)?;
     for _ in 0..2 {
         let out = target
-            .host_shell(ACQUIRE, &[&path, &mine])
+            .host_shell(&lock::acquire(&path, &mine))
             .await
             .with_context(|| format!("taking the lock {path} on {}", target.describe()))?;
-        let (verdict, rest) = out.split_once('\n').unwrap_or((out.as_str(), ""));
-        if verdict.trim() == "acquired" {
-            return Ok(RemoteLock {
-                link: link.clone(),
-                path,
-                mine,
-            });
-        }
-        let holder: Option<Holder> = serde_json::from_str(rest.trim()).ok();
+        let held = match lock::parse_acquire(&out) {
+            Acquire::Acquired => {
+                return Ok(RemoteLock {
+                    shell: target.shell.clone(),
+                    path,
+                    mine,
+                })
+            }
+            Acquire::Held(text) => text,
+        };
+        let holder: Option<Holder> = serde_json::from_str(&held).ok();
         if takeover(holder.as_ref(), &me, break_lock, alive) {
             if let Some(h) = &holder {
                 eprintln!(
@@ -104,7 +103,7 @@ async fn acquire_remote(
                     h.since
                 );
             }
-            target.host_shell(r#"rm -f -- "$1""#, &[&path]).await?;
+            target.host_shell(&lock::remove(&path)).await?;
             continue;
         }
         return Err(Locked {
@@ -121,17 +120,7 @@ async fn acquire_remote(
 
 impl Drop for RemoteLock {
     fn drop(&mut self) {
-        // Blocking, but brief: one exec on the SUT. Only our own lock is removed (and the folders it
-        // leaves empty: nothing of exectl stays on a SUT after the last teardown).
-        let cmd = format!(
-            "sh -c {} sh {} {}",
-            shell_quote(
-                r#"[ "$(cat "$1" 2>/dev/null)" = "$2" ] && rm -f -- "$1"
-d=$(dirname -- "$1"); rmdir -- "$d" "$(dirname -- "$d")" 2>/dev/null; true"#
-            ),
-            shell_quote(&self.path),
-            shell_quote(&self.mine)
-        );
-        let _ = self.link.exec(&cmd, None);
+        // Blocking, but brief: one exec on the SUT. Only our own lock is removed.
+        let _ = self.shell.run(&lock::release(&self.path, &self.mine), None);
     }
 }

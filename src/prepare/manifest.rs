@@ -3,10 +3,8 @@
 //! (`[{email, token}]`). They hold the password and tokens: mode 0600, written whole then renamed.
 
 use super::plan::{Plan, Role};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 pub const PROJECTS: &str = "projects.json";
@@ -88,21 +86,10 @@ pub fn accounts_csv(entries: &[AccountEntry<'_>]) -> String {
     out
 }
 
-/// Write `bytes` to DIR/name with mode 0600, through a temporary file renamed into place.
+/// Write `bytes` to DIR/name with mode 0600 (the one atomic write).
 pub fn write_private(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let path = dir.join(name);
-    let tmp = dir.join(format!(".{name}.tmp"));
-    let _ = std::fs::remove_file(&tmp);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .with_context(|| format!("creating {}", tmp.display()))?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+    crate::shell::atomic::write(&path, bytes, 0o600)?;
     Ok(path)
 }
 

@@ -232,24 +232,9 @@ impl Bundle {
     /// Write every file into `dir` (each replaced atomically, with its mode) and remove bundle files a
     /// previous render left that this one no longer has (e.g. nginx.conf after switching ha → single).
     pub fn write_to(&self, dir: &Path) -> Result<()> {
-        use std::os::unix::fs::PermissionsExt;
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         for f in &self.files {
-            let path = dir.join(f.path);
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)
-                    .with_context(|| format!("creating {}", parent.display()))?;
-            }
-            if f.mode == 0o600 {
-                crate::secrets::write_private(&path, &f.bytes)?;
-            } else {
-                let tmp = path.with_extension("exectl-tmp");
-                std::fs::write(&tmp, &f.bytes)
-                    .with_context(|| format!("writing {}", tmp.display()))?;
-                std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(f.mode))?;
-                std::fs::rename(&tmp, &path)
-                    .with_context(|| format!("writing {}", path.display()))?;
-            }
+            crate::shell::atomic::write(&dir.join(f.path), &f.bytes, f.mode)?;
         }
         for stale in ALL_PATHS.iter().filter(|p| self.get(p).is_none()) {
             let p = dir.join(stale);

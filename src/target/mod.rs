@@ -8,6 +8,7 @@ pub mod ssh;
 pub use exec::{exec, ExecOutput};
 
 use crate::error::UsageError;
+use crate::shell::{scripts, HostShell, Output, Script};
 use anyhow::{Context, Result};
 use bollard::Docker;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
@@ -20,6 +21,8 @@ pub const REMOTE_STACKS_ROOT: &str = "/opt/exectl";
 /// The oldest engine API exectl is tested against (Docker 20.10).
 pub use crate::core::doctor::assess::MIN_API;
 pub const DEFAULT_DOCKER_SOCKET: &str = "/var/run/docker.sock";
+/// The state key of the local engine (`TargetSpec::key`).
+pub const LOCAL_KEY: &str = "local";
 
 /// Which target, resolved from --target, EXECTL_TARGET or exectl.yaml's `target:`, not yet connected.
 #[derive(Debug, Clone)]
@@ -39,7 +42,7 @@ impl TargetSpec {
     /// Names the target in local state paths: `local` or `ssh-USER@HOST-PORT`.
     pub fn key(&self) -> String {
         match &self.ssh {
-            None => crate::commands::LOCAL_TARGET.to_string(),
+            None => LOCAL_KEY.to_string(),
             Some(o) => o.url.state_key(),
         }
     }
@@ -62,7 +65,9 @@ impl TargetSpec {
         }
     }
 
-    /// Where the target's published ports answer: loopback, or the SUT's address (resolved once).
+    /// Where the target's published ports answer: loopback, or the SUT's address (the first its name
+    /// resolves to, which is also the first the SSH connection tries). The one definition: a connected
+    /// `Target` keeps what this gave.
     pub fn address(&self) -> Result<IpAddr, UsageError> {
         let Some(o) = &self.ssh else {
             return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
@@ -148,6 +153,12 @@ pub struct Target {
     pub key: String,
     /// The SSH link of a remote target.
     pub remote: Option<Arc<ssh::Link>>,
+    /// Runs scripts and puts files on the target's host: this machine, or the SSH link.
+    pub shell: Arc<dyn HostShell>,
+    /// Where the target's published ports answer (`TargetSpec::address`).
+    address: IpAddr,
+    /// The engine's unix socket on its host (None: reached over TCP), to find its dockerd.
+    engine_socket: Option<String>,
 }
 
 impl Target {
@@ -175,6 +186,9 @@ impl Target {
                 key: spec.key(),
                 spec: spec.clone(),
                 remote: None,
+                shell: Arc::new(crate::shell::Local),
+                address: spec.address()?,
+                engine_socket: at.socket().map(str::to_string),
             });
         };
         let socket = spec.docker_socket.clone();
@@ -187,7 +201,10 @@ impl Target {
             docker,
             key: spec.key(),
             spec: spec.clone(),
+            shell: link.clone(),
+            engine_socket: Some(link.docker_socket.clone()),
             remote: Some(link),
+            address: spec.address()?,
         })
     }
 
@@ -220,10 +237,7 @@ impl Target {
 
     /// Where the target's published ports answer.
     pub fn address(&self) -> IpAddr {
-        match &self.remote {
-            None => IpAddr::V4(Ipv4Addr::LOCALHOST),
-            Some(l) => l.peer.ip(),
-        }
+        self.address
     }
 
     /// An address from which `ip:port` on the target's host is reachable from here (a container's own
@@ -242,76 +256,27 @@ impl Target {
         }
     }
 
-    /// Run a shell script on the target's host (arguments as $1, $2, ...): exit code and output.
-    pub async fn host_run(&self, script: &str, args: &[&str]) -> Result<ssh::Output> {
-        match &self.remote {
-            None => {
-                let out = tokio::process::Command::new("sh")
-                    .arg("-c")
-                    .arg(script)
-                    .arg("sh")
-                    .args(args)
-                    .output()
-                    .await
-                    .context("running a shell on the target host")?;
-                Ok(ssh::Output {
-                    code: out.status.code().unwrap_or(-1),
-                    stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-                    stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-                })
-            }
-            Some(l) => {
-                let mut cmd = format!("sh -c {} sh", ssh::shell_quote(script));
-                for a in args {
-                    cmd.push(' ');
-                    cmd.push_str(&ssh::shell_quote(a));
-                }
-                let l = l.clone();
-                tokio::task::spawn_blocking(move || l.exec(&cmd, None)).await?
-            }
-        }
+    /// Run a script on the target's host: exit code and output.
+    pub async fn host_run(&self, script: &Script) -> Result<Output> {
+        let (shell, script) = (self.shell.clone(), script.clone());
+        tokio::task::spawn_blocking(move || shell.run(&script, None)).await?
     }
 
-    /// Run a shell script on the target's host and return its stdout; an error when it fails.
-    pub async fn host_shell(&self, script: &str, args: &[&str]) -> Result<String> {
-        let out = self.host_run(script, args).await?;
-        if out.code != 0 {
-            anyhow::bail!(
-                "host script failed on {} (exit {}): {}",
-                self.describe(),
-                out.code,
-                out.stderr.trim()
-            );
-        }
-        Ok(out.stdout)
+    /// Run a script on the target's host and return its stdout; an error when it fails.
+    pub async fn host_shell(&self, script: &Script) -> Result<String> {
+        let (shell, script) = (self.shell.clone(), script.clone());
+        tokio::task::spawn_blocking(move || crate::shell::stdout_of(&*shell, &script)).await?
     }
 
     /// Write a file on the target's host (folders made), replacing it whole, with `mode`.
     pub async fn put_file(&self, path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
-        match &self.remote {
-            None => {
-                use std::os::unix::fs::PermissionsExt;
-                if let Some(d) = path.parent() {
-                    std::fs::create_dir_all(d)
-                        .with_context(|| format!("creating {}", d.display()))?;
-                }
-                let tmp = path.with_extension("exectl-tmp");
-                std::fs::write(&tmp, bytes)
-                    .with_context(|| format!("writing {}", tmp.display()))?;
-                std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))?;
-                std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
-            }
-            Some(l) => {
-                let (l, path, bytes) = (l.clone(), path.to_path_buf(), bytes.to_vec());
-                tokio::task::spawn_blocking(move || l.write_file(&path, &bytes, mode)).await?
-            }
-        }
+        let (shell, path, bytes) = (self.shell.clone(), path.to_path_buf(), bytes.to_vec());
+        tokio::task::spawn_blocking(move || shell.put_file(&path, &bytes, mode)).await?
     }
 
     /// Remove a folder on the target's host (nothing if absent).
     pub async fn remove_host_dir(&self, path: &Path) -> Result<()> {
-        let p = path.display().to_string();
-        self.host_shell(r#"rm -rf -- "$1""#, &[&p])
+        self.host_shell(&scripts::files::remove_dir(path))
             .await
             .map(|_| ())
     }
@@ -333,21 +298,12 @@ impl Target {
     /// rlimit is set by a child of dockerd, which cannot raise it without CAP_SYS_RESOURCE) and the
     /// kernel's fs.nr_open. None when it cannot be read.
     pub async fn max_nofile(&self) -> Option<u64> {
-        let socket = match &self.remote {
-            Some(l) => l.docker_socket.clone(),
-            None => docker_host::parse(std::env::var("DOCKER_HOST").ok().as_deref())
-                .ok()?
-                .socket()?
-                .to_string(),
-        };
-        let out = self.host_shell(ENGINE_LIMITS, &[&socket]).await.ok()?;
-        let mut lines = out.lines();
-        let nr_open = lines.next().and_then(|l| l.trim().parse::<u64>().ok());
-        let engine = parse_nofile(&out).map(|(_, hard)| hard);
-        match (engine, nr_open) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let socket = self.engine_socket.as_deref()?;
+        let out = self
+            .host_shell(&scripts::limits::engine_limits(socket))
+            .await
+            .ok()?;
+        scripts::limits::parse_max_nofile(&out)
     }
 }
 
@@ -370,20 +326,6 @@ fn local_engine() -> Result<(Docker, docker_host::LocalEngine)> {
     })?;
     Ok((docker, engine))
 }
-
-/// fs.nr_open, then the "Max open files" line of the engine's process: the dockerd whose command line
-/// names the socket, else the one of /var/run/docker.pid, else the only one ($1 = the socket).
-const ENGINE_LIMITS: &str = r#"cat /proc/sys/fs/nr_open
-pid=""
-for d in /proc/[0-9]*; do
-  [ "$(cat "$d/comm" 2>/dev/null)" = dockerd ] || continue
-  if tr '\0' ' ' < "$d/cmdline" 2>/dev/null | grep -q -- "$1"; then pid=${d#/proc/}; fi
-  [ -n "$any" ] || any=${d#/proc/}
-done
-[ -n "$pid" ] || pid=$(cat /var/run/docker.pid 2>/dev/null || echo "$any")
-[ -n "$pid" ] && grep '^Max open files' "/proc/$pid/limits"
-true
-"#;
 
 /// Pure: the engine's API version against `MIN_API`; the problem, worded, when too old or unreadable.
 pub fn api_is_supported(api: &str, engine: &str) -> Result<(), String> {
@@ -434,19 +376,6 @@ async fn remote_engine(link: &ssh::Link) -> Result<Docker> {
     Ok(docker.negotiate_version().await?)
 }
 
-/// (soft, hard) of "Max open files" in a /proc/PID/limits text.
-pub fn parse_nofile(limits: &str) -> Option<(u64, u64)> {
-    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
-    let mut nums = line["Max open files".len()..].split_whitespace().map(|w| {
-        if w == "unlimited" {
-            Some(u64::MAX)
-        } else {
-            w.parse().ok()
-        }
-    });
-    Some((nums.next()??, nums.next()??))
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
@@ -460,12 +389,5 @@ mod tests {
             "{e}"
         );
         assert!(super::api_is_supported("", "?").is_err());
-    }
-
-    #[test]
-    fn reads_nofile_from_proc_limits() {
-        let text = "Limit                     Soft Limit           Hard Limit           Units\n\
-                    Max open files            1024                 20000                files\n";
-        assert_eq!(super::parse_nofile(text), Some((1024, 20000)));
     }
 }

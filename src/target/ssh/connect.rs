@@ -281,31 +281,29 @@ pub fn classify_socket_failure(
     reason: String,
 ) -> SshError {
     let name = o.url.known_hosts_name();
-    match probe.trim() {
-        "missing" => SshError::NoSocket {
+    use crate::shell::scripts::files::{parse_socket_probe, Socket};
+    match parse_socket_probe(probe) {
+        Socket::Missing => SshError::NoSocket {
             name,
             socket: socket.into(),
         },
-        "denied" => SshError::SocketPermission {
-            name,
-            user: o.url.user.clone(),
-            socket: socket.into(),
-        },
-        "ok" => SshError::ForwardingRefused {
+        Socket::Denied => SshError::SocketPermission {
             name,
             user: o.url.user.clone(),
             socket: socket.into(),
         },
-        _ => SshError::Forwarding {
+        Socket::Usable => SshError::ForwardingRefused {
+            name,
+            user: o.url.user.clone(),
+            socket: socket.into(),
+        },
+        Socket::Unknown => SshError::Forwarding {
             name,
             socket: socket.into(),
             reason,
         },
     }
 }
-
-/// The shell probe `classify_socket_failure` reads ($1 = the socket).
-pub const SOCKET_PROBE: &str = r#"if [ ! -S "$1" ]; then echo missing; elif [ -r "$1" ] && [ -w "$1" ]; then echo ok; else echo denied; fi"#;
 
 #[cfg(test)]
 mod tests {

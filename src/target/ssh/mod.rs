@@ -35,18 +35,8 @@ pub struct Link {
     no_sftp: AtomicBool,
 }
 
-/// What a host command printed and how it ended.
-#[derive(Debug, Clone)]
-pub struct Output {
-    pub code: i32,
-    pub stdout: String,
-    pub stderr: String,
-}
-
-/// `'…'` with embedded quotes closed and escaped: one word for a POSIX shell.
-pub fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
+pub use crate::shell::Output;
+use crate::shell::{scripts, HostShell, Script};
 
 impl Link {
     /// Connect (blocking: call from spawn_blocking), in stages, and prove the Docker socket forwards.
@@ -77,11 +67,7 @@ impl Link {
             Err(e) => {
                 let probe = run(
                     &control,
-                    &format!(
-                        "sh -c {} sh {}",
-                        shell_quote(connect::SOCKET_PROBE),
-                        shell_quote(docker_socket)
-                    ),
+                    &scripts::files::socket_probe(docker_socket).command_line(),
                     None,
                 )
                 .map(|o| o.stdout)
@@ -166,6 +152,21 @@ impl Link {
     /// Why the last forwarded connection could not be opened, if one failed.
     pub fn tunnel_error(&self) -> Option<String> {
         self.tunnel.last_error()
+    }
+}
+
+/// The SUT's host as a host shell: scripts by exec of `sh -c`, files by SFTP (or exec).
+impl HostShell for Link {
+    fn run(&self, script: &Script, stdin: Option<&[u8]>) -> Result<Output> {
+        self.exec(&script.command_line(), stdin)
+    }
+
+    fn put_file(&self, path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+        self.write_file(path, bytes, mode)
+    }
+
+    fn describe(&self) -> String {
+        self.url.to_string()
     }
 }
 

@@ -98,6 +98,19 @@ fn would_block(e: &std::io::Error) -> bool {
 }
 
 /// libssh2's EAGAIN: the non-blocking call must be repeated.
+/// One non-blocking write of `buf`'s head; what was written leaves it. (moved, dead).
+fn flush(buf: &mut Vec<u8>, write: impl FnOnce(&[u8]) -> std::io::Result<usize>) -> (bool, bool) {
+    match write(buf) {
+        Ok(n) if n > 0 => {
+            buf.drain(..n);
+            (true, false)
+        }
+        Ok(_) => (false, false),
+        Err(e) if would_block(&e) => (false, false),
+        Err(_) => (false, true),
+    }
+}
+
 fn again(e: &ssh2::Error) -> bool {
     e.code() == ssh2::ErrorCode::Session(-37)
 }
@@ -124,15 +137,9 @@ impl Conn {
             }
         }
         if !self.up.is_empty() {
-            match self.chan.write(&self.up) {
-                Ok(n) if n > 0 => {
-                    self.up.drain(..n);
-                    moved = true;
-                }
-                Ok(_) => {}
-                Err(e) if would_block(&e) => {}
-                Err(_) => self.dead = true,
-            }
+            let (m, dead) = flush(&mut self.up, |b| self.chan.write(b));
+            moved |= m;
+            self.dead |= dead;
         }
         if self.local_eof && self.up.is_empty() && !self.eof_sent {
             match self.chan.send_eof() {
@@ -161,15 +168,9 @@ impl Conn {
             }
         }
         if !self.down.is_empty() {
-            match self.local.write(&self.down) {
-                Ok(n) if n > 0 => {
-                    self.down.drain(..n);
-                    moved = true;
-                }
-                Ok(_) => {}
-                Err(e) if would_block(&e) => {}
-                Err(_) => self.dead = true,
-            }
+            let (m, dead) = flush(&mut self.down, |b| self.local.write(b));
+            moved |= m;
+            self.dead |= dead;
         }
         if self.remote_eof && self.down.is_empty() && !self.local_closed {
             self.local.shutdown_write();
@@ -358,5 +359,24 @@ fn wait(sess: &Session, ssh_fd: RawFd, listeners: &[(Listener, Dest)], conns: &[
     // SAFETY: `fds` is a valid, exclusively borrowed array of pollfd for the call's duration.
     unsafe {
         libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 20);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::flush;
+    use std::io::{Error, ErrorKind};
+
+    #[test]
+    fn flush_drains_what_was_written_and_tells_blocked_from_dead() {
+        let mut buf = b"abcdef".to_vec();
+        assert_eq!(flush(&mut buf, |b| Ok(b.len().min(4))), (true, false));
+        assert_eq!(buf, b"ef");
+        assert_eq!(flush(&mut buf, |_| Ok(0)), (false, false));
+        let blocked = || Err(Error::from(ErrorKind::WouldBlock));
+        assert_eq!(flush(&mut buf, |_| blocked()), (false, false));
+        assert_eq!(buf, b"ef");
+        let reset = || Err(Error::from(ErrorKind::ConnectionReset));
+        assert_eq!(flush(&mut buf, |_| reset()), (false, true));
     }
 }

@@ -1,0 +1,177 @@
+//! doctor's facts about the host in one round trip: kernel limits, load, swap, mounts, and the
+//! filesystem of Docker's data root.
+
+use super::super::Script;
+
+/// What the host script reported (each fact absent when it could not be read).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Host {
+    pub file_max: Option<u64>,
+    /// net.ipv4.ip_local_port_range: (low, high).
+    pub port_range: Option<(u64, u64)>,
+    pub somaxconn: Option<u64>,
+    pub syn_backlog: Option<u64>,
+    /// Both absent when the conntrack module is not loaded.
+    pub conntrack_count: Option<u64>,
+    pub conntrack_max: Option<u64>,
+    pub load1: Option<f64>,
+    pub nproc: Option<u64>,
+    pub swap_total_kb: Option<u64>,
+    pub swap_free_kb: Option<u64>,
+    /// `stat -f -c %T` of the Docker data root.
+    pub root_statfs: Option<String>,
+    /// The data root with symlinks resolved.
+    pub root_real: Option<String>,
+    /// (mount point, filesystem type) of /proc/mounts, in order.
+    pub mounts: Vec<(String, String)>,
+}
+
+/// Prints one `key=value` per line (and `mount=POINT TYPE` per mount) in one round trip; $1 is Docker's
+/// data root. Missing files print nothing, so their facts stay absent.
+const HOST_FACTS_BODY: &str = r#"r() { [ -r "$2" ] && printf '%s=%s\n' "$1" "$(cat "$2" 2>/dev/null)"; }
+r file_max /proc/sys/fs/file-max
+r port_range /proc/sys/net/ipv4/ip_local_port_range
+r somaxconn /proc/sys/net/core/somaxconn
+r syn_backlog /proc/sys/net/ipv4/tcp_max_syn_backlog
+r conntrack_count /proc/sys/net/netfilter/nf_conntrack_count
+r conntrack_max /proc/sys/net/netfilter/nf_conntrack_max
+r loadavg /proc/loadavg
+printf 'nproc=%s\n' "$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc 2>/dev/null)"
+while read -r k v _; do
+  case "$k" in SwapTotal:) echo "swap_total_kb=$v" ;; SwapFree:) echo "swap_free_kb=$v" ;; esac
+done < /proc/meminfo
+if [ -n "$1" ]; then
+  printf 'root_real=%s\n' "$(readlink -f "$1" 2>/dev/null || echo "$1")"
+  printf 'root_statfs=%s\n' "$(stat -f -c %T "$1" 2>/dev/null)"
+fi
+while read -r _ mp fs _; do echo "mount=$mp $fs"; done < /proc/mounts
+true
+"#;
+
+/// The facts script; `docker_root` is Docker's data root (empty: not known). Read with `parse_host`.
+pub fn host_facts(docker_root: &str) -> Script {
+    Script::new(HOST_FACTS_BODY).arg(docker_root)
+}
+
+/// Parse the host script's output. Unknown keys and unreadable values are ignored.
+pub fn parse_host(text: &str) -> Host {
+    let mut h = Host::default();
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        let v = value.trim();
+        let num = || v.parse::<u64>().ok();
+        match key {
+            "file_max" => h.file_max = num(),
+            "port_range" => {
+                let mut it = v.split_whitespace().map(|w| w.parse::<u64>().ok());
+                h.port_range = match (it.next().flatten(), it.next().flatten()) {
+                    (Some(lo), Some(hi)) if hi >= lo => Some((lo, hi)),
+                    _ => None,
+                };
+            }
+            "somaxconn" => h.somaxconn = num(),
+            "syn_backlog" => h.syn_backlog = num(),
+            "conntrack_count" => h.conntrack_count = num(),
+            "conntrack_max" => h.conntrack_max = num(),
+            "loadavg" => {
+                h.load1 = v
+                    .split_whitespace()
+                    .next()
+                    .and_then(|w| w.parse::<f64>().ok())
+            }
+            "nproc" => h.nproc = num().filter(|n| *n > 0),
+            "swap_total_kb" => h.swap_total_kb = num(),
+            "swap_free_kb" => h.swap_free_kb = num(),
+            "root_statfs" if !v.is_empty() => h.root_statfs = Some(v.to_string()),
+            "root_real" if !v.is_empty() => h.root_real = Some(v.to_string()),
+            "mount" => {
+                if let Some((mp, fs)) = value.rsplit_once(' ') {
+                    h.mounts.push((unescape_mount(mp), fs.trim().to_string()));
+                }
+            }
+            _ => {}
+        }
+    }
+    h
+}
+
+/// /proc/mounts writes space, tab, newline and backslash in paths as octal escapes (`\040`).
+fn unescape_mount(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let octal = b
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match octal {
+            Some(d) if b[i] == b'\\' => {
+                let n = d.iter().fold(0u32, |n, c| n * 8 + u32::from(c - b'0'));
+                out.push(n as u8);
+                i += 4;
+            }
+            _ => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_script_takes_the_data_root() {
+        let s = host_facts("/var/lib/docker");
+        assert_eq!(s.args, ["/var/lib/docker"]);
+        assert!(s.body.starts_with("r() {"), "{}", s.body);
+        assert!(
+            s.body.ends_with("done < /proc/mounts\ntrue\n"),
+            "{}",
+            s.body
+        );
+    }
+
+    const SAMPLE: &str = "file_max=2470938\n\
+        port_range=32768\t60999\n\
+        somaxconn=4096\n\
+        syn_backlog=2048\n\
+        loadavg=4.13 2.53 2.39 4/261 29192\n\
+        nproc=2\n\
+        swap_total_kb=0\n\
+        swap_free_kb=0\n\
+        root_real=/var/lib/docker\n\
+        root_statfs=ext2/ext3\n\
+        mount=/ ext4\n\
+        mount=/var/lib/docker ext4\n\
+        mount=/mnt/my\\040disk 9p\n";
+
+    #[test]
+    fn parses_the_host_script_output() {
+        let h = parse_host(SAMPLE);
+        assert_eq!(h.file_max, Some(2470938));
+        assert_eq!(h.port_range, Some((32768, 60999)));
+        assert_eq!(h.somaxconn, Some(4096));
+        assert_eq!(h.syn_backlog, Some(2048));
+        assert_eq!(h.conntrack_count, None);
+        assert_eq!(h.conntrack_max, None);
+        assert_eq!(h.load1, Some(4.13));
+        assert_eq!(h.nproc, Some(2));
+        assert_eq!(h.swap_total_kb, Some(0));
+        assert_eq!(h.root_real.as_deref(), Some("/var/lib/docker"));
+        assert_eq!(h.root_statfs.as_deref(), Some("ext2/ext3"));
+        assert_eq!(h.mounts.len(), 3);
+        assert_eq!(h.mounts[2], ("/mnt/my disk".to_string(), "9p".to_string()));
+    }
+
+    #[test]
+    fn unreadable_values_stay_absent() {
+        let h = parse_host("port_range=60999 32768\nsomaxconn=\nnproc=0\nroot_statfs=\ngarbage\n");
+        assert_eq!(h, Host::default());
+    }
+}
