@@ -3,9 +3,9 @@
 //! `core::units` through the helpers at the end (the one place a flag's value becomes its UsageError).
 //! Their value names say their kind (DURATION, SIZE, N, CPUS): tests/bad_values.rs walks them all.
 
+use crate::core::spec_settings::{Kind as SettingKind, Setting, SETTINGS};
 use crate::core::units::{self, Invalid};
 use crate::error::UsageError;
-use crate::core::spec_settings::{Kind as SettingKind, Setting, SETTINGS};
 use crate::spec::{Raw, SpecInput};
 use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
@@ -340,9 +340,13 @@ pub struct SettingFlags(pub SpecInput);
 fn setting_arg(s: &Setting) -> Option<Arg> {
     let arg = Arg::new(s.key).help(s.help);
     let valued = |arg: Arg| {
-        arg.value_name(s.value_name.map(String::from).unwrap_or_else(|| s.key.to_uppercase()))
-            .action(ArgAction::Set)
-            .value_parser(clap::value_parser!(String))
+        arg.value_name(
+            s.value_name
+                .map(String::from)
+                .unwrap_or_else(|| s.key.to_uppercase()),
+        )
+        .action(ArgAction::Set)
+        .value_parser(clap::value_parser!(String))
     };
     Some(match (s.kind, s.long()) {
         (SettingKind::Positional, _) => valued(arg),

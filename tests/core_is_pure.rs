@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 /// What the core may not name: I/O crates, std's I/O modules, and exectl's own shell.
-const FORBIDDEN: [&str; 19] = [
+const FORBIDDEN: [&str; 23] = [
     "tokio",
     "bollard",
     "reqwest",
@@ -24,6 +24,10 @@ const FORBIDDEN: [&str; 19] = [
     "crate::load",
     "crate::prepare",
     "crate::validate",
+    "crate::shell",
+    "crate::app",
+    "crate::secrets",
+    "crate::runs",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

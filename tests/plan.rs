@@ -257,3 +257,23 @@ fn waves_start_each_service_after_what_it_depends_on() {
         "nothing waits for the front door but the end"
     );
 }
+
+/// The compose template names volumes and the network by naming's one rule.
+#[test]
+fn the_template_names_objects_by_the_same_rule() {
+    use exectl::naming;
+    let d = desired_for(&[]);
+    for v in ["app-data", "db-data", "redis-data"] {
+        assert!(
+            d.volumes.contains(&naming::volume("exe", v)),
+            "{:?}",
+            d.volumes
+        );
+    }
+    assert!(naming::is_db_volume("exe", "exectl-exe-db-data"));
+    assert!(!naming::is_db_volume("exe", "exectl-exe2-db-data"));
+    assert_eq!(d.network, naming::prefix("exe"));
+    for s in &d.services {
+        assert_eq!(s.container_name, naming::container("exe", &s.name));
+    }
+}

@@ -2,8 +2,6 @@
 
 use serde::Serialize;
 
-pub use crate::shell::scripts::facts::{parse_host, Host};
-
 /// The stages of reaching an engine, in order. A failure at one stage means the later ones were not tried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub enum Stage {
@@ -150,4 +148,95 @@ mod tests {
         assert_eq!(fs_type_for("/data/docker", &over), Some("nfs4"));
         assert_eq!(fs_type_for("/x", &[]), None);
     }
+}
+
+/// What the host script reported (each fact absent when it could not be read).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Host {
+    pub file_max: Option<u64>,
+    /// net.ipv4.ip_local_port_range: (low, high).
+    pub port_range: Option<(u64, u64)>,
+    pub somaxconn: Option<u64>,
+    pub syn_backlog: Option<u64>,
+    /// Both absent when the conntrack module is not loaded.
+    pub conntrack_count: Option<u64>,
+    pub conntrack_max: Option<u64>,
+    pub load1: Option<f64>,
+    pub nproc: Option<u64>,
+    pub swap_total_kb: Option<u64>,
+    pub swap_free_kb: Option<u64>,
+    /// `stat -f -c %T` of the Docker data root.
+    pub root_statfs: Option<String>,
+    /// The data root with symlinks resolved.
+    pub root_real: Option<String>,
+    /// (mount point, filesystem type) of /proc/mounts, in order.
+    pub mounts: Vec<(String, String)>,
+}
+
+/// Parse the host script's output. Unknown keys and unreadable values are ignored.
+pub fn parse_host(text: &str) -> Host {
+    let mut h = Host::default();
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        let v = value.trim();
+        let num = || v.parse::<u64>().ok();
+        match key {
+            "file_max" => h.file_max = num(),
+            "port_range" => {
+                let mut it = v.split_whitespace().map(|w| w.parse::<u64>().ok());
+                h.port_range = match (it.next().flatten(), it.next().flatten()) {
+                    (Some(lo), Some(hi)) if hi >= lo => Some((lo, hi)),
+                    _ => None,
+                };
+            }
+            "somaxconn" => h.somaxconn = num(),
+            "syn_backlog" => h.syn_backlog = num(),
+            "conntrack_count" => h.conntrack_count = num(),
+            "conntrack_max" => h.conntrack_max = num(),
+            "loadavg" => {
+                h.load1 = v
+                    .split_whitespace()
+                    .next()
+                    .and_then(|w| w.parse::<f64>().ok())
+            }
+            "nproc" => h.nproc = num().filter(|n| *n > 0),
+            "swap_total_kb" => h.swap_total_kb = num(),
+            "swap_free_kb" => h.swap_free_kb = num(),
+            "root_statfs" if !v.is_empty() => h.root_statfs = Some(v.to_string()),
+            "root_real" if !v.is_empty() => h.root_real = Some(v.to_string()),
+            "mount" => {
+                if let Some((mp, fs)) = value.rsplit_once(' ') {
+                    h.mounts.push((unescape_mount(mp), fs.trim().to_string()));
+                }
+            }
+            _ => {}
+        }
+    }
+    h
+}
+
+/// /proc/mounts writes space, tab, newline and backslash in paths as octal escapes (`\040`).
+fn unescape_mount(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let octal = b
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match octal {
+            Some(d) if b[i] == b'\\' => {
+                let n = d.iter().fold(0u32, |n, c| n * 8 + u32::from(c - b'0'));
+                out.push(n as u8);
+                i += 4;
+            }
+            _ => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
