@@ -63,17 +63,17 @@ fn read_options(args: &DoctorArgs, spec: &TargetSpec) -> Result<crate::doctor::O
         .as_deref()
         .map(|s| crate::spec::resolve_stack_name(Some(s)))
         .transpose()?;
-    let lock = match &stack {
+    let record = match &stack {
         None => None,
         Some(s) => {
-            let path = spec.bundle_dir(s).join(crate::render::LOCK);
-            Some(std::fs::read_to_string(&path).map_err(|_| {
+            let bundle = spec.bundle_dir(s);
+            Some(crate::render::record::read(&bundle, s)?.ok_or_else(|| {
                 UsageError::new(
                     "--stack",
                     s,
                     format!(
                         "no deployment of it is recorded on this target ({} is missing)",
-                        path.display()
+                        bundle.join(crate::render::RECORD).display()
                     ),
                     "deploy it first, name a deployed stack, or give --instances, --cpus and --memory",
                 )
@@ -85,7 +85,7 @@ fn read_options(args: &DoctorArgs, spec: &TargetSpec) -> Result<crate::doctor::O
         instances: args.instances.as_deref(),
         cpus: args.cpus.as_deref(),
         memory: args.memory.as_deref(),
-        lock: stack.as_deref().zip(lock.as_deref()),
+        record: record.as_ref(),
     })?)
 }
 

@@ -113,20 +113,13 @@ pub fn db_matches_data(
     ))
 }
 
-/// The database engine the stack's last deploy recorded (its exectl.lock.json), if any.
-pub fn recorded_db(bundle_dir: &std::path::Path) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Record {
-        spec: RecordedSpec,
-    }
-    #[derive(serde::Deserialize)]
-    struct RecordedSpec {
-        db: String,
-    }
-    let text = std::fs::read_to_string(bundle_dir.join(crate::render::LOCK)).ok()?;
-    serde_json::from_str::<Record>(&text)
-        .ok()
-        .map(|r| r.spec.db)
+/// The database engine the stack's last deploy recorded (its record), if it has one. A record that
+/// cannot be read is refused rather than taken for none: the data check would be skipped.
+pub fn recorded_db(
+    bundle_dir: &std::path::Path,
+    stack: &str,
+) -> Result<Option<String>, UsageError> {
+    Ok(crate::render::record::read(bundle_dir, stack)?.map(|r| r.spec.db.name().to_string()))
 }
 
 /// A container on the target, as far as conflicts go.
@@ -276,7 +269,7 @@ pub async fn check(
 ) -> Result<()> {
     let secrets_file = target.stack_dir(&spec.stack).join("secrets.env");
     secrets_match_data(&spec.stack, observed, secrets_file.exists(), &secrets_file)?;
-    let previous = recorded_db(&target.bundle_dir(&spec.stack));
+    let previous = recorded_db(&target.bundle_dir(&spec.stack), &spec.stack)?;
     db_matches_data(spec, observed, previous.as_deref())?;
     capacity(target, spec).await?;
     conflicts(target, desired).await?;

@@ -8,10 +8,10 @@ mod yaml_tree;
 pub use input::{load_images_file, load_spec_file, Origin, Raw, SpecInput};
 pub use resolve::{memory_size, resolve, resolve_stack_name, DEFAULT_STACK, MIN_MEMORY};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Topology {
     Single,
@@ -27,7 +27,7 @@ impl Topology {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Db {
     Mariadb,
@@ -78,7 +78,7 @@ impl NginxVariant {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LbAlgorithm {
     LeastConn,
@@ -104,7 +104,7 @@ pub struct NginxSpec {
     pub worker_rlimit_nofile: Option<u64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Images {
     pub app: String,
     pub mariadb: String,

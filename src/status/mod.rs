@@ -23,7 +23,7 @@ pub struct Deployed {
 
 pub fn read_deployed(target: &Target, stack: &str) -> Result<Deployed> {
     let bundle = target.bundle_dir(stack);
-    let lock = std::fs::read_to_string(bundle.join(crate::render::LOCK)).map_err(|_| {
+    let record = crate::render::record::read(&bundle, stack)?.ok_or_else(|| {
         UsageError::new(
             "--stack",
             stack,
@@ -31,8 +31,6 @@ pub fn read_deployed(target: &Target, stack: &str) -> Result<Deployed> {
             "deploy it first (exectl deploy ...), or name a deployed stack",
         )
     })?;
-    let lock: serde_json::Value =
-        serde_json::from_str(&lock).context("reading exectl.lock.json")?;
     let env = std::fs::read_to_string(bundle.join(crate::render::ENV)).unwrap_or_default();
     let compose_path = bundle.join(crate::render::COMPOSE);
     let compose = std::fs::read_to_string(&compose_path)
@@ -41,10 +39,8 @@ pub fn read_deployed(target: &Target, stack: &str) -> Result<Deployed> {
         .map_err(|e| anyhow::anyhow!("{}: {}", compose_path.display(), e.message))?;
     Ok(Deployed {
         services: compose.services.into_keys().collect(),
-        topology: lock["spec"]["topology"].as_str().unwrap_or("?").to_string(),
-        lb_algorithm: lock["spec"]["nginx"]["lb_algorithm"]
-            .as_str()
-            .map(String::from),
+        topology: record.topology.name().to_string(),
+        lb_algorithm: record.lb_algorithm().map(String::from),
         admin_password: parse_env(&env).get("ADMIN_PASSWORD").cloned(),
     })
 }
