@@ -119,7 +119,16 @@ pub fn recorded_db(
     bundle_dir: &std::path::Path,
     stack: &str,
 ) -> Result<Option<String>, UsageError> {
-    Ok(crate::render::record::read(bundle_dir, stack)?.map(|r| r.spec.db.name().to_string()))
+    let record = crate::render::record::read(bundle_dir, stack).map_err(|mut e| {
+        // Not "deploy it again": this is that deploy.
+        e.fix = format!(
+            "if the stack's data is the --db you deploy, remove {} (deploy writes a new one); else \
+             remove the old data with `exectl teardown --stack {stack} --purge`",
+            bundle_dir.join(crate::render::RECORD).display()
+        );
+        e
+    })?;
+    Ok(record.map(|r| r.spec.db.name().to_string()))
 }
 
 /// A container on the target, as far as conflicts go.
@@ -374,4 +383,29 @@ pub async fn send_images(
         }
     }
     Ok(missing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::record;
+
+    #[test]
+    fn the_recorded_db_is_read_and_a_broken_record_refused() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(recorded_db(d.path(), "exe"), Ok(None));
+        let r = record::example("exe", crate::spec::Topology::Ha);
+        let file = d.path().join(crate::render::RECORD);
+        std::fs::write(&file, serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(recorded_db(d.path(), "exe"), Ok(Some("mariadb".into())));
+        // A record whose db is unknown is no "none recorded": the data check would be skipped.
+        let text = serde_json::to_string(&r)
+            .unwrap()
+            .replace("mariadb\"", "oracle\"");
+        std::fs::write(&file, text).unwrap();
+        let e = recorded_db(d.path(), "exe").unwrap_err();
+        assert_eq!(e.field, "--stack");
+        assert!(e.problem.contains("oracle"), "{e}");
+        assert!(e.fix.contains(&file.display().to_string()) && !e.fix.contains("deploy it again"));
+    }
 }
