@@ -326,7 +326,7 @@ fn write_manifest(
             .accounts
             .iter()
             .map(|a| manifest::TokenEntry {
-                email: &a.email,
+                email: a.email.clone(),
                 token: token::mint(
                     secret.as_bytes(),
                     ids[&a.email],
