@@ -238,7 +238,7 @@ fn check_routed(args: &LoadArgs, opts: &LoadOptions) -> Result<(), UsageError> {
         (None, Some(h), _) => ("--host-header", h.clone()),
         (None, None, url) => ("--url", url.clone().unwrap_or_default()),
     };
-    // This target's stacks: <state>/<target key>/<stack>/bundle/exectl.lock.json.
+    // This target's stacks: <state>/<target key>/<stack>/bundle/ with each one's record.
     let root = super::target_spec(&args.target)
         .ok()
         .map(|t| crate::secrets::state_root().join(t.key()));

@@ -180,7 +180,7 @@ mod tests {
     }
 
     #[test]
-    fn a_stacks_lock_gives_its_limits_and_flags_override_them() {
+    fn a_stacks_record_gives_its_limits_and_flags_override_them() {
         let o = options(&Given {
             record: Some(&record()),
             connections: Some("100"),

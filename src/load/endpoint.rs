@@ -394,7 +394,7 @@ mod tests {
     }
 
     #[test]
-    fn stack_front_door_from_its_lock() {
+    fn stack_front_door_from_its_record() {
         let lo: IpAddr = "127.0.0.1".parse().unwrap();
         let err = from_stack("exe", None, lo).unwrap_err();
         assert_eq!(err.field, "--stack");
