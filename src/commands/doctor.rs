@@ -6,7 +6,6 @@ use crate::cli::TargetArgs;
 use crate::doctor::facts::{self, Container, Engine, Facts, Link, Stage};
 use crate::doctor::options::{self, Given};
 use crate::doctor::{assess, Report};
-use crate::error::UsageError;
 use crate::target::ssh::SshError;
 use crate::target::{Target, TargetSpec};
 use anyhow::Result;
@@ -65,20 +64,11 @@ fn read_options(args: &DoctorArgs, spec: &TargetSpec) -> Result<crate::doctor::O
         .transpose()?;
     let record = match &stack {
         None => None,
-        Some(s) => {
-            let bundle = spec.bundle_dir(s);
-            Some(crate::render::record::read(&bundle, s)?.ok_or_else(|| {
-                UsageError::new(
-                    "--stack",
-                    s,
-                    format!(
-                        "no deployment of it is recorded on this target ({} is missing)",
-                        bundle.join(crate::render::RECORD).display()
-                    ),
-                    "deploy it first, name a deployed stack, or give --instances, --cpus and --memory",
-                )
-            })?)
-        }
+        Some(s) => Some(crate::render::record::require(
+            &spec.bundle_dir(s),
+            s,
+            "deploy it first, name a deployed stack, or give --instances, --cpus and --memory",
+        )?),
     };
     Ok(options::options(&Given {
         connections: args.connections.as_deref(),

@@ -45,17 +45,11 @@ impl Stack {
     /// Read the deployed stack's record; a UsageError when it is not deployed or its record is broken.
     pub fn read(target: &Target, name: &str) -> Result<Stack> {
         let bundle = target.bundle_dir(name);
-        let record = crate::render::record::read(&bundle, name)?.ok_or_else(|| {
-            UsageError::new(
-                "--stack",
-                name,
-                format!(
-                    "not deployed (no {})",
-                    bundle.join(crate::render::RECORD).display()
-                ),
-                "deploy it first: exectl deploy single|ha --stack NAME …",
-            )
-        })?;
+        let record = crate::render::record::require(
+            &bundle,
+            name,
+            "deploy it first: exectl deploy single|ha --stack NAME …",
+        )?;
         let spec = record.spec;
         Ok(Stack {
             name: name.to_string(),

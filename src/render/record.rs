@@ -32,6 +32,22 @@ pub fn read(bundle_dir: &Path, stack: &str) -> Result<Option<StackRecord>, Usage
         .map_err(|e| bad(format!("its record {e}")))
 }
 
+/// The record of a stack the command needs deployed: none is bad input, with `fix` (the caller's,
+/// as each command has its own way out).
+pub fn require(bundle_dir: &Path, stack: &str, fix: &str) -> Result<StackRecord, UsageError> {
+    read(bundle_dir, stack)?.ok_or_else(|| {
+        UsageError::new(
+            "--stack",
+            stack,
+            format!(
+                "not deployed: no deployment of it is recorded on this target ({} is missing)",
+                bundle_dir.join(RECORD).display()
+            ),
+            fix,
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,6 +107,11 @@ mod tests {
     fn missing_is_none_broken_names_the_file() {
         let d = tempfile::tempdir().unwrap();
         assert_eq!(read(d.path(), "exe"), Ok(None));
+        let e = require(d.path(), "exe", "deploy it").unwrap_err();
+        assert!(
+            e.problem.starts_with("not deployed") && e.fix == "deploy it",
+            "{e}"
+        );
         let r = record::example("exe", Topology::Ha);
         std::fs::write(d.path().join(RECORD), serde_json::to_string(&r).unwrap()).unwrap();
         assert_eq!(read(d.path(), "exe"), Ok(Some(r)));

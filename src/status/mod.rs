@@ -5,7 +5,6 @@ pub mod report;
 
 use crate::engine::desired::parse_env;
 use crate::engine::{limits, observe};
-use crate::error::UsageError;
 use crate::target::Target;
 use anyhow::{Context, Result};
 use bollard::Docker;
@@ -23,14 +22,11 @@ pub struct Deployed {
 
 pub fn read_deployed(target: &Target, stack: &str) -> Result<Deployed> {
     let bundle = target.bundle_dir(stack);
-    let record = crate::render::record::read(&bundle, stack)?.ok_or_else(|| {
-        UsageError::new(
-            "--stack",
-            stack,
-            "no deployment of it is recorded on this target",
-            "deploy it first (exectl deploy ...), or name a deployed stack",
-        )
-    })?;
+    let record = crate::render::record::require(
+        &bundle,
+        stack,
+        "deploy it first (exectl deploy ...), or name a deployed stack",
+    )?;
     let env = std::fs::read_to_string(bundle.join(crate::render::ENV)).unwrap_or_default();
     let compose_path = bundle.join(crate::render::COMPOSE);
     let compose = std::fs::read_to_string(&compose_path)
