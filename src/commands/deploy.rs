@@ -311,7 +311,7 @@ async fn record_run(target: &Target, p: &Staged, changed: usize, seconds: f64) -
             .bundle
             .files
             .iter()
-            .filter(|f| f.path != render::LOCK)
+            .filter(|f| f.path != render::RECORD)
             .map(|f| (f.path.to_string(), f.sha256()))
             .collect(),
         images,

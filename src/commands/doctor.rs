@@ -6,7 +6,6 @@ use crate::cli::TargetArgs;
 use crate::doctor::facts::{self, Container, Engine, Facts, Link, Stage};
 use crate::doctor::options::{self, Given};
 use crate::doctor::{assess, Report};
-use crate::error::UsageError;
 use crate::target::ssh::SshError;
 use crate::target::{Target, TargetSpec};
 use anyhow::Result;
@@ -63,29 +62,20 @@ fn read_options(args: &DoctorArgs, spec: &TargetSpec) -> Result<crate::doctor::O
         .as_deref()
         .map(|s| crate::spec::resolve_stack_name(Some(s)))
         .transpose()?;
-    let lock = match &stack {
+    let record = match &stack {
         None => None,
-        Some(s) => {
-            let path = spec.bundle_dir(s).join(crate::render::LOCK);
-            Some(std::fs::read_to_string(&path).map_err(|_| {
-                UsageError::new(
-                    "--stack",
-                    s,
-                    format!(
-                        "no deployment of it is recorded on this target ({} is missing)",
-                        path.display()
-                    ),
-                    "deploy it first, name a deployed stack, or give --instances, --cpus and --memory",
-                )
-            })?)
-        }
+        Some(s) => Some(crate::render::record::require(
+            &spec.bundle_dir(s),
+            s,
+            "deploy it first, name a deployed stack, or give --instances, --cpus and --memory",
+        )?),
     };
     Ok(options::options(&Given {
         connections: args.connections.as_deref(),
         instances: args.instances.as_deref(),
         cpus: args.cpus.as_deref(),
         memory: args.memory.as_deref(),
-        lock: stack.as_deref().zip(lock.as_deref()),
+        record: record.as_ref(),
     })?)
 }
 

@@ -84,10 +84,8 @@ pub fn options(args: &LoadArgs) -> Result<LoadOptions, UsageError> {
     let endpoint = match (&args.stack, &args.url) {
         (Some(stack), _) => {
             let stack = crate::spec::resolve_stack_name(Some(stack))?;
-            let lock = std::fs::read_to_string(target.bundle_dir(&stack).join(crate::render::LOCK))
-                .ok()
-                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
-            endpoint::from_stack(&stack, lock.as_ref(), target_ip)?
+            let record = crate::render::record::read(&target.bundle_dir(&stack), &stack)?;
+            endpoint::from_stack(&stack, record.as_ref(), target_ip)?
         }
         (None, Some(url)) => {
             let e = endpoint::from_url(url, &AllowList::loopback_only().allow(target_ip))?;
@@ -201,10 +199,9 @@ fn recorded_front_doors(stacks_root: Option<&Path>) -> Vec<endpoint::FrontDoor> 
         .filter_map(Result::ok)
         .filter_map(|e| {
             let stack = e.file_name().to_string_lossy().into_owned();
-            let text =
-                std::fs::read_to_string(e.path().join("bundle").join(crate::render::LOCK)).ok()?;
-            let lock = serde_json::from_str(&text).ok()?;
-            endpoint::FrontDoor::from_lock(&stack, &lock)
+            // A hint: a stack whose record cannot be read is left out of it.
+            let record = crate::render::record::read(&e.path().join("bundle"), &stack).ok()??;
+            Some(endpoint::FrontDoor::from_record(&record))
         })
         .collect();
     doors.sort_by(|a, b| a.stack.cmp(&b.stack));
@@ -236,7 +233,7 @@ fn check_routed(args: &LoadArgs, opts: &LoadOptions) -> Result<(), UsageError> {
         (None, Some(h), _) => ("--host-header", h.clone()),
         (None, None, url) => ("--url", url.clone().unwrap_or_default()),
     };
-    // This target's stacks: <state>/<target key>/<stack>/bundle/exectl.lock.json.
+    // This target's stacks: <state>/<target key>/<stack>/bundle/ with each one's record.
     let root = super::target_spec(&args.target)
         .ok()
         .map(|t| crate::secrets::state_root().join(t.key()));

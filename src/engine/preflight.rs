@@ -113,20 +113,22 @@ pub fn db_matches_data(
     ))
 }
 
-/// The database engine the stack's last deploy recorded (its exectl.lock.json), if any.
-pub fn recorded_db(bundle_dir: &std::path::Path) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Record {
-        spec: RecordedSpec,
-    }
-    #[derive(serde::Deserialize)]
-    struct RecordedSpec {
-        db: String,
-    }
-    let text = std::fs::read_to_string(bundle_dir.join(crate::render::LOCK)).ok()?;
-    serde_json::from_str::<Record>(&text)
-        .ok()
-        .map(|r| r.spec.db)
+/// The database engine the stack's last deploy recorded (its record), if it has one. A record that
+/// cannot be read is refused rather than taken for none: the data check would be skipped.
+pub fn recorded_db(
+    bundle_dir: &std::path::Path,
+    stack: &str,
+) -> Result<Option<String>, UsageError> {
+    let record = crate::render::record::read(bundle_dir, stack).map_err(|mut e| {
+        // Not "deploy it again": this is that deploy.
+        e.fix = format!(
+            "if the stack's data is the --db you deploy, remove {} (deploy writes a new one); else \
+             remove the old data with `exectl teardown --stack {stack} --purge`",
+            bundle_dir.join(crate::render::RECORD).display()
+        );
+        e
+    })?;
+    Ok(record.map(|r| r.spec.db.name().to_string()))
 }
 
 /// A container on the target, as far as conflicts go.
@@ -258,7 +260,7 @@ pub async fn check(
 ) -> Result<()> {
     let secrets_file = target.stack_dir(&spec.stack).join("secrets.env");
     secrets_match_data(&spec.stack, observed, secrets_file.exists(), &secrets_file)?;
-    let previous = recorded_db(&target.bundle_dir(&spec.stack));
+    let previous = recorded_db(&target.bundle_dir(&spec.stack), &spec.stack)?;
     db_matches_data(spec, observed, previous.as_deref())?;
     capacity(target, spec).await?;
     conflicts(target, desired).await?;
@@ -363,4 +365,29 @@ pub async fn send_images(
         }
     }
     Ok(missing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::record;
+
+    #[test]
+    fn the_recorded_db_is_read_and_a_broken_record_refused() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(recorded_db(d.path(), "exe"), Ok(None));
+        let r = record::example("exe", crate::spec::Topology::Ha);
+        let file = d.path().join(crate::render::RECORD);
+        std::fs::write(&file, serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(recorded_db(d.path(), "exe"), Ok(Some("mariadb".into())));
+        // A record whose db is unknown is no "none recorded": the data check would be skipped.
+        let text = serde_json::to_string(&r)
+            .unwrap()
+            .replace("mariadb\"", "oracle\"");
+        std::fs::write(&file, text).unwrap();
+        let e = recorded_db(d.path(), "exe").unwrap_err();
+        assert_eq!(e.field, "--stack");
+        assert!(e.problem.contains("oracle"), "{e}");
+        assert!(e.fix.contains(&file.display().to_string()) && !e.fix.contains("deploy it again"));
+    }
 }

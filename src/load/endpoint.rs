@@ -8,6 +8,7 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 
 use reqwest::Url;
 
+use crate::core::record::StackRecord;
 use crate::error::UsageError;
 
 /// Which addresses load may be sent to.
@@ -153,7 +154,7 @@ pub fn from_url(value: &str, allow: &AllowList) -> Result<Endpoint, UsageError> 
     })
 }
 
-/// A deployed stack's front door, as its lock records it: the published port, and the Host to send.
+/// A deployed stack's front door, as its record says: the published port, and the Host to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FrontDoor {
     pub stack: String,
@@ -162,20 +163,14 @@ pub struct FrontDoor {
 }
 
 impl FrontDoor {
-    /// From `exectl.lock.json`: nginx's port for ha, Traefik's with the stack's Host for single.
-    pub fn from_lock(stack: &str, lock: &serde_json::Value) -> Option<FrontDoor> {
-        let spec = lock.get("spec")?;
-        let port = |k: &str| spec[k].as_u64().and_then(|p| u16::try_from(p).ok());
-        let (port, host) = if spec["topology"] == "ha" {
-            (port("lb_port")?, None)
-        } else {
-            (port("http_port")?, spec["host"].as_str().map(String::from))
-        };
-        Some(FrontDoor {
-            stack: stack.to_string(),
+    /// From the stack's record: nginx's port for ha, Traefik's with the stack's Host for single.
+    pub fn from_record(record: &StackRecord) -> FrontDoor {
+        let (port, host) = record.front_door();
+        FrontDoor {
+            stack: record.stack.clone(),
             port,
-            host,
-        })
+            host: host.map(String::from),
+        }
     }
 }
 
@@ -218,25 +213,23 @@ pub fn not_routed(field: &str, value: &str, e: &Endpoint, recorded: &[FrontDoor]
     UsageError::new(field, value, problem, fix)
 }
 
-/// `--stack NAME` → the stack's front door, from its recorded deployment (`exectl.lock.json`'s spec): the
-/// nginx LB for ha, Traefik with the stack's Host header for single. Pure: the caller reads the file.
+/// `--stack NAME` → the stack's front door, from its record (None: not deployed here): the nginx LB
+/// for ha, Traefik with the stack's Host header for single. Pure: the caller reads the record.
 /// `target` is where the stack's engine publishes: loopback for the local engine, the SUT's address for
 /// a remote one.
 pub fn from_stack(
     name: &str,
-    lock: Option<&serde_json::Value>,
+    record: Option<&StackRecord>,
     target: IpAddr,
 ) -> Result<Endpoint, UsageError> {
-    let door = lock
-        .and_then(|l| FrontDoor::from_lock(name, l))
-        .ok_or_else(|| {
-            UsageError::new(
-                "--stack",
-                name,
-                "no deployment of it is recorded on this target",
-                "deploy it first (exectl deploy ...), or give --url",
-            )
-        })?;
+    let door = record.map(FrontDoor::from_record).ok_or_else(|| {
+        UsageError::new(
+            "--stack",
+            name,
+            "no deployment of it is recorded on this target",
+            "deploy it first (exectl deploy ...), or give --url",
+        )
+    })?;
     let mut e = from_url(
         &format!("http://{}", SocketAddr::new(target, door.port)),
         &AllowList::loopback_only().allow(target),
@@ -248,6 +241,8 @@ pub fn from_stack(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::record;
+    use crate::spec::Topology;
 
     #[test]
     fn loopback_is_allowed() {
@@ -344,11 +339,7 @@ mod tests {
     #[test]
     fn a_404_names_the_stack_that_publishes_the_port() {
         let lo = AllowList::loopback_only();
-        let single = FrontDoor::from_lock(
-            "exe",
-            &serde_json::json!({"spec": {"topology": "single", "http_port": 8080, "host": "exe.localhost"}}),
-        )
-        .unwrap();
+        let single = FrontDoor::from_record(&record::example("exe", Topology::Single));
         let remote = FrontDoor {
             stack: "far".into(),
             port: 8081,
@@ -369,33 +360,33 @@ mod tests {
         let e = from_url("http://127.0.0.1:9999", &lo).unwrap();
         let err = not_routed("--url", "u", &e, &doors);
         assert!(err.fix.contains("http://NAME.localhost:9999"), "{err}");
-        // An ha lock: nginx's port, no Host.
-        let ha =
-            serde_json::json!({"spec": {"topology": "ha", "lb_port": 8090, "http_port": 8080}});
+        // An ha record: nginx's port, no Host.
         assert_eq!(
-            FrontDoor::from_lock("h", &ha),
-            Some(FrontDoor {
+            FrontDoor::from_record(&record::example("h", Topology::Ha)),
+            FrontDoor {
                 stack: "h".into(),
                 port: 8090,
                 host: None
-            })
+            }
         );
-        assert_eq!(FrontDoor::from_lock("x", &serde_json::json!({})), None);
+        // A record without its ports is no front door: the reader refuses it, naming the file.
+        assert!(record::parse("f", "x", "{}").is_err());
     }
 
     #[test]
-    fn stack_front_door_from_its_lock() {
+    fn stack_front_door_from_its_record() {
         let lo: IpAddr = "127.0.0.1".parse().unwrap();
         let err = from_stack("exe", None, lo).unwrap_err();
         assert_eq!(err.field, "--stack");
-        let ha = serde_json::json!({"spec": {"topology": "ha", "lb_port": 8090, "http_port": 8080, "host": "x"}});
+        let mut ha = record::example("exe", Topology::Ha);
+        ha.spec.host = "x".into();
         let e = from_stack("exe", Some(&ha), lo).unwrap();
         assert_eq!((e.addr.port(), e.host_header), (8090, None));
         // A remote target's stack: its SUT address, allowed because it is the target.
         let sut: IpAddr = "10.199.0.2".parse().unwrap();
         let e = from_stack("exe", Some(&ha), sut).unwrap();
         assert_eq!(e.addr, SocketAddr::new(sut, 8090));
-        let single = serde_json::json!({"spec": {"topology": "single", "lb_port": 8090, "http_port": 8080, "host": "exe.localhost"}});
+        let single = record::example("exe", Topology::Single);
         let e = from_stack("exe", Some(&single), lo).unwrap();
         assert_eq!(
             (e.addr.port(), e.host_header.as_deref()),

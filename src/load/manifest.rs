@@ -1,52 +1,14 @@
-//! The manifest that `exectl prepare` writes and `exectl load` reads: who logs in, with what password,
-//! into which project, and (with `--tokens`) a JWT minted offline for each account.
-//!
-//! ```text
-//! DIR/accounts.json  [{"email","password","projectUuid","role":"owner"|"collaborator"}]
-//! DIR/projects.json  [{"uuid","ownerEmail"}]
-//! DIR/tokens.json    [{"email","token"}]            (only with --tokens)
-//! ```
+//! Reading the manifest `exectl prepare` wrote (the types and checks are `core::manifest`): who logs
+//! in, with what password, into which project, and (with `--tokens`) a JWT minted offline for each
+//! account. Every problem is bad input naming `--manifest`, the file and the value.
 
-use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
+use crate::core::manifest::{self, ACCOUNTS_JSON, PROJECTS, TOKENS};
+pub use crate::core::manifest::{Account, Project, Role, TokenEntry};
 use crate::error::UsageError;
-
-pub const ACCOUNTS_FILE: &str = "accounts.json";
-pub const PROJECTS_FILE: &str = "projects.json";
-pub const TOKENS_FILE: &str = "tokens.json";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    Owner,
-    Collaborator,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Account {
-    pub email: String,
-    pub password: String,
-    pub project_uuid: String,
-    pub role: Role,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Project {
-    pub uuid: String,
-    pub owner_email: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TokenEntry {
-    pub email: String,
-    pub token: String,
-}
 
 /// A validated manifest. `tokens[i]` is the token of `accounts[i]` when read with tokens.
 #[derive(Debug, Clone)]
@@ -55,16 +17,6 @@ pub struct Manifest {
     pub accounts: Vec<Account>,
     pub projects: Vec<Project>,
     pub tokens: Option<Vec<String>>,
-}
-
-/// The room regex of the app: `project-([0-9a-f-]{36})`; prepare writes canonical lowercase uuids.
-pub fn is_canonical_uuid(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() == 36
-        && b.iter().enumerate().all(|(i, &c)| match i {
-            8 | 13 | 18 | 23 => c == b'-',
-            _ => c.is_ascii_digit() || (b'a'..=b'f').contains(&c),
-        })
 }
 
 fn bad(file: &Path, value: impl std::fmt::Display, problem: impl Into<String>) -> UsageError {
@@ -91,62 +43,17 @@ fn read_json<T: for<'de> Deserialize<'de>>(file: &Path) -> Result<T, UsageError>
 impl Manifest {
     /// Read and check DIR/accounts.json and DIR/projects.json, and DIR/tokens.json when `tokens`.
     pub fn read(dir: &Path, tokens: bool) -> Result<Manifest, UsageError> {
-        let accounts_path = dir.join(ACCOUNTS_FILE);
-        let projects_path = dir.join(PROJECTS_FILE);
-        let accounts: Vec<Account> = read_json(&accounts_path)?;
-        let projects: Vec<Project> = read_json(&projects_path)?;
-        if accounts.is_empty() {
-            return Err(bad(&accounts_path, "[]", "no accounts"));
-        }
-        let mut uuids = HashSet::new();
-        for p in &projects {
-            if !is_canonical_uuid(&p.uuid) {
-                return Err(bad(
-                    &projects_path,
-                    &p.uuid,
-                    "not a canonical lowercase uuid (the app's room regex needs one)",
-                ));
-            }
-            if !uuids.insert(p.uuid.as_str()) {
-                return Err(bad(&projects_path, &p.uuid, "project listed twice"));
-            }
-        }
-        for a in &accounts {
-            if a.email.is_empty() || a.password.is_empty() {
-                return Err(bad(&accounts_path, &a.email, "empty email or password"));
-            }
-            if !uuids.contains(a.project_uuid.as_str()) {
-                return Err(bad(
-                    &accounts_path,
-                    &a.project_uuid,
-                    format!(
-                        "account {} names a project absent from {PROJECTS_FILE}",
-                        a.email
-                    ),
-                ));
-            }
-        }
+        let accounts: Vec<Account> = read_json(&dir.join(ACCOUNTS_JSON))?;
+        let projects: Vec<Project> = read_json(&dir.join(PROJECTS))?;
+        let check = |entries: Option<&[TokenEntry]>| {
+            manifest::check(&accounts, &projects, entries)
+                .map_err(|p| bad(&dir.join(p.file), p.value, p.problem))
+        };
+        // The accounts and projects first: their problem is the one to fix before any token's.
+        check(None)?;
         let tokens = if tokens {
-            let tokens_path = dir.join(TOKENS_FILE);
-            let entries: Vec<TokenEntry> = read_json(&tokens_path)?;
-            let by_email: HashMap<&str, &str> = entries
-                .iter()
-                .map(|t| (t.email.as_str(), t.token.as_str()))
-                .collect();
-            let mut v = Vec::with_capacity(accounts.len());
-            for a in &accounts {
-                match by_email.get(a.email.as_str()) {
-                    Some(t) if !t.is_empty() => v.push((*t).to_string()),
-                    _ => {
-                        return Err(bad(
-                            &tokens_path,
-                            &a.email,
-                            "no token for this account (--tokens needs one per account)",
-                        ))
-                    }
-                }
-            }
-            Some(v)
+            let entries: Vec<TokenEntry> = read_json(&dir.join(TOKENS))?;
+            check(Some(&entries))?
         } else {
             None
         };
@@ -158,7 +65,8 @@ impl Manifest {
         })
     }
 
-    /// Write the three files (what `exectl prepare` does; also used by tests and the benchmark).
+    /// Write accounts.json, projects.json and tokens.json as plain files (for tests and the benchmark;
+    /// `exectl prepare` writes them 0600 with `prepare::manifest`).
     pub fn write(
         dir: &Path,
         accounts: &[Account],
@@ -169,10 +77,10 @@ impl Manifest {
         let put = |name: &str, v: serde_json::Value| {
             std::fs::write(dir.join(name), serde_json::to_vec_pretty(&v).expect("json"))
         };
-        put(ACCOUNTS_FILE, serde_json::to_value(accounts).expect("json"))?;
-        put(PROJECTS_FILE, serde_json::to_value(projects).expect("json"))?;
+        put(ACCOUNTS_JSON, serde_json::to_value(accounts).expect("json"))?;
+        put(PROJECTS, serde_json::to_value(projects).expect("json"))?;
         if let Some(t) = tokens {
-            put(TOKENS_FILE, serde_json::to_value(t).expect("json"))?;
+            put(TOKENS, serde_json::to_value(t).expect("json"))?;
         }
         Ok(())
     }
@@ -185,10 +93,10 @@ mod tests {
     const U1: &str = "0b8e6f6e-8a43-4f55-9d3c-2f1b7b0a9e11";
 
     fn write(dir: &Path, accounts: &str, projects: &str, tokens: Option<&str>) {
-        std::fs::write(dir.join(ACCOUNTS_FILE), accounts).unwrap();
-        std::fs::write(dir.join(PROJECTS_FILE), projects).unwrap();
+        std::fs::write(dir.join(ACCOUNTS_JSON), accounts).unwrap();
+        std::fs::write(dir.join(PROJECTS), projects).unwrap();
         if let Some(t) = tokens {
-            std::fs::write(dir.join(TOKENS_FILE), t).unwrap();
+            std::fs::write(dir.join(TOKENS), t).unwrap();
         }
     }
 
@@ -245,13 +153,5 @@ mod tests {
         }
         let missing = Manifest::read(&d.path().join("nope"), false).unwrap_err();
         assert!(missing.problem.contains("cannot read"));
-    }
-
-    #[test]
-    fn canonical_uuid() {
-        assert!(is_canonical_uuid(U1));
-        assert!(!is_canonical_uuid(&U1.to_uppercase()));
-        assert!(!is_canonical_uuid(&U1.replace('-', "x")));
-        assert!(!is_canonical_uuid("short"));
     }
 }

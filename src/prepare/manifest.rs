@@ -1,89 +1,34 @@
-//! The manifest files a load run reads: projects.json (the seed's `[{uuid, ownerEmail}]`), accounts.csv
-//! and accounts.json (`[{email, password, projectUuid, role}]`), and with --mint-tokens tokens.json
-//! (`[{email, token}]`). They hold the password and tokens: mode 0600, written whole then renamed.
+//! Writing the manifest a load run reads (its types are `core::manifest`, which load reads with):
+//! projects.json, accounts.csv and accounts.json from the plan, and with --mint-tokens tokens.json.
+//! They hold the password and tokens: mode 0600, written whole then renamed.
 
-use super::plan::{Plan, Role};
+use super::plan::Plan;
+pub use crate::core::manifest::{
+    accounts_csv, Account, Project, TokenEntry, ACCOUNTS_CSV, ACCOUNTS_JSON, ALL, PROJECTS, TOKENS,
+};
 use anyhow::Result;
-use serde::Serialize;
 use std::path::{Path, PathBuf};
 
-pub const PROJECTS: &str = "projects.json";
-pub const ACCOUNTS_JSON: &str = "accounts.json";
-pub const ACCOUNTS_CSV: &str = "accounts.csv";
-pub const TOKENS: &str = "tokens.json";
-pub const ALL: [&str; 4] = [PROJECTS, ACCOUNTS_JSON, ACCOUNTS_CSV, TOKENS];
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ProjectEntry<'a> {
-    pub uuid: &'a str,
-    pub owner_email: &'a str,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AccountEntry<'a> {
-    pub email: &'a str,
-    pub password: &'a str,
-    pub project_uuid: &'a str,
-    pub role: Role,
-}
-
-#[derive(Debug, Serialize)]
-pub struct TokenEntry<'a> {
-    pub email: &'a str,
-    pub token: String,
-}
-
-fn role_name(r: Role) -> &'static str {
-    match r {
-        Role::Owner => "owner",
-        Role::Collaborator => "collaborator",
-    }
-}
-
-pub fn projects(plan: &Plan) -> Vec<ProjectEntry<'_>> {
+pub fn projects(plan: &Plan) -> Vec<Project> {
     plan.projects
         .iter()
-        .map(|p| ProjectEntry {
-            uuid: &p.uuid,
-            owner_email: &plan.accounts[p.owner].email,
+        .map(|p| Project {
+            uuid: p.uuid.clone(),
+            owner_email: plan.accounts[p.owner].email.clone(),
         })
         .collect()
 }
 
-pub fn accounts<'a>(plan: &'a Plan, password: &'a str) -> Vec<AccountEntry<'a>> {
+pub fn accounts(plan: &Plan, password: &str) -> Vec<Account> {
     plan.accounts
         .iter()
-        .map(|a| AccountEntry {
-            email: &a.email,
-            password,
-            project_uuid: &plan.projects[a.project].uuid,
+        .map(|a| Account {
+            email: a.email.clone(),
+            password: password.to_string(),
+            project_uuid: plan.projects[a.project].uuid.clone(),
             role: a.role,
         })
         .collect()
-}
-
-/// CSV with a header; a field with a quote, comma or newline is quoted (the password may hold any).
-pub fn accounts_csv(entries: &[AccountEntry<'_>]) -> String {
-    let field = |s: &str| {
-        if s.contains(['"', ',', '\n', '\r']) {
-            format!("\"{}\"", s.replace('"', "\"\""))
-        } else {
-            s.to_string()
-        }
-    };
-    let mut out = String::from("email,password,projectUuid,role\n");
-    for a in entries {
-        out.push_str(&format!(
-            "{},{},{},{}\n",
-            field(a.email),
-            field(a.password),
-            a.project_uuid,
-            role_name(a.role)
-        ));
-    }
-    out
 }
 
 /// Write `bytes` to DIR/name with mode 0600 (the one atomic write).
@@ -96,7 +41,7 @@ pub fn write_private(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prepare::plan::{plan, shape, EmailPattern, Visibility};
+    use crate::prepare::plan::{plan, shape, EmailPattern, Role, Visibility};
 
     #[test]
     fn entries_and_csv() {
@@ -121,6 +66,40 @@ mod tests {
             pj,
             serde_json::json!([{"uuid": p.projects[0].uuid, "ownerEmail": "u0@x.org"}])
         );
+    }
+
+    /// What prepare writes is what load reads: one set of types, through the files.
+    #[test]
+    fn what_prepare_writes_load_reads_back() {
+        let p = plan(
+            shape(5, Some(2), Some(3)).unwrap(),
+            &EmailPattern::parse("bench-{i}@x.org").unwrap(),
+            Visibility::Private,
+        );
+        let d = tempfile::tempdir().unwrap();
+        let accounts = accounts(&p, "pw,\"x");
+        let tokens: Vec<TokenEntry> = accounts
+            .iter()
+            .map(|a| TokenEntry {
+                email: a.email.clone(),
+                token: format!("t-{}", a.email),
+            })
+            .collect();
+        for (name, bytes) in [
+            (PROJECTS, serde_json::to_vec_pretty(&projects(&p)).unwrap()),
+            (ACCOUNTS_JSON, serde_json::to_vec_pretty(&accounts).unwrap()),
+            (ACCOUNTS_CSV, accounts_csv(&accounts).into_bytes()),
+            (TOKENS, serde_json::to_vec_pretty(&tokens).unwrap()),
+        ] {
+            write_private(d.path(), name, &bytes).unwrap();
+        }
+        let m = crate::load::Manifest::read(d.path(), true).unwrap();
+        assert_eq!(m.accounts, accounts);
+        assert_eq!(m.projects, projects(&p));
+        assert_eq!(m.accounts.len(), 5);
+        assert!(m.accounts.iter().any(|a| a.role == Role::Collaborator));
+        let minted: Vec<String> = tokens.into_iter().map(|t| t.token).collect();
+        assert_eq!(m.tokens, Some(minted));
     }
 
     #[test]

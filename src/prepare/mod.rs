@@ -25,10 +25,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// The default image of the SQLite one-shot when the stack's lock names none.
-pub const DEFAULT_SQLITE_IMAGE: &str = "keinos/sqlite3:latest";
-
-/// What prepare needs to know about a deployed stack, from its exectl.lock.json.
+/// What prepare needs to know about a deployed stack, from its record (`core::record`).
 #[derive(Debug, Clone)]
 pub struct Stack {
     pub name: String,
@@ -44,44 +41,23 @@ pub struct Stack {
 }
 
 impl Stack {
-    /// Read the deployed stack's lock; a UsageError when it is not deployed.
+    /// Read the deployed stack's record; a UsageError when it is not deployed or its record is broken.
     pub fn read(target: &Target, name: &str) -> Result<Stack> {
         let bundle = target.bundle_dir(name);
-        let lock = bundle.join(crate::render::LOCK);
-        let text = std::fs::read_to_string(&lock).map_err(|_| {
-            UsageError::new(
-                "--stack",
-                name,
-                format!("not deployed (no {})", lock.display()),
-                "deploy it first: exectl deploy single|ha --stack NAME …",
-            )
-        })?;
-        let v: serde_json::Value =
-            serde_json::from_str(&text).with_context(|| format!("reading {}", lock.display()))?;
-        let spec = &v["spec"];
-        let s = |k: &str| spec[k].as_str().unwrap_or_default().to_string();
-        let port = |k: &str| spec[k].as_u64().unwrap_or(0) as u16;
-        let db = match spec["db"].as_str() {
-            Some("mariadb") => Db::Mariadb,
-            Some("postgres") => Db::Postgres,
-            Some("sqlite") => Db::Sqlite,
-            other => bail!("{}: unknown db {other:?}", lock.display()),
-        };
-        let topology = match spec["topology"].as_str() {
-            Some("ha") => Topology::Ha,
-            _ => Topology::Single,
-        };
+        let record = crate::render::record::require(
+            &bundle,
+            name,
+            "deploy it first: exectl deploy single|ha --stack NAME …",
+        )?;
+        let spec = record.spec;
         Ok(Stack {
             name: name.to_string(),
-            topology,
-            db,
-            host: s("host"),
-            http_port: port("http_port"),
-            lb_port: port("lb_port"),
-            sqlite_image: spec["images"]["sqlite"]
-                .as_str()
-                .unwrap_or(DEFAULT_SQLITE_IMAGE)
-                .to_string(),
+            topology: spec.topology,
+            db: spec.db,
+            host: spec.host,
+            http_port: spec.http_port,
+            lb_port: spec.lb_port,
+            sqlite_image: spec.images.sqlite,
             bundle,
             front_ip: target.address(),
         })
@@ -343,7 +319,7 @@ fn write_manifest(
             .accounts
             .iter()
             .map(|a| manifest::TokenEntry {
-                email: &a.email,
+                email: a.email.clone(),
                 token: token::mint(
                     secret.as_bytes(),
                     ids[&a.email],

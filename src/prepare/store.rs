@@ -235,10 +235,8 @@ pub fn write_meta(dir: &Path, meta: &Meta) -> Result<PathBuf> {
 
 fn emails_of(dir: &Path) -> Option<Vec<String>> {
     let text = std::fs::read_to_string(dir.join(manifest::ACCOUNTS_JSON)).ok()?;
-    let v: Vec<serde_json::Value> = serde_json::from_str(&text).ok()?;
-    v.iter()
-        .map(|a| a["email"].as_str().map(str::to_string))
-        .collect()
+    let v: Vec<manifest::Account> = serde_json::from_str(&text).ok()?;
+    Some(v.into_iter().map(|a| a.email).collect())
 }
 
 fn count_of(dir: &Path, file: &str) -> u64 {

@@ -3,14 +3,15 @@
 //! and `Templates::with_overrides`.
 
 mod filters;
+pub mod record;
 
 pub use filters::yaml_quote;
 
+use crate::core::record::StackRecord;
 use crate::error::UsageError;
 use crate::secrets::Secrets;
 use crate::spec::{Db, Spec, Topology};
 use anyhow::{Context, Result};
-use serde::Serialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -49,8 +50,9 @@ pub const ENV: &str = ".env";
 pub const NGINX: &str = "nginx/nginx.conf";
 pub const TRAEFIK_STATIC: &str = "traefik/traefik.yaml";
 pub const TRAEFIK_DYNAMIC: &str = "traefik/dynamic.yaml";
-pub const LOCK: &str = "exectl.lock.json";
-const ALL_PATHS: [&str; 6] = [COMPOSE, ENV, NGINX, TRAEFIK_STATIC, TRAEFIK_DYNAMIC, LOCK];
+/// The stack's record (`core::record`): what was deployed, for status, prepare, load and doctor.
+pub const RECORD: &str = crate::core::record::FILE;
+const ALL_PATHS: [&str; 6] = [COMPOSE, ENV, NGINX, TRAEFIK_STATIC, TRAEFIK_DYNAMIC, RECORD];
 
 #[derive(Debug, Clone)]
 pub struct Templates {
@@ -246,16 +248,6 @@ impl Bundle {
     }
 }
 
-/// What `exectl.lock.json` records: the effective spec and a hash per rendered file.
-#[derive(Debug, Serialize)]
-pub struct Lock<'a> {
-    pub exectl_version: &'static str,
-    pub stack: &'a str,
-    pub topology: &'static str,
-    pub spec: &'a Spec,
-    pub files: BTreeMap<&'static str, String>,
-}
-
 /// What every template sees: the spec and derived names, never a secret value (`--set-secret` values
 /// appear in `spec` as redactions).
 fn context(spec: &Spec) -> tera::Context {
@@ -366,18 +358,21 @@ pub fn render(spec: &Spec, secrets: &Secrets, templates: &Templates) -> Result<B
             mode,
         });
     }
-    let lock = Lock {
-        exectl_version: env!("CARGO_PKG_VERSION"),
-        stack: &spec.stack,
-        topology: spec.topology.name(),
+    let record = StackRecord {
+        exectl_version: env!("CARGO_PKG_VERSION").to_string(),
+        stack: spec.stack.clone(),
+        topology: spec.topology,
         spec,
-        files: files.iter().map(|f| (f.path, f.sha256())).collect(),
+        files: files
+            .iter()
+            .map(|f| (f.path.to_string(), f.sha256()))
+            .collect(),
     };
-    let mut lock_text = serde_json::to_string_pretty(&lock)?;
-    lock_text.push('\n');
+    let mut text = serde_json::to_string_pretty(&record)?;
+    text.push('\n');
     files.push(BundleFile {
-        path: LOCK,
-        bytes: lock_text.into_bytes(),
+        path: RECORD,
+        bytes: text.into_bytes(),
         mode: 0o644,
     });
     Ok(Bundle { files })

@@ -10,10 +10,10 @@ pub use resolve::{
     memory_size, resolve, resolve_stack_name, DEFAULT_STACK, MAX_CPUS, MIN_CPUS, MIN_MEMORY,
 };
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Topology {
     Single,
@@ -29,7 +29,7 @@ impl Topology {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Db {
     Mariadb,
@@ -80,7 +80,7 @@ impl NginxVariant {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LbAlgorithm {
     LeastConn,
@@ -106,7 +106,7 @@ pub struct NginxSpec {
     pub worker_rlimit_nofile: Option<u64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Images {
     pub app: String,
     pub mariadb: String,

@@ -5,7 +5,6 @@ pub use crate::core::status as report;
 
 use crate::engine::desired::parse_env;
 use crate::engine::{limits, observe};
-use crate::error::UsageError;
 use crate::target::Target;
 use anyhow::{Context, Result};
 use bollard::Docker;
@@ -23,16 +22,11 @@ pub struct Deployed {
 
 pub fn read_deployed(target: &Target, stack: &str) -> Result<Deployed> {
     let bundle = target.bundle_dir(stack);
-    let lock = std::fs::read_to_string(bundle.join(crate::render::LOCK)).map_err(|_| {
-        UsageError::new(
-            "--stack",
-            stack,
-            "no deployment of it is recorded on this target",
-            "deploy it first (exectl deploy ...), or name a deployed stack",
-        )
-    })?;
-    let lock: serde_json::Value =
-        serde_json::from_str(&lock).context("reading exectl.lock.json")?;
+    let record = crate::render::record::require(
+        &bundle,
+        stack,
+        "deploy it first (exectl deploy ...), or name a deployed stack",
+    )?;
     let env = std::fs::read_to_string(bundle.join(crate::render::ENV)).unwrap_or_default();
     let compose_path = bundle.join(crate::render::COMPOSE);
     let compose = std::fs::read_to_string(&compose_path)
@@ -41,10 +35,8 @@ pub fn read_deployed(target: &Target, stack: &str) -> Result<Deployed> {
         .map_err(|e| anyhow::anyhow!("{}: {}", compose_path.display(), e.message))?;
     Ok(Deployed {
         services: compose.services.into_keys().collect(),
-        topology: lock["spec"]["topology"].as_str().unwrap_or("?").to_string(),
-        lb_algorithm: lock["spec"]["nginx"]["lb_algorithm"]
-            .as_str()
-            .map(String::from),
+        topology: record.topology.name().to_string(),
+        lb_algorithm: record.lb_algorithm().map(String::from),
         admin_password: parse_env(&env).get("ADMIN_PASSWORD").cloned(),
     })
 }

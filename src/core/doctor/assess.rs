@@ -76,7 +76,7 @@ impl Check {
     }
 }
 
-/// The app instances' limits the target must carry (from a deployed stack's lock or flags).
+/// The app instances' limits the target must carry (from a deployed stack's record or flags).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Limits {
     pub instances: u64,

@@ -1,6 +1,7 @@
 //! doctor's flags, checked: each bad value is a `UsageError` naming the flag, the value and the fix.
 
 use super::assess::{Limits, Options};
+use crate::core::record::StackRecord;
 use crate::core::units::{self, Invalid};
 use crate::error::UsageError;
 use crate::spec::{MAX_CPUS, MIN_CPUS};
@@ -17,8 +18,8 @@ pub struct Given<'a> {
     pub instances: Option<&'a str>,
     pub cpus: Option<&'a str>,
     pub memory: Option<&'a str>,
-    /// (stack name, its lock's text).
-    pub lock: Option<(&'a str, &'a str)>,
+    /// The stack's record, read by the caller.
+    pub record: Option<&'a StackRecord>,
 }
 
 pub fn options(g: &Given) -> Result<Options, UsageError> {
@@ -27,9 +28,10 @@ pub fn options(g: &Given) -> Result<Options, UsageError> {
     let cpus = g.cpus.map(parse_cpus).transpose()?;
     let memory = g.memory.map(parse_memory).transpose()?;
     let any_flag = instances.is_some() || cpus.is_some() || memory.is_some();
-    let limits = match g.lock {
-        Some((stack, text)) => {
-            let l = limits_from_lock(stack, text)?;
+    let limits = match g.record {
+        Some(record) => {
+            let stack = &record.stack;
+            let l = limits_from_record(record)?;
             Some(Limits {
                 instances: instances.unwrap_or(l.instances),
                 cpus: cpus.unwrap_or(l.cpus),
@@ -92,30 +94,22 @@ fn parse_memory(v: &str) -> Result<u64, UsageError> {
     flag("--memory", v, b, "pass e.g. --memory 512m or --memory 2g")
 }
 
-/// The app instances' limits recorded in a deployed stack's exectl.lock.json (`spec.instances`,
-/// `spec.cpus`, `spec.memory_bytes`).
-pub fn limits_from_lock(stack: &str, text: &str) -> Result<Limits, UsageError> {
-    let bad = || {
+/// The app instances' limits a deployed stack's record holds (`spec.instances`, `spec.cpus`,
+/// `spec.memory_bytes`).
+pub fn limits_from_record(record: &StackRecord) -> Result<Limits, UsageError> {
+    let stack = &record.stack;
+    let cpus = record.spec.cpus.parse::<f64>().map_err(|_| {
         UsageError::new(
             "--stack",
             stack,
-            "its exectl.lock.json does not record instances, cpus and memory",
+            format!("its record gives cpus {:?}, not a number", record.spec.cpus),
             "deploy it again with this exectl, or give --instances, --cpus and --memory instead",
         )
-    };
-    let v: serde_json::Value = serde_json::from_str(text).map_err(|_| bad())?;
-    let spec = &v["spec"];
-    let instances = spec["instances"].as_u64().ok_or_else(bad)?;
-    let cpus = match &spec["cpus"] {
-        serde_json::Value::String(s) => s.parse::<f64>().ok(),
-        n => n.as_f64(),
-    }
-    .ok_or_else(bad)?;
-    let memory_bytes = spec["memory_bytes"].as_u64().ok_or_else(bad)?;
+    })?;
     Ok(Limits {
-        instances,
+        instances: u64::from(record.spec.instances),
         cpus,
-        memory_bytes,
+        memory_bytes: record.spec.memory_bytes,
         source: format!("stack {stack}"),
     })
 }
@@ -124,7 +118,16 @@ pub fn limits_from_lock(stack: &str, text: &str) -> Result<Limits, UsageError> {
 mod tests {
     use super::*;
 
-    const LOCK: &str = r#"{"stack":"exe","spec":{"topology":"ha","instances":2,"cpus":"1.5","memory":"512m","memory_bytes":536870912,"nofile":20000}}"#;
+    use crate::core::record;
+
+    /// An ha stack of 2 instances, 1.5 cpus and 512m each.
+    fn record() -> StackRecord {
+        let mut r = record::example("exe", crate::spec::Topology::Ha);
+        r.spec.instances = 2;
+        r.spec.cpus = "1.5".into();
+        r.spec.memory_bytes = 536870912;
+        r
+    }
 
     #[test]
     fn connections_are_checked() {
@@ -157,9 +160,9 @@ mod tests {
     }
 
     #[test]
-    fn a_stacks_lock_gives_its_limits_and_flags_override_them() {
+    fn a_stacks_record_gives_its_limits_and_flags_override_them() {
         let o = options(&Given {
-            lock: Some(("exe", LOCK)),
+            record: Some(&record()),
             connections: Some("100"),
             ..Default::default()
         })
@@ -169,7 +172,7 @@ mod tests {
         assert_eq!((l.instances, l.cpus, l.memory_bytes), (2, 1.5, 512 << 20));
         assert_eq!(l.source, "stack exe");
         let l = options(&Given {
-            lock: Some(("exe", LOCK)),
+            record: Some(&record()),
             memory: Some("1g"),
             ..Default::default()
         })
@@ -219,9 +222,11 @@ mod tests {
             }),
             "--memory"
         );
+        let mut broken = record();
+        broken.spec.cpus = "many".into();
         assert_eq!(
             field(Given {
-                lock: Some(("exe", "{}")),
+                record: Some(&broken),
                 ..g()
             }),
             "--stack"

@@ -45,12 +45,8 @@ impl Visibility {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    Owner,
-    Collaborator,
-}
+/// An account's part in its project: the manifest's `role`.
+pub use crate::core::manifest::Role;
 
 /// `bench-user-{i}@exelearning.net`: the text around the one `{i}`.
 #[derive(Debug, Clone, PartialEq, Eq)]

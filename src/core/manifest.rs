@@ -1,0 +1,264 @@
+//! The manifest: what `exectl prepare` writes and `exectl load` reads, one set of types for both.
+//! Who logs in, with what password, into which project, and (with tokens) a JWT minted offline for
+//! each account. Pure: the entries, the CSV form and the checks; reading and writing the files is the
+//! callers' (`prepare::manifest` writes 0600 files, `load::manifest` reads and checks them).
+//!
+//! ```text
+//! DIR/accounts.json  [{"email","password","projectUuid","role":"owner"|"collaborator"}]
+//! DIR/accounts.csv   email,password,projectUuid,role           (the same accounts, for other tools)
+//! DIR/projects.json  [{"uuid","ownerEmail"}]                   (the seed's shape)
+//! DIR/tokens.json    [{"email","token"}]                       (only with --mint-tokens)
+//! ```
+
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+
+pub const PROJECTS: &str = "projects.json";
+pub const ACCOUNTS_JSON: &str = "accounts.json";
+pub const ACCOUNTS_CSV: &str = "accounts.csv";
+pub const TOKENS: &str = "tokens.json";
+pub const ALL: [&str; 4] = [PROJECTS, ACCOUNTS_JSON, ACCOUNTS_CSV, TOKENS];
+
+/// An account's part in its project.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Owner,
+    Collaborator,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Owner => "owner",
+            Role::Collaborator => "collaborator",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Account {
+    pub email: String,
+    pub password: String,
+    pub project_uuid: String,
+    pub role: Role,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Project {
+    pub uuid: String,
+    pub owner_email: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenEntry {
+    pub email: String,
+    pub token: String,
+}
+
+/// The room regex of the app is `project-([0-9a-f-]{36})`: prepare writes canonical lowercase
+/// hyphenated uuids, and load refuses anything else.
+pub fn is_canonical_uuid(s: &str) -> bool {
+    uuid::Uuid::try_parse(s).is_ok_and(|u| u.hyphenated().to_string() == s)
+}
+
+/// CSV with a header; a field with a quote, comma or newline is quoted (the password may hold any).
+pub fn accounts_csv(entries: &[Account]) -> String {
+    let field = |s: &str| {
+        if s.contains(['"', ',', '\n', '\r']) {
+            format!("\"{}\"", s.replace('"', "\"\""))
+        } else {
+            s.to_string()
+        }
+    };
+    let mut out = String::from("email,password,projectUuid,role\n");
+    for a in entries {
+        out.push_str(&format!(
+            "{},{},{},{}\n",
+            field(&a.email),
+            field(&a.password),
+            field(&a.project_uuid),
+            a.role.name()
+        ));
+    }
+    out
+}
+
+/// What is wrong with a manifest: the file (one of the names above), the value, the problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub file: &'static str,
+    pub value: String,
+    pub problem: String,
+}
+
+fn problem(file: &'static str, value: impl Into<String>, problem: impl Into<String>) -> Problem {
+    Problem {
+        file,
+        value: value.into(),
+        problem: problem.into(),
+    }
+}
+
+/// Check a manifest read back: at least one account, each with an email and password and a listed
+/// project; projects with canonical, distinct uuids; and, when `tokens` is given, a token for every
+/// account. Returns the tokens in account order.
+pub fn check(
+    accounts: &[Account],
+    projects: &[Project],
+    tokens: Option<&[TokenEntry]>,
+) -> Result<Option<Vec<String>>, Problem> {
+    if accounts.is_empty() {
+        return Err(problem(ACCOUNTS_JSON, "[]", "no accounts"));
+    }
+    let mut uuids = HashSet::new();
+    for p in projects {
+        if !is_canonical_uuid(&p.uuid) {
+            return Err(problem(
+                PROJECTS,
+                &p.uuid,
+                "not a canonical lowercase uuid (the app's room regex needs one)",
+            ));
+        }
+        if !uuids.insert(p.uuid.as_str()) {
+            return Err(problem(PROJECTS, &p.uuid, "project listed twice"));
+        }
+    }
+    for a in accounts {
+        if a.email.is_empty() || a.password.is_empty() {
+            return Err(problem(ACCOUNTS_JSON, &a.email, "empty email or password"));
+        }
+        if !uuids.contains(a.project_uuid.as_str()) {
+            return Err(problem(
+                ACCOUNTS_JSON,
+                &a.project_uuid,
+                format!("account {} names a project absent from {PROJECTS}", a.email),
+            ));
+        }
+    }
+    let Some(entries) = tokens else {
+        return Ok(None);
+    };
+    let by_email: HashMap<&str, &str> = entries
+        .iter()
+        .map(|t| (t.email.as_str(), t.token.as_str()))
+        .collect();
+    accounts
+        .iter()
+        .map(|a| match by_email.get(a.email.as_str()) {
+            Some(t) if !t.is_empty() => Ok((*t).to_string()),
+            _ => Err(problem(
+                TOKENS,
+                &a.email,
+                "no token for this account (--tokens needs one per account)",
+            )),
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const U1: &str = "0b8e6f6e-8a43-4f55-9d3c-2f1b7b0a9e11";
+
+    fn account(email: &str, role: Role) -> Account {
+        Account {
+            email: email.into(),
+            password: "pw,\"x".into(),
+            project_uuid: U1.into(),
+            role,
+        }
+    }
+
+    #[test]
+    fn entries_round_trip_through_json() {
+        let accounts = vec![
+            account("a@x.org", Role::Owner),
+            account("b@x.org", Role::Collaborator),
+        ];
+        let projects = vec![Project {
+            uuid: U1.into(),
+            owner_email: "a@x.org".into(),
+        }];
+        let tokens = vec![TokenEntry {
+            email: "a@x.org".into(),
+            token: "t".into(),
+        }];
+        let back: Vec<Account> =
+            serde_json::from_str(&serde_json::to_string(&accounts).unwrap()).unwrap();
+        assert_eq!(back, accounts);
+        let back: Vec<Project> =
+            serde_json::from_str(&serde_json::to_string(&projects).unwrap()).unwrap();
+        assert_eq!(back, projects);
+        let back: Vec<TokenEntry> =
+            serde_json::from_str(&serde_json::to_string(&tokens).unwrap()).unwrap();
+        assert_eq!(back, tokens);
+        // The field names load and other tools read.
+        let v = serde_json::to_value(&accounts[1]).unwrap();
+        assert_eq!(v["role"], "collaborator");
+        assert_eq!(v["projectUuid"], U1);
+        let v = serde_json::to_value(&projects[0]).unwrap();
+        assert_eq!(v, serde_json::json!({"uuid": U1, "ownerEmail": "a@x.org"}));
+        assert_eq!(check(&accounts, &projects, None), Ok(None));
+    }
+
+    #[test]
+    fn csv_quotes_what_needs_it() {
+        let accounts = [
+            account("a@x.org", Role::Owner),
+            account("b@x.org", Role::Collaborator),
+        ];
+        assert_eq!(
+            accounts_csv(&accounts),
+            format!(
+                "email,password,projectUuid,role\na@x.org,\"pw,\"\"x\",{U1},owner\nb@x.org,\"pw,\"\"x\",{U1},collaborator\n"
+            )
+        );
+    }
+
+    #[test]
+    fn canonical_uuid() {
+        assert!(is_canonical_uuid(U1));
+        for bad in [
+            U1.to_uppercase(),
+            U1.replace('-', "x"),
+            U1.replace('-', ""),
+            format!("{{{U1}}}"),
+            format!("urn:uuid:{U1}"),
+            "short".into(),
+        ] {
+            assert!(!is_canonical_uuid(&bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn checks_name_the_file() {
+        let projects = [Project {
+            uuid: U1.into(),
+            owner_email: "a@x.org".into(),
+        }];
+        let a = [account("a@x.org", Role::Owner)];
+        assert_eq!(check(&[], &projects, None).unwrap_err().file, ACCOUNTS_JSON);
+        let upper = [Project {
+            uuid: U1.to_uppercase(),
+            ..projects[0].clone()
+        }];
+        assert_eq!(check(&a, &upper, None).unwrap_err().file, PROJECTS);
+        let twice = [projects[0].clone(), projects[0].clone()];
+        assert!(check(&a, &twice, None)
+            .unwrap_err()
+            .problem
+            .contains("twice"));
+        let tokens = [TokenEntry {
+            email: "z@x.org".into(),
+            token: "t".into(),
+        }];
+        let e = check(&a, &projects, Some(&tokens)).unwrap_err();
+        assert_eq!((e.file, e.value.as_str()), (TOKENS, "a@x.org"));
+    }
+}
