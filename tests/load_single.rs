@@ -67,7 +67,7 @@ async fn load_on_a_single_stack_sends_its_host() {
         "20000",
     ]);
     assert_eq!(deployed["ok"], true, "{deployed}");
-    x.ok(&[
+    let prepared: serde_json::Value = serde_json::from_str(&x.ok(&[
         "prepare",
         "--stack",
         STACK,
@@ -78,9 +78,10 @@ async fn load_on_a_single_stack_sends_its_host() {
         "--bcrypt-cost",
         "4",
         "--json",
-    ]);
-    let dir = x.stack_dir(STACK);
-    let manifest = dir.to_str().unwrap();
+    ]))
+    .unwrap();
+    // The folder prepare wrote this pattern's manifest to (one per pattern under the stack's folder).
+    let manifest = prepared["manifest"].as_str().unwrap();
 
     // By name: the stack's recorded host goes with every login and dial.
     assert_all_held(load(&x, &["--stack", STACK], manifest), "--stack");
