@@ -15,10 +15,9 @@ pub mod render;
 pub mod runs;
 pub mod secrets;
 pub mod shell;
-pub mod spec;
 pub mod status;
 pub mod target;
 pub mod validate;
 
 // The pure core's modules, also at their old paths while the rest of the crate moves over.
-pub use crate::core::{compose, doctor, naming, plan, traefik};
+pub use crate::core::{compose, doctor, naming, plan, spec, traefik};

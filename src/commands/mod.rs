@@ -12,22 +12,60 @@ pub mod teardown;
 pub mod validate;
 
 use crate::cli::SpecArgs;
+use crate::error::UsageError;
 use crate::render::Templates;
 use crate::spec::{self, Spec};
 use anyhow::Result;
+use std::path::{Path, PathBuf};
 
 /// exectl.yaml, then flags, then the images file: the validated spec.
 pub fn load_spec(args: &SpecArgs) -> Result<Spec> {
-    spec_from(spec::load_spec_file(args.config.as_deref())?, args)
+    spec_from(read_spec_file(args.config.as_deref())?, args)
 }
 
 /// The validated spec from an exectl.yaml already read, overridden by the flags and the images file.
 pub fn spec_from(file: spec::SpecInput, args: &SpecArgs) -> Result<Spec> {
     let mut flags = args.to_input();
     if let Some(path) = &args.images {
-        flags.images = spec::load_images_file(path)?;
+        flags.images = read_images_file(path)?;
     }
     Ok(spec::resolve(file.overridden_by(flags))?)
+}
+
+/// Read exectl.yaml: the given path (must exist), else ./exectl.yaml if present, else nothing.
+pub fn read_spec_file(explicit: Option<&Path>) -> Result<spec::SpecInput, UsageError> {
+    let path = match explicit {
+        Some(p) => p.to_path_buf(),
+        None => {
+            let p = PathBuf::from("exectl.yaml");
+            if !p.exists() {
+                return Ok(spec::SpecInput::default());
+            }
+            p
+        }
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        UsageError::new(
+            "--config",
+            path.display(),
+            format!("cannot read it: {e}"),
+            "give the path of a readable exectl.yaml",
+        )
+    })?;
+    spec::parse_spec_file(&path, &text)
+}
+
+/// Read the images file of `--images FILE`.
+fn read_images_file(path: &Path) -> Result<Vec<(String, spec::Raw)>, UsageError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        UsageError::new(
+            "--images",
+            path.display(),
+            format!("cannot read it: {e}"),
+            "give the path of a readable images file",
+        )
+    })?;
+    spec::parse_images_file(path, &text)
 }
 
 pub fn load_templates(args: &SpecArgs) -> Result<Templates> {
@@ -45,7 +83,7 @@ pub fn target_spec(
     args: &crate::cli::TargetArgs,
 ) -> Result<crate::target::TargetSpec, crate::error::UsageError> {
     crate::secrets::checked_state_root()?;
-    let file = spec::load_spec_file(None)?;
+    let file = read_spec_file(None)?;
     crate::target::resolve(args, file.target.as_ref())
 }
 
@@ -56,7 +94,7 @@ pub async fn connect_with_spec(
     spec_args: &SpecArgs,
 ) -> Result<(spec::SpecInput, crate::target::Target)> {
     crate::secrets::checked_state_root()?;
-    let file = spec::load_spec_file(spec_args.config.as_deref())?;
+    let file = read_spec_file(spec_args.config.as_deref())?;
     let target = crate::target::resolve(args, file.target.as_ref())?;
     // Every bad value is refused before the connection (exit 2, the engine untouched).
     spec_from(file.clone(), spec_args)?;

@@ -377,7 +377,7 @@ fn resolve_secret_env(
         let shown = format!("{key}=<redacted>");
         let problem = env_key_problem(key)
             .or_else(|| {
-                crate::secrets::NAMES.contains(&key).then(|| {
+                crate::core::secrets::NAMES.contains(&key).then(|| {
                     (
                         format!("{key} is a secret exectl generates"),
                         "pick another name".to_string(),

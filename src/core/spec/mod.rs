@@ -5,7 +5,7 @@ mod input;
 mod resolve;
 mod yaml_tree;
 
-pub use input::{load_images_file, load_spec_file, Origin, Raw, SpecInput};
+pub use input::{parse_images_file, parse_spec_file, Origin, Raw, SpecInput};
 pub use resolve::{
     memory_size, resolve, resolve_stack_name, DEFAULT_STACK, MAX_CPUS, MIN_CPUS, MIN_MEMORY,
 };

@@ -10,7 +10,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// A YAML scalar of any type, kept as its text.
 #[derive(Debug, Clone)]
@@ -314,48 +314,18 @@ pub fn parse_spec_file(path: &Path, text: &str) -> Result<SpecInput, UsageError>
     })
 }
 
-/// Read exectl.yaml: the given path (must exist), else ./exectl.yaml if present, else nothing.
-pub fn load_spec_file(explicit: Option<&Path>) -> Result<SpecInput, UsageError> {
-    let path = match explicit {
-        Some(p) => p.to_path_buf(),
-        None => {
-            let p = PathBuf::from("exectl.yaml");
-            if !p.exists() {
-                return Ok(SpecInput::default());
-            }
-            p
-        }
-    };
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        UsageError::new(
-            "--config",
-            path.display(),
-            format!("cannot read it: {e}"),
-            "give the path of a readable exectl.yaml",
-        )
-    })?;
-    parse_spec_file(&path, &text)
-}
-
-/// Read an images file (`--images FILE`): a mapping of app/mariadb/postgres/redis/nginx/traefik to refs.
-pub fn load_images_file(path: &Path) -> Result<Vec<(String, Raw)>, UsageError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        UsageError::new(
-            "--images",
-            path.display(),
-            format!("cannot read it: {e}"),
-            "give the path of a readable images file",
-        )
-    })?;
+/// An images file (`--images FILE`, read by the caller): a mapping of app/mariadb/postgres/redis/nginx/
+/// traefik to references.
+pub fn parse_images_file(path: &Path, text: &str) -> Result<Vec<(String, Raw)>, UsageError> {
     if let Some(Node {
         kind: Kind::Map(pairs),
         ..
-    }) = yaml_tree::parse(&text)
+    }) = yaml_tree::parse(text)
     {
         check_entries("--images", path, "", &pairs, true)?;
     }
     let fix = "write a mapping such as `app: exectl-fixture/standin:latest`";
-    let map: BTreeMap<String, Scalar> = from_yaml("--images", path, &text, fix)?;
+    let map: BTreeMap<String, Scalar> = from_yaml("--images", path, text, fix)?;
     Ok(map
         .into_iter()
         .map(|(k, Scalar(v))| (k, Raw::flag("--images", v)))
