@@ -9,7 +9,6 @@ pub mod engine;
 pub mod error;
 pub mod host;
 pub mod load;
-pub mod pipeline;
 pub mod prepare;
 pub mod render;
 pub mod runs;
@@ -20,4 +19,4 @@ pub mod target;
 pub mod validate;
 
 // The pure core's modules, also at their old paths while the rest of the crate moves over.
-pub use crate::core::{compose, doctor, naming, plan, spec, traefik};
+pub use crate::core::{compose, doctor, naming, pipeline, plan, spec, traefik};

@@ -2,14 +2,17 @@
 //! std::net or std::process — so everything below is tested without a daemon (tests/core_is_pure.rs
 //! checks the imports).
 
+pub mod checks;
 pub mod compose;
 pub mod desired;
 pub mod doctor;
 pub mod frame;
 pub mod manifest;
 pub mod naming;
+pub mod pipeline;
 pub mod plan;
 pub mod record;
+pub mod render;
 pub mod secrets;
 pub mod seed;
 pub mod spec;

@@ -2,11 +2,11 @@
 //! → the bundle (rendered, re-parsed and checked) → the desired state of a target whose copy of the
 //! bundle lives at `host_bundle_dir`. No daemon, no network; the caller loads secrets and templates.
 
-use crate::engine::desired::{self, Desired};
-use crate::render::{self, Bundle, Templates};
-use crate::secrets::Secrets;
-use crate::spec::Spec;
-use crate::validate::{self, Outcome};
+use crate::core::checks::{self, Outcome};
+use crate::core::desired::{self, Desired};
+use crate::core::render::{self, Bundle, Templates};
+use crate::core::secrets::Secrets;
+use crate::core::spec::Spec;
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -23,14 +23,15 @@ pub fn desired_state(
     host_bundle_dir: &Path,
 ) -> Result<Rendered> {
     let bundle = render::render(spec, secrets, templates)?;
-    if let Some(c) = validate::pure_checks(&bundle)
+    if let Some(c) = checks::pure_checks(&bundle)
         .into_iter()
         .find(|c| c.outcome == Outcome::Fail)
     {
         bail!("rendered {} is invalid ({}): {}", c.file, c.what, c.detail);
     }
-    let file = crate::compose::parse(bundle.get(render::COMPOSE).expect("always rendered").text())
-        .map_err(|e| anyhow::anyhow!("compose.yaml: {}", e.message))?;
+    let file =
+        crate::core::compose::parse(bundle.get(render::COMPOSE).expect("always rendered").text())
+            .map_err(|e| anyhow::anyhow!("compose.yaml: {}", e.message))?;
     let env = desired::parse_env(bundle.get(render::ENV).expect("always rendered").text());
     let files: BTreeMap<String, Vec<u8>> = bundle
         .files
