@@ -84,7 +84,7 @@ impl Default for TargetArgs {
             identity: None,
             known_hosts: None,
             accept_new_host_key: false,
-            docker_socket: crate::target::DEFAULT_DOCKER_SOCKET.to_string(),
+            docker_socket: crate::sut::DEFAULT_DOCKER_SOCKET.to_string(),
             connect_timeout: "10s".to_string(),
         }
     }

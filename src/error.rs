@@ -94,7 +94,7 @@ pub fn exit_code(err: &anyhow::Error) -> i32 {
         exit::LOCKED
     } else if any(&|e| {
         e.is::<Unreachable>()
-            || e.is::<crate::target::ssh::SshError>()
+            || e.is::<crate::sut::ssh::SshError>()
             || e.downcast_ref::<bollard::errors::Error>()
                 .is_some_and(engine_unreachable)
     }) {

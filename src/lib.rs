@@ -15,7 +15,7 @@ pub mod runs;
 pub mod secrets;
 pub mod shell;
 pub mod status;
-pub mod target;
+pub mod sut;
 pub mod validate;
 
 // The pure core's modules, also at their old paths while the rest of the crate moves over.

@@ -16,7 +16,7 @@ const FORBIDDEN: [&str; 23] = [
     "std::process",
     "std::env",
     "crate::engine",
-    "crate::target",
+    "crate::sut",
     "crate::commands",
     "crate::status",
     "crate::doctor",

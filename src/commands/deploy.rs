@@ -7,7 +7,7 @@ use crate::engine::{apply, limits, observe, preflight};
 use crate::plan::{self, Plan};
 use crate::render::{self, Bundle};
 use crate::spec::Spec;
-use crate::target::Target;
+use crate::sut::Target;
 
 use crate::{runs, secrets};
 use anyhow::{bail, Result};

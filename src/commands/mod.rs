@@ -76,15 +76,15 @@ pub fn load_templates(args: &SpecArgs) -> Result<Templates> {
 }
 
 /// Target key for the local engine's state.
-pub const LOCAL_TARGET: &str = crate::target::LOCAL_KEY;
+pub const LOCAL_TARGET: &str = crate::sut::LOCAL_KEY;
 
 /// The target named by the flags, EXECTL_TARGET or ./exectl.yaml's `target:` (commands without a spec).
 pub fn target_spec(
     args: &crate::cli::TargetArgs,
-) -> Result<crate::target::TargetSpec, crate::error::UsageError> {
+) -> Result<crate::sut::TargetSpec, crate::error::UsageError> {
     crate::secrets::checked_state_root()?;
     let file = read_spec_file(None)?;
-    crate::target::resolve(args, file.target.as_ref())
+    crate::sut::resolve(args, file.target.as_ref())
 }
 
 /// A spec-driven command's exectl.yaml (read once) and its target, connected: flags, EXECTL_TARGET,
@@ -92,16 +92,16 @@ pub fn target_spec(
 pub async fn connect_with_spec(
     args: &crate::cli::TargetArgs,
     spec_args: &SpecArgs,
-) -> Result<(spec::SpecInput, crate::target::Target)> {
+) -> Result<(spec::SpecInput, crate::sut::Target)> {
     crate::secrets::checked_state_root()?;
     let file = read_spec_file(spec_args.config.as_deref())?;
-    let target = crate::target::resolve(args, file.target.as_ref())?;
+    let target = crate::sut::resolve(args, file.target.as_ref())?;
     // Every bad value is refused before the connection (exit 2, the engine untouched).
     spec_from(file.clone(), spec_args)?;
-    Ok((file, crate::target::Target::connect(&target).await?))
+    Ok((file, crate::sut::Target::connect(&target).await?))
 }
 
 /// Connect to the target named by the flags (see `target_spec`).
-pub async fn connect(args: &crate::cli::TargetArgs) -> Result<crate::target::Target> {
-    crate::target::Target::connect(&target_spec(args)?).await
+pub async fn connect(args: &crate::cli::TargetArgs) -> Result<crate::sut::Target> {
+    crate::sut::Target::connect(&target_spec(args)?).await
 }

@@ -3,7 +3,7 @@
 
 use super::desired::DesiredService;
 use crate::shell::scripts::limits::container_limits;
-use crate::target::Target;
+use crate::sut::Target;
 use anyhow::{Context, Result};
 
 pub use crate::shell::scripts::limits::{parse, split_pids, Effective};

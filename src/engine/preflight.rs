@@ -3,7 +3,7 @@
 
 use crate::error::UsageError;
 use crate::spec::Spec;
-use crate::target::Target;
+use crate::sut::Target;
 use anyhow::{Context, Result};
 use bollard::query_parameters::CreateImageOptionsBuilder;
 use futures_util::StreamExt;

@@ -5,7 +5,7 @@
 use super::lock::{alive, takeover, Holder, LockLost, Locked, StackLock};
 use crate::shell::scripts::lock::{self, Acquire};
 use crate::shell::HostShell;
-use crate::target::{Target, REMOTE_STACKS_ROOT};
+use crate::sut::{Target, REMOTE_STACKS_ROOT};
 use anyhow::{Context, Result};
 use std::sync::Arc;
 

@@ -87,7 +87,7 @@ impl Database {
                     ));
                 }
                 // Owner of the data folder, as the app sees it.
-                let out = crate::target::exec(
+                let out = crate::sut::exec(
                     docker,
                     app_container,
                     &["stat", "-c", "%u:%g", "/mnt/data"],
@@ -114,12 +114,12 @@ impl Database {
     }
 
     /// Run a script: exit code, stdout, stderr.
-    async fn exec(&self, script: &str) -> Result<crate::target::ExecOutput> {
+    async fn exec(&self, script: &str) -> Result<crate::sut::ExecOutput> {
         let cmd = sql::client(self.db);
-        crate::target::exec(&self.docker, &self.container, &cmd, Some(script.as_bytes())).await
+        crate::sut::exec(&self.docker, &self.container, &cmd, Some(script.as_bytes())).await
     }
 
-    fn failed(&self, out: &crate::target::ExecOutput) -> anyhow::Error {
+    fn failed(&self, out: &crate::sut::ExecOutput) -> anyhow::Error {
         anyhow::anyhow!(
             "{} client in {} failed (exit {}): {}",
             self.db.name(),

@@ -17,7 +17,7 @@ pub mod verify;
 
 use crate::error::UsageError;
 use crate::spec::{Db, Topology};
-use crate::target::Target;
+use crate::sut::Target;
 use anyhow::{bail, Context, Result};
 use plan::{Plan, Role};
 use serde::Serialize;

@@ -5,7 +5,7 @@ pub use crate::core::status as report;
 
 use crate::engine::desired::parse_env;
 use crate::engine::{limits, observe};
-use crate::target::Target;
+use crate::sut::Target;
 use anyhow::{Context, Result};
 use bollard::Docker;
 use report::{InstanceStatus, Report, ServiceStatus};

@@ -238,7 +238,7 @@ pub async fn sql(d: &Docker, stack: &str, db: &str, script: &str) -> String {
             "mariadb -N -uexelearning -p\"$MARIADB_PASSWORD\" exelearning",
         ],
     };
-    let out = exectl::target::exec(d, &container, &cmd, Some(script.as_bytes()))
+    let out = exectl::sut::exec(d, &container, &cmd, Some(script.as_bytes()))
         .await
         .unwrap();
     assert_eq!(out.exit_code, 0, "{script}: {}", out.stderr);
