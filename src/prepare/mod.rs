@@ -11,9 +11,17 @@ pub mod api;
 pub mod db;
 pub mod manifest;
 pub use crate::core::seed::{plan, sql};
+mod reset;
+mod seeding;
 pub mod store;
 pub mod token;
 pub mod verify;
+
+pub use reset::{reset, Kept, ResetSummary};
+pub use seeding::check_rows;
+#[cfg(test)]
+use seeding::group;
+use seeding::seed;
 
 use crate::error::UsageError;
 use crate::spec::{Db, Topology};
@@ -78,6 +86,18 @@ impl Stack {
     }
 
     /// The first app container (its data volume is the SQLite file's home).
+    /// The stack's database, reached through the engine (exec into its client, or a one-shot for SQLite).
+    pub async fn open_db(&self, target: &Target) -> Result<db::Database> {
+        db::Database::open(
+            &target.docker,
+            &self.name,
+            self.db,
+            &self.app_container(),
+            &self.sqlite_image,
+        )
+        .await
+    }
+
     pub fn app_container(&self) -> String {
         match self.topology {
             Topology::Single => crate::naming::container(&self.name, "app"),
@@ -247,14 +267,7 @@ pub async fn run(
         None => None,
     };
 
-    let db = db::Database::open(
-        &target.docker,
-        &stack.name,
-        stack.db,
-        &stack.app_container(),
-        &stack.sqlite_image,
-    )
-    .await?;
+    let db = stack.open_db(target).await?;
     let result = seed(stack, opts, &db, hashing, &mut timings, progress).await;
     db.close().await;
     let (before, after, ids) = result?;
@@ -476,293 +489,6 @@ fn samples(plan: &Plan) -> Vec<usize> {
         }
     }
     out
-}
-
-type Seeded = (Counts, Counts, HashMap<String, i64>);
-
-async fn seed(
-    stack: &Stack,
-    opts: &Options,
-    db: &db::Database,
-    hashing: tokio::task::JoinHandle<Result<(String, Duration)>>,
-    timings: &mut Timings,
-    progress: Progress<'_>,
-) -> Result<Seeded> {
-    let plan = &opts.plan;
-    let pattern = &plan.pattern;
-    let t = Instant::now();
-    // Once the schema is there, in the same exec: what exists, and whether it agrees with this run.
-    let state = match db
-        .wait_schema(
-            opts.schema_timeout,
-            &format!(
-                "{}{}",
-                sql::state(stack.db, pattern),
-                sql::readback(stack.db, pattern)
-            ),
-        )
-        .await
-    {
-        Ok(out) => out,
-        Err(db::SchemaWait::Missing(m)) => return Err(schema_error(stack, m)),
-        Err(db::SchemaWait::Failed(e)) => return Err(e),
-    };
-    timings.schema = ms(t.elapsed());
-    let before = sql::rows(&state, "B")
-        .next()
-        .map(|r| counts(&r))
-        .transpose()?
-        .unwrap_or_default();
-    let existing_hash = sql::rows(&state, "H").next().map(|r| r.join("\t"));
-    let wanted: HashSet<&str> = plan.accounts.iter().map(|a| a.email.as_str()).collect();
-    if let Some(r) =
-        sql::rows(&state, "U").find(|r| r.get(2) == Some(&"0") && wanted.contains(r[1]))
-    {
-        bail!(UsageError::new(
-            "--email-pattern",
-            format!("{}{{i}}{}", plan.pattern.prefix, plan.pattern.suffix),
-            format!("account {} exists and was not made by prepare", r[1]),
-            "choose another --email-pattern (prepare never changes accounts it did not make)",
-        ));
-    }
-    let (hash, took) = hashing.await.context("hashing thread")??;
-    timings.hash = ms(took);
-    if let Some(old) = existing_hash {
-        let pw = opts.password.clone();
-        let same = tokio::task::spawn_blocking(move || bcrypt::verify(pw, &old).unwrap_or(false))
-            .await
-            .context("hashing thread")?;
-        if !same {
-            bail!(UsageError::new(
-                "--password",
-                "(not shown)",
-                "accounts prepare made earlier with this --email-pattern have another password",
-                "pass the password of the earlier run, or remove them first with --reset",
-            ));
-        }
-    }
-
-    // Writes: one transaction per chunk, several chunks per exec; the read-back rides on the last.
-    let t = Instant::now();
-    let chunks = sql::write_chunks(stack.db, plan, &hash, now_ms(), opts.batch);
-    let total: u64 = chunks.iter().map(|c| c.rows as u64).sum();
-    let groups = group(&chunks, ROWS_PER_EXEC);
-    let mut done = 0;
-    let mut out = String::new();
-    progress(0, total);
-    for (i, g) in groups.iter().enumerate() {
-        let mut script: String = g.iter().map(|c| c.sql.as_str()).collect();
-        if i + 1 == groups.len() {
-            script.push_str(&sql::readback(stack.db, pattern));
-        }
-        let rows: usize = g.iter().map(|c| c.rows).sum();
-        out = db
-            .run(&script)
-            .await
-            .with_context(|| format!("writing {rows} rows ({})", what(g)))?;
-        done += rows as u64;
-        progress(done, total);
-    }
-    timings.write = ms(t.elapsed());
-
-    // Check every planned row against the read-back.
-    let t = Instant::now();
-    let ids = check_rows(plan, &out)?;
-    let after = Counts {
-        accounts: sql::rows(&out, "U")
-            .filter(|r| r.get(2) == Some(&"1"))
-            .count() as u64,
-        projects: sql::rows(&out, "P").count() as u64,
-        collaborators: sql::rows(&out, "C").count() as u64,
-    };
-    timings.readback = ms(t.elapsed());
-    Ok((before, after, ids))
-}
-
-/// Rows streamed in one exec at most: large runs still show progress, the usual ones take one round trip.
-const ROWS_PER_EXEC: usize = 20_000;
-
-fn group(chunks: &[sql::Chunk], max_rows: usize) -> Vec<&[sql::Chunk]> {
-    let mut out = Vec::new();
-    let (mut start, mut rows) = (0, 0);
-    for (i, c) in chunks.iter().enumerate() {
-        if i > start && rows + c.rows > max_rows {
-            out.push(&chunks[start..i]);
-            (start, rows) = (i, 0);
-        }
-        rows += c.rows;
-    }
-    if start < chunks.len() {
-        out.push(&chunks[start..]);
-    }
-    out
-}
-
-fn what(g: &[sql::Chunk]) -> String {
-    let mut names: Vec<&str> = g.iter().map(|c| c.what).collect();
-    names.dedup();
-    names.join(", ")
-}
-
-fn counts(r: &[&str]) -> Result<Counts> {
-    let n = |i: usize| -> Result<u64> {
-        r.get(i)
-            .and_then(|v| v.trim().parse().ok())
-            .with_context(|| format!("unexpected counts row {r:?}"))
-    };
-    Ok(Counts {
-        accounts: n(0)?,
-        projects: n(1)?,
-        collaborators: n(2)?,
-    })
-}
-
-/// Every planned account, project (with its owner) and collaborator row is in the database: the map
-/// email → users.id. Pure, on the read-back text.
-pub fn check_rows(plan: &Plan, out: &str) -> Result<HashMap<String, i64>> {
-    let num = |v: &str| -> Result<i64> {
-        v.trim()
-            .parse()
-            .with_context(|| format!("unexpected id {v:?} in the read-back"))
-    };
-    let mut ids = HashMap::new();
-    for r in sql::rows(out, "U") {
-        if r.len() >= 3 && r[2] == "1" {
-            ids.insert(r[1].to_string(), num(r[0])?);
-        }
-    }
-    let mut projects = HashMap::new();
-    for r in sql::rows(out, "P") {
-        if r.len() >= 3 {
-            projects.insert(r[1].to_string(), (num(r[0])?, num(r[2])?));
-        }
-    }
-    let mut collab = HashSet::new();
-    for r in sql::rows(out, "C") {
-        if r.len() >= 2 {
-            collab.insert((num(r[0])?, num(r[1])?));
-        }
-    }
-    let missing_accounts = plan
-        .accounts
-        .iter()
-        .filter(|a| !ids.contains_key(&a.email))
-        .count();
-    if missing_accounts > 0 {
-        bail!(
-            "row check: {missing_accounts} of {} accounts are missing after the writes",
-            plan.accounts.len()
-        );
-    }
-    let mut bad_projects = 0;
-    for p in &plan.projects {
-        match projects.get(&p.uuid) {
-            Some((_, owner)) if *owner == ids[&plan.accounts[p.owner].email] => {}
-            _ => bad_projects += 1,
-        }
-    }
-    if bad_projects > 0 {
-        bail!(
-            "row check: {bad_projects} of {} projects are missing or have another owner",
-            plan.projects.len()
-        );
-    }
-    let missing_collab = plan
-        .collaborator_rows()
-        .filter(|(p, c)| !collab.contains(&(projects[&p.uuid].0, ids[&plan.accounts[*c].email])))
-        .count();
-    if missing_collab > 0 {
-        bail!(
-            "row check: {missing_collab} of {} collaborator rows are missing",
-            plan.collaborator_count()
-        );
-    }
-    Ok(ids)
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct ResetSummary {
-    pub stack: String,
-    pub accounts: u64,
-    pub projects: u64,
-    /// Manifest files removed.
-    pub files: Vec<PathBuf>,
-    /// Manifests left in place, and why.
-    pub kept: Vec<Kept>,
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct Kept {
-    pub dir: PathBuf,
-    pub reason: String,
-}
-
-/// Remove what prepare made for this pattern, then this pattern's manifest: its folder in the stack's
-/// folder and, with `out`, the one there. A manifest of another pattern, or one that still describes
-/// rows in the database (accounts the SQL path did not make, e.g. `--via api`), is kept.
-pub async fn reset(
-    target: &Target,
-    stack: &Stack,
-    pattern: &plan::EmailPattern,
-    stack_dir: &Path,
-    out: Option<&Path>,
-    schema_timeout: Duration,
-) -> Result<ResetSummary> {
-    let db = db::Database::open(
-        &target.docker,
-        &stack.name,
-        stack.db,
-        &stack.app_container(),
-        &stack.sqlite_image,
-    )
-    .await?;
-    let script = format!(
-        "{}{}",
-        sql::reset(stack.db, pattern),
-        sql::remaining(stack.db, pattern)
-    );
-    let result = match db.wait_schema(schema_timeout, &script).await {
-        Ok(out) => Ok(out),
-        Err(db::SchemaWait::Missing(m)) => Err(schema_error(stack, m)),
-        Err(db::SchemaWait::Failed(e)) => Err(e),
-    };
-    db.close().await;
-    let text = result?;
-    let r = sql::rows(&text, "R").next().unwrap_or_default();
-    let n = |i: usize| r.get(i).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
-    let remaining: Vec<&str> = sql::rows(&text, "L")
-        .filter_map(|r| r.first().copied())
-        .collect();
-    let mut files = Vec::new();
-    let mut kept = Vec::new();
-    let home = store::folder(stack_dir, pattern);
-    for dir in std::iter::once(home.as_path()).chain(out) {
-        match store::identify(dir, Some(pattern)) {
-            // No manifest (or a write cut short): what is left of this pattern's own folder goes.
-            None if dir == home => files.extend(store::remove(dir)),
-            None => {}
-            Some((p, _)) if p != pattern.text() => kept.push(Kept {
-                dir: dir.to_path_buf(),
-                reason: format!("it is the manifest of another pattern, {p}"),
-            }),
-            Some((_, accounts)) => match store::still_there(pattern, accounts, &remaining) {
-                0 => files.extend(store::remove(dir)),
-                left => kept.push(Kept {
-                    dir: dir.to_path_buf(),
-                    reason: format!(
-                        "{left} of its {accounts} accounts are still in the database (not made by the SQL path, e.g. --via api)"
-                    ),
-                }),
-            },
-        }
-    }
-    Ok(ResetSummary {
-        stack: stack.name.clone(),
-        accounts: n(0),
-        projects: n(1),
-        files,
-        kept,
-    })
 }
 
 #[cfg(test)]
