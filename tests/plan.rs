@@ -277,3 +277,16 @@ fn the_template_names_objects_by_the_same_rule() {
         assert_eq!(s.container_name, naming::container("exe", &s.name));
     }
 }
+
+/// The limits read back say what an absent limit means, never Rust's `None`.
+#[test]
+fn limits_mismatches_read_as_words() {
+    let d = desired_for(&[("--cpus", "1")]);
+    let app = d.services.iter().find(|s| s.name == "app-1").unwrap();
+    let e = exectl::engine::limits::compare(exectl::engine::limits::parse("app-1", ""), app);
+    let all = e.mismatches.join("; ");
+    assert!(all.contains("cpus is unlimited, asked 1"), "{all}");
+    assert!(all.contains("memory is unlimited"), "{all}");
+    assert!(all.contains("nofile is unknown/unknown"), "{all}");
+    assert!(!all.contains("None") && !all.contains("Some("), "{all}");
+}
