@@ -95,19 +95,11 @@ async fn a_held_lock_is_exit_4() {
         "since": "2026-12-01 00:00:00 UTC", "since_epoch": 0});
     std::fs::write(dir.join("exectl.lock"), holder.to_string()).unwrap();
     let deploy = [
-        "deploy",
-        "single",
-        "--db",
-        "sqlite",
-        "--stack",
-        stack,
-        "--http-port",
-        &port,
-        "--nofile",
-        "20000",
-        "--images",
-        FIXTURES,
-    ];
+        &["deploy"][..],
+        &single_sqlite(stack, &port),
+        &["--images", FIXTURES],
+    ]
+    .concat();
     for args in [&["teardown", "--stack", stack][..], &deploy] {
         let (code, err) = failed(&x.run(args));
         assert_eq!(code, Some(4), "{args:?}: {err}");

@@ -154,28 +154,8 @@ async fn names_and_ports_held_elsewhere_are_found_before_anything_is_created() {
     drop(listener);
 
     // Free again: it deploys, and a re-deploy of its own port is no conflict.
-    x.deploy_json(&[
-        "single",
-        "--db",
-        "sqlite",
-        "--stack",
-        stack,
-        "--http-port",
-        &port,
-        "--nofile",
-        "20000",
-    ]);
-    x.deploy_json(&[
-        "single",
-        "--db",
-        "sqlite",
-        "--stack",
-        stack,
-        "--http-port",
-        &port,
-        "--nofile",
-        "20000",
-    ]);
+    x.deploy_json(&single_sqlite(stack, &port));
+    x.deploy_json(&single_sqlite(stack, &port));
     // Another stack asking for the same port is told which container holds it.
     let s2 = s.beside("pre-clash2").await;
     let other = s2.name.as_str();

@@ -360,6 +360,22 @@ pub fn docker_cli(args: &[&str]) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// A single SQLite stack's spec flags on `port`, sized for these machines (the engine allows 20000 open
+/// files per container).
+pub fn single_sqlite<'a>(stack: &'a str, port: &'a str) -> Vec<&'a str> {
+    vec![
+        "single",
+        "--db",
+        "sqlite",
+        "--stack",
+        stack,
+        "--http-port",
+        port,
+        "--nofile",
+        "20000",
+    ]
+}
+
 /// Exit code and stderr of a run that must fail.
 pub fn failed(out: &Output) -> (Option<i32>, String) {
     (
