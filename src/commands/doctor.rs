@@ -178,13 +178,12 @@ async fn containers(docker: &Docker) -> Result<Vec<Container>, String> {
     Ok(list
         .into_iter()
         .map(|c| Container {
-            name: c
-                .names
-                .and_then(|n| n.into_iter().next())
-                .map(|n| n.trim_start_matches('/').to_string())
+            name: crate::engine::observe::summary_name(c.names)
                 .or(c.id.map(|id| id.chars().take(12).collect()))
                 .unwrap_or_default(),
-            stack: c.labels.and_then(|l| l.get("exectl.stack").cloned()),
+            stack: c
+                .labels
+                .and_then(|l| l.get(crate::engine::desired::LABEL_STACK).cloned()),
         })
         .collect())
 }

@@ -9,6 +9,13 @@ use bollard::query_parameters::{
 use bollard::Docker;
 use std::collections::HashMap;
 
+/// A container's name as a listing gives it (`["/exectl-exe-app-1"]`), without the leading slash.
+pub fn summary_name(names: Option<Vec<String>>) -> Option<String> {
+    names
+        .and_then(|n| n.into_iter().next())
+        .map(|n| n.trim_start_matches('/').to_string())
+}
+
 pub fn label_filter(stack: &str) -> HashMap<String, Vec<String>> {
     HashMap::from([("label".to_string(), vec![format!("{LABEL_STACK}={stack}")])])
 }
@@ -42,12 +49,7 @@ pub async fn observe(docker: &Docker, stack: &str) -> Result<Observed> {
             .into_iter()
             .map(|c| {
                 let labels = c.labels.unwrap_or_default();
-                let name = c
-                    .names
-                    .and_then(|n| n.first().cloned())
-                    .unwrap_or_default()
-                    .trim_start_matches('/')
-                    .to_string();
+                let name = summary_name(c.names).unwrap_or_default();
                 ObservedContainer {
                     service: labels
                         .get(LABEL_SERVICE)

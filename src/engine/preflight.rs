@@ -225,12 +225,7 @@ pub async fn conflicts(target: &Target, desired: &super::desired::Desired) -> Re
     let existing: Vec<Existing> = containers
         .into_iter()
         .map(|c| Existing {
-            name: c
-                .names
-                .and_then(|n| n.first().cloned())
-                .unwrap_or_default()
-                .trim_start_matches('/')
-                .to_string(),
+            name: super::observe::summary_name(c.names).unwrap_or_default(),
             stack: c
                 .labels
                 .and_then(|l| l.get(super::desired::LABEL_STACK).cloned()),
