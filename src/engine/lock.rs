@@ -152,19 +152,22 @@ impl StackLock {
     /// Ok while the lock file still names this holder; a long command checks before each change, so a
     /// `--break-lock` stops it instead of racing the command that broke it.
     pub fn still_held(&self, stack: &str) -> Result<(), LockLost> {
-        let now = std::fs::read_to_string(&self.path).unwrap_or_default();
-        if now == self.mine {
-            Ok(())
-        } else {
-            Err(LockLost::from_file(stack, &now))
+        match self.now() {
+            now if now == self.mine => Ok(()),
+            now => Err(LockLost::from_file(stack, &now)),
         }
+    }
+
+    /// What the lock file says now ("" when it is gone).
+    fn now(&self) -> String {
+        std::fs::read_to_string(&self.path).unwrap_or_default()
     }
 }
 
 impl Drop for StackLock {
     fn drop(&mut self) {
         // Only our own: a holder whose lock was broken must not release the new holder's.
-        if self.still_held("").is_ok() {
+        if self.now() == self.mine {
             let _ = std::fs::remove_file(&self.path);
         }
     }

@@ -28,11 +28,12 @@ impl StackGuard {
                 return Ok(());
             }
             *checked = Some(std::time::Instant::now());
+            // A failed read is that failure, not a lost lock.
             let now = r
                 .shell
                 .run(&lock::read(&r.path), None)
-                .map(|o| o.stdout)
-                .unwrap_or_default();
+                .with_context(|| format!("reading the lock {} on the SUT", r.path))?
+                .stdout;
             if now.trim() != r.mine {
                 return Err(LockLost::from_file(&self.stack, &now).into());
             }
