@@ -63,9 +63,12 @@ pub async fn plan_cmd(args: &PlanArgs) -> Result<()> {
     let (file, target) = super::connect_with_spec(&args.target, &args.spec).await?;
     let p = stage(file, &args.spec, &target)?;
     let observed = observe::observe(&target.docker, &p.spec.stack).await?;
-    let refused = preflight::check(&target, &p.spec, &p.desired, &observed)
-        .await
-        .err();
+    // A refusal (bad input) is shown after the plan; a failure to check at all is that failure.
+    let refused = match preflight::check(&target, &p.spec, &p.desired, &observed).await {
+        Ok(()) => None,
+        Err(e) if e.chain().any(|c| c.is::<crate::error::UsageError>()) => Some(e),
+        Err(e) => return Err(e),
+    };
     let to_pull = preflight::missing_images(&target, &images_of(&p.desired)).await;
     let plan = plan::plan(&p.desired, &observed).map_err(anyhow::Error::msg)?;
     if args.json {
