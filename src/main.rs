@@ -1,17 +1,22 @@
 use clap::Parser;
 use exectl::cli::{Cli, Command};
 use exectl::commands;
+use exectl::error::exit;
 
 fn main() {
     let cli = Cli::parse();
     let result = match &cli.command {
-        Command::Render(a) => commands::render::run(a).map(|_| 0),
-        Command::Validate(a) => commands::validate::run(a).map(|ok| if ok { 0 } else { 1 }),
+        Command::Render(a) => commands::render::run(a).map(|_| exit::OK),
+        Command::Validate(a) => commands::validate::run(a).map(code),
         Command::Deploy(a) => runtime().block_on(commands::deploy::deploy(a)).map(code),
-        Command::Plan(a) => runtime().block_on(commands::deploy::plan_cmd(a)).map(|_| 0),
-        Command::Teardown(a) => runtime().block_on(commands::teardown::run(a)).map(|_| 0),
+        Command::Plan(a) => runtime()
+            .block_on(commands::deploy::plan_cmd(a))
+            .map(|_| exit::OK),
+        Command::Teardown(a) => runtime()
+            .block_on(commands::teardown::run(a))
+            .map(|_| exit::OK),
         Command::Status(a) => runtime().block_on(commands::status::run(a)),
-        Command::Runs(a) => commands::runs::run(a).map(|_| 0),
+        Command::Runs(a) => commands::runs::run(a).map(|_| exit::OK),
         Command::Load(a) => commands::load::run(a),
         Command::Prepare(a) => runtime().block_on(commands::prepare::run(a)).map(code),
         Command::Host(a) => runtime().block_on(commands::host::run(a)),
@@ -36,8 +41,8 @@ fn runtime() -> tokio::runtime::Runtime {
 
 fn code(ok: bool) -> i32 {
     if ok {
-        0
+        exit::OK
     } else {
-        1
+        exit::FAILED
     }
 }

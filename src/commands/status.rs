@@ -1,6 +1,7 @@
 //! `exectl status`: the stack's state in one command with an exit code (the seed's manual checks).
 
 use crate::cli::{duration_flag, StatusArgs};
+use crate::error::exit;
 use crate::status::{self, report};
 use anyhow::Result;
 use std::io::IsTerminal;
@@ -35,11 +36,15 @@ pub async fn run(args: &StatusArgs) -> Result<i32> {
         };
         print(&r, args.json)?;
         if !args.watch {
-            return Ok(if r.verdict == "fail" { 1 } else { 0 });
+            return Ok(if r.verdict == "fail" {
+                exit::FAILED
+            } else {
+                exit::OK
+            });
         }
         tokio::select! {
             _ = tokio::time::sleep(interval) => {}
-            _ = tokio::signal::ctrl_c() => return Ok(0),
+            _ = tokio::signal::ctrl_c() => return Ok(exit::OK),
         }
     }
 }
