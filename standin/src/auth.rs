@@ -5,8 +5,6 @@ use axum::http::{header, HeaderMap};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
-use crate::config::Fault;
-
 /// Login tokens live 7 days, as do the `auth` cookie's Max-Age.
 pub const TOKEN_TTL_SECS: i64 = 7 * 24 * 3600;
 
@@ -113,9 +111,9 @@ pub fn auth_cookie(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// bcrypt verify of `$2a$`/`$2b$`/`$2y$` hashes. On the blocking pool, so that a login burst never stalls
-/// the runtime; under `Fault::BlockingBcrypt` inline on purpose, like the old bcryptjs on Bun's event loop.
-pub async fn verify_password(fault: Fault, password: String, hash: String) -> bool {
-    if fault == Fault::BlockingBcrypt {
+/// the runtime; `blocking` (`Fault::BlockingBcrypt`) inline on purpose, like the old bcryptjs on Bun's event loop.
+pub async fn verify_password(blocking: bool, password: String, hash: String) -> bool {
+    if blocking {
         return bcrypt::verify(&password, &hash).unwrap_or(false);
     }
     tokio::task::spawn_blocking(move || bcrypt::verify(&password, &hash).unwrap_or(false))

@@ -24,14 +24,56 @@ impl Dialect {
     }
 }
 
-/// Deliberate server bugs, reproducing those the seed benchmark found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Deliberate server bugs, reproducing those the seed benchmark and the real build (contract §8) showed.
+/// `STANDIN_FAULT` takes a comma-separated list, so a stand-in can carry several bugs of one real build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Fault {
-    None,
     /// bcrypt verify runs on the async runtime's worker threads (the old bcryptjs event-loop stall).
     BlockingBcrypt,
     /// Closed sockets stay in their room (the old `Set<ws>` delete that never matched).
     LeakOnClose,
+}
+
+impl Fault {
+    /// Every fault with its `STANDIN_FAULT` name (the one list the parser and its error message use).
+    const ALL: [(&'static str, Fault); 2] = [
+        ("blocking-bcrypt", Fault::BlockingBcrypt),
+        ("leak-on-close", Fault::LeakOnClose),
+    ];
+}
+
+/// The faults this stand-in runs with (none by default).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Faults(std::collections::BTreeSet<Fault>);
+
+impl Faults {
+    pub fn has(&self, f: Fault) -> bool {
+        self.0.contains(&f)
+    }
+
+    /// `none`, empty, or names from [`Fault::ALL`] separated by commas.
+    pub fn parse(text: &str) -> Result<Faults> {
+        let mut set = std::collections::BTreeSet::new();
+        for name in text
+            .split(',')
+            .map(str::trim)
+            .filter(|n| !n.is_empty() && *n != "none")
+        {
+            match Fault::ALL.iter().find(|(n, _)| *n == name) {
+                Some((_, f)) => {
+                    set.insert(*f);
+                }
+                None => {
+                    let known: Vec<&str> = Fault::ALL.iter().map(|(n, _)| *n).collect();
+                    bail!(
+                        "STANDIN_FAULT: unknown fault {name:?} ({})",
+                        known.join("|")
+                    )
+                }
+            }
+        }
+        Ok(Faults(set))
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -64,7 +106,7 @@ pub struct Config {
     pub admin: Option<(String, String)>,
     pub test_user: Option<(String, String)>,
     pub info_requires_admin: bool,
-    pub fault: Fault,
+    pub fault: Faults,
     pub ping_interval: Duration,
     pub pong_timeout: Duration,
     pub room_cleanup: Duration,
@@ -155,14 +197,7 @@ impl Config {
             None
         };
 
-        let fault = match var("STANDIN_FAULT").as_deref() {
-            None | Some("none") => Fault::None,
-            Some("blocking-bcrypt") => Fault::BlockingBcrypt,
-            Some("leak-on-close") => Fault::LeakOnClose,
-            Some(other) => {
-                bail!("STANDIN_FAULT: unknown fault {other:?} (blocking-bcrypt|leak-on-close)")
-            }
-        };
+        let fault = Faults::parse(&var("STANDIN_FAULT").unwrap_or_default())?;
 
         let ping_ms = num("STANDIN_PING_INTERVAL_MS", 30_000)?.max(1);
         Ok(Config {
@@ -206,6 +241,21 @@ mod tests {
         assert_eq!(c.db.path, "data/exelearning.db");
         assert_eq!(c.pong_timeout, Duration::from_secs(40));
         assert!(c.redis.is_none() && c.admin.is_none() && c.test_user.is_none());
+    }
+
+    #[test]
+    fn faults_are_a_comma_list_and_unknown_names_are_refused() {
+        let with = |f: &str| cfg(&[OK[0], OK[1], ("STANDIN_FAULT", f)]);
+        assert_eq!(with("none").unwrap().fault, Faults::default());
+        let both = with("leak-on-close, blocking-bcrypt").unwrap().fault;
+        assert!(both.has(Fault::LeakOnClose) && both.has(Fault::BlockingBcrypt));
+        let one = with("leak-on-close").unwrap().fault;
+        assert!(one.has(Fault::LeakOnClose) && !one.has(Fault::BlockingBcrypt));
+        let err = with("leak-on-close,nope").unwrap_err().to_string();
+        assert!(
+            err.contains("\"nope\"") && err.contains("leak-on-close"),
+            "{err}"
+        );
     }
 
     #[test]

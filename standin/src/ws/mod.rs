@@ -125,7 +125,7 @@ async fn serve(socket: WebSocket, st: AppState, doc: String, token: Option<Strin
     let close_with = relay_loop(socket, &st, &doc, &uuid, client, inbox).await;
 
     // The seed's leak: the app's delete never matched, so the closed socket stayed in its room.
-    if st.cfg.fault != Fault::LeakOnClose {
+    if !st.cfg.fault.has(Fault::LeakOnClose) {
         st.rooms.leave(&doc, client);
     }
     tracing::debug!("[WebSocket] client {client} left {doc}");
