@@ -28,7 +28,8 @@ declare -A TAG=(
   [redis]=exectl-fixture/redis:7
   [nginx]=exectl-fixture/nginx:1
   [traefik]=exectl-fixture/traefik:3
-  [standin]=exectl-fixture/standin:latest
+  # EXECTL_STANDIN_TAG: a private tag for a stand-in being changed (its worktree's fixtures.yaml names it).
+  [standin]=${EXECTL_STANDIN_TAG:-exectl-fixture/standin:latest}
   [sqlite]=exectl-fixture/sqlite:3
 )
 
