@@ -290,3 +290,22 @@ fn limits_mismatches_read_as_words() {
     assert!(all.contains("nofile is unknown/unknown"), "{all}");
     assert!(!all.contains("None") && !all.contains("Some("), "{all}");
 }
+
+/// The app signs tokens with API_JWT_SECRET || JWT_SECRET and verifies its sharing, admin and pages routes
+/// with JWT_SECRET || APP_SECRET: every instance gets one value under both names (contract §8).
+#[test]
+fn every_instance_has_jwt_secret_equal_to_api_jwt_secret() {
+    let d = desired_for(&[("--instances", "3")]);
+    let apps: Vec<_> = d
+        .services
+        .iter()
+        .filter(|s| s.name.starts_with("app-"))
+        .collect();
+    assert_eq!(apps.len(), 3);
+    for s in apps {
+        let env = &s.service.environment;
+        assert_eq!(env.get("API_JWT_SECRET").map(String::as_str), Some("b"), "{}", s.name);
+        assert_eq!(env.get("JWT_SECRET"), env.get("API_JWT_SECRET"), "{}", s.name);
+        assert_ne!(env.get("JWT_SECRET"), env.get("APP_SECRET"), "{}", s.name);
+    }
+}

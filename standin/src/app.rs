@@ -110,6 +110,7 @@ pub async fn run(cfg: Config) -> Result<()> {
         .unwrap_or(1);
     let state = AppState {
         tokens: Arc::new(Tokens::new(&cfg.jwt_secret)),
+        sharing_tokens: Arc::new(Tokens::new(&cfg.sharing_secret)),
         cfg: Arc::new(cfg),
         db,
         rooms,

@@ -101,6 +101,11 @@ pub struct Config {
     pub db: DbConfig,
     pub redis: Option<RedisConfig>,
     pub jwt_secret: String,
+    /// The secret the sharing routes verify tokens with. The app signs with `API_JWT_SECRET || JWT_SECRET`
+    /// but its sharing, admin and pages routes verify with `JWT_SECRET || APP_SECRET` (contract §8); it
+    /// works with API_JWT_SECRET alone only by its plugins' order. `STANDIN_SPLIT_SECRETS=1` makes the
+    /// stand-in take the app's names literally, so a stack without JWT_SECRET = API_JWT_SECRET fails here.
+    pub sharing_secret: String,
     /// Cookie gets `Secure` in production, as the app's image (NODE_ENV=production) does.
     pub production: bool,
     pub admin: Option<(String, String)>,
@@ -197,6 +202,14 @@ impl Config {
             None
         };
 
+        let sharing_secret = if var("STANDIN_SPLIT_SECRETS").as_deref() == Some("1") {
+            var("JWT_SECRET")
+                .or_else(|| var("APP_SECRET"))
+                .expect("APP_SECRET was checked above")
+        } else {
+            jwt_secret.clone()
+        };
+
         let fault = Faults::parse(&var("STANDIN_FAULT").unwrap_or_default())?;
 
         let ping_ms = num("STANDIN_PING_INTERVAL_MS", 30_000)?.max(1);
@@ -205,6 +218,7 @@ impl Config {
             db,
             redis,
             jwt_secret,
+            sharing_secret,
             production: var("NODE_ENV").as_deref() == Some("production"),
             admin: pair("ADMIN_EMAIL", "ADMIN_PASSWORD"),
             test_user,
@@ -256,6 +270,15 @@ mod tests {
             err.contains("\"nope\"") && err.contains("leak-on-close"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn split_secrets_verify_sharing_with_jwt_secret_or_app_secret() {
+        let split = ("STANDIN_SPLIT_SECRETS", "1");
+        assert_eq!(cfg(&OK).unwrap().sharing_secret, "s3cret");
+        assert_eq!(cfg(&[OK[0], OK[1], split]).unwrap().sharing_secret, "a");
+        let with_jwt = cfg(&[OK[0], OK[1], split, ("JWT_SECRET", "j")]).unwrap();
+        assert_eq!((with_jwt.jwt_secret.as_str(), with_jwt.sharing_secret.as_str()), ("s3cret", "j"));
     }
 
     #[test]

@@ -14,6 +14,8 @@ pub struct AppState {
     pub cfg: Arc<Config>,
     pub db: Db,
     pub tokens: Arc<Tokens>,
+    /// What the sharing routes verify with (`Config::sharing_secret`).
+    pub sharing_tokens: Arc<Tokens>,
     pub rooms: Arc<Rooms>,
     /// At most one bcrypt verification per core: a login burst queues here (asynchronously) instead of
     /// starting hundreds of CPU-bound threads that would starve the runtime's own threads of CPU.

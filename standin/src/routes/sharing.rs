@@ -28,7 +28,7 @@ async fn owned(st: &AppState, headers: &HeaderMap, uuid: &str) -> Result<Project
     let Some(token) = bearer(headers).or_else(|| auth_cookie(headers)) else {
         return Err(error(StatusCode::UNAUTHORIZED, "Unauthorized"));
     };
-    let Some(caller) = st.tokens.verify(token) else {
+    let Some(caller) = st.sharing_tokens.verify(token) else {
         return Err(error(StatusCode::UNAUTHORIZED, "Invalid token"));
     };
     match st.db.project_by_uuid(uuid).await {
