@@ -304,8 +304,18 @@ fn every_instance_has_jwt_secret_equal_to_api_jwt_secret() {
     assert_eq!(apps.len(), 3);
     for s in apps {
         let env = &s.service.environment;
-        assert_eq!(env.get("API_JWT_SECRET").map(String::as_str), Some("b"), "{}", s.name);
-        assert_eq!(env.get("JWT_SECRET"), env.get("API_JWT_SECRET"), "{}", s.name);
+        assert_eq!(
+            env.get("API_JWT_SECRET").map(String::as_str),
+            Some("b"),
+            "{}",
+            s.name
+        );
+        assert_eq!(
+            env.get("JWT_SECRET"),
+            env.get("API_JWT_SECRET"),
+            "{}",
+            s.name
+        );
         assert_ne!(env.get("JWT_SECRET"), env.get("APP_SECRET"), "{}", s.name);
     }
 }

@@ -6,6 +6,7 @@ pub mod checks;
 pub mod compose;
 pub mod desired;
 pub mod doctor;
+pub mod footprint;
 pub mod frame;
 pub mod manifest;
 pub mod naming;

@@ -36,6 +36,7 @@ pub fn check_capacity(
             ));
         }
     }
+    idle_memory(spec, mem_total)?;
     if let Some(max) = max_nofile {
         if spec.nofile > max {
             return Err(UsageError::new(
@@ -47,6 +48,45 @@ pub fn check_capacity(
                 format!(
                     "pass --nofile {max} or less (with --worker-rlimit-nofile and --worker-connections to match), or raise the engine's LimitNOFILE"
                 ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The real app image needs 200–260 MiB per instance before any load: a limit below that kills it at
+/// idle, and instances whose idle memory alone exceeds the target never come up together.
+fn idle_memory(spec: &Spec, mem_total: Option<i64>) -> Result<(), UsageError> {
+    let Some(idle) = crate::core::footprint::idle_mib(&spec.images.app) else {
+        return Ok(());
+    };
+    let (_, high) = idle;
+    let about = crate::core::footprint::describe(idle);
+    if spec.memory_bytes < high << 20 {
+        return Err(UsageError::new(
+            "--memory",
+            &spec.memory,
+            format!("{about}: this limit would have it killed before any load"),
+            format!(
+                "pass --memory {}m or more (the default is 2g)",
+                (high * 2).next_multiple_of(128)
+            ),
+        ));
+    }
+    if let Some(m) = mem_total {
+        let need = u64::from(spec.instances) * (high << 20);
+        if need > m as u64 {
+            let fit = (m as u64 / (high << 20)).max(1);
+            return Err(UsageError::new(
+                "--instances",
+                spec.instances,
+                format!(
+                    "{about}: {} instances need about {} MiB idle, more than the target's {} MiB",
+                    spec.instances,
+                    need >> 20,
+                    m >> 20
+                ),
+                format!("pass --instances {fit} or fewer, or use a larger SUT"),
             ));
         }
     }
@@ -366,6 +406,63 @@ pub async fn send_images(
 mod tests {
     use super::*;
     use crate::core::record;
+
+    fn spec(flags: &[(&'static str, &str)]) -> Spec {
+        use crate::spec::{Raw, SpecInput};
+        let mut i = SpecInput {
+            topology: Some(Raw::flag("topology", "ha")),
+            ..Default::default()
+        };
+        for (f, v) in flags {
+            let raw = Some(Raw::flag(f, *v));
+            match *f {
+                "--instances" => i.instances = raw,
+                "--memory" => i.memory = raw,
+                other => panic!("add {other}"),
+            }
+        }
+        crate::spec::resolve(i).unwrap()
+    }
+
+    #[test]
+    fn the_real_images_idle_memory_is_refused_below_its_footprint() {
+        let gib = Some(4_i64 << 30);
+        assert_eq!(
+            check_capacity(&spec(&[("--instances", "4")]), None, gib, None),
+            Ok(())
+        );
+        let e = check_capacity(&spec(&[("--memory", "128m")]), None, gib, None).unwrap_err();
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("--memory", "128m"));
+        assert!(
+            e.problem.contains("200–260 MiB") && e.fix.contains("--memory 640m"),
+            "{e}"
+        );
+        // 16 instances idle at about 4160 MiB: more than 4 GiB, whatever each one's limit.
+        let e = check_capacity(
+            &spec(&[("--instances", "16"), ("--memory", "256m")]),
+            None,
+            gib,
+            None,
+        );
+        let e = e.unwrap_err();
+        assert_eq!(e.field, "--memory", "256m is below the high end: {e}");
+        let e = check_capacity(
+            &spec(&[("--instances", "16"), ("--memory", "300m")]),
+            None,
+            gib,
+            None,
+        )
+        .unwrap_err();
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("--instances", "16"));
+        assert!(e.fix.contains("--instances 15 or fewer"), "{e}");
+    }
+
+    #[test]
+    fn other_images_get_no_idle_advice() {
+        let mut s = spec(&[("--memory", "64m"), ("--instances", "16")]);
+        s.images.app = "exectl-fixture/standin:latest".into();
+        assert_eq!(check_capacity(&s, None, Some(1 << 30), None), Ok(()));
+    }
 
     #[test]
     fn the_recorded_db_is_read_and_a_broken_record_refused() {

@@ -278,7 +278,13 @@ mod tests {
         assert_eq!(cfg(&OK).unwrap().sharing_secret, "s3cret");
         assert_eq!(cfg(&[OK[0], OK[1], split]).unwrap().sharing_secret, "a");
         let with_jwt = cfg(&[OK[0], OK[1], split, ("JWT_SECRET", "j")]).unwrap();
-        assert_eq!((with_jwt.jwt_secret.as_str(), with_jwt.sharing_secret.as_str()), ("s3cret", "j"));
+        assert_eq!(
+            (
+                with_jwt.jwt_secret.as_str(),
+                with_jwt.sharing_secret.as_str()
+            ),
+            ("s3cret", "j")
+        );
     }
 
     #[test]

@@ -82,6 +82,8 @@ pub struct Limits {
     pub instances: u64,
     pub cpus: f64,
     pub memory_bytes: u64,
+    /// The app image's idle footprint when known (`core::footprint`: the real image's 200–260 MiB).
+    pub idle_mib: Option<(u64, u64)>,
     /// Where they came from, for the detail ("stack exe", "flags").
     pub source: String,
 }
@@ -273,14 +275,41 @@ fn cpu_memory(ncpu: Option<u64>, mem: Option<u64>, limits: Option<&Limits>) -> C
             mib(mem)
         ));
     }
+    let mut fix_idle = None;
+    if let Some(idle) = l.idle_mib {
+        let (about, high) = (crate::core::footprint::describe(idle), idle.1 << 20);
+        if l.memory_bytes < high {
+            fails.push(format!(
+                "{about}, so --memory {} would have it killed before any load",
+                mib(l.memory_bytes)
+            ));
+            fix_idle = Some(format!(
+                "pass --memory {}m or more",
+                (idle.1 * 2).next_multiple_of(128)
+            ));
+        } else if high.saturating_mul(l.instances) > mem {
+            fails.push(format!(
+                "{about}, so {} instances need about {} idle, more than the engine's {}",
+                l.instances,
+                mib(high.saturating_mul(l.instances)),
+                mib(mem)
+            ));
+            fix_idle = Some(format!(
+                "pass --instances {} or fewer, or use a larger SUT",
+                (mem / high).max(1)
+            ));
+        }
+    }
     if !fails.is_empty() {
         return Check::fail(
             NAME,
             format!("{} ({}): deploy refuses it", fails.join("; "), l.source),
-            format!(
-                "pass --cpus {ncpu} and --memory {}m or less, or use a larger SUT",
-                mem >> 20
-            ),
+            fix_idle.unwrap_or_else(|| {
+                format!(
+                    "pass --cpus {ncpu} and --memory {}m or less, or use a larger SUT",
+                    mem >> 20
+                )
+            }),
         );
     }
     let mut warns = Vec::new();
@@ -312,10 +341,14 @@ fn cpu_memory(ncpu: Option<u64>, mem: Option<u64>, limits: Option<&Limits>) -> C
             "lower --instances, --cpus or --memory so that instances × limit fits the engine (leave room for nginx, the database and a local load generator), or use a larger SUT",
         );
     }
+    let idle = l
+        .idle_mib
+        .map(|i| format!("; {}", crate::core::footprint::describe(i)))
+        .unwrap_or_default();
     Check::pass(
         NAME,
         format!(
-            "{} app instances × {} CPUs and {} fit ({}); {offers}",
+            "{} app instances × {} CPUs and {} fit ({}){idle}; {offers}",
             l.instances,
             num(l.cpus),
             mib(l.memory_bytes),

@@ -224,9 +224,42 @@ fn limits(instances: u64, cpus: f64, memory_bytes: u64) -> Options {
             instances,
             cpus,
             memory_bytes,
+            idle_mib: None,
             source: "flags".into(),
         }),
     }
+}
+
+/// The same limits for the real app image, whose idle footprint is known.
+fn real_app(instances: u64, memory_bytes: u64) -> Options {
+    let mut o = limits(instances, 1.0, memory_bytes);
+    o.limits.as_mut().unwrap().idle_mib =
+        crate::core::footprint::idle_mib("ghcr.io/exelearning/exelearning:latest");
+    o
+}
+
+#[test]
+fn the_real_images_idle_footprint_is_in_the_memory_advice() {
+    let f = facts(); // 8 CPUs, 16 GiB
+    let c = check(&f, &real_app(4, 1 << 30), "cpu-memory");
+    assert_eq!(c.level, Level::Pass);
+    assert!(
+        c.detail.contains("idles at 200–260 MiB per instance"),
+        "{}",
+        c.detail
+    );
+    // A limit the real app cannot idle in, and the same one for an image of unknown footprint.
+    let c = check(&f, &real_app(1, 128 << 20), "cpu-memory");
+    assert_eq!(c.level, Level::Fail, "{}", c.detail);
+    assert!(c.fix.contains("--memory 640m or more"), "{}", c.fix);
+    assert_eq!(
+        level(&f, &limits(1, 1.0, 128 << 20), "cpu-memory"),
+        Level::Pass
+    );
+    // 64 instances idle at about 16,640 MiB: more than the engine's 16 GiB.
+    let c = check(&f, &real_app(64, 300 << 20), "cpu-memory");
+    assert_eq!(c.level, Level::Fail, "{}", c.detail);
+    assert!(c.fix.contains("--instances 63 or fewer"), "{}", c.fix);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! doctor's flags, checked: each bad value is a `UsageError` naming the flag, the value and the fix.
 
 use super::assess::{Limits, Options};
+use crate::core::footprint;
 use crate::core::record::StackRecord;
 use crate::core::units::{self, Invalid};
 use crate::error::UsageError;
@@ -36,6 +37,7 @@ pub fn options(g: &Given) -> Result<Options, UsageError> {
                 instances: instances.unwrap_or(l.instances),
                 cpus: cpus.unwrap_or(l.cpus),
                 memory_bytes: memory.unwrap_or(l.memory_bytes),
+                idle_mib: l.idle_mib,
                 source: if any_flag {
                     format!("stack {stack}, with flags")
                 } else {
@@ -47,6 +49,8 @@ pub fn options(g: &Given) -> Result<Options, UsageError> {
             instances: instances.unwrap_or(DEFAULT_INSTANCES),
             cpus: cpus.unwrap_or(DEFAULT_CPUS),
             memory_bytes: memory.unwrap_or(DEFAULT_MEMORY),
+            // Flags alone: deploy's default image, the real app.
+            idle_mib: footprint::idle_mib(&crate::spec::Images::default().app),
             source: "flags".into(),
         }),
         None => None,
@@ -110,6 +114,7 @@ pub fn limits_from_record(record: &StackRecord) -> Result<Limits, UsageError> {
         instances: u64::from(record.spec.instances),
         cpus,
         memory_bytes: record.spec.memory_bytes,
+        idle_mib: footprint::idle_mib(&record.spec.images.app),
         source: format!("stack {stack}"),
     })
 }
