@@ -2,6 +2,7 @@
 //! std::net or std::process — so everything below is tested without a daemon (tests/core_is_pure.rs
 //! checks the imports).
 
+pub mod bench;
 pub mod checks;
 pub mod compose;
 pub mod desired;

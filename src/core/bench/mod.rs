@@ -1,0 +1,15 @@
+//! `exectl bench` as data: the levels and SLOs it was asked for, the SUT's samples on one clock with the
+//! generator's, each level's figures, and the verdict (capacity, knee, limiting component). Pure: the
+//! runner (`crate::bench`) measures, this decides, `report` formats.
+
+pub mod levels;
+pub mod limiting;
+pub mod slo;
+pub mod timeline;
+pub mod verdict;
+
+pub use levels::{parse_levels, Levels};
+pub use limiting::{limiting_component, Known, Limiting, Resource};
+pub use slo::{SloCheck, Slos};
+pub use timeline::{ContainerSample, GeneratorSample, InstanceSample, LevelSpan, Sample};
+pub use verdict::{LeakCheck, LevelFigures, LevelResult, Pcts, Verdict};

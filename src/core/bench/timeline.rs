@@ -1,0 +1,151 @@
+//! The bench's timeline: the SUT's samples and the generator's, on one clock (ms since the bench began),
+//! and each level's span on it. Written as JSON Lines beside results.json; the report draws it.
+
+use serde::{Deserialize, Serialize};
+
+/// One container at one instant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContainerSample {
+    /// The compose service (app-1, nginx, postgres, …).
+    pub service: String,
+    /// CPU used since the previous sample, percent of one CPU (200 = two CPUs busy).
+    pub cpu_pct: Option<f64>,
+    /// The container's CPU limit in CPUs (None: unlimited).
+    pub cpu_limit: Option<f64>,
+    pub rss_bytes: Option<u64>,
+    pub mem_limit_bytes: Option<u64>,
+    pub restarts: Option<u64>,
+    /// Open files of the container's processes and their limit (nofile), when read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_files: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nofile: Option<u64>,
+}
+
+/// One app instance's own counts (`/api/websocket/info`), None when it did not answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InstanceSample {
+    pub service: String,
+    pub connections: Option<u64>,
+    pub rooms: Option<u64>,
+}
+
+/// The generator (this process) at one instant.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct GeneratorSample {
+    /// Users the level is asking for right now (the ramp's target).
+    pub target_users: u64,
+    /// Sockets open right now.
+    pub open_sockets: u64,
+    /// Users failed so far in this level.
+    pub failures: u64,
+    /// CPU since the previous sample, percent of the CPUs it may use (100 = all of them busy).
+    pub cpu_pct: Option<f64>,
+    pub rss_bytes: Option<u64>,
+}
+
+/// Everything sampled at one instant.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Sample {
+    /// ms since the bench began.
+    pub t_ms: u64,
+    /// The level running (its user count), None between levels.
+    pub level: Option<u64>,
+    pub containers: Vec<ContainerSample>,
+    pub instances: Vec<InstanceSample>,
+    /// nginx `stub_status` active connections (ha).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nginx_active: Option<u64>,
+    /// The SUT's 1-minute load average.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_avg: Option<f64>,
+    pub generator: GeneratorSample,
+    /// What the SUT sample cost: the sampling command's own wall time, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_ms: Option<f64>,
+}
+
+/// One level's place on the clock (ms since the bench began).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct LevelSpan {
+    pub users: u64,
+    pub start_ms: u64,
+    /// The ramp is over and every user is dialled: the hold begins.
+    pub hold_ms: u64,
+    /// The load is over (every user closed).
+    pub end_ms: u64,
+    /// The leak check is over.
+    pub settled_ms: u64,
+}
+
+impl LevelSpan {
+    /// The samples of the level's load (start to end).
+    pub fn during<'a>(&self, samples: &'a [Sample]) -> impl Iterator<Item = &'a Sample> + 'a {
+        let (a, b) = (self.start_ms, self.end_ms);
+        samples.iter().filter(move |s| s.t_ms >= a && s.t_ms <= b)
+    }
+
+    /// The samples of the level's hold (every user should be holding).
+    pub fn holding<'a>(&self, samples: &'a [Sample]) -> impl Iterator<Item = &'a Sample> + 'a {
+        let (a, b) = (self.hold_ms, self.end_ms);
+        samples.iter().filter(move |s| s.t_ms >= a && s.t_ms <= b)
+    }
+}
+
+impl Sample {
+    /// Connections the app instances counted, summed (None when any instance did not answer).
+    pub fn instance_connections(&self) -> Option<u64> {
+        self.instances.iter().map(|i| i.connections).sum()
+    }
+
+    pub fn container(&self, service: &str) -> Option<&ContainerSample> {
+        self.containers.iter().find(|c| c.service == service)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spans_samples_and_the_instances_sum() {
+        let at = |t_ms, conns: [Option<u64>; 2]| Sample {
+            t_ms,
+            instances: conns
+                .iter()
+                .enumerate()
+                .map(|(i, c)| InstanceSample {
+                    service: format!("app-{}", i + 1),
+                    connections: *c,
+                    rooms: Some(1),
+                })
+                .collect(),
+            ..Sample::default()
+        };
+        let samples = vec![
+            at(0, [Some(0), Some(0)]),
+            at(1000, [Some(40), Some(60)]),
+            at(2000, [Some(50), None]),
+        ];
+        let span = LevelSpan {
+            users: 100,
+            start_ms: 500,
+            hold_ms: 1000,
+            end_ms: 2000,
+            settled_ms: 2500,
+        };
+        assert_eq!(span.during(&samples).count(), 2);
+        assert_eq!(
+            span.holding(&samples)
+                .next()
+                .unwrap()
+                .instance_connections(),
+            Some(100)
+        );
+        assert_eq!(
+            samples[2].instance_connections(),
+            None,
+            "an instance that did not answer is no zero"
+        );
+    }
+}
