@@ -4,12 +4,15 @@
 
 pub mod levels;
 pub mod limiting;
+pub mod report;
+pub mod results;
 pub mod slo;
 pub mod timeline;
 pub mod verdict;
 
 pub use levels::{parse_levels, Levels};
 pub use limiting::{limiting_component, Known, Limiting, Resource};
+pub use results::{Results, SamplerCost};
 pub use slo::{SloCheck, Slos};
 pub use timeline::{ContainerSample, GeneratorSample, InstanceSample, LevelSpan, Sample};
 pub use verdict::{LeakCheck, LevelFigures, LevelResult, Pcts, Verdict};

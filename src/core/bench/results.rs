@@ -1,0 +1,54 @@
+//! results.json: everything a bench decided and where it came from, enough to rebuild the report and to
+//! compare two runs (`runs diff`). The timeline is beside it (timeline.jsonl).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::slo::Slos;
+use super::verdict::{LevelResult, Verdict};
+
+/// What the sampler itself cost the SUT, measured (None when it could not be).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SamplerCost {
+    pub samples: u64,
+    /// The mean wall time of one SUT sample (its host command and probes), ms.
+    pub mean_sample_ms: f64,
+    /// CPU the sampler's host commands used on the SUT, percent of one core over the bench.
+    pub sut_cpu_pct: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    pub run_id: String,
+    pub exectl_version: String,
+    pub stack: String,
+    /// `local` or `ssh://user@host`.
+    pub target: String,
+    pub scenario: String,
+    pub started_unix_s: u64,
+    pub duration_s: f64,
+    /// The run id of the deploy that made the stack, when its record names one.
+    pub deploy_run_id: Option<String>,
+    /// The deployed stack's knobs (topology, instances, nginx variant, limits, …), from its record.
+    pub knobs: BTreeMap<String, String>,
+    /// Service → image digest (or id) of what ran.
+    pub images: BTreeMap<String, String>,
+    pub levels_asked: Vec<u64>,
+    pub hold_s: f64,
+    pub ramp_s: f64,
+    pub sample_s: f64,
+    pub settle_s: f64,
+    pub slos: Slos,
+    pub continue_after_fail: bool,
+    pub levels: Vec<LevelResult>,
+    pub verdict: Verdict,
+    pub sampler: SamplerCost,
+    /// The generator's CPUs (what its CPU % is a share of).
+    pub generator_cpus: f64,
+}
+
+/// The file names a bench writes in its folder.
+pub const RESULTS: &str = "results.json";
+pub const TIMELINE: &str = "timeline.jsonl";
+pub const REPORT: &str = "report.html";
