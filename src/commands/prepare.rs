@@ -268,8 +268,8 @@ fn print_summary(s: &Summary, took: Duration) {
     }
     if s.via == Via::Api.name() {
         println!(
-            "  time: admin login {} ms, API requests {} ms, verify {} ms",
-            s.ms.schema, s.ms.write, s.ms.verify
+            "  time: admin login {} ms, API requests {} ms, read-back {} ms, verify {} ms",
+            s.ms.schema, s.ms.write, s.ms.readback, s.ms.verify
         );
     } else {
         println!(

@@ -222,6 +222,7 @@ pub struct Outcome {
     pub before: Counts,
     pub added: Counts,
     pub ready_ms: u64,
+    pub readback_ms: u64,
     /// The app's 5xx answers seen on the way (the run converged over them).
     pub app_errors: Vec<AppError>,
 }
@@ -363,6 +364,7 @@ pub async fn seed(
 
     let n_collab = plan.collaborator_count() as u64;
     let total = plan.accounts.len() as u64 + 3 * plan.projects.len() as u64 + n_collab;
+    // (the read-back of step 5 is not counted: the bar shows the writes)
     let done = AtomicU64::new(0);
     let tick = |k: u64| progress(done.fetch_add(k, Ordering::Relaxed) + k, total);
     progress(0, total);
@@ -586,14 +588,70 @@ pub async fn seed(
             before.collaborators += 1;
         }
     }
+
+    // 5. Read back each project as its owner: there under the manifest's uuid, titled and owned as
+    // planned, saved (the SQL path's read-back, through the API).
+    let t = Instant::now();
+    let checked: Vec<Result<()>> = futures_util::stream::iter(plan.projects.iter().map(|p| {
+        let (api, tokens, ids) = (&api, &tokens, &ids);
+        let owner = plan.accounts[p.owner].email.as_str();
+        async move {
+            let got = api
+                .client
+                .project_metadata(&api.door, &p.uuid, &tokens[owner])
+                .answer()
+                .await?;
+            if !got.status.is_success() {
+                return Err(got.refused(&format!("read-back: project {} of {owner}", p.uuid)));
+            }
+            let found = project_of(&got.body["data"]);
+            read_back(found.as_ref(), &p.uuid, &p.title, ids[owner])
+                .map_err(|m| anyhow::anyhow!("read-back: project {} of {owner}: {m}", p.uuid))
+        }
+    }))
+    .buffer_unordered(CONCURRENCY)
+    .collect()
+    .await;
+    checked.into_iter().collect::<Result<Vec<()>>>()?;
     Ok(Outcome {
         plan,
         ids,
         before,
         added,
         ready_ms,
+        readback_ms: t.elapsed().as_millis() as u64,
         app_errors: api.errors.report(),
     })
+}
+
+/// A project as read back against the plan: its uuid, title, owner and saved_once; Err names what differs.
+pub fn read_back(
+    got: Option<&ApiProject>,
+    uuid: &str,
+    title: &str,
+    owner_id: i64,
+) -> Result<(), String> {
+    let Some(g) = got else {
+        return Err("no project in the answer".into());
+    };
+    let mut wrong = Vec::new();
+    if g.uuid != uuid {
+        wrong.push(format!("uuid {} (want {uuid})", g.uuid));
+    }
+    if g.title != title {
+        wrong.push(format!("title {:?} (want {title:?})", g.title));
+    }
+    if g.owner_id != owner_id {
+        wrong.push(format!("owner {} (want {owner_id})", g.owner_id));
+    }
+    if !g.saved_once {
+        wrong.push("saved_once 0 (want 1)".into());
+    }
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(wrong.join(", "))
+    }
 }
 
 #[cfg(test)]
@@ -642,6 +700,32 @@ mod tests {
             Err("USER_NOT_FOUND".into())
         );
         assert!(collaborator(&json!({})).is_err());
+    }
+
+    #[test]
+    fn read_back_names_what_differs() {
+        let p = ApiProject {
+            uuid: "u".into(),
+            title: "bench-project-0".into(),
+            owner_id: 3,
+            saved_once: true,
+        };
+        assert_eq!(read_back(Some(&p), "u", "bench-project-0", 3), Ok(()));
+        assert_eq!(
+            read_back(Some(&p), "u", "bench-project-0", 4),
+            Err("owner 3 (want 4)".into())
+        );
+        let unsaved = ApiProject {
+            saved_once: false,
+            title: "x".into(),
+            ..p.clone()
+        };
+        let e = read_back(Some(&unsaved), "u", "bench-project-0", 3).unwrap_err();
+        assert!(
+            e.contains("title \"x\"") && e.contains("saved_once 0"),
+            "{e}"
+        );
+        assert!(read_back(None, "u", "t", 3).is_err());
     }
 
     #[test]

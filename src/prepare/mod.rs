@@ -448,7 +448,8 @@ pub async fn run_api(stack: &Stack, opts: &Options, progress: Progress<'_>) -> R
     )
     .await?;
     timings.schema = o.ready_ms;
-    timings.write = ms(t.elapsed()).saturating_sub(o.ready_ms);
+    timings.readback = o.readback_ms;
+    timings.write = ms(t.elapsed()).saturating_sub(o.ready_ms + o.readback_ms);
     let plan = &o.plan;
     let (manifest, files) = write_manifest(plan, opts, Via::Api, &o.ids, jwt_secret.as_deref())?;
     let t = Instant::now();
