@@ -305,6 +305,22 @@ impl Client {
         }
     }
 
+    /// `POST /api/project/create-quick` with a title (Bearer or cookie): the editor's "new project", a
+    /// project and its empty Yjs document → `{success, uuid, projectUuid, projectId, sessionId, ...}`.
+    /// It works on builds whose v1 create has the uuid bug (contract §1).
+    pub fn create_quick(&self, ep: &Endpoint, token: &str, title: &str) -> Call {
+        let c = self.call(
+            ep,
+            Method::POST,
+            "/api/project/create-quick".into(),
+            Some(token),
+        );
+        Call {
+            req: c.req.json(&json!({"title": title})),
+            ..c
+        }
+    }
+
     /// `GET /api/v1/projects/:uuid` (owner or admin only: collaborators get 403).
     pub fn project_metadata(&self, ep: &Endpoint, uuid: &str, token: &str) -> Call {
         self.call(

@@ -260,10 +260,16 @@ fn print_summary(s: &Summary, took: Duration) {
         s.before.projects,
         s.before.collaborators
     );
+    for e in &s.app_errors {
+        println!(
+            "  app error: {} answered {} x{} ({} adopted): {}",
+            e.endpoint, e.status, e.count, e.adopted, e.action
+        );
+    }
     if s.via == Via::Api.name() {
         println!(
-            "  time: admin login {} ms, API requests {} ms, verify {} ms",
-            s.ms.schema, s.ms.write, s.ms.verify
+            "  time: admin login {} ms, API requests {} ms, read-back {} ms, verify {} ms",
+            s.ms.schema, s.ms.write, s.ms.readback, s.ms.verify
         );
     } else {
         println!(

@@ -11,8 +11,19 @@
 //! (`GET /api/v1/projects`) and one with the planned title is reused, never created twice;
 //! `ALREADY_COLLABORATOR` = already there. The app picks the project uuids: the manifest names those.
 //!
-//! Pure: the answers' parsing and the decisions (`user_id`, `project_of`, `reuse`, `collaborator`,
-//! `with_uuids`); the edge: `run`.
+//! Over the app's known 500s (contract §8), in one run: a 5xx on `POST /api/v1/users` is followed by a
+//! login with the run's password: the account is there (the real build answers 500 after its insert)
+//! and is adopted, or it is not and the run fails. A 5xx on a project create is followed by a look-up of
+//! the owner's projects by title: the row the 500 left (under a uuid the app chose, without its Yjs
+//! document) is adopted, or there is none and the run fails. Adopting it, rather than deleting it and
+//! making another, leaves one project per planned title, so a re-run's reuse-by-title finds exactly that
+//! one; its missing document is written by the `markSaved` save every project gets anyway. After such a
+//! 500 the remaining projects are made with `POST /api/project/create-quick`, which works on those
+//! builds, so the bug costs one failed request per run rather than one per project: the first project to
+//! be made goes alone, the rest follow. Every 5xx is counted per endpoint and reported (`AppError`).
+//!
+//! Pure: the answers' parsing and the decisions (`user_id`, `project_of`, `quick_project`, `reuse`,
+//! `collaborator`, `with_uuids`, `Tally`); the edge: `seed`.
 
 use super::plan::Plan;
 use super::{token, Counts, Progress, Stack};
@@ -21,9 +32,11 @@ use crate::error::UsageError;
 use anyhow::{bail, Context, Result};
 use futures_util::StreamExt;
 use reqwest::StatusCode;
+use serde::Serialize;
 use serde_json::Value;
-use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Requests in flight at most.
@@ -34,6 +47,82 @@ pub const EMPTY_YJS_UPDATE: [u8; 2] = [0, 0];
 const TIMEOUTS: Timeouts = Timeouts::all(Duration::from_secs(60));
 /// Lifetime of the owners' offline tokens (only this run uses them).
 const OWNER_TOKEN_TTL_S: i64 = 3600;
+
+/// The creating endpoints whose 5xx answers are counted and looked behind.
+pub const CREATE_USER: &str = "POST /api/v1/users";
+pub const CREATE_PROJECT: &str = "POST /api/v1/projects";
+pub const CREATE_QUICK: &str = "POST /api/project/create-quick";
+
+/// Error answers of one kind the app gave during a run, and what became of them.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct AppError {
+    /// `METHOD path`, e.g. `POST /api/v1/users`.
+    pub endpoint: String,
+    pub status: u16,
+    /// How many such answers the run saw.
+    pub count: u64,
+    /// Of those, how many left their row behind, found and adopted.
+    pub adopted: u64,
+    /// What exectl did about them.
+    pub action: String,
+}
+
+/// What exectl does after a 5xx of `endpoint`.
+fn action(endpoint: &str) -> &'static str {
+    match endpoint {
+        CREATE_USER => {
+            "looked for the account (a login with the run's password): there = adopted, else the run fails"
+        }
+        CREATE_PROJECT => {
+            "looked for the row (the owner's project of the planned title, under a uuid the app chose): there = adopted, else the run fails; later creates went to POST /api/project/create-quick"
+        }
+        _ => "looked for the row (the owner's project of the planned title): there = adopted, else the run fails",
+    }
+}
+
+/// The 5xx answers of a run, per endpoint and status (shared by the requests in flight).
+#[derive(Debug, Default)]
+pub struct Tally(Mutex<BTreeMap<(&'static str, u16), Seen>>);
+
+/// Answers of one endpoint and status: (seen, adopted).
+type Seen = (u64, u64);
+
+impl Tally {
+    /// One error answer of `endpoint`.
+    pub fn seen(&self, endpoint: &'static str, status: StatusCode) {
+        self.0
+            .lock()
+            .unwrap()
+            .entry((endpoint, status.as_u16()))
+            .or_default()
+            .0 += 1;
+    }
+
+    /// Its row was found after all and adopted.
+    pub fn adopted(&self, endpoint: &'static str, status: StatusCode) {
+        self.0
+            .lock()
+            .unwrap()
+            .entry((endpoint, status.as_u16()))
+            .or_default()
+            .1 += 1;
+    }
+
+    pub fn report(&self) -> Vec<AppError> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(&(endpoint, status), &(count, adopted))| AppError {
+                endpoint: endpoint.to_string(),
+                status,
+                count,
+                adopted,
+                action: action(endpoint).to_string(),
+            })
+            .collect()
+    }
+}
 
 /// A project as `POST|GET /api/v1/projects` describe it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +163,21 @@ pub fn project_of(v: &Value) -> Option<ApiProject> {
     })
 }
 
+/// `{success, uuid, projectUuid, projectId, ...}` of `POST /api/project/create-quick`: the project it
+/// made (titled and owned as asked; saved_once 0, as every new project).
+pub fn quick_project(body: &Value, title: &str, owner_id: i64) -> Option<ApiProject> {
+    if body["success"] == Value::Bool(false) {
+        return None;
+    }
+    let uuid = body["projectUuid"].as_str().or(body["uuid"].as_str())?;
+    Some(ApiProject {
+        uuid: uuid.to_string(),
+        title: title.to_string(),
+        owner_id,
+        saved_once: false,
+    })
+}
+
 /// The owner's existing project with the planned title (the first, by the list's order), if any.
 pub fn reuse<'a>(owned: &'a [ApiProject], owner_id: i64, title: &str) -> Option<&'a ApiProject> {
     owned
@@ -100,10 +204,15 @@ pub fn with_uuids(plan: &Plan, uuids: &[String]) -> Plan {
     p
 }
 
-/// The app client and the stack's front door.
+/// The app client and the stack's front door, and what the run learnt of the app on the way.
 struct Api {
     client: Client,
     door: Endpoint,
+    /// The app container, for "read its log" hints.
+    container: String,
+    errors: Tally,
+    /// A v1 project create answered 5xx and left its row: later creates use create-quick.
+    v1_broken: AtomicBool,
 }
 
 /// What the API phase made and found.
@@ -113,6 +222,100 @@ pub struct Outcome {
     pub before: Counts,
     pub added: Counts,
     pub ready_ms: u64,
+    pub readback_ms: u64,
+    /// The app's 5xx answers seen on the way (the run converged over them).
+    pub app_errors: Vec<AppError>,
+}
+
+/// The account's id from a login with the run's password; None when the app refuses it (401).
+async fn login_id(api: &Api, email: &str, password: &str) -> Result<Option<i64>> {
+    match api.client.login(&api.door, email, password).await {
+        Ok(l) => {
+            Ok(Some(l.user_id.with_context(|| {
+                format!("login of {email}: no user id")
+            })?))
+        }
+        Err(LoginError::Refused {
+            status: StatusCode::UNAUTHORIZED,
+            ..
+        }) => Ok(None),
+        Err(e) => Err(anyhow::Error::new(e).context(format!("login of {email}"))),
+    }
+}
+
+/// After a 5xx of `POST /api/v1/users`: the account's id when it was made after all (it logs in with
+/// the run's password); else the run fails.
+async fn adopt_account(api: &Api, email: &str, password: &str, status: StatusCode) -> Result<i64> {
+    api.errors.seen(CREATE_USER, status);
+    match login_id(api, email, password).await? {
+        Some(id) => {
+            api.errors.adopted(CREATE_USER, status);
+            Ok(id)
+        }
+        None => bail!(
+            "{CREATE_USER} answered {status} for {email}, and no account {email} logs in with the run's password: it was not created (not adopted); read the app's log: docker logs {}",
+            api.container
+        ),
+    }
+}
+
+/// Make one project as its owner: `POST /api/v1/projects`, or create-quick once v1 is known broken.
+/// After a 5xx, the row it left (the owner's project of this title) is adopted; none = the run fails.
+async fn create_project(
+    api: &Api,
+    token: &str,
+    email: &str,
+    owner_id: i64,
+    title: &str,
+) -> Result<ApiProject> {
+    let quick = api.v1_broken.load(Ordering::Relaxed);
+    let (endpoint, call) = if quick {
+        (
+            CREATE_QUICK,
+            api.client.create_quick(&api.door, token, title),
+        )
+    } else {
+        (
+            CREATE_PROJECT,
+            api.client.create_project(&api.door, token, title),
+        )
+    };
+    let created = call.answer().await?;
+    if created.status.is_server_error() {
+        api.errors.seen(endpoint, created.status);
+        let listed = api.client.list_projects(&api.door, token).answer().await?;
+        if !listed.status.is_success() {
+            return Err(listed.refused(&format!(
+                "after {endpoint} answered {}, listing the projects of {email}",
+                created.status
+            )));
+        }
+        let owned: Vec<ApiProject> = listed.body["data"]
+            .as_array()
+            .map(|a| a.iter().filter_map(project_of).collect())
+            .unwrap_or_default();
+        let Some(found) = reuse(&owned, owner_id, title).cloned() else {
+            bail!(
+                "{endpoint} answered {} for project {title:?} of {email}, and {email} owns no project of that title: it was not created (not adopted); read the app's log: docker logs {}",
+                created.status,
+                api.container
+            )
+        };
+        api.errors.adopted(endpoint, created.status);
+        if !quick {
+            api.v1_broken.store(true, Ordering::Relaxed);
+        }
+        return Ok(found);
+    }
+    if !created.status.is_success() {
+        return Err(created.refused(&format!("{endpoint} {title:?} as {email}")));
+    }
+    let made = if quick {
+        quick_project(&created.body, title, owner_id)
+    } else {
+        project_of(&created.body["data"])
+    };
+    made.with_context(|| format!("{endpoint} {title:?}: unexpected answer {}", created.body))
 }
 
 /// Log in as the stack's admin, retrying while the app boots (up to `wait`).
@@ -149,6 +352,9 @@ pub async fn seed(
     let api = Api {
         client: Client::new(CONCURRENCY, TIMEOUTS),
         door: stack.front_door(),
+        container: stack.app_container(),
+        errors: Tally::default(),
+        v1_broken: AtomicBool::new(false),
     };
     let admin_pw = stack.secret("ADMIN_PASSWORD")?;
     let secret = stack.secret("API_JWT_SECRET")?;
@@ -158,11 +364,13 @@ pub async fn seed(
 
     let n_collab = plan.collaborator_count() as u64;
     let total = plan.accounts.len() as u64 + 3 * plan.projects.len() as u64 + n_collab;
+    // (the read-back of step 5 is not counted: the bar shows the writes)
     let done = AtomicU64::new(0);
     let tick = |k: u64| progress(done.fetch_add(k, Ordering::Relaxed) + k, total);
     progress(0, total);
 
-    // 1. Accounts: 201 = made; 409 = there already, its id from a login with this run's password.
+    // 1. Accounts: 201 = made; 409 = there already, its id from a login with this run's password;
+    // 5xx = looked for (adopt_account).
     let results: Vec<Result<(String, i64, bool)>> =
         futures_util::stream::iter(plan.accounts.iter().map(|a| {
             let (api, admin, tick) = (&api, &admin, &tick);
@@ -178,26 +386,17 @@ pub async fn seed(
                             .with_context(|| format!("creating {}: no id in {}", a.email, made.body))?;
                         (a.email.clone(), id, true)
                     }
-                    StatusCode::CONFLICT => {
-                        let login = match api.client.login(&api.door, &a.email, password).await {
-                            Ok(l) => l,
-                            Err(LoginError::Refused { status: StatusCode::UNAUTHORIZED, .. }) => {
-                                bail!(UsageError::new(
-                                    "--password",
-                                    "(not shown)",
-                                    format!("account {} exists with another password", a.email),
-                                    "pass the password of the earlier run, or choose another --email-pattern",
-                                ))
-                            }
-                            Err(e) => {
-                                return Err(anyhow::Error::new(e)
-                                    .context(format!("login of existing {}", a.email)))
-                            }
-                        };
-                        let id = login
-                            .user_id
-                            .with_context(|| format!("login of {}: no user id", a.email))?;
-                        (a.email.clone(), id, false)
+                    StatusCode::CONFLICT => match login_id(api, &a.email, password).await? {
+                        Some(id) => (a.email.clone(), id, false),
+                        None => bail!(UsageError::new(
+                            "--password",
+                            "(not shown)",
+                            format!("account {} exists with another password", a.email),
+                            "pass the password of the earlier run, or choose another --email-pattern",
+                        )),
+                    },
+                    s if s.is_server_error() => {
+                        (a.email.clone(), adopt_account(api, &a.email, password, s).await?, true)
                     }
                     _ => return Err(made.refused(&format!("creating account {}", a.email))),
                 };
@@ -273,76 +472,78 @@ pub async fn seed(
         owned.insert(e, l);
     }
 
-    // 3. Each project: reuse or create; then visibility, then saved_once.
+    // 3. Each project: reuse or create; then visibility, then saved_once. The first to be made goes
+    // alone, so that a v1 create's 500 is met once and the others go straight to create-quick.
     let visibility = plan.visibility.name();
-    let results: Vec<Result<(usize, String, bool)>> =
-        futures_util::stream::iter(plan.projects.iter().enumerate().map(|(i, p)| {
-            let (api, tokens, ids, owned, tick) = (&api, &tokens, &ids, &owned, &tick);
-            async move {
-                let email = plan.accounts[p.owner].email.as_str();
-                let token = &tokens[email];
-                let found = owned
-                    .get(email)
-                    .and_then(|l| reuse(l, ids[email], &p.title))
-                    .cloned();
-                let (project, made) = match found {
-                    Some(f) => (f, false),
-                    None => {
-                        let created = api
-                            .client
-                            .create_project(&api.door, token, &p.title)
-                            .answer()
-                            .await?;
-                        if !created.status.is_success() {
-                            return Err(created
-                                .refused(&format!("creating project {:?} as {email}", p.title)));
-                        }
-                        let made = project_of(&created.body["data"]).with_context(|| {
-                            format!(
-                                "creating project {:?}: unexpected answer {}",
-                                p.title, created.body
-                            )
-                        })?;
-                        (made, true)
-                    }
-                };
-                tick(1);
-                let set = api
+    let found: Vec<Option<ApiProject>> = plan
+        .projects
+        .iter()
+        .map(|p| {
+            let email = plan.accounts[p.owner].email.as_str();
+            owned
+                .get(email)
+                .and_then(|l| reuse(l, ids[email], &p.title))
+                .cloned()
+        })
+        .collect();
+    let one = |i: usize| {
+        let (api, tokens, ids, found, tick) = (&api, &tokens, &ids, &found, &tick);
+        async move {
+            let p = &plan.projects[i];
+            let email = plan.accounts[p.owner].email.as_str();
+            let token = &tokens[email];
+            let (project, made) = match &found[i] {
+                Some(f) => (f.clone(), false),
+                None => (
+                    create_project(api, token, email, ids[email], &p.title).await?,
+                    true,
+                ),
+            };
+            tick(1);
+            let set = api
+                .client
+                .set_visibility(&api.door, token, &project.uuid, visibility)
+                .answer()
+                .await?;
+            if !set.status.is_success() || set.body["responseMessage"] != "OK" {
+                return Err(set.refused(&format!("setting project {} {visibility}", project.uuid)));
+            }
+            tick(1);
+            if !project.saved_once {
+                let saved = api
                     .client
-                    .set_visibility(&api.door, token, &project.uuid, visibility)
+                    .save_document(
+                        &api.door,
+                        token,
+                        &project.uuid,
+                        EMPTY_YJS_UPDATE.to_vec(),
+                        true,
+                    )
                     .answer()
                     .await?;
-                if !set.status.is_success() || set.body["responseMessage"] != "OK" {
-                    return Err(
-                        set.refused(&format!("setting project {} {visibility}", project.uuid))
-                    );
+                if !saved.status.is_success() {
+                    return Err(saved.refused(&format!("marking project {} saved", project.uuid)));
                 }
-                tick(1);
-                if !project.saved_once {
-                    let saved = api
-                        .client
-                        .save_document(
-                            &api.door,
-                            token,
-                            &project.uuid,
-                            EMPTY_YJS_UPDATE.to_vec(),
-                            true,
-                        )
-                        .answer()
-                        .await?;
-                    if !saved.status.is_success() {
-                        return Err(
-                            saved.refused(&format!("marking project {} saved", project.uuid))
-                        );
-                    }
-                }
-                tick(1);
-                Ok((i, project.uuid, made))
             }
-        }))
+            tick(1);
+            Ok::<_, anyhow::Error>((i, project.uuid, made))
+        }
+    };
+    let first = found.iter().position(Option::is_none);
+    let mut results = Vec::with_capacity(plan.projects.len());
+    if let Some(i) = first {
+        results.push(Ok(one(i).await?));
+    }
+    results.extend(
+        futures_util::stream::iter(
+            (0..plan.projects.len())
+                .filter(|&i| Some(i) != first)
+                .map(one),
+        )
         .buffer_unordered(CONCURRENCY)
-        .collect()
-        .await;
+        .collect::<Vec<_>>()
+        .await,
+    );
     let mut uuids = vec![String::new(); plan.projects.len()];
     for r in results {
         let (i, uuid, made) = r?;
@@ -387,13 +588,70 @@ pub async fn seed(
             before.collaborators += 1;
         }
     }
+
+    // 5. Read back each project as its owner: there under the manifest's uuid, titled and owned as
+    // planned, saved (the SQL path's read-back, through the API).
+    let t = Instant::now();
+    let checked: Vec<Result<()>> = futures_util::stream::iter(plan.projects.iter().map(|p| {
+        let (api, tokens, ids) = (&api, &tokens, &ids);
+        let owner = plan.accounts[p.owner].email.as_str();
+        async move {
+            let got = api
+                .client
+                .project_metadata(&api.door, &p.uuid, &tokens[owner])
+                .answer()
+                .await?;
+            if !got.status.is_success() {
+                return Err(got.refused(&format!("read-back: project {} of {owner}", p.uuid)));
+            }
+            let found = project_of(&got.body["data"]);
+            read_back(found.as_ref(), &p.uuid, &p.title, ids[owner])
+                .map_err(|m| anyhow::anyhow!("read-back: project {} of {owner}: {m}", p.uuid))
+        }
+    }))
+    .buffer_unordered(CONCURRENCY)
+    .collect()
+    .await;
+    checked.into_iter().collect::<Result<Vec<()>>>()?;
     Ok(Outcome {
         plan,
         ids,
         before,
         added,
         ready_ms,
+        readback_ms: t.elapsed().as_millis() as u64,
+        app_errors: api.errors.report(),
     })
+}
+
+/// A project as read back against the plan: its uuid, title, owner and saved_once; Err names what differs.
+pub fn read_back(
+    got: Option<&ApiProject>,
+    uuid: &str,
+    title: &str,
+    owner_id: i64,
+) -> Result<(), String> {
+    let Some(g) = got else {
+        return Err("no project in the answer".into());
+    };
+    let mut wrong = Vec::new();
+    if g.uuid != uuid {
+        wrong.push(format!("uuid {} (want {uuid})", g.uuid));
+    }
+    if g.title != title {
+        wrong.push(format!("title {:?} (want {title:?})", g.title));
+    }
+    if g.owner_id != owner_id {
+        wrong.push(format!("owner {} (want {owner_id})", g.owner_id));
+    }
+    if !g.saved_once {
+        wrong.push("saved_once 0 (want 1)".into());
+    }
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(wrong.join(", "))
+    }
 }
 
 #[cfg(test)]
@@ -442,6 +700,84 @@ mod tests {
             Err("USER_NOT_FOUND".into())
         );
         assert!(collaborator(&json!({})).is_err());
+    }
+
+    #[test]
+    fn read_back_names_what_differs() {
+        let p = ApiProject {
+            uuid: "u".into(),
+            title: "bench-project-0".into(),
+            owner_id: 3,
+            saved_once: true,
+        };
+        assert_eq!(read_back(Some(&p), "u", "bench-project-0", 3), Ok(()));
+        assert_eq!(
+            read_back(Some(&p), "u", "bench-project-0", 4),
+            Err("owner 3 (want 4)".into())
+        );
+        let unsaved = ApiProject {
+            saved_once: false,
+            title: "x".into(),
+            ..p.clone()
+        };
+        let e = read_back(Some(&unsaved), "u", "bench-project-0", 3).unwrap_err();
+        assert!(
+            e.contains("title \"x\"") && e.contains("saved_once 0"),
+            "{e}"
+        );
+        assert!(read_back(None, "u", "t", 3).is_err());
+    }
+
+    #[test]
+    fn create_quick_answer() {
+        let body = json!({"success": true, "uuid": "u1", "projectUuid": "u1", "projectId": 9,
+            "sessionId": "s"});
+        assert_eq!(
+            quick_project(&body, "bench-project-3", 4),
+            Some(ApiProject {
+                uuid: "u1".into(),
+                title: "bench-project-3".into(),
+                owner_id: 4,
+                saved_once: false
+            })
+        );
+        assert_eq!(
+            quick_project(&json!({"uuid": "u2"}), "t", 1).unwrap().uuid,
+            "u2"
+        );
+        assert!(quick_project(&json!({"success": false, "uuid": "u"}), "t", 1).is_none());
+        assert!(quick_project(&json!({"success": true}), "t", 1).is_none());
+    }
+
+    #[test]
+    fn app_errors_are_counted_per_endpoint_and_status() {
+        let t = Tally::default();
+        assert!(t.report().is_empty());
+        let e500 = StatusCode::INTERNAL_SERVER_ERROR;
+        for _ in 0..3 {
+            t.seen(CREATE_USER, e500);
+            t.adopted(CREATE_USER, e500);
+        }
+        t.seen(CREATE_USER, StatusCode::BAD_GATEWAY);
+        t.seen(CREATE_PROJECT, e500);
+        t.adopted(CREATE_PROJECT, e500);
+        let r = t.report();
+        let rows: Vec<_> = r
+            .iter()
+            .map(|e| (e.endpoint.as_str(), e.status, e.count, e.adopted))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (CREATE_PROJECT, 500, 1, 1),
+                (CREATE_USER, 500, 3, 3),
+                (CREATE_USER, 502, 1, 0)
+            ]
+        );
+        assert!(r[0].action.contains("create-quick"), "{}", r[0].action);
+        let j = serde_json::to_value(&r[1]).unwrap();
+        assert_eq!(j["endpoint"], "POST /api/v1/users");
+        assert_eq!(j["count"], 3);
     }
 
     #[test]

@@ -190,6 +190,9 @@ pub struct Summary {
     pub manifest: PathBuf,
     pub files: Vec<PathBuf>,
     pub checks: Vec<verify::Check>,
+    /// The app's error answers seen on the way and what became of them (`--via api`; the run
+    /// converged over them, or it would have failed).
+    pub app_errors: Vec<api::AppError>,
     pub ms: Timings,
 }
 
@@ -297,6 +300,7 @@ pub async fn run(
         manifest,
         files,
         checks,
+        app_errors: Vec::new(),
         ms: timings,
     })
 }
@@ -444,7 +448,8 @@ pub async fn run_api(stack: &Stack, opts: &Options, progress: Progress<'_>) -> R
     )
     .await?;
     timings.schema = o.ready_ms;
-    timings.write = ms(t.elapsed()).saturating_sub(o.ready_ms);
+    timings.readback = o.readback_ms;
+    timings.write = ms(t.elapsed()).saturating_sub(o.ready_ms + o.readback_ms);
     let plan = &o.plan;
     let (manifest, files) = write_manifest(plan, opts, Via::Api, &o.ids, jwt_secret.as_deref())?;
     let t = Instant::now();
@@ -471,6 +476,7 @@ pub async fn run_api(stack: &Stack, opts: &Options, progress: Progress<'_>) -> R
         manifest,
         files,
         checks,
+        app_errors: o.app_errors,
         ms: timings,
     })
 }

@@ -32,13 +32,27 @@ pub enum Fault {
     BlockingBcrypt,
     /// Closed sockets stay in their room (the old `Set<ws>` delete that never matched).
     LeakOnClose,
+    /// `POST /api/v1/users` creates the user, then answers 500 (the real build reads an insert id the
+    /// ORM does not return; on MariaDB `Unknown column 'NaN'`).
+    Users500,
+    /// `POST /api/v1/projects` inserts its project under a fresh uuid (not the route's), so the
+    /// document lookup fails: no Yjs document, then 500 (the old uuid bug).
+    Projects500,
+    /// `POST /api/v1/users` answers 500 and writes nothing (a failed write: a real failure).
+    UsersFail,
+    /// `POST /api/v1/projects` answers 500 and writes nothing (a failed write: a real failure).
+    ProjectsFail,
 }
 
 impl Fault {
     /// Every fault with its `STANDIN_FAULT` name (the one list the parser and its error message use).
-    const ALL: [(&'static str, Fault); 2] = [
+    const ALL: [(&'static str, Fault); 6] = [
         ("blocking-bcrypt", Fault::BlockingBcrypt),
         ("leak-on-close", Fault::LeakOnClose),
+        ("users-500", Fault::Users500),
+        ("projects-500", Fault::Projects500),
+        ("users-fail", Fault::UsersFail),
+        ("projects-fail", Fault::ProjectsFail),
     ];
 }
 
@@ -265,6 +279,9 @@ mod tests {
         assert!(both.has(Fault::LeakOnClose) && both.has(Fault::BlockingBcrypt));
         let one = with("leak-on-close").unwrap().fault;
         assert!(one.has(Fault::LeakOnClose) && !one.has(Fault::BlockingBcrypt));
+        let bugs = with("users-500,projects-500").unwrap().fault;
+        assert!(bugs.has(Fault::Users500) && bugs.has(Fault::Projects500));
+        assert!(!bugs.has(Fault::UsersFail) && !bugs.has(Fault::ProjectsFail));
         let err = with("leak-on-close,nope").unwrap_err().to_string();
         assert!(
             err.contains("\"nope\"") && err.contains("leak-on-close"),

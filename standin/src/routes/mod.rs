@@ -1,5 +1,6 @@
 //! The HTTP routes, with the app's paths, status codes and JSON shapes (contract §1).
 
+mod create_quick;
 mod email;
 mod health;
 mod login;
@@ -32,6 +33,10 @@ pub fn router(state: AppState) -> Router {
             get(projects::list).post(projects::create),
         )
         .route("/api/v1/projects/{uuid}", get(projects::show))
+        .route(
+            "/api/project/create-quick",
+            axum::routing::post(create_quick::create),
+        )
         .route(
             "/api/projects/uuid/{uuid}/yjs-document",
             get(yjs_document::load)

@@ -115,6 +115,9 @@ pub async fn create(
             "Property 'title' must be a string of 1 to 255 characters",
         );
     };
+    if let Some(r) = faulty_create(&st, caller.id, &title).await {
+        return r;
+    }
     let uuid = uuid::Uuid::new_v4().to_string();
     if let Err(e) =
         crate::routes::store::insert_project(&st.db, &uuid, &title, caller.id, "private").await
@@ -138,4 +141,33 @@ pub async fn create(
         Json(json!({"success": true, "data": project_json(&project)})),
     )
         .into_response()
+}
+
+/// The create of `projects-500` (contract §1, §8: the old build's route passes its own uuid,
+/// `createProject()` replaces it with a fresh one, `ensureDocument(route's uuid)` finds no project): a
+/// row under another uuid than the route's, no Yjs document, then 500. `projects-fail`: 500, nothing
+/// written. None: no such fault, create as usual.
+async fn faulty_create(st: &AppState, owner_id: i32, title: &str) -> Option<Response> {
+    use crate::config::Fault;
+    if st.cfg.fault.has(Fault::ProjectsFail) {
+        return Some(internal(anyhow::anyhow!(
+            "the write failed (STANDIN_FAULT=projects-fail)"
+        )));
+    }
+    if !st.cfg.fault.has(Fault::Projects500) {
+        return None;
+    }
+    let route_uuid = uuid::Uuid::new_v4().to_string();
+    let stored = uuid::Uuid::new_v4().to_string();
+    if let Err(e) =
+        crate::routes::store::insert_project(&st.db, &stored, title, owner_id, "private").await
+    {
+        return Some(internal(e.into()));
+    }
+    Some(match st.db.project_by_uuid(&route_uuid).await {
+        Ok(_) => internal(anyhow::anyhow!(
+            "ProjectNotFoundError: project {route_uuid} (STANDIN_FAULT=projects-500)"
+        )),
+        Err(e) => internal(e),
+    })
 }

@@ -1,5 +1,6 @@
 //! `POST /api/v1/users` (ROLE_ADMIN Bearer): `{email, password (4+), roles?}` → 201 `{success, data}`, 409
 //! when the email exists. Hashed at the app's bcrypt cost (10, `Bun.password.hash`) on the blocking pool.
+//! Faults: `users-500` answers 500 after the insert (the real build's bug), `users-fail` before it.
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -8,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
+use crate::config::Fault;
 use crate::routes::email::is_email;
 use crate::routes::login::validation;
 use crate::routes::projects::{fail, internal, v1_caller};
@@ -54,6 +56,11 @@ pub async fn create(State(st): State<AppState>, headers: HeaderMap, body: Bytes)
         Ok(None) => {}
         Err(e) => return internal(e),
     }
+    if st.cfg.fault.has(Fault::UsersFail) {
+        return internal(anyhow::anyhow!(
+            "the write failed (STANDIN_FAULT=users-fail)"
+        ));
+    }
     let pw = password.to_string();
     let hash = match tokio::task::spawn_blocking(move || bcrypt::hash(pw, BCRYPT_COST)).await {
         Ok(Ok(h)) => h,
@@ -64,6 +71,12 @@ pub async fn create(State(st): State<AppState>, headers: HeaderMap, body: Bytes)
         Ok(_) => {}
         Err(e) if store::is_unique_violation(&e) => return conflict(),
         Err(e) => return internal(e.into()),
+    }
+    if st.cfg.fault.has(Fault::Users500) {
+        // The row is there; the real build then reads an insert id the ORM did not return.
+        return internal(anyhow::anyhow!(
+            "Unknown column 'NaN' in 'where clause' (STANDIN_FAULT=users-500)"
+        ));
     }
     match st.db.user_by_email(email).await {
         Ok(Some(u)) => (
