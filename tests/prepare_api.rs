@@ -114,9 +114,10 @@ async fn prepare_via_api_on_single_sqlite() {
     let projects = read_json(&dir.path().join("projects.json"));
     assert_eq!(accounts.as_array().unwrap().len(), 40);
     assert_eq!(projects.as_array().unwrap().len(), 10);
-    assert_eq!(projects[1]["ownerEmail"], "bench-user-4@exelearning.net");
-    assert_eq!(accounts[5]["projectUuid"], projects[1]["uuid"]);
-    assert_eq!(accounts[5]["role"], "collaborator");
+    // Account a is in project a mod 10: project 1 is owned by account 1, account 11 collaborates.
+    assert_eq!(projects[1]["ownerEmail"], "bench-user-1@exelearning.net");
+    assert_eq!(accounts[11]["projectUuid"], projects[1]["uuid"]);
+    assert_eq!(accounts[11]["role"], "collaborator");
     assert_eq!(read(&dir.path().join("accounts.csv")).lines().count(), 41);
 
     // Every account logs in through the front door and holds its project's socket.
