@@ -328,9 +328,10 @@ fn write_manifest(
     ];
     if let (Some(ttl), Some(secret)) = (opts.token_ttl, jwt_secret) {
         let iat = now_ms() / 1000;
+        // In the order of accounts.json.
         let tokens: Vec<_> = plan
-            .accounts
-            .iter()
+            .manifest_order()
+            .map(|i| &plan.accounts[i])
             .map(|a| manifest::TokenEntry {
                 email: a.email.clone(),
                 token: token::mint(

@@ -269,6 +269,15 @@ impl Plan {
     pub fn collaborator_count(&self) -> usize {
         self.projects.iter().map(|p| p.collaborators.len()).sum()
     }
+
+    /// The order of the manifest's accounts: project by project, owner first (accounts 0, M, 2M, …,
+    /// then 1, 1 + M, …). `load --users U` takes the manifest's first U entries, so its rooms fill to K
+    /// members as they did when members were consecutive accounts, rather than U rooms of one.
+    pub fn manifest_order(&self) -> impl Iterator<Item = usize> + '_ {
+        self.projects
+            .iter()
+            .flat_map(|p| std::iter::once(p.owner).chain(p.collaborators.iter().copied()))
+    }
 }
 
 /// The layout: account a is a member of project a mod M, project P's owner is account P (the smallest
@@ -407,6 +416,25 @@ mod tests {
                     "{s:?} vu {i}"
                 );
             }
+        }
+    }
+
+    /// The manifest lists members project by project: the first U entries fill ⌈U / K⌉ rooms.
+    #[test]
+    fn manifest_order_groups_each_project() {
+        let p = plan(
+            shape(1000, None, Some(4)).unwrap(),
+            &pat(),
+            Visibility::Private,
+        );
+        let order: Vec<usize> = p.manifest_order().collect();
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..1000).collect::<Vec<_>>(), "every account once");
+        assert_eq!(order[..5], [0, 250, 500, 750, 1]);
+        for (j, &a) in order.iter().enumerate() {
+            assert_eq!(p.accounts[a].project, j / 4, "entry {j}");
+            assert_eq!(p.accounts[a].role == Role::Owner, j % 4 == 0, "entry {j}");
         }
     }
 
