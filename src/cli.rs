@@ -101,10 +101,10 @@ pub struct PrepareArgs {
     /// Accounts to make (required unless --reset).
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub accounts: Option<String>,
-    /// Projects [default: accounts / users-per-project, rounded up].
+    /// Projects (M): account a joins project a mod M [default: accounts / users-per-project, rounded up].
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub projects: Option<String>,
-    /// Members per project: the owner plus K-1 collaborators [default: accounts / projects, at least 1].
+    /// Most members per project (K): the owner plus collaborators [default: accounts / projects, rounded up].
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub users_per_project: Option<String>,
     /// Password of every account [default: Bench1234!]; written to the manifest only, never printed.

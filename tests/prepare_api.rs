@@ -119,7 +119,11 @@ async fn prepare_via_api_on_single_sqlite() {
     let projects = read_json(&dir.path().join("projects.json"));
     assert_eq!(accounts.as_array().unwrap().len(), 40);
     assert_eq!(projects.as_array().unwrap().len(), 10);
-    assert_eq!(projects[1]["ownerEmail"], "bench-user-4@exelearning.net");
+    // Account a is in project a mod 10: project 1 is owned by account 1; the manifest lists members
+    // project by project, 4 each: its entry 5 is account 11, a collaborator of project 1.
+    assert_eq!(projects[1]["ownerEmail"], "bench-user-1@exelearning.net");
+    assert_eq!(accounts[4]["email"], "bench-user-1@exelearning.net");
+    assert_eq!(accounts[5]["email"], "bench-user-11@exelearning.net");
     assert_eq!(accounts[5]["projectUuid"], projects[1]["uuid"]);
     assert_eq!(accounts[5]["role"], "collaborator");
     assert_eq!(read(&dir.path().join("accounts.csv")).lines().count(), 41);
@@ -175,7 +179,10 @@ async fn prepare_via_api_on_single_sqlite() {
 
     // The owner sees its project saved (saved_once) through the API; a minted token opens the socket.
     let tokens = read_json(&dir.path().join("tokens.json"));
-    assert_eq!(tokens[4]["email"], "bench-user-4@exelearning.net");
+    assert_eq!(
+        tokens[4]["email"], "bench-user-1@exelearning.net",
+        "project 1's owner"
+    );
     let resp = reqwest::Client::new()
         .get(format!(
             "http://{}/api/v1/projects/{}",

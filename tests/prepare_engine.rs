@@ -184,7 +184,11 @@ async fn scenario(d: &bollard::Docker, x: &Exectl, stack: &str, db: &str, door: 
     let accounts = read_json(&out.path().join("accounts.json"));
     let projects = read_json(&out.path().join("projects.json"));
     assert_eq!(projects.as_array().unwrap().len(), 250);
-    assert_eq!(projects[1]["ownerEmail"], "bench-user-4@exelearning.net");
+    // Account a is in project a mod 250: project 1 is owned by account 1; the manifest lists members
+    // project by project, 4 each: its entry 5 is account 251, a collaborator of project 1.
+    assert_eq!(projects[1]["ownerEmail"], "bench-user-1@exelearning.net");
+    assert_eq!(accounts[4]["email"], "bench-user-1@exelearning.net");
+    assert_eq!(accounts[5]["email"], "bench-user-251@exelearning.net");
     assert_eq!(accounts[5]["projectUuid"], projects[1]["uuid"]);
     assert_eq!(accounts[5]["role"], "collaborator");
     assert_eq!(read(&out.path().join("accounts.csv")).lines().count(), 1001);

@@ -2,11 +2,12 @@
 //! seed it, print the summary. Exit 0 when every check passed; 1 otherwise.
 
 use crate::cli::{count_flag, PrepareArgs};
+use crate::core::manifest;
 use crate::error::UsageError;
 use crate::prepare::plan::{self, EmailPattern, Visibility};
 use crate::prepare::store::{self, Migration};
 use crate::prepare::{self, Options, Stack, Summary, Via};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
@@ -231,12 +232,45 @@ pub async fn run(args: &PrepareArgs) -> Result<bool> {
         b.finish_and_clear();
     }
     let summary = result?;
+    let k6 = k6_env(args, &stack, &summary)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        let mut v = serde_json::to_value(&summary)?;
+        v["k6_env"] = k6.json();
+        println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         print_summary(&summary, started.elapsed());
+        println!("  k6 against this stack (upstream's test/load/k6 scripts, or your own):");
+        for line in manifest::k6_env_lines(&k6) {
+            println!("    {line}");
+        }
     }
     Ok(true)
+}
+
+/// The env of a k6 run against the stack just prepared; PROJECTS_FILE is the projects.json written
+/// (in --out DIR when given, else the stack's copy), as an absolute path.
+fn k6_env(args: &PrepareArgs, stack: &Stack, s: &Summary) -> Result<manifest::K6Env> {
+    let dir = args.out.as_deref().unwrap_or(&s.manifest);
+    let projects = dir.join(manifest::PROJECTS);
+    let projects = std::fs::canonicalize(&projects)
+        .with_context(|| format!("the projects.json just written: {}", projects.display()))?;
+    let door = stack.front_door();
+    let password_from = match (&args.password, &args.password_file) {
+        (Some(_), _) => manifest::PasswordFrom::Flag,
+        (None, Some(_)) => manifest::PasswordFrom::File,
+        (None, None) => manifest::PasswordFrom::Default,
+    };
+    Ok(manifest::k6_env(&manifest::K6Input {
+        base_url: door.base.as_str(),
+        host_header: door.host_header.as_deref(),
+        accounts: s.accounts,
+        users_per_project: s.users_per_project,
+        password: plan::DEFAULT_PASSWORD,
+        password_from,
+        projects_file: &projects.to_string_lossy(),
+        pattern: &args.email_pattern,
+        default_pattern: args.email_pattern == plan::DEFAULT_PATTERN,
+    }))
 }
 
 fn print_summary(s: &Summary, took: Duration) {

@@ -160,6 +160,108 @@ pub fn check(
         .map(Some)
 }
 
+/// Where the accounts' password came from: only the public default is printed back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PasswordFrom {
+    Default,
+    Flag,
+    File,
+}
+
+/// The environment a k6 run of upstream's scripts (`test/load/k6`) reads against a prepared stack, and
+/// what is left out of it (with why). Printed by `prepare` as shell lines and included in its `--json`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct K6Env {
+    /// NAME, value, in the order printed.
+    pub vars: Vec<(&'static str, String)>,
+    /// NAME, why it is not given.
+    pub withheld: Vec<(&'static str, String)>,
+    pub notes: Vec<String>,
+}
+
+/// What a k6 user needs: the front door (`BASE_URL`, and `HOST_HEADER` where Traefik routes by Host:
+/// upstream's default Host is the URL's, which Traefik does not route), the shape, the password when it
+/// is the public default, and the real projects.json. `default_pattern` says whether the emails are the
+/// `bench-user-{i}@exelearning.net` that upstream's scripts build.
+pub struct K6Input<'a> {
+    pub base_url: &'a str,
+    pub host_header: Option<&'a str>,
+    pub accounts: u64,
+    pub users_per_project: u64,
+    pub password: &'a str,
+    pub password_from: PasswordFrom,
+    pub projects_file: &'a str,
+    pub pattern: &'a str,
+    pub default_pattern: bool,
+}
+
+impl K6Env {
+    /// `{"vars": {NAME: value}, "withheld": {NAME: why}, "notes": [..]}`, for `--json`.
+    pub fn json(&self) -> serde_json::Value {
+        let object = |v: &[(&str, String)]| {
+            v.iter()
+                .map(|(k, v)| (k.to_string(), serde_json::Value::from(v.as_str())))
+                .collect::<serde_json::Map<_, _>>()
+        };
+        serde_json::json!({
+            "vars": object(&self.vars),
+            "withheld": object(&self.withheld),
+            "notes": self.notes,
+        })
+    }
+}
+
+pub fn k6_env(i: &K6Input) -> K6Env {
+    let mut vars = vec![("BASE_URL", i.base_url.trim_end_matches('/').to_string())];
+    if let Some(h) = i.host_header {
+        vars.push(("HOST_HEADER", h.to_string()));
+    }
+    vars.push(("BENCH_USER_COUNT", i.accounts.to_string()));
+    vars.push(("USERS_PER_PROJECT", i.users_per_project.to_string()));
+    let mut withheld = Vec::new();
+    // A password the user chose is not echoed to a terminal or a CI log: they know it, and the
+    // manifest (mode 0600) holds it. The default is public.
+    match i.password_from {
+        PasswordFrom::Default => vars.push(("BENCH_PASSWORD", i.password.to_string())),
+        PasswordFrom::Flag => withheld.push((
+            "BENCH_PASSWORD",
+            "the one given by --password: not printed back; export it yourself".to_string(),
+        )),
+        PasswordFrom::File => withheld.push((
+            "BENCH_PASSWORD",
+            "the first line of --password-file: not printed; export it yourself".to_string(),
+        )),
+    }
+    vars.push(("PROJECTS_FILE", i.projects_file.to_string()));
+    let mut notes = Vec::new();
+    if !i.default_pattern {
+        notes.push(format!(
+            "upstream's scripts log in as bench-user-<i>@exelearning.net; these accounts are {}",
+            i.pattern
+        ));
+    }
+    K6Env {
+        vars,
+        withheld,
+        notes,
+    }
+}
+
+/// `s` as one shell word: single quotes, a quote inside as `'\''`.
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// The env as lines to paste into a shell: `export NAME='value'`, then `# NAME: why` for what is withheld.
+pub fn k6_env_lines(env: &K6Env) -> Vec<String> {
+    env.vars
+        .iter()
+        .map(|(k, v)| format!("export {k}={}", shell_quote(v)))
+        .chain(env.withheld.iter().map(|(k, why)| format!("# {k}: {why}")))
+        .chain(env.notes.iter().map(|n| format!("# note: {n}")))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,5 +362,58 @@ mod tests {
         }];
         let e = check(&a, &projects, Some(&tokens)).unwrap_err();
         assert_eq!((e.file, e.value.as_str()), (TOKENS, "a@x.org"));
+    }
+
+    fn k6_input(from: PasswordFrom) -> K6Input<'static> {
+        K6Input {
+            base_url: "http://127.0.0.1:21200/",
+            host_header: Some("k-x.localhost"),
+            accounts: 8,
+            users_per_project: 2,
+            password: "it's",
+            password_from: from,
+            projects_file: "/s/m/projects.json",
+            pattern: "bench-user-{i}@exelearning.net",
+            default_pattern: true,
+        }
+    }
+
+    #[test]
+    fn k6_env_for_a_single_stack() {
+        let env = k6_env(&k6_input(PasswordFrom::Default));
+        assert_eq!(
+            k6_env_lines(&env),
+            [
+                "export BASE_URL='http://127.0.0.1:21200'",
+                "export HOST_HEADER='k-x.localhost'",
+                "export BENCH_USER_COUNT='8'",
+                "export USERS_PER_PROJECT='2'",
+                "export BENCH_PASSWORD='it'\\''s'",
+                "export PROJECTS_FILE='/s/m/projects.json'",
+            ]
+        );
+        let ha = k6_env(&K6Input {
+            host_header: None,
+            default_pattern: false,
+            pattern: "team-{i}@x.org",
+            ..k6_input(PasswordFrom::Default)
+        });
+        assert!(ha.vars.iter().all(|(k, _)| *k != "HOST_HEADER"));
+        assert!(ha.notes[0].contains("team-{i}@x.org"), "{:?}", ha.notes);
+        let j = env.json();
+        assert_eq!(j["vars"]["HOST_HEADER"], "k-x.localhost");
+        assert_eq!(j["vars"]["BENCH_USER_COUNT"], "8");
+        assert_eq!(j["withheld"], serde_json::json!({}));
+    }
+
+    #[test]
+    fn k6_env_prints_only_the_default_password() {
+        for from in [PasswordFrom::Flag, PasswordFrom::File] {
+            let env = k6_env(&k6_input(from));
+            let lines = k6_env_lines(&env).join("\n");
+            assert!(!lines.contains("it'"), "{lines}");
+            assert!(lines.contains("# BENCH_PASSWORD: "), "{lines}");
+            assert!(env.vars.iter().all(|(k, _)| *k != "BENCH_PASSWORD"));
+        }
     }
 }

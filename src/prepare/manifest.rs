@@ -19,9 +19,10 @@ pub fn projects(plan: &Plan) -> Vec<Project> {
         .collect()
 }
 
+/// In the plan's manifest order (project by project).
 pub fn accounts(plan: &Plan, password: &str) -> Vec<Account> {
-    plan.accounts
-        .iter()
+    plan.manifest_order()
+        .map(|i| &plan.accounts[i])
         .map(|a| Account {
             email: a.email.clone(),
             password: password.to_string(),
@@ -66,6 +67,27 @@ mod tests {
             pj,
             serde_json::json!([{"uuid": p.projects[0].uuid, "ownerEmail": "u0@x.org"}])
         );
+    }
+
+    /// Entries go project by project, so load's first users fill a room before the next.
+    #[test]
+    fn accounts_listed_project_by_project() {
+        let p = plan(
+            shape(8, None, Some(4)).unwrap(),
+            &EmailPattern::parse("u{i}@x.org").unwrap(),
+            Visibility::Private,
+        );
+        let a = accounts(&p, "pw");
+        let emails: Vec<&str> = a.iter().map(|a| a.email.as_str()).collect();
+        assert_eq!(
+            emails,
+            [
+                "u0@x.org", "u2@x.org", "u4@x.org", "u6@x.org", "u1@x.org", "u3@x.org", "u5@x.org",
+                "u7@x.org"
+            ]
+        );
+        assert!(a[..4].iter().all(|e| e.project_uuid == p.projects[0].uuid));
+        assert_eq!(a[4].role, Role::Owner);
     }
 
     /// What prepare writes is what load reads: one set of types, through the files.

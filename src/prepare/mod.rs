@@ -332,9 +332,10 @@ fn write_manifest(
     ];
     if let (Some(ttl), Some(secret)) = (opts.token_ttl, jwt_secret) {
         let iat = now_ms() / 1000;
+        // In the order of accounts.json.
         let tokens: Vec<_> = plan
-            .accounts
-            .iter()
+            .manifest_order()
+            .map(|i| &plan.accounts[i])
             .map(|a| manifest::TokenEntry {
                 email: a.email.clone(),
                 token: token::mint(
@@ -531,12 +532,12 @@ mod tests {
         let mut out = String::from(
             "U\t1\tu0@x.org\t1\nU\t2\tu1@x.org\t1\nU\t3\tu2@x.org\t1\nU\t4\tu3@x.org\t1\n",
         );
-        out += &format!("P\t10\t{u0}\t1\nP\t11\t{u1}\t3\nC\t10\t2\n");
+        out += &format!("P\t10\t{u0}\t1\nP\t11\t{u1}\t2\nC\t10\t3\n");
         let err = check_rows(&p, &out).unwrap_err().to_string();
         assert!(err.contains("1 of 2 collaborator rows"), "{err}");
         let ids = check_rows(&p, &(out.clone() + "C\t11\t4\n")).unwrap();
         assert_eq!(ids["u3@x.org"], 4);
-        let wrong_owner = out.replace(&format!("{u1}\t3"), &format!("{u1}\t2")) + "C\t11\t4\n";
+        let wrong_owner = out.replace(&format!("{u1}\t2"), &format!("{u1}\t3")) + "C\t11\t4\n";
         assert!(check_rows(&p, &wrong_owner)
             .unwrap_err()
             .to_string()

@@ -1,5 +1,5 @@
-//! What prepare seeds, as data: N accounts from an email pattern, M projects, K members per project
-//! (the owner plus K-1 collaborators). Pure and deterministic: the same input gives the same emails and
+//! What prepare seeds, as data: N accounts from an email pattern and M projects, account a a member
+//! of project a mod M (the smallest such a its owner, the others collaborators). Pure and deterministic: the same input gives the same emails and
 //! project uuids, so a re-run adds nothing and a larger N adds only the difference.
 
 use crate::error::UsageError;
@@ -140,11 +140,13 @@ pub fn is_email(s: &str) -> bool {
 pub struct Shape {
     pub accounts: u64,
     pub projects: u64,
+    /// The most members a project has (⌈N / M⌉); every project has exactly K when M divides N.
     pub users_per_project: u64,
 }
 
-/// From the flags: M defaults to ceil(N / K), K to N / M (at least 1). Every account must be a member of
-/// a project (M × K ≥ N) and a project's members must be distinct accounts (K ≤ N).
+/// From the flags. The layout (see `plan`) puts account a in project a mod M, so a project has ⌈N/M⌉
+/// or ⌊N/M⌋ members; K is the largest, ⌈N/M⌉. M defaults to ⌈N / K⌉ (with neither flag: M = N, K = 1).
+/// Given both, they must agree (K = ⌈N/M⌉); M ≤ N, since every project needs an owner of its own.
 pub fn shape(accounts: u64, projects: Option<u64>, k: Option<u64>) -> Result<Shape, UsageError> {
     if accounts == 0 {
         return Err(UsageError::new(
@@ -170,13 +172,7 @@ pub fn shape(accounts: u64, projects: Option<u64>, k: Option<u64>) -> Result<Sha
             "pass --projects 1 or more",
         ));
     }
-    let (projects, k) = match (projects, k) {
-        (Some(m), Some(k)) => (m, k),
-        (Some(m), None) => (m, (accounts / m).max(1)),
-        (None, Some(k)) => (accounts.div_ceil(k), k),
-        (None, None) => (accounts, 1),
-    };
-    if k > accounts {
+    if let Some(k) = k.filter(|&k| k > accounts) {
         return Err(UsageError::new(
             "--users-per-project",
             k,
@@ -184,25 +180,55 @@ pub fn shape(accounts: u64, projects: Option<u64>, k: Option<u64>) -> Result<Sha
             format!("pass --users-per-project {accounts} or fewer, or more --accounts"),
         ));
     }
-    if projects.saturating_mul(k) < accounts {
+    let both = projects.is_some() && k.is_some();
+    let projects = match (projects, k) {
+        (Some(m), _) => m,
+        (None, Some(k)) => accounts.div_ceil(k),
+        (None, None) => accounts,
+    };
+    if projects > accounts {
         return Err(UsageError::new(
             "--projects",
             projects,
-            format!(
-                "{projects} projects x {k} users cover only {} of the {accounts} accounts",
-                projects * k
-            ),
-            format!(
-                "pass --projects {} or more, or --users-per-project {}",
-                accounts.div_ceil(k),
-                accounts.div_ceil(projects)
-            ),
+            format!("more projects than the {accounts} accounts: each project needs an owner of its own"),
+            format!("pass --projects {accounts} or fewer, or more --accounts"),
         ));
+    }
+    let most = accounts.div_ceil(projects);
+    match k {
+        Some(k) if projects.saturating_mul(k) < accounts => {
+            return Err(UsageError::new(
+                "--projects",
+                projects,
+                format!(
+                    "{projects} projects x {k} users cover only {} of the {accounts} accounts",
+                    projects * k
+                ),
+                format!(
+                    "pass --projects {} or more, or --users-per-project {most}",
+                    accounts.div_ceil(k),
+                ),
+            ))
+        }
+        Some(k) if both && k != most => {
+            return Err(UsageError::new(
+                "--users-per-project",
+                k,
+                format!(
+                    "account a joins project a mod {projects}: {accounts} accounts in {projects} projects give at most {most} per project"
+                ),
+                format!(
+                    "pass --users-per-project {most}, or --projects {} (or give only one of the two)",
+                    accounts.div_ceil(k)
+                ),
+            ))
+        }
+        _ => {}
     }
     Ok(Shape {
         accounts,
         projects,
-        users_per_project: k,
+        users_per_project: most,
     })
 }
 
@@ -243,36 +269,47 @@ impl Plan {
     pub fn collaborator_count(&self) -> usize {
         self.projects.iter().map(|p| p.collaborators.len()).sum()
     }
+
+    /// The order of the manifest's accounts: project by project, owner first (accounts 0, M, 2M, …,
+    /// then 1, 1 + M, …). `load --users U` takes the manifest's first U entries, so its rooms fill to K
+    /// members as they did when members were consecutive accounts, rather than U rooms of one.
+    pub fn manifest_order(&self) -> impl Iterator<Item = usize> + '_ {
+        self.projects
+            .iter()
+            .flat_map(|p| std::iter::once(p.owner).chain(p.collaborators.iter().copied()))
+    }
 }
 
-/// Project p's members are accounts (p·K + j) mod N for j in 0..K; the first is its owner. Account i's
-/// manifest entry is project i / K (owner when i mod K = 0). A project's uuid is the uuid v5 of its
-/// owner's email and its number: stable across runs.
+/// The layout: account a is a member of project a mod M, project P's owner is account P (the smallest
+/// such a) and its collaborators are P + M, P + 2M, … below N. This is what upstream's k6 scripts
+/// assume with one user per project (virtual user i logs in as account i mod N and opens project
+/// i mod M: the same project for every i < N, and for every i when M divides N), and what exectl's own
+/// scenarios read from the manifest. A project's uuid is the uuid v5 of its owner's email and its
+/// number: stable across runs.
 pub fn plan(shape: Shape, pattern: &EmailPattern, visibility: Visibility) -> Plan {
     let n = shape.accounts as usize;
-    let k = shape.users_per_project as usize;
+    let m = shape.projects as usize;
     let accounts = (0..n)
-        .map(|i| PlannedAccount {
-            email: pattern.email(i as u64),
-            project: i / k,
-            role: if i % k == 0 {
+        .map(|a| PlannedAccount {
+            email: pattern.email(a as u64),
+            project: a % m,
+            role: if a < m {
                 Role::Owner
             } else {
                 Role::Collaborator
             },
         })
         .collect::<Vec<_>>();
-    let projects = (0..shape.projects as usize)
+    let projects = (0..m)
         .map(|p| {
-            let owner = (p * k) % n;
-            let name = format!("{}#{p}", accounts[owner].email);
+            let name = format!("{}#{p}", accounts[p].email);
             PlannedProject {
                 uuid: uuid::Uuid::new_v5(&PROJECT_NS, name.as_bytes())
                     .hyphenated()
                     .to_string(),
                 title: format!("bench-project-{p}"),
-                owner,
-                collaborators: (1..k).map(|j| (p * k + j) % n).collect(),
+                owner: p,
+                collaborators: (p + m..n).step_by(m).collect(),
             }
         })
         .collect();
@@ -289,6 +326,9 @@ pub fn plan(shape: Shape, pattern: &EmailPattern, visibility: Visibility) -> Pla
 mod tests {
     use super::*;
 
+    /// Project 2 of the default pattern (the name `bench-user-2@exelearning.net#2`).
+    const UUID_OF_PROJECT_2: &str = "75646c85-8013-5ac8-a404-f27b4df93b5f";
+
     fn pat() -> EmailPattern {
         EmailPattern::parse(DEFAULT_PATTERN).unwrap()
     }
@@ -300,6 +340,13 @@ mod tests {
         assert_eq!(s(1000, Some(250), None), Ok((250, 4)));
         assert_eq!(s(1000, None, Some(4)), Ok((250, 4)));
         assert_eq!(s(10, None, Some(4)), Ok((3, 4)));
+        assert_eq!(s(10, Some(3), Some(4)), Ok((3, 4)));
+        assert_eq!(s(10, Some(3), None), Ok((3, 4)), "K is the largest project");
+        assert_eq!(
+            s(10, None, Some(6)),
+            Ok((2, 5)),
+            "K alone is an upper bound"
+        );
         assert_eq!(s(10000, Some(10000), None), Ok((10000, 1)));
         assert_eq!(s(5, None, None), Ok((5, 1)));
         for (n, m, k, field) in [
@@ -308,53 +355,127 @@ mod tests {
             (10, Some(0), None, "--projects"),
             (3, None, Some(4), "--users-per-project"),
             (10, Some(2), Some(3), "--projects"),
+            (10, Some(20), None, "--projects"),
+            (10, Some(5), Some(3), "--users-per-project"),
+            (10, Some(10), Some(2), "--users-per-project"),
         ] {
             let e = shape(n, m, k).unwrap_err();
             assert_eq!(e.field, field, "{e}");
         }
     }
 
+    /// The layout by its formula: account a is in project a mod M and in no other, the owner is the
+    /// smallest such a, and upstream's one-user-per-project mapping (virtual user i: account i mod N,
+    /// project i mod M) lands every i < N, and every i when M divides N, in a project of its account.
     #[test]
-    fn members_owner_first_and_stable_uuids() {
+    fn account_a_is_in_project_a_mod_m() {
+        for (n, m, k) in [
+            (8, None, Some(2)),
+            (1000, Some(250), None),
+            (10, None, Some(4)),
+            (10, Some(3), None),
+            (7, None, None),
+            (5, Some(1), None),
+            (12, None, Some(12)),
+        ] {
+            let s = shape(n, m, k).unwrap();
+            let p = plan(s, &pat(), Visibility::Private);
+            let m = s.projects as usize;
+            let members = |q: &PlannedProject| {
+                let mut v = vec![q.owner];
+                v.extend(&q.collaborators);
+                v
+            };
+            for a in 0..n as usize {
+                let q = a % m;
+                assert_eq!(p.accounts[a].project, q, "{s:?} account {a}");
+                for (j, proj) in p.projects.iter().enumerate() {
+                    assert_eq!(members(proj).contains(&a), j == q, "{s:?} {a} in {j}");
+                }
+                let smallest = (0..n as usize).find(|b| b % m == q).unwrap();
+                assert_eq!(p.projects[q].owner, smallest, "{s:?}");
+                let role = if a == smallest {
+                    Role::Owner
+                } else {
+                    Role::Collaborator
+                };
+                assert_eq!(p.accounts[a].role, role, "{s:?} account {a}");
+            }
+            let most = p.projects.iter().map(|q| members(q).len()).max().unwrap();
+            assert_eq!(most as u64, s.users_per_project, "{s:?}");
+            assert_eq!(p.collaborator_count(), n as usize - m);
+            let vus = if (n as usize).is_multiple_of(m) {
+                3 * n
+            } else {
+                n
+            };
+            for i in 0..vus as usize {
+                let account = i % n as usize;
+                assert!(
+                    members(&p.projects[i % m]).contains(&account),
+                    "{s:?} vu {i}"
+                );
+            }
+        }
+    }
+
+    /// The manifest lists members project by project: the first U entries fill ⌈U / K⌉ rooms.
+    #[test]
+    fn manifest_order_groups_each_project() {
+        let p = plan(
+            shape(1000, None, Some(4)).unwrap(),
+            &pat(),
+            Visibility::Private,
+        );
+        let order: Vec<usize> = p.manifest_order().collect();
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..1000).collect::<Vec<_>>(), "every account once");
+        assert_eq!(order[..5], [0, 250, 500, 750, 1]);
+        for (j, &a) in order.iter().enumerate() {
+            assert_eq!(p.accounts[a].project, j / 4, "entry {j}");
+            assert_eq!(p.accounts[a].role == Role::Owner, j % 4 == 0, "entry {j}");
+        }
+    }
+
+    #[test]
+    fn owner_first_and_stable_uuids() {
         let p = plan(
             shape(8, Some(2), Some(4)).unwrap(),
             &pat(),
             Visibility::Private,
         );
         assert_eq!(p.projects[0].owner, 0);
-        assert_eq!(p.projects[0].collaborators, vec![1, 2, 3]);
-        assert_eq!(p.projects[1].owner, 4);
+        assert_eq!(p.projects[0].collaborators, vec![2, 4, 6]);
+        assert_eq!(p.projects[1].owner, 1);
+        assert_eq!(p.projects[1].collaborators, vec![3, 5, 7]);
         assert_eq!(p.accounts[5].project, 1);
         assert_eq!(p.accounts[5].role, Role::Collaborator);
-        assert_eq!(p.accounts[4].role, Role::Owner);
+        assert_eq!(p.accounts[1].role, Role::Owner);
         assert_eq!(p.accounts[0].email, "bench-user-0@exelearning.net");
-        assert_eq!(p.collaborator_count(), 6);
         let again = plan(
             shape(16, Some(4), Some(4)).unwrap(),
             &pat(),
             Visibility::Private,
         );
+        let uuids = |p: &Plan| {
+            p.projects
+                .iter()
+                .map(|q| q.uuid.clone())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(
-            again.projects[..2],
-            p.projects[..],
-            "a larger N keeps the first ones"
+            uuids(&again)[..2],
+            uuids(&p)[..],
+            "a project keeps its uuid"
         );
         let u = &p.projects[0].uuid;
         assert_eq!(u.len(), 36);
         assert_eq!(u, &u.to_lowercase());
         assert_eq!(&u[14..15], "5", "uuid v5");
-    }
-
-    #[test]
-    fn wrap_around_keeps_members_distinct() {
-        let p = plan(
-            shape(5, Some(3), Some(3)).unwrap(),
-            &pat(),
-            Visibility::Public,
-        );
-        assert_eq!(p.projects[2].owner, 1);
-        assert_eq!(p.projects[2].collaborators, vec![2, 3]);
-        assert_eq!(p.projects[1].collaborators, vec![4, 0]);
+        // One user per project (the default) names the projects as earlier exectl did.
+        let one = plan(shape(3, None, None).unwrap(), &pat(), Visibility::Private);
+        assert_eq!(one.projects[2].uuid, UUID_OF_PROJECT_2);
     }
 
     #[test]

@@ -332,7 +332,7 @@ ON CONFLICT (email) DO NOTHING;\nCOMMIT;\n"
             c[2].sql,
             format!(
                 "BEGIN;\nINSERT INTO projects (uuid, title, owner_id, status, visibility, saved_once, created_at, updated_at)\n\
-WITH v (uuid, title, email) AS (VALUES\n('{u0}', 'bench-project-0', 'u0@x.org'),\n('{u1}', 'bench-project-1', 'u2@x.org'))\n\
+WITH v (uuid, title, email) AS (VALUES\n('{u0}', 'bench-project-0', 'u0@x.org'),\n('{u1}', 'bench-project-1', 'u1@x.org'))\n\
 SELECT v.uuid, v.title, u.id, 'active', 'private', 1, 1700000000000, 1700000000000 FROM v JOIN users u ON u.email = v.email\n\
 ON CONFLICT (uuid) DO NOTHING;\nCOMMIT;\n"
             )
@@ -341,7 +341,7 @@ ON CONFLICT (uuid) DO NOTHING;\nCOMMIT;\n"
             c[3].sql,
             format!(
                 "BEGIN;\nINSERT INTO project_collaborators (project_id, user_id)\n\
-WITH v (uuid, email) AS (VALUES\n('{u0}', 'u1@x.org'),\n('{u1}', 'u3@x.org'))\n\
+WITH v (uuid, email) AS (VALUES\n('{u0}', 'u2@x.org'),\n('{u1}', 'u3@x.org'))\n\
 SELECT p.id, u.id FROM v JOIN projects p ON p.uuid = v.uuid JOIN users u ON u.email = v.email\n\
 WHERE NOT EXISTS (SELECT 1 FROM project_collaborators c WHERE c.project_id = p.id AND c.user_id = u.id);\nCOMMIT;\n"
             )
