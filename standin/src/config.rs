@@ -32,13 +32,20 @@ pub enum Fault {
     BlockingBcrypt,
     /// Closed sockets stay in their room (the old `Set<ws>` delete that never matched).
     LeakOnClose,
+    /// Every relayed frame also goes back to its sender (the real build's "skip the sender" that never
+    /// matched, contract §8).
+    EchoToSender,
+    /// Every 4th Yjs frame is also delivered into another room (a routing bug: no real build known).
+    CrossRoom,
 }
 
 impl Fault {
     /// Every fault with its `STANDIN_FAULT` name (the one list the parser and its error message use).
-    const ALL: [(&'static str, Fault); 2] = [
+    const ALL: [(&'static str, Fault); 4] = [
         ("blocking-bcrypt", Fault::BlockingBcrypt),
         ("leak-on-close", Fault::LeakOnClose),
+        ("echo-to-sender", Fault::EchoToSender),
+        ("cross-room", Fault::CrossRoom),
     ];
 }
 
