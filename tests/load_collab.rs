@@ -178,3 +178,60 @@ fn editing_mix_runs_its_actions() {
     assert!(j["fanout"]["frames_sent"].as_u64().unwrap() > 0);
     assert!(j["fanout"]["fanout_messages"].as_u64().unwrap() > 0);
 }
+
+/// Not a check: the client's cost of a busy collab run, for BENCHMARKS.md. 200 users in 40 rooms of 5,
+/// a frame every 50–200 ms each, 20 s hold; prints the client's CPU and peak RSS and the delivery
+/// latency. `EXECTL_BENCH_BINS=/path/a,/path/b` runs each of several exectl builds in turn (alternating,
+/// 3 rounds) on the same stand-in and seed, to compare builds in one sitting.
+#[test]
+#[ignore = "a measurement, not a check: cargo test --test load_collab collab_cost -- --ignored --nocapture"]
+fn collab_cost_per_frame() {
+    let s = Standin::start(&[]);
+    let layout: Vec<(usize, Vec<usize>)> = (0..40)
+        .map(|r| (5 * r, (5 * r + 1..5 * r + 5).collect()))
+        .collect();
+    let seeded = load_support::seed(&s, 200, layout, 4);
+    let dir = tempfile::tempdir().unwrap();
+    seeded.write_manifest(dir.path(), None, 0);
+    let default_bin = load_support::target_dir().join("debug/exectl");
+    let bins: Vec<String> = std::env::var("EXECTL_BENCH_BINS")
+        .map(|v| v.split(',').map(str::to_string).collect())
+        .unwrap_or_else(|_| vec![default_bin.display().to_string()]);
+    for round in 0..3 {
+        for bin in &bins {
+            let out = tempfile::NamedTempFile::new().unwrap();
+            let st = std::process::Command::new(bin)
+                .args(["load", "collab", "--url", &s.url(), "--manifest"])
+                .arg(dir.path())
+                .args([
+                    "--ramp",
+                    "2s",
+                    "--hold",
+                    "20s",
+                    "--interval",
+                    "100ms",
+                    "--json",
+                ])
+                .arg("--out")
+                .arg(out.path())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .unwrap();
+            let j: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(out.path()).unwrap()).unwrap();
+            let f = &j["fanout"];
+            println!(
+                "round {round} {bin}: exit {:?} sent {} received {} cpu {} s peak RSS {:.1} MiB \
+                 delivery p50 {} p99 {} ms",
+                st.code(),
+                f["frames_sent"],
+                f["fanout_messages"],
+                j["client_cpu_seconds"],
+                count(&j["client_peak_rss_bytes"]) as f64 / (1 << 20) as f64,
+                f["delivery_ms"]["p50"],
+                f["delivery_ms"]["p99"],
+            );
+        }
+    }
+}
