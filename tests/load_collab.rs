@@ -179,59 +179,109 @@ fn editing_mix_runs_its_actions() {
     assert!(j["fanout"]["fanout_messages"].as_u64().unwrap() > 0);
 }
 
-/// Not a check: the client's cost of a busy collab run, for BENCHMARKS.md. 200 users in 40 rooms of 5,
-/// a frame every 50–200 ms each, 20 s hold; prints the client's CPU and peak RSS and the delivery
-/// latency. `EXECTL_BENCH_BINS=/path/a,/path/b` runs each of several exectl builds in turn (alternating,
-/// 3 rounds) on the same stand-in and seed, to compare builds in one sitting.
+/// A loopback TCP proxy that hands connections to `backends` in turn (a round-robin load balancer), for
+/// the life of the test process.
+fn round_robin(backends: Vec<u16>) -> u16 {
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for (n, client) in listener.incoming().enumerate() {
+            let Ok(client) = client else { continue };
+            let Ok(server) = TcpStream::connect(("127.0.0.1", backends[n % backends.len()])) else {
+                continue;
+            };
+            for (mut from, mut to) in [
+                (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                (server, client),
+            ] {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(Shutdown::Write);
+                });
+            }
+        }
+    });
+    port
+}
+
+/// ha: two stand-ins relaying through Redis behind a round-robin proxy, 2 rooms of 2. With --tokens the
+/// only connections are the preflight GET and the 4 sockets, dialled in order, so each instance holds one
+/// member of each room and every frame crosses instances. Healthy: each frame delivered exactly once.
+/// cross-room: each instance sends every 4th frame of its local senders into its other local room and
+/// publishes it on that room's channel, so each such frame reaches *both* members of the other room (one
+/// per instance): about sent/2 cross-room arrivals, where a relay that stayed local would give sent/4.
 #[test]
-#[ignore = "a measurement, not a check: cargo test --test load_collab collab_cost -- --ignored --nocapture"]
-fn collab_cost_per_frame() {
-    let s = Standin::start(&[]);
-    let layout: Vec<(usize, Vec<usize>)> = (0..40)
-        .map(|r| (5 * r, (5 * r + 1..5 * r + 5).collect()))
-        .collect();
-    let seeded = load_support::seed(&s, 200, layout, 4);
-    let dir = tempfile::tempdir().unwrap();
-    seeded.write_manifest(dir.path(), None, 0);
-    let default_bin = load_support::target_dir().join("debug/exectl");
-    let bins: Vec<String> = std::env::var("EXECTL_BENCH_BINS")
-        .map(|v| v.split(',').map(str::to_string).collect())
-        .unwrap_or_else(|_| vec![default_bin.display().to_string()]);
-    for round in 0..3 {
-        for bin in &bins {
-            let out = tempfile::NamedTempFile::new().unwrap();
-            let st = std::process::Command::new(bin)
-                .args(["load", "collab", "--url", &s.url(), "--manifest"])
-                .arg(dir.path())
-                .args([
-                    "--ramp",
-                    "2s",
-                    "--hold",
-                    "20s",
-                    "--interval",
-                    "100ms",
-                    "--json",
-                ])
-                .arg("--out")
-                .arg(out.path())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .status()
-                .unwrap();
-            let j: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(out.path()).unwrap()).unwrap();
-            let f = &j["fanout"];
-            println!(
-                "round {round} {bin}: exit {:?} sent {} received {} cpu {} s peak RSS {:.1} MiB \
-                 delivery p50 {} p99 {} ms",
-                st.code(),
-                f["frames_sent"],
-                f["fanout_messages"],
-                j["client_cpu_seconds"],
-                count(&j["client_peak_rss_bytes"]) as f64 / (1 << 20) as f64,
-                f["delivery_ms"]["p50"],
-                f["delivery_ms"]["p99"],
+#[ignore = "needs Redis at EXE_TEST_REDIS_URL (scripts/services.sh); bash scripts/test.sh runs it"]
+fn collab_counts_across_two_instances_relaying_through_redis() {
+    let redis = std::env::var("EXE_TEST_REDIS_URL").unwrap_or("redis://127.0.0.1:6379".into());
+    let hostport = redis.rsplit_once('@').map_or(&redis[..], |x| x.1);
+    let hostport = hostport
+        .trim_start_matches("redis://")
+        .trim_end_matches('/');
+    let (rhost, rport) = hostport.split_once(':').unwrap_or((hostport, "6379"));
+    for faults in ["none", "cross-room"] {
+        let env = [
+            ("REDIS_HOST", rhost),
+            ("REDIS_PORT", rport),
+            ("STANDIN_FAULT", faults),
+        ];
+        let a = Standin::start(&env);
+        let db = a.db().display().to_string();
+        let mut env_b = env.to_vec();
+        env_b.extend([("API_JWT_SECRET", a.secret.as_str()), ("DB_PATH", &db)]);
+        let b = Standin::start(&env_b);
+        let seeded = load_support::seed(&a, 4, vec![(0, vec![1]), (2, vec![3])], 4);
+        let dir = tempfile::tempdir().unwrap();
+        seeded.write_manifest(dir.path(), Some(&a.secret), 0);
+        let url = format!("http://127.0.0.1:{}", round_robin(vec![a.port, b.port]));
+        let (code, json, stderr) = exectl_load(
+            &[
+                "collab",
+                "--url",
+                &url,
+                "--manifest",
+                dir.path().to_str().unwrap(),
+                "--tokens",
+                "--ramp",
+                "1s",
+                "--hold",
+                "4s",
+                "--interval",
+                "200ms",
+                "--json",
+            ],
+            Duration::from_secs(60),
+        );
+        eprintln!("{stderr}");
+        let j = json.unwrap_or_else(|| panic!("no summary; stderr:\n{stderr}"));
+        assert_eq!(j["held_full_duration"], 4, "{j:#}");
+        let f = &j["fanout"];
+        let sent = count(&f["frames_sent"]);
+        let d = &f["deliveries"];
+        assert!(sent >= 8, "{f:#}");
+        assert_eq!(count(&d["expected"]), sent, "{f:#}");
+        assert_eq!(count(&d["delivered"]), sent, "{faults}: {f:#}");
+        assert_eq!(
+            (
+                count(&d["lost"]),
+                count(&d["duplicated"]),
+                count(&d["echoed"])
+            ),
+            (0, 0, 0)
+        );
+        let cross = count(&d["cross_room"]);
+        eprintln!("{faults}: sent {sent}, deliveries {d}");
+        if faults == "none" {
+            assert_eq!((code, cross), (0, 0), "{j:#}");
+        } else {
+            // 2 × (⌊a/4⌋ + ⌊b/4⌋) with a + b = sent: 2⌊sent/4⌋ or 2 less.
+            let most = 2 * (sent / 4);
+            assert!(
+                cross == most || cross + 2 == most,
+                "{cross} of {sent}: {f:#}"
             );
+            assert_eq!(code, 1, "{j:#}");
         }
     }
 }
