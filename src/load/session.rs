@@ -338,6 +338,11 @@ fn record_action(ctx: &Ctx, role: Role, what: &str, r: &HttpResult, out: &mut Us
     }
 }
 
+/// Collab's first frame waits at least this long after every dial is over: the app authorises a socket
+/// and joins it to its room only after the 101 (rejections come within about 100 ms, contract §2), and a
+/// frame sent before a member is in the room could not reach it, yet would count as lost.
+const JOIN_SETTLE: Duration = Duration::from_millis(500);
+
 /// The payload of the ping at the hold's end: only its own pong answers it.
 const FINAL_PING: &[u8] = b"exectl-hold-end";
 /// A ping's send: tiny, so only a server that stopped reading blocks it.
@@ -510,7 +515,8 @@ async fn hold(
                     Plan::Barrier { .. } if ctx.all_dialed() => match ctx.send_window_end() {
                         Some(until) if now < until => {
                             out.send_window_open = true;
-                            Plan::Act { at: now + next_wait(opts.interval) / 4, until: Some(until) }
+                            let first = (next_wait(opts.interval) / 4).max(JOIN_SETTLE);
+                            Plan::Act { at: now + first, until: Some(until) }
                         }
                         _ => Plan::Idle,
                     },
