@@ -131,7 +131,8 @@ pub struct Deliveries {
     pub expected: Option<u64>,
     /// First arrivals of a room-mate's frame, at any member.
     pub delivered: u64,
-    /// Of `delivered`, those at members not connected for the whole window (not owed, not an error).
+    /// Of `delivered`, those at members not connected for the whole window (not owed, not an error;
+    /// 0 when nothing is owed).
     pub delivered_to_partial_members: u64,
     /// Owed deliveries that never arrived (counted per sender and seq).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -167,7 +168,10 @@ pub fn count(members: &[Member], owed: bool) -> (Deliveries, Vec<u64>) {
         d.duplicated += rx.duplicated;
         d.echoed += rx.echoed;
         d.cross_room += rx.cross_room;
-        if !(owed && m.whole_window) {
+        if !owed {
+            continue;
+        }
+        if !m.whole_window {
             d.delivered_to_partial_members += rx.delivered;
             continue;
         }
@@ -273,6 +277,7 @@ mod tests {
         // Nothing is owed without a send window (editing).
         let (e, lost_per) = count(&members, false);
         assert_eq!((e.expected, e.lost), (None, None));
+        assert_eq!((e.delivered, e.delivered_to_partial_members), (12, 0));
         assert_eq!(lost_per, vec![0; 4]);
         assert!(!e.faulty());
     }

@@ -379,11 +379,14 @@ impl Summary {
 
 /// `delivered 40 of 40 expected  lost 0  duplicated 0  echoed 0  cross-room 0`.
 fn render_deliveries(d: &Deliveries) -> String {
-    let mut s = format!("delivered {}", d.delivered);
-    if let Some(e) = d.expected {
-        s += &format!(" of {e} expected");
-    }
-    if d.delivered_to_partial_members > 0 {
+    let mut s = match d.expected {
+        Some(e) => format!(
+            "delivered {} of {e} expected",
+            d.delivered - d.delivered_to_partial_members
+        ),
+        None => format!("delivered {}", d.delivered),
+    };
+    if d.expected.is_some() && d.delivered_to_partial_members > 0 {
         s += &format!(
             " (+{} to members not there for the whole window)",
             d.delivered_to_partial_members
@@ -397,4 +400,38 @@ fn render_deliveries(d: &Deliveries) -> String {
         d.duplicated, d.echoed, d.cross_room
     );
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deliveries_line() {
+        let d = Deliveries {
+            expected: Some(90),
+            delivered: 100,
+            delivered_to_partial_members: 10,
+            lost: Some(0),
+            duplicated: 1,
+            echoed: 2,
+            cross_room: 3,
+        };
+        assert_eq!(
+            render_deliveries(&d),
+            "delivered 90 of 90 expected (+10 to members not there for the whole window)  lost 0  \
+             duplicated 1  echoed 2  cross-room 3"
+        );
+        // editing owes nothing: no expected, no lost, no partial members.
+        let e = Deliveries {
+            expected: None,
+            lost: None,
+            delivered_to_partial_members: 100,
+            ..d
+        };
+        assert_eq!(
+            render_deliveries(&e),
+            "delivered 100  duplicated 1  echoed 2  cross-room 3"
+        );
+    }
 }
