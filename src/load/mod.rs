@@ -6,6 +6,7 @@
 //! whole hold: the app always answers 101 and rejects with a close code right after (contract §2), and a
 //! frozen server keeps its sockets open without a word (`liveness`).
 
+pub mod delivery;
 pub mod endpoint;
 pub use crate::core::frame;
 pub mod liveness;

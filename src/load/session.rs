@@ -18,6 +18,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
 
+use super::delivery::{Arrival, Received};
 use super::frame::{self, Stamp};
 use super::liveness::{ms_between, Liveness, Step};
 use super::manifest::Role;
@@ -34,6 +35,8 @@ pub struct Ctx {
     epoch_us0: u64,
     /// Marks this run's frames, so anything else relayed into a room is not counted.
     pub nonce: u32,
+    /// Each account's room id, as its frames carry it (`frame::room_id` of its project uuid).
+    room_ids: Vec<u64>,
     /// Users whose dial is over (connected or failed): collab starts sending when all are.
     pub dialed: AtomicU64,
     /// The earliest hold end of any connected user: collab stops sending before it.
@@ -60,6 +63,12 @@ impl Ctx {
             t0: Instant::now(),
             epoch_us0,
             nonce: rand::thread_rng().gen(),
+            room_ids: opts
+                .manifest
+                .accounts
+                .iter()
+                .map(|a| frame::room_id(&a.project_uuid))
+                .collect(),
             dialed: AtomicU64::new(0),
             first_hold_end: Mutex::new(None),
             delivery: SharedHist::default(),
@@ -136,8 +145,11 @@ pub struct UserOutcome {
     pub failure: Option<String>,
     pub frames_sent: u64,
     pub bytes_sent: u64,
+    /// Every one of this run's frames that arrived, whatever its kind (echoes and strays included).
     pub frames_received: u64,
     pub bytes_received: u64,
+    /// What arrived, by kind (delivered, duplicated, echoed, cross-room).
+    pub received: Received,
     /// Editing: REST actions that failed (a collaborator's expected 403 on metadata excluded).
     pub http_failures: u64,
     /// Collab: whether the run's send window was open at all.
@@ -160,7 +172,10 @@ fn us(d: Duration) -> u64 {
 /// Login (or take the minted token), dial, hold. `permit` bounds the dials in flight and is released as
 /// soon as the dial is over.
 pub async fn run_user(ctx: Arc<Ctx>, i: usize, permit: OwnedSemaphorePermit) -> UserOutcome {
-    let mut out = UserOutcome::default();
+    let mut out = UserOutcome {
+        received: Received::new(i as u32, ctx.room_ids[i]),
+        ..UserOutcome::default()
+    };
     let opts = &ctx.opts;
     let account = &opts.manifest.accounts[i];
     Live::inc(&ctx.live.dialing);
@@ -268,6 +283,7 @@ fn next_wait(interval: Duration) -> Duration {
 /// One of this run's Yjs-like frames from user `i`.
 fn yjs_frame(ctx: &Ctx, i: usize, seq: u32) -> Vec<u8> {
     let stamp = Stamp {
+        room: ctx.room_ids[i],
         sender: i as u32,
         seq,
         sent_us: ctx.now_us(),
@@ -322,6 +338,11 @@ fn record_action(ctx: &Ctx, role: Role, what: &str, r: &HttpResult, out: &mut Us
     }
 }
 
+/// Collab's first frame waits at least this long after every dial is over: the app authorises a socket
+/// and joins it to its room only after the 101 (rejections come within about 100 ms, contract §2), and a
+/// frame sent before a member is in the room could not reach it, yet would count as lost.
+const JOIN_SETTLE: Duration = Duration::from_millis(500);
+
 /// The payload of the ping at the hold's end: only its own pong answers it.
 const FINAL_PING: &[u8] = b"exectl-hold-end";
 /// A ping's send: tiny, so only a server that stopped reading blocks it.
@@ -334,7 +355,7 @@ enum Got {
     End(Ended),
 }
 
-/// Count one read (the run's binary frames, with their delivery latency).
+/// Count one read: the run's binary frames by kind, and the delivery latency of those delivered.
 fn got(
     ctx: &Ctx,
     out: &mut UserOutcome,
@@ -346,8 +367,10 @@ fn got(
                 out.frames_received += 1;
                 out.bytes_received += b.len() as u64;
                 Live::inc(&ctx.live.frames_received);
-                ctx.delivery
-                    .record_us(ctx.now_us().saturating_sub(stamp.sent_us));
+                if out.received.note(&stamp) == Arrival::Delivered {
+                    ctx.delivery
+                        .record_us(ctx.now_us().saturating_sub(stamp.sent_us));
+                }
             }
             Got::Frame
         }
@@ -492,7 +515,8 @@ async fn hold(
                     Plan::Barrier { .. } if ctx.all_dialed() => match ctx.send_window_end() {
                         Some(until) if now < until => {
                             out.send_window_open = true;
-                            Plan::Act { at: now + next_wait(opts.interval) / 4, until: Some(until) }
+                            let first = (next_wait(opts.interval) / 4).max(JOIN_SETTLE);
+                            Plan::Act { at: now + first, until: Some(until) }
                         }
                         _ => Plan::Idle,
                     },

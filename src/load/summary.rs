@@ -1,11 +1,12 @@
 //! The run's verdict: per-user outcomes folded into counts, close codes by kind, latency percentiles and
 //! the client's own usage; printed for people and as JSON tagged with the run id.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use super::delivery::{self, Deliveries, Member};
 use super::metrics::{Hist, Percentiles};
 use super::session::{Ctx, Ended, UserOutcome};
 use super::Scenario;
@@ -42,15 +43,12 @@ pub struct LoginBurst {
 pub struct Fanout {
     pub frames_sent: u64,
     pub bytes_sent: u64,
-    /// Frames this run's receivers got from others in their room.
+    /// Every one of this run's frames that arrived anywhere, whatever its kind (see `deliveries`).
     pub fanout_messages: u64,
     pub fanout_bytes: u64,
-    /// collab: frames that should have reached a receiver (sum over rooms of sent × (members − 1)).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fanout_expected: Option<u64>,
-    /// collab: users that did not get every frame sent in their room.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub users_missing_frames: Option<u64>,
+    /// What arrived, by kind: delivered, lost, duplicated, echoed to the sender, cross-room.
+    pub deliveries: Deliveries,
+    /// Of frames delivered (first arrivals of a room-mate's frame).
     pub delivery_ms: Percentiles,
 }
 
@@ -119,15 +117,21 @@ impl Summary {
         let scenario = opts.scenario;
         let accounts = &opts.manifest.accounts;
 
-        // collab: each receiver should get every frame the others in its room sent.
-        let mut room_sent: HashMap<&str, u64> = HashMap::new();
-        for (i, o) in outcomes.iter().enumerate() {
-            *room_sent
-                .entry(accounts[i].project_uuid.as_str())
-                .or_default() += o.frames_sent;
-        }
-        let expected_for =
-            |i: usize| room_sent[accounts[i].project_uuid.as_str()] - outcomes[i].frames_sent;
+        // collab: every frame is owed to each other member of its room that was connected for the
+        // whole send window. A held socket was: sending starts only once every dial is over, and stops
+        // before the first hold ends (`Ctx::send_window_end`). Users that failed were not.
+        let collab = scenario == Scenario::Collab;
+        let members: Vec<Member> = outcomes
+            .iter()
+            .enumerate()
+            .map(|(i, o)| Member {
+                room: super::frame::room_id(&accounts[i].project_uuid),
+                sent: o.frames_sent,
+                whole_window: collab && o.held,
+                received: &o.received,
+            })
+            .collect();
+        let (deliveries, lost_per) = delivery::count(&members, collab);
 
         let (mut login, mut connect, mut early, mut silence) = (
             Hist::default(),
@@ -139,7 +143,7 @@ impl Summary {
         let mut failures: BTreeMap<String, u64> = BTreeMap::new();
         let mut login_status = BTreeMap::new();
         let (mut connected, mut held, mut succeeded, mut stalled) = (0u64, 0u64, 0u64, 0u64);
-        let (mut missing, mut http_failed, mut fanout_expected) = (0u64, 0u64, 0u64);
+        let mut http_failed = 0u64;
         for (i, o) in outcomes.iter().enumerate() {
             if let Some(v) = o.login_us {
                 login.record_us(v);
@@ -167,15 +171,21 @@ impl Summary {
                 http_failed += 1;
                 failure = Some("http_action_failed".into());
             }
-            if scenario == Scenario::Collab && o.held {
-                let want = expected_for(i);
-                fanout_expected += want;
-                if failure.is_none() && !o.send_window_open {
-                    failure = Some("no_send_window".into());
-                } else if failure.is_none() && o.frames_received < want {
-                    missing += 1;
-                    failure = Some("missing_frames".into());
-                }
+            if collab && o.held && failure.is_none() && !o.send_window_open {
+                failure = Some("no_send_window".into());
+            }
+            // A receiver that got a wrong frame fails (the worst kind named), whatever the scenario.
+            let rx = &o.received;
+            if failure.is_none() {
+                failure = [
+                    (rx.cross_room, "cross_room_frames"),
+                    (rx.echoed, "echoed_frames"),
+                    (rx.duplicated, "duplicated_frames"),
+                    (lost_per[i], "missing_frames"),
+                ]
+                .into_iter()
+                .find(|(n, _)| *n > 0)
+                .map(|(_, kind)| kind.to_string());
             }
             match failure {
                 Some(f) => *failures.entry(f).or_default() += 1,
@@ -189,8 +199,7 @@ impl Summary {
             bytes_sent: sum(|o| o.bytes_sent),
             fanout_messages: sum(|o| o.frames_received),
             fanout_bytes: sum(|o| o.bytes_received),
-            fanout_expected: (scenario == Scenario::Collab).then_some(fanout_expected),
-            users_missing_frames: (scenario == Scenario::Collab).then_some(missing),
+            deliveries,
             delivery_ms: ctx.delivery.percentiles(),
         });
         let login_burst = facts.probe.map(|(samples, errors, probe_ms)| {
@@ -252,9 +261,15 @@ impl Summary {
         }
     }
 
-    /// 0 when every user met the scenario's criterion, 1 otherwise.
+    /// Whether every user met the scenario's criterion and no frame was lost, duplicated, echoed to
+    /// its sender or delivered into another room.
+    pub fn passed(&self) -> bool {
+        self.failed == 0 && !self.fanout.as_ref().is_some_and(|f| f.deliveries.faulty())
+    }
+
+    /// 0 when the run passed, 1 otherwise.
     pub fn exit_code(&self) -> i32 {
-        if self.failed == 0 {
+        if self.passed() {
             0
         } else {
             1
@@ -284,7 +299,7 @@ impl Summary {
                     .join(", ")
             }
         };
-        let verdict = if self.failed == 0 { "PASS" } else { "FAIL" };
+        let verdict = if self.passed() { "PASS" } else { "FAIL" };
         let _ = writeln!(
             s,
             "exectl load {} — run {} — {verdict}",
@@ -338,15 +353,10 @@ impl Summary {
         if let Some(f) = &self.fanout {
             let _ = writeln!(
                 s,
-                "  frames        sent {} ({} B)  fan-out received {} ({} B){}",
-                f.frames_sent,
-                f.bytes_sent,
-                f.fanout_messages,
-                f.fanout_bytes,
-                f.fanout_expected
-                    .map(|e| format!(" of {e} expected"))
-                    .unwrap_or_default()
+                "  frames        sent {} ({} B)  received {} ({} B)",
+                f.frames_sent, f.bytes_sent, f.fanout_messages, f.fanout_bytes,
             );
+            let _ = writeln!(s, "  deliveries    {}", render_deliveries(&f.deliveries));
             let _ = writeln!(s, "  delivery      {}", p(&f.delivery_ms));
         }
         if let Some(e) = &self.editing {
@@ -364,5 +374,64 @@ impl Summary {
             self.client_cpu_seconds
         );
         s
+    }
+}
+
+/// `delivered 40 of 40 expected  lost 0  duplicated 0  echoed 0  cross-room 0`.
+fn render_deliveries(d: &Deliveries) -> String {
+    let mut s = match d.expected {
+        Some(e) => format!(
+            "delivered {} of {e} expected",
+            d.delivered - d.delivered_to_partial_members
+        ),
+        None => format!("delivered {}", d.delivered),
+    };
+    if d.expected.is_some() && d.delivered_to_partial_members > 0 {
+        s += &format!(
+            " (+{} to members not there for the whole window)",
+            d.delivered_to_partial_members
+        );
+    }
+    if let Some(l) = d.lost {
+        s += &format!("  lost {l}");
+    }
+    s += &format!(
+        "  duplicated {}  echoed {}  cross-room {}",
+        d.duplicated, d.echoed, d.cross_room
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deliveries_line() {
+        let d = Deliveries {
+            expected: Some(90),
+            delivered: 100,
+            delivered_to_partial_members: 10,
+            lost: Some(0),
+            duplicated: 1,
+            echoed: 2,
+            cross_room: 3,
+        };
+        assert_eq!(
+            render_deliveries(&d),
+            "delivered 90 of 90 expected (+10 to members not there for the whole window)  lost 0  \
+             duplicated 1  echoed 2  cross-room 3"
+        );
+        // editing owes nothing: no expected, no lost, no partial members.
+        let e = Deliveries {
+            expected: None,
+            lost: None,
+            delivered_to_partial_members: 100,
+            ..d
+        };
+        assert_eq!(
+            render_deliveries(&e),
+            "delivered 100  duplicated 1  echoed 2  cross-room 3"
+        );
     }
 }

@@ -42,17 +42,24 @@ pub enum Fault {
     UsersFail,
     /// `POST /api/v1/projects` answers 500 and writes nothing (a failed write: a real failure).
     ProjectsFail,
+    /// Every relayed frame also goes back to its sender (the real build's "skip the sender" that never
+    /// matched, contract §8).
+    EchoToSender,
+    /// Every 4th Yjs frame is also delivered into another room (a routing bug: no real build known).
+    CrossRoom,
 }
 
 impl Fault {
     /// Every fault with its `STANDIN_FAULT` name (the one list the parser and its error message use).
-    const ALL: [(&'static str, Fault); 6] = [
+    const ALL: [(&'static str, Fault); 8] = [
         ("blocking-bcrypt", Fault::BlockingBcrypt),
         ("leak-on-close", Fault::LeakOnClose),
         ("users-500", Fault::Users500),
         ("projects-500", Fault::Projects500),
         ("users-fail", Fault::UsersFail),
         ("projects-fail", Fault::ProjectsFail),
+        ("echo-to-sender", Fault::EchoToSender),
+        ("cross-room", Fault::CrossRoom),
     ];
 }
 

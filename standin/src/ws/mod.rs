@@ -22,6 +22,9 @@ use message::Kind;
 /// The app's limit since newer upstream (Bun's default is 16 MiB).
 const MAX_MESSAGE: usize = 8 << 20;
 
+/// The cross-room fault sends every this many Yjs frames (counted per instance) into another room too.
+const CROSS_ROOM_EVERY: u64 = 4;
+
 pub async fn upgrade(
     ws: WebSocketUpgrade,
     Path(doc): Path<String>,
@@ -212,9 +215,26 @@ fn forward(
     if kind == Kind::Ignored {
         return;
     }
-    st.rooms.send_local(doc, Some(client), &frame);
+    let faults = &st.cfg.fault;
+    // The real build's echo: its skip-the-sender comparison never matches, so the sender gets it too.
+    let skip = (!faults.has(Fault::EchoToSender)).then_some(client);
+    st.rooms.send_local(doc, skip, &frame);
     if let Some(relay) = st.rooms.relay() {
         relay.publish(doc, kind, raw, client, uuid);
+    }
+    if kind == Kind::Yjs
+        && faults.has(Fault::CrossRoom)
+        && st
+            .rooms
+            .count_yjs_relayed()
+            .is_multiple_of(CROSS_ROOM_EVERY)
+    {
+        // Into another of this instance's rooms, and through Redis to that room's members elsewhere.
+        if let Some(other) = st.rooms.send_to_another_room(doc, &frame) {
+            if let Some(relay) = st.rooms.relay() {
+                relay.publish(&other, kind, raw, client, uuid);
+            }
+        }
     }
 }
 

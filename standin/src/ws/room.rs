@@ -37,6 +37,8 @@ pub struct RoomInfo {
 pub struct Rooms {
     rooms: Mutex<HashMap<String, Room>>,
     next_client: AtomicU64,
+    /// Yjs frames relayed so far (the cross-room fault picks every Nth).
+    yjs_relayed: AtomicU64,
     cleanup_after: Duration,
     relay: Option<Relay>,
 }
@@ -46,6 +48,7 @@ impl Rooms {
         Arc::new(Rooms {
             rooms: Mutex::new(HashMap::new()),
             next_client: AtomicU64::new(1),
+            yjs_relayed: AtomicU64::new(0),
             cleanup_after,
             relay,
         })
@@ -128,6 +131,32 @@ impl Rooms {
         }
     }
 
+    /// Count one relayed Yjs frame; returns the count including it (1, 2, …).
+    pub fn count_yjs_relayed(&self) -> u64 {
+        self.yjs_relayed.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// The cross-room fault: queue a frame for every member of another local room (the next one with
+    /// members, in name order, after `doc`). Returns that room's name; None when `doc` is the only one.
+    pub fn send_to_another_room(&self, doc: &str, msg: &Message) -> Option<String> {
+        let rooms = self.rooms.lock().unwrap();
+        let mut names: Vec<&String> = rooms
+            .iter()
+            .filter(|(name, r)| *name != doc && !r.members.is_empty())
+            .map(|(name, _)| name)
+            .collect();
+        names.sort();
+        let other = names
+            .iter()
+            .find(|n| n.as_str() > doc)
+            .or(names.first())?
+            .to_string();
+        for (_, outbox) in &rooms[&other].members {
+            let _ = outbox.try_send(msg.clone());
+        }
+        Some(other)
+    }
+
     /// Sockets that ever joined (a counter, never decreases).
     pub fn joined_total(&self) -> u64 {
         self.next_client.load(Ordering::Relaxed) - 1
@@ -180,5 +209,27 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         assert_eq!(rooms.counts(), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn another_room_is_the_next_by_name() {
+        let rooms = Rooms::new(Duration::from_secs(30), None);
+        let (txa, mut rxa) = mpsc::channel(4);
+        let (txb, mut rxb) = mpsc::channel(4);
+        rooms.join("a", "u", txa).await;
+        assert_eq!(
+            rooms.send_to_another_room("a", &Message::Binary(vec![1u8].into())),
+            None
+        );
+        rooms.join("b", "u", txb).await;
+        let m = Message::Binary(vec![1u8].into());
+        assert_eq!(rooms.send_to_another_room("a", &m).as_deref(), Some("b"));
+        assert!(rxb.try_recv().is_ok() && rxa.try_recv().is_err());
+        assert_eq!(rooms.send_to_another_room("b", &m).as_deref(), Some("a"));
+        assert!(rxa.try_recv().is_ok());
+        assert_eq!(
+            (rooms.count_yjs_relayed(), rooms.count_yjs_relayed()),
+            (1, 2)
+        );
     }
 }
