@@ -40,6 +40,11 @@ pub enum Command {
     Runs(RunsArgs),
     /// Generate load on a stack: idle sockets, a login burst, collaboration or the editing mix.
     Load(LoadArgs),
+    /// Run the benchmark: levels of users, the SUT sampled on one clock, a leak check after each level,
+    /// the capacity and the limiting component, and an HTML report.
+    Bench(BenchArgs),
+    /// Rebuild a bench's report.html from its results.json and timeline.
+    Report(ReportArgs),
     /// Seed benchmark accounts and projects into a deployed stack's database, write the manifest, verify.
     Prepare(PrepareArgs),
     /// Tune (or check, or restore) the host's kernel and engine settings for a C10k benchmark.
@@ -158,8 +163,88 @@ pub struct PrepareArgs {
     pub json: bool,
 }
 
-/// `exectl load`: values stay text here and are checked in `commands::load` (exit 2 naming the flag).
+/// `exectl bench`: values stay text here and are checked in `commands::bench` (exit 2 naming the flag).
 #[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Deployed (and prepared) stack to measure [default: exe].
+    #[arg(long)]
+    pub stack: Option<String>,
+    /// idle, login-burst, collab or editing.
+    #[arg(long, default_value = "idle")]
+    pub scenario: String,
+    /// User counts, ascending, e.g. 100,500,1000,2500.
+    #[arg(long, value_name = "N,N,...")]
+    pub levels: String,
+    /// How long each level holds its sockets [default: 30s].
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub hold: Option<String>,
+    /// Start each level's users evenly over this long [default: 0 for login-burst, else 10s].
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub ramp: Option<String>,
+    /// SUT sampling period, 200ms..60s.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "1s",
+        allow_hyphen_values = true
+    )]
+    pub sample: String,
+    /// After each level, how long every instance may take to reach 0 connections and 0 rooms.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "45s",
+        allow_hyphen_values = true
+    )]
+    pub settle: String,
+    /// An objective, KEY=VALUE (repeat): held=99.9, refused=0, stalled=0, login_p95=5s, connect_p95=2s,
+    /// delivery_p95=1s, frame_errors=0 (the defaults).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub slo: Vec<String>,
+    /// Run every level even after one fails.
+    #[arg(long)]
+    pub continue_after_fail: bool,
+    /// Connection attempts in flight at most, per level [default: as exectl load].
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub dial_concurrency: Option<String>,
+    /// collab/editing: mean time between a user's actions.
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub interval: Option<String>,
+    /// Use the minted tokens of tokens.json instead of logging in.
+    #[arg(long)]
+    pub tokens: bool,
+    /// The manifest prepare wrote for this --email-pattern instead of the newest.
+    #[arg(long)]
+    pub pattern: Option<String>,
+    /// This bench's id [default: B-SCENARIO-UNIXTIME].
+    #[arg(long)]
+    pub run_id: Option<String>,
+    /// Print results.json on stdout (no progress lines).
+    #[arg(long)]
+    pub json: bool,
+    /// Folder for results.json, timeline.jsonl and report.html [default: STATE/benches/RUN_ID].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// `exectl report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The bench's run id (its folder under STATE/benches).
+    #[arg(value_name = "RUN_ID")]
+    pub run_id: String,
+    /// Read the bench from this folder instead (a bench run with --out).
+    #[arg(long, value_name = "DIR")]
+    pub from: Option<PathBuf>,
+    /// Write the HTML here [default: report.html beside results.json].
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+/// `exectl load`: values stay text here and are checked in `commands::load` (exit 2 naming the flag).
+#[derive(Debug, Args, Clone)]
 pub struct LoadArgs {
     #[command(flatten)]
     pub target: TargetArgs,

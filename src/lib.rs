@@ -2,6 +2,7 @@
 //! `spec`, `render`, `compose` and `traefik` are pure, `validate` and `commands` are the shell around them.
 
 pub mod app;
+pub mod bench;
 pub mod cli;
 pub mod commands;
 pub mod core;

@@ -84,6 +84,13 @@ fn flatten(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, Strin
     }
 }
 
+/// A JSON value's scalars under dotted keys (`nginx.variant`), as records and `runs diff` show them.
+pub fn flattened(v: &serde_json::Value) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    flatten("", v, &mut out);
+    out
+}
+
 /// Every knob of a spec, flattened.
 pub fn knobs(spec: &Spec) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();

@@ -276,6 +276,11 @@ impl Client {
         self.call(ep, Method::GET, "/healthcheck".into(), None)
     }
 
+    /// `GET /nginx_status` on the LB's internal status port (not the app: nginx's stub_status text).
+    pub fn nginx_status(&self, ep: &Endpoint) -> Call {
+        self.call(ep, Method::GET, "/nginx_status".into(), None)
+    }
+
     /// `GET /api/websocket/info`: one instance's rooms and connections (newer images require an admin).
     pub fn websocket_info(&self, ep: &Endpoint, bearer: Option<&str>) -> Call {
         self.call(ep, Method::GET, "/api/websocket/info".into(), bearer)

@@ -176,6 +176,7 @@ pub fn options(args: &LoadArgs) -> Result<LoadOptions, UsageError> {
         liveness: crate::load::liveness::Bounds::default(),
         run_id,
         progress: !args.quiet,
+        live: None,
     })
 }
 

@@ -110,6 +110,8 @@ pub struct LoadOptions {
     pub run_id: String,
     /// Print the per-second progress line on stderr.
     pub progress: bool,
+    /// Counters to update instead of the run's own, for a caller that watches them (bench's sampler).
+    pub live: Option<std::sync::Arc<metrics::Live>>,
 }
 
 #[cfg(test)]

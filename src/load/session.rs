@@ -30,7 +30,8 @@ use crate::app::{self, HttpResult, Ws};
 pub struct Ctx {
     pub opts: LoadOptions,
     pub http: app::Client,
-    pub live: Live,
+    /// The run's live counters: the caller's (`LoadOptions::live`, so a bench samples them) or its own.
+    pub live: Arc<Live>,
     pub t0: Instant,
     epoch_us0: u64,
     /// Marks this run's frames, so anything else relayed into a room is not counted.
@@ -59,7 +60,7 @@ impl Ctx {
             .unwrap_or(0);
         Ctx {
             http,
-            live: Live::default(),
+            live: opts.live.clone().unwrap_or_default(),
             t0: Instant::now(),
             epoch_us0,
             nonce: rand::thread_rng().gen(),

@@ -185,7 +185,7 @@ async fn service_status(
 
 /// `/api/websocket/info` on the instance's own address (never through the LB); with the stack's admin token when the image
 /// guards it (newer images answer 401/403 to anonymous callers).
-async fn instance_status(
+pub async fn instance_status(
     target: &Target,
     client: &crate::app::Client,
     container: &str,

@@ -300,6 +300,7 @@ mod tests {
         users: 500,
         start_ms: 0,
         hold_ms: 2000,
+        hold_end_ms: 8000,
         end_ms: 9000,
         settled_ms: 10_000,
     };

@@ -241,7 +241,8 @@ mod tests {
     #[test]
     fn each_objective_fails_on_its_own_figure() {
         let s = Slos::default();
-        let cases: [(&str, fn(&mut LevelFigures)); 6] = [
+        type Change = fn(&mut LevelFigures);
+        let cases: [(&str, Change); 6] = [
             ("held", |f| f.held = 998),
             ("refused", |f| f.refused = 1),
             ("stalled", |f| f.stalled = 3),

@@ -70,8 +70,11 @@ pub struct Sample {
 pub struct LevelSpan {
     pub users: u64,
     pub start_ms: u64,
-    /// The ramp is over and every user is dialled: the hold begins.
+    /// The ramp is over: every user is dialled.
     pub hold_ms: u64,
+    /// The first users' holds end (start + hold): from `hold_ms` to here every user should be holding.
+    #[serde(default)]
+    pub hold_end_ms: u64,
     /// The load is over (every user closed).
     pub end_ms: u64,
     /// The leak check is over.
@@ -85,9 +88,9 @@ impl LevelSpan {
         samples.iter().filter(move |s| s.t_ms >= a && s.t_ms <= b)
     }
 
-    /// The samples of the level's hold (every user should be holding).
+    /// The samples of the level's full hold (every user should be holding).
     pub fn holding<'a>(&self, samples: &'a [Sample]) -> impl Iterator<Item = &'a Sample> + 'a {
-        let (a, b) = (self.hold_ms, self.end_ms);
+        let (a, b) = (self.hold_ms, self.hold_end_ms);
         samples.iter().filter(move |s| s.t_ms >= a && s.t_ms <= b)
     }
 }
@@ -103,9 +106,23 @@ impl Sample {
     }
 }
 
+/// nginx stub_status's "Active connections: 291" (the other lines are totals since start).
+pub fn stub_status_active(text: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("Active connections:"))
+        .and_then(|n| n.trim().parse().ok())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stub_status_active_connections() {
+        let text = "Active connections: 291 \nserver accepts handled requests\n 16630948 16630948 31070465 \nReading: 6 Writing: 179 Waiting: 106 \n";
+        assert_eq!(stub_status_active(text), Some(291));
+        assert_eq!(stub_status_active("<html>404</html>"), None);
+    }
 
     #[test]
     fn a_spans_samples_and_the_instances_sum() {
@@ -131,6 +148,7 @@ mod tests {
             users: 100,
             start_ms: 500,
             hold_ms: 1000,
+            hold_end_ms: 1500,
             end_ms: 2000,
             settled_ms: 2500,
         };

@@ -15,6 +15,8 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
 pub const APP_PORT: u16 = 8080;
+/// nginx's stub_status inside the LB container (never published): bench samples active connections.
+pub const NGINX_STATUS_PORT: u16 = 8081;
 pub const DB_NAME: &str = "exelearning";
 pub const DB_USER: &str = "exelearning";
 /// The admin exectl keeps in every stack (ADMIN_EMAIL bootstrap), for probes that newer images guard.
@@ -136,6 +138,7 @@ fn context(spec: &Spec) -> tera::Context {
         "db_name": DB_NAME,
         "db_user": DB_USER,
         "app_port": APP_PORT,
+        "nginx_status_port": NGINX_STATUS_PORT,
         "admin_email": ADMIN_EMAIL,
         "has_traefik": spec.has_traefik(),
         "traefik_backend": if spec.topology == Topology::Ha {

@@ -144,7 +144,7 @@ pub fn parse(service: &str, text: &str) -> Effective {
     }
 }
 
-const MARK: &str = "@@exectl-pid ";
+pub(super) const MARK: &str = "@@exectl-pid ";
 
 /// Each PID's part of the batched output (empty when missing).
 pub fn split_pids(text: &str, pids: &[i64]) -> Vec<String> {

@@ -7,4 +7,5 @@ pub mod files;
 pub mod limits;
 pub mod lock;
 pub mod ports;
+pub mod sample;
 pub mod tune;

@@ -1,0 +1,35 @@
+//! A level's figures from the load engine's summary: what the objectives are checked against.
+
+use crate::core::bench::{LevelFigures, Pcts};
+use crate::load::metrics::Percentiles;
+use crate::load::Summary;
+
+fn pcts(p: &Percentiles) -> Option<Pcts> {
+    (p.count > 0).then(|| Pcts::new(p.p50, p.p95, p.p99))
+}
+
+pub fn of(s: &Summary) -> LevelFigures {
+    let code = |c: &str| s.close_codes.get(c).copied().unwrap_or(0);
+    let sockets = crate::load::Scenario::parse(&s.scenario).is_some_and(|x| x.uses_socket());
+    LevelFigures {
+        users: s.users as u64,
+        // login-burst holds no socket: a served user is a successful login.
+        held: if sockets {
+            s.held_full_duration
+        } else {
+            s.succeeded
+        },
+        refused: code("4001") + code("4003"),
+        stalled: s.stalled,
+        failures: s.failures.clone(),
+        login_ms: pcts(&s.login_ms),
+        connect_ms: if sockets { pcts(&s.connect_ms) } else { None },
+        delivery_ms: s.fanout.as_ref().and_then(|f| pcts(&f.delivery_ms)),
+        frame_errors: s.fanout.as_ref().map(|f| {
+            let d = &f.deliveries;
+            d.lost.unwrap_or(0) + d.duplicated + d.echoed + d.cross_room
+        }),
+        generator_cpu_s: s.client_cpu_seconds,
+        generator_peak_rss_bytes: s.client_peak_rss_bytes,
+    }
+}

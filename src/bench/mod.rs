@@ -1,0 +1,102 @@
+//! `exectl bench`: the seed's method end to end. For each level in order: run the scenario at that many
+//! users (the load engine, in process) while the sampler reads the SUT on the same clock; then the leak
+//! check; then the level's verdict (`core::bench`). Stops after the first failing level unless asked to
+//! go on. The caller writes the results after every level, so a bench cut short keeps what it measured.
+
+pub mod figures;
+pub mod sampler;
+
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::core::bench::limiting::{self, Known};
+use crate::core::bench::{LevelResult, LevelSpan, Sample, Slos};
+use crate::load::metrics::Live;
+use crate::load::{runner, LoadOptions};
+use sampler::{LevelState, Sampler};
+
+/// What one level needs besides its user count.
+pub struct Plan {
+    /// The load of each level, in order (users set per level).
+    pub levels: Vec<LoadOptions>,
+    pub slos: Slos,
+    pub settle: Duration,
+    pub continue_after_fail: bool,
+    /// nginx: worker_connections × worker processes, when the stack has an LB.
+    pub nginx_capacity: Option<u64>,
+}
+
+/// A level as it finished, for the caller's progress and its files.
+pub struct Done<'a> {
+    pub index: usize,
+    pub of: usize,
+    pub result: &'a LevelResult,
+    pub samples: &'a [Sample],
+}
+
+/// Run every level (the caller saves after each: `after_level`). Returns the levels run.
+pub fn run(
+    plan: Plan,
+    sampler: &Sampler,
+    mut after_level: impl FnMut(Done) -> Result<()>,
+) -> Result<Vec<LevelResult>> {
+    let mut out: Vec<LevelResult> = Vec::new();
+    let of = plan.levels.len();
+    for (index, mut opts) in plan.levels.into_iter().enumerate() {
+        let users = opts.users as u64;
+        let live = std::sync::Arc::new(Live::default());
+        opts.live = Some(live.clone());
+        let (ramp, hold) = (opts.ramp, opts.hold);
+        let start_ms = sampler.now_ms();
+        let start_unix = unix_now();
+        sampler.level(Some(LevelState {
+            users,
+            live,
+            started: tokio::time::Instant::now(),
+            ramp,
+        }));
+        let summary = runner::run(opts)?;
+        let end_ms = sampler.now_ms();
+        sampler.level(None);
+        let leak = sampler.leak_check(plan.settle);
+        let settled_ms = sampler.now_ms();
+        let span = LevelSpan {
+            users,
+            start_ms,
+            hold_ms: (start_ms + ramp.as_millis() as u64).min(end_ms),
+            hold_end_ms: (start_ms + hold.as_millis() as u64).min(end_ms),
+            end_ms,
+            settled_ms,
+        };
+        let samples = sampler.snapshot();
+        let known = Known {
+            nginx_capacity: plan.nginx_capacity,
+            nginx_not_enough: sampler.nginx_not_enough(start_unix),
+            host_cpus: sampler.facts.host_cpus,
+        };
+        let figures = figures::of(&summary);
+        let checks = plan.slos.check(&figures);
+        let result = LevelResult::judge(span, figures, checks, leak, || {
+            limiting::limiting_component(&span, &samples, &known)
+        });
+        let passed = result.passed;
+        out.push(result);
+        after_level(Done {
+            index,
+            of,
+            result: out.last().expect("just pushed"),
+            samples: &samples,
+        })?;
+        if !passed && !plan.continue_after_fail {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}

@@ -1,0 +1,452 @@
+//! The SUT sampler: a task on its own runtime (its own thread), so the load's runtime never waits for it.
+//! Every `--sample` tick: one host command for every container's cgroup figures, the host's load average
+//! and the command's own CPU time; each app instance's `/api/websocket/info` and nginx's stub_status on
+//! their own addresses (locally on the bridge, remotely through the SSH connection, as status reaches
+//! them); the generator's own CPU and RSS — all stamped on the bench's one clock. Between levels it runs
+//! the leak check and reads nginx's log.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use crate::core::bench::timeline::stub_status_active;
+use crate::core::bench::{ContainerSample, GeneratorSample, InstanceSample, LeakCheck, Sample};
+use crate::load::metrics::{self, Live};
+use crate::shell::scripts::{limits, sample};
+use crate::status::{self, Deployed};
+use crate::sut::{Target, TargetSpec};
+
+/// What the level running right now tells the sampler.
+#[derive(Clone)]
+pub struct LevelState {
+    pub users: u64,
+    pub live: Arc<Live>,
+    /// When the level's ramp began and how long it is: the target users at an instant.
+    pub started: Instant,
+    pub ramp: Duration,
+}
+
+enum Command {
+    Level(Option<LevelState>),
+    /// Wait until every instance is at 0 connections and 0 rooms (checked each tick), at most `settle`.
+    Leak(Duration, oneshot::Sender<LeakCheck>),
+    /// nginx's "worker_connections are not enough" lines since a unix time.
+    NginxNotEnough(i64, oneshot::Sender<u64>),
+    Snapshot(oneshot::Sender<Vec<Sample>>),
+    Stop(oneshot::Sender<Finished>),
+}
+
+/// What the sampler hands back at the end.
+pub struct Finished {
+    pub samples: Vec<Sample>,
+    /// CPU seconds its host commands used on the SUT (from `times`).
+    pub sut_cpu_s: f64,
+    pub sample_ms_total: f64,
+}
+
+/// The sampler's handle, used from the bench's (blocking) thread.
+pub struct Sampler {
+    tx: mpsc::UnboundedSender<Command>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    pub t0: Instant,
+    /// Facts read once at the start.
+    pub facts: Facts,
+}
+
+/// What the sampler learnt of the stack when it started.
+#[derive(Debug, Clone, Default)]
+pub struct Facts {
+    /// service → image digest.
+    pub images: std::collections::BTreeMap<String, String>,
+    pub host_cpus: Option<f64>,
+    pub has_nginx: bool,
+}
+
+/// One container the sampler reads.
+struct Probe {
+    service: String,
+    container: String,
+    pid: i64,
+    cpu_limit: Option<f64>,
+    app: bool,
+}
+
+impl Sampler {
+    /// Connect (on the sampler's own runtime), find the stack's containers, and start sampling.
+    pub fn start(
+        spec: TargetSpec,
+        stack: String,
+        deployed: Deployed,
+        every: Duration,
+    ) -> Result<Sampler> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(Instant, Facts)>>();
+        let thread = std::thread::Builder::new()
+            .name("bench-sampler".into())
+            .spawn(move || {
+                let rt = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e.into()));
+                        return;
+                    }
+                };
+                rt.block_on(async move {
+                    match Inner::new(&spec, stack, deployed, every).await {
+                        Ok(inner) => {
+                            let _ = ready_tx.send(Ok((inner.t0, inner.facts.clone())));
+                            inner.run(rx).await;
+                        }
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e));
+                        }
+                    }
+                });
+            })
+            .context("starting the sampler thread")?;
+        let (t0, facts) = ready_rx
+            .recv()
+            .context("the sampler thread ended before it started")??;
+        Ok(Sampler {
+            tx,
+            thread: Some(thread),
+            t0,
+            facts,
+        })
+    }
+
+    pub fn level(&self, state: Option<LevelState>) {
+        let _ = self.tx.send(Command::Level(state));
+    }
+
+    pub fn leak_check(&self, settle: Duration) -> LeakCheck {
+        let (tx, rx) = oneshot::channel();
+        let _ = self.tx.send(Command::Leak(settle, tx));
+        rx.blocking_recv()
+            .unwrap_or_else(|_| LeakCheck::judge(vec![], 0))
+    }
+
+    pub fn nginx_not_enough(&self, since_unix_s: i64) -> u64 {
+        let (tx, rx) = oneshot::channel();
+        let _ = self.tx.send(Command::NginxNotEnough(since_unix_s, tx));
+        rx.blocking_recv().unwrap_or(0)
+    }
+
+    pub fn snapshot(&self) -> Vec<Sample> {
+        let (tx, rx) = oneshot::channel();
+        let _ = self.tx.send(Command::Snapshot(tx));
+        rx.blocking_recv().unwrap_or_default()
+    }
+
+    pub fn stop(mut self) -> Finished {
+        let (tx, rx) = oneshot::channel();
+        let _ = self.tx.send(Command::Stop(tx));
+        let out = rx.blocking_recv().unwrap_or(Finished {
+            samples: vec![],
+            sut_cpu_s: 0.0,
+            sample_ms_total: 0.0,
+        });
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        out
+    }
+
+    /// ms on the bench's clock.
+    pub fn now_ms(&self) -> u64 {
+        self.t0.elapsed().as_millis() as u64
+    }
+}
+
+struct Inner {
+    target: Target,
+    deployed: Deployed,
+    every: Duration,
+    t0: Instant,
+    facts: Facts,
+    probes: Vec<Probe>,
+    client: crate::app::Client,
+    token: tokio::sync::OnceCell<Option<String>>,
+    samples: Vec<Sample>,
+    level: Option<LevelState>,
+    prev_cpu: Vec<Option<u64>>,
+    prev_at: Option<Instant>,
+    prev_gen_cpu: f64,
+    gen_cpus: f64,
+    restarts: Vec<Option<u64>>,
+    sut_cpu_s: f64,
+    sample_ms_total: f64,
+    ticks: u64,
+}
+
+/// Instances and nginx are probed with a short bound: a stalled one must not stall the sampling.
+const PROBE: crate::app::Timeouts = crate::app::Timeouts::all(Duration::from_millis(800));
+
+impl Inner {
+    async fn new(
+        spec: &TargetSpec,
+        stack: String,
+        deployed: Deployed,
+        every: Duration,
+    ) -> Result<Inner> {
+        let target = Target::connect(spec).await?;
+        let observed = crate::engine::observe::observe(&target.docker, &stack).await?;
+        let mut probes = Vec::new();
+        let mut facts = Facts::default();
+        for c in &observed.containers {
+            let info = target.docker.inspect_container(&c.name, None).await?;
+            let pid = info.state.as_ref().and_then(|s| s.pid).filter(|p| *p > 0);
+            let Some(pid) = pid else { continue };
+            let cpu_limit = info
+                .host_config
+                .as_ref()
+                .and_then(|h| h.nano_cpus)
+                .filter(|n| *n > 0)
+                .map(|n| n as f64 / 1e9);
+            let image = info.image.clone().unwrap_or_default();
+            facts.images.insert(c.service.clone(), image);
+            facts.has_nginx |= c.service == "nginx";
+            probes.push(Probe {
+                service: c.service.clone(),
+                container: c.name.clone(),
+                pid,
+                cpu_limit,
+                app: status::report::is_app(&c.service),
+            });
+        }
+        anyhow::ensure!(
+            !probes.is_empty(),
+            "stack {stack} has no running container to sample"
+        );
+        probes.sort_by(|a, b| a.service.cmp(&b.service));
+        facts.host_cpus = target
+            .docker
+            .info()
+            .await
+            .ok()
+            .and_then(|i| i.ncpu)
+            .map(|n| n as f64);
+        let n = probes.len();
+        Ok(Inner {
+            target,
+            deployed,
+            every,
+            t0: Instant::now(),
+            facts,
+            probes,
+            client: crate::app::Client::new(2, PROBE),
+            token: tokio::sync::OnceCell::new(),
+            samples: Vec::new(),
+            level: None,
+            prev_cpu: vec![None; n],
+            prev_at: None,
+            prev_gen_cpu: metrics::cpu_seconds(),
+            gen_cpus: std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64),
+            restarts: vec![None; n],
+            sut_cpu_s: 0.0,
+            sample_ms_total: 0.0,
+            ticks: 0,
+        })
+    }
+
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Command>) {
+        let mut tick = tokio::time::interval(self.every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // A leak check waits over ticks (sampling goes on), judged on each tick's instance counts.
+        let mut leak: Option<(Instant, Duration, oneshot::Sender<LeakCheck>)> = None;
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    self.sample().await;
+                    if let Some((start, settle, _)) = &leak {
+                        let last = self.samples.last().map(|s| s.instances.clone()).unwrap_or_default();
+                        let zero = !last.is_empty()
+                            && last.iter().all(|i| i.connections == Some(0) && i.rooms == Some(0));
+                        let waited = start.elapsed();
+                        if zero || waited >= *settle {
+                            let (_, _, reply) = leak.take().expect("checked above");
+                            let _ = reply.send(LeakCheck::judge(last, waited.as_millis() as u64));
+                        }
+                    }
+                }
+                c = rx.recv() => match c {
+                    None => return,
+                    Some(Command::Level(l)) => self.level = l,
+                    Some(Command::Leak(settle, reply)) => leak = Some((Instant::now(), settle, reply)),
+                    Some(Command::NginxNotEnough(since, reply)) => {
+                        let _ = reply.send(self.nginx_not_enough(since).await);
+                    }
+                    Some(Command::Snapshot(reply)) => {
+                        let _ = reply.send(self.samples.clone());
+                    }
+                    Some(Command::Stop(reply)) => {
+                        let _ = reply.send(Finished {
+                            samples: std::mem::take(&mut self.samples),
+                            sut_cpu_s: self.sut_cpu_s,
+                            sample_ms_total: self.sample_ms_total,
+                        });
+                        return;
+                    }
+                },
+            }
+        }
+    }
+
+    async fn instances(&self) -> Vec<InstanceSample> {
+        let apps = self.probes.iter().filter(|p| p.app);
+        futures_util::future::join_all(apps.map(|p| async {
+            let s = status::instance_status(
+                &self.target,
+                &self.client,
+                &p.container,
+                &p.service,
+                &self.deployed,
+                &self.token,
+            )
+            .await;
+            InstanceSample {
+                service: p.service.clone(),
+                connections: s.total_connections,
+                rooms: s.rooms_count,
+            }
+        }))
+        .await
+    }
+
+    async fn nginx_active(&self) -> Option<u64> {
+        let p = self.probes.iter().find(|p| p.service == "nginx")?;
+        let ip = status::container_ip(&self.target.docker, &p.container)
+            .await
+            .ok()?;
+        let addr = self
+            .target
+            .reach(&ip, crate::render::NGINX_STATUS_PORT)
+            .await
+            .ok()?;
+        let ep = crate::app::Endpoint::at(addr, None);
+        let a = self.client.nginx_status(&ep).answer().await.ok()?;
+        stub_status_active(a.body.as_str()?)
+    }
+
+    async fn sample(&mut self) {
+        let started = Instant::now();
+        let pids: Vec<i64> = self.probes.iter().map(|p| p.pid).collect();
+        let script = sample::sample(&pids);
+        let (host, instances, nginx) = tokio::join!(
+            self.target.host_shell(&script),
+            self.instances(),
+            self.nginx_active()
+        );
+        let read = host.ok().map(|t| sample::parse(&t, &pids));
+        let now = Instant::now();
+        let elapsed_ns = self.prev_at.map(|p| (now - p).as_nanos() as f64);
+        self.prev_at = Some(now);
+        if self.ticks.is_multiple_of(5) {
+            for (i, p) in self.probes.iter().enumerate() {
+                if let Ok(info) = self
+                    .target
+                    .docker
+                    .inspect_container(&p.container, None)
+                    .await
+                {
+                    self.restarts[i] = info.restart_count.map(|r| r.max(0) as u64);
+                }
+            }
+        }
+        self.ticks += 1;
+        let mut containers = Vec::with_capacity(self.probes.len());
+        for (i, p) in self.probes.iter().enumerate() {
+            let e = read
+                .as_ref()
+                .map(|r| limits::parse(&p.service, &r.per_pid[i]));
+            let usage = e.as_ref().and_then(|e| e.cpu_usage_ns);
+            let cpu_pct = match (self.prev_cpu[i], usage, elapsed_ns) {
+                (Some(a), Some(b), Some(ns)) if ns > 0.0 => {
+                    Some(b.saturating_sub(a) as f64 / ns * 100.0)
+                }
+                _ => None,
+            };
+            self.prev_cpu[i] = usage;
+            containers.push(ContainerSample {
+                service: p.service.clone(),
+                cpu_pct,
+                cpu_limit: e.as_ref().and_then(|e| e.cpus).or(p.cpu_limit),
+                rss_bytes: e.as_ref().and_then(|e| e.rss_bytes),
+                mem_limit_bytes: e.as_ref().and_then(|e| e.memory),
+                restarts: self.restarts[i],
+                open_files: None,
+                nofile: e.as_ref().and_then(|e| e.nofile_soft),
+            });
+        }
+        if let Some(own) = read.as_ref().and_then(|r| r.own_cpu_s) {
+            self.sut_cpu_s += own;
+        }
+        let gen_cpu = metrics::cpu_seconds();
+        let gen_pct = elapsed_ns
+            .filter(|ns| *ns > 0.0)
+            .map(|ns| (gen_cpu - self.prev_gen_cpu) / (ns / 1e9) / self.gen_cpus * 100.0);
+        self.prev_gen_cpu = gen_cpu;
+        let generator = match &self.level {
+            Some(l) => {
+                let ramp = l.ramp.as_secs_f64();
+                let frac = if ramp <= 0.0 {
+                    1.0
+                } else {
+                    (l.started.elapsed().as_secs_f64() / ramp).min(1.0)
+                };
+                GeneratorSample {
+                    target_users: (l.users as f64 * frac).round() as u64,
+                    open_sockets: Live::get(&l.live.open),
+                    failures: Live::get(&l.live.failed),
+                    cpu_pct: gen_pct,
+                    rss_bytes: Some(metrics::rss_bytes().1),
+                }
+            }
+            None => GeneratorSample {
+                cpu_pct: gen_pct,
+                rss_bytes: Some(metrics::rss_bytes().1),
+                ..GeneratorSample::default()
+            },
+        };
+        let took = started.elapsed().as_secs_f64() * 1000.0;
+        self.sample_ms_total += took;
+        self.samples.push(Sample {
+            t_ms: (started - self.t0).as_millis() as u64,
+            level: self.level.as_ref().map(|l| l.users),
+            containers,
+            instances,
+            nginx_active: nginx,
+            load_avg: read.as_ref().and_then(|r| r.load_avg),
+            generator,
+            sample_ms: Some(took),
+        });
+    }
+
+    async fn nginx_not_enough(&self, since: i64) -> u64 {
+        use bollard::query_parameters::LogsOptionsBuilder;
+        use futures_util::StreamExt;
+        let Some(p) = self.probes.iter().find(|p| p.service == "nginx") else {
+            return 0;
+        };
+        let opts = LogsOptionsBuilder::default()
+            .stderr(true)
+            .stdout(true)
+            .since(since as i32)
+            .build();
+        let mut logs = self.target.docker.logs(&p.container, Some(opts));
+        let mut n = 0;
+        while let Some(Ok(line)) = logs.next().await {
+            n += line
+                .to_string()
+                .matches("worker_connections are not enough")
+                .count() as u64;
+        }
+        n
+    }
+}
