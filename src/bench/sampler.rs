@@ -247,7 +247,7 @@ impl Inner {
             prev_cpu: vec![None; n],
             prev_at: None,
             prev_gen_cpu: metrics::cpu_seconds(),
-            gen_cpus: std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64),
+            gen_cpus: metrics::cpu_capacity(),
             restarts: vec![None; n],
             sut_cpu_s: 0.0,
             sample_ms_total: 0.0,

@@ -253,7 +253,7 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
         levels: vec![],
         verdict: Verdict::of(&[], &levels),
         sampler: SamplerCost::default(),
-        generator_cpus: std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64),
+        generator_cpus: crate::load::metrics::cpu_capacity(),
     };
     let t0 = std::time::Instant::now();
     let plan = bench::Plan {

@@ -141,9 +141,68 @@ pub fn cpu_seconds() -> f64 {
     ((tv(ru.ru_utime) + tv(ru.ru_stime)) * 1000.0).round() / 1000.0
 }
 
+/// The CPUs this process may use: its affinity, capped by its cgroup's CPU quota (a generator limited
+/// to a fraction of a CPU is busy at that fraction, which `available_parallelism` rounds up to 1).
+pub fn cpu_capacity() -> f64 {
+    let cores = std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64);
+    let cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    match cgroup_quota(&cgroup, |p| std::fs::read_to_string(p).ok()) {
+        Some(q) if q < cores => q,
+        _ => cores,
+    }
+}
+
+/// The CPU quota (in CPUs) of the cgroup named in a /proc/self/cgroup text, v2 or v1.
+fn cgroup_quota(cgroup: &str, read: impl Fn(&str) -> Option<String>) -> Option<f64> {
+    let ratio = |q: &str, p: &str| {
+        let (q, p) = (q.trim().parse::<f64>().ok()?, p.trim().parse::<f64>().ok()?);
+        (q > 0.0 && p > 0.0).then_some(q / p)
+    };
+    for line in cgroup.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, ctl, path) = (parts.next()?, parts.next()?, parts.next()?);
+        if ctl.is_empty() {
+            let max = read(&format!("/sys/fs/cgroup{path}/cpu.max"))?;
+            let mut w = max.split_whitespace();
+            return ratio(w.next()?, w.next()?);
+        }
+        if ctl.split(',').any(|c| c == "cpu") {
+            let dir = format!("/sys/fs/cgroup/cpu{path}");
+            return ratio(
+                &read(&format!("{dir}/cpu.cfs_quota_us"))?,
+                &read(&format!("{dir}/cpu.cfs_period_us"))?,
+            );
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cgroup_quotas_v1_and_v2() {
+        let files = |p: &str| -> Option<String> {
+            match p {
+                "/sys/fs/cgroup/gen/cpu.max" => Some("20000 100000\n".into()),
+                "/sys/fs/cgroup/free/cpu.max" => Some("max 100000\n".into()),
+                "/sys/fs/cgroup/cpu/gen/cpu.cfs_quota_us" => Some("50000\n".into()),
+                "/sys/fs/cgroup/cpu/gen/cpu.cfs_period_us" => Some("100000\n".into()),
+                "/sys/fs/cgroup/cpu/cpu.cfs_quota_us" => Some("-1\n".into()),
+                "/sys/fs/cgroup/cpu/cpu.cfs_period_us" => Some("100000\n".into()),
+                _ => None,
+            }
+        };
+        assert_eq!(cgroup_quota("0::/gen\n", files), Some(0.2));
+        assert_eq!(cgroup_quota("0::/free\n", files), None);
+        assert_eq!(
+            cgroup_quota("5:memory:/\n4:cpu,cpuacct:/gen\n", files),
+            Some(0.5)
+        );
+        assert_eq!(cgroup_quota("4:cpu,cpuacct:/\n", files), None);
+        assert!(cpu_capacity() > 0.0);
+    }
 
     #[test]
     fn percentiles_in_ms() {
