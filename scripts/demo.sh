@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # README's main job: set the machine up (idempotent: packages, engine, fixture images), deploy an HA stack
-# with the stand-in app on the local engine, seed it with benchmark accounts, and show its state.
+# with the stand-in app on the local engine, seed it with benchmark accounts, show its state, and run a short
+# benchmark whose HTML report it names.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -9,4 +10,8 @@ exectl=target/release/exectl
 $exectl deploy --config scripts/demo.yaml --images images/fixtures.yaml
 $exectl prepare --stack demo --accounts 1000 --users-per-project 4
 $exectl status --stack demo --expect-healthy
+# Two levels of idle sockets; the leak check after each waits for the app's room cleanup (30 s).
+bench_rc=0
+$exectl bench --stack demo --levels 100,500 --hold 10s --ramp 3s --run-id "demo-$(date +%s)" || bench_rc=$?
+[ "$bench_rc" -le 1 ] || exit "$bench_rc"   # 1: a level failed, which the report shows; anything else is an error
 echo "demo stack up: nginx LB on http://127.0.0.1:8090 — remove it with: $exectl teardown --stack demo --purge"

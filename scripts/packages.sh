@@ -5,7 +5,7 @@
 set -euo pipefail
 pkgs=(docker.io containerd runc debootstrap docker-compose nginx-light mariadb-server mariadb-client
       postgresql postgresql-client redis-server busybox-static iproute2 python3-pip bc
-      openssh-server openssh-client)
+      openssh-server openssh-client chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
