@@ -218,6 +218,39 @@ async fn a_real_benchs_report_draws_every_series_in_chromium() {
         elsewhere.to_str().unwrap(),
     ]);
     assert_eq!(std::fs::read(&elsewhere).unwrap(), before);
+    // `runs list` shows benches beside deploys; `runs diff` of two benches shows the knob and the levels.
+    let benches = s.x.state.path().join("benches");
+    let mut r: serde_json::Value = serde_json::from_str(&read(&dir.join("results.json"))).unwrap();
+    for (id, hold) in [("bench-a", 4.0), ("bench-b", 9.0)] {
+        r["run_id"] = id.into();
+        r["hold_s"] = hold.into();
+        std::fs::create_dir_all(benches.join(id)).unwrap();
+        std::fs::write(benches.join(id).join("results.json"), r.to_string()).unwrap();
+    }
+    let list = s.x.ok(&["runs", "list"]);
+    assert!(list.lines().any(|l| l.starts_with("deploy ")), "{list}");
+    assert!(
+        list.contains("bench  bench-a") && list.contains("capacity 60"),
+        "{list}"
+    );
+    let diff = s.x.ok(&["runs", "diff", "bench-a", "bench-b"]);
+    assert!(diff.contains("hold_s") && diff.contains("4 -> 9"), "{diff}");
+    assert!(diff.contains("60 users: pass -> pass"), "{diff}");
+    let deploy_id = list
+        .lines()
+        .find(|l| l.starts_with("deploy "))
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap();
+    let mixed = s.x.run(&["runs", "diff", "bench-a", deploy_id]);
+    assert_eq!(
+        mixed.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&mixed.stderr)
+    );
+
     let missing = s.x.run(&["report", "no-such-run"]);
     assert_eq!(
         missing.status.code(),

@@ -390,7 +390,7 @@ fn level_charts(r: &Results) -> Result<Vec<String>, String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::limiting::{limiting_component, Known};
     use super::super::slo::Slos;
     use super::super::timeline::{ContainerSample, GeneratorSample, InstanceSample, LevelSpan};
