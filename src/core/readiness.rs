@@ -1,0 +1,212 @@
+//! Readiness probes, pure: which HTTP answer makes a service ready, decided from its rendered
+//! definition, and whether an answer is that one. Docker's health changes only on its healthcheck's
+//! interval tick (30 s for the real image) and says nothing about a proxy's routes, so deploy asks the
+//! services themselves as well (the engine's `probe` module sends the requests).
+
+use crate::core::compose::Service;
+use serde::Serialize;
+
+/// The label the compose template gives each service's role (app, db, redis, lb, proxy).
+pub const LABEL_ROLE: &str = "exectl.role";
+
+/// What answer a probe waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Expect {
+    /// The app's own `{"status":"ok"}` (directly, or routed through a proxy).
+    AppOk,
+    /// nginx's own `healthy` on `/health` (answered by nginx, not proxied).
+    LbHealthy,
+}
+
+/// One HTTP GET on the container's own address (its port inside the stack network), with a Host
+/// header when the service routes by Host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Probe {
+    pub port: u16,
+    pub path: &'static str,
+    pub host: Option<String>,
+    pub expect: Expect,
+}
+
+impl Probe {
+    /// "GET /healthcheck (Host h)", for progress lines and errors.
+    pub fn describe(&self) -> String {
+        match &self.host {
+            Some(h) => format!("GET {} with Host {h}", self.path),
+            None => format!("GET {}", self.path),
+        }
+    }
+}
+
+/// The probe of a service by its role: the app's `/healthcheck`; nginx's own `/health`; Traefik's
+/// Host-routed `/healthcheck`, which answers the app only once Traefik has loaded the stack's route
+/// (before that it says `404 page not found`). None for the rest (databases, redis): Docker's health.
+/// `host` is the Host Traefik routes (the spec's).
+pub fn probe_for(service: &Service, host: &str) -> Option<Probe> {
+    let role = service.labels.get(LABEL_ROLE).map(String::as_str)?;
+    match role {
+        "app" => Some(Probe {
+            port: service
+                .environment
+                .get("APP_PORT")
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(crate::core::render::APP_PORT),
+            path: "/healthcheck",
+            host: None,
+            expect: Expect::AppOk,
+        }),
+        "lb" => Some(Probe {
+            port: container_port(service)?,
+            path: "/health",
+            host: None,
+            expect: Expect::LbHealthy,
+        }),
+        "proxy" => Some(Probe {
+            port: container_port(service)?,
+            path: "/healthcheck",
+            host: Some(host.to_string()),
+            expect: Expect::AppOk,
+        }),
+        _ => None,
+    }
+}
+
+/// The container side of the first published port ("8090:80" → 80).
+fn container_port(service: &Service) -> Option<u16> {
+    let p = service.ports.first()?;
+    p.rsplit(':').next()?.parse().ok()
+}
+
+/// Ok when `status` and `body` are the answer `expect` waits for, else why not (for the timeout's
+/// report: a Traefik 404 is named as a route not loaded yet).
+pub fn judge(expect: Expect, status: u16, body: &str) -> Result<(), String> {
+    let short: String = body.trim().chars().take(120).collect();
+    match expect {
+        Expect::AppOk if status == 200 && app_ok(body) => Ok(()),
+        Expect::LbHealthy if status == 200 && body.trim() == "healthy" => Ok(()),
+        _ if status == 404 && body.trim() == "404 page not found" => Err(format!(
+            "404 {short:?}: Traefik's own answer, the stack's route is not loaded (yet)"
+        )),
+        _ => Err(format!("{status} {short:?}")),
+    }
+}
+
+fn app_ok(body: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(body)
+        .map(|v| v["status"] == "ok")
+        .unwrap_or(false)
+}
+
+/// What made a service ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadyBy {
+    /// Its own HTTP answer (deploy's probe), whatever Docker's health says yet.
+    Probe,
+    /// Docker's healthcheck.
+    Healthy,
+    /// Running, and nothing more was asked (no healthcheck and no probe, or a `service_started` wait).
+    Running,
+    /// A one-shot that exited 0.
+    Completed,
+}
+
+/// One service's readiness, for progress and deploy's JSON.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Ready {
+    pub service: String,
+    pub by: ReadyBy,
+    /// From the start of the wait.
+    pub seconds: f64,
+    /// Docker's health at that moment: healthy, starting, unhealthy, or none.
+    pub docker_health: String,
+    /// The probe that answered, when `by` is `probe`.
+    pub probe: Option<String>,
+}
+
+impl Ready {
+    /// The progress line's words: `ready (probe 0.4s; GET /healthcheck; docker health starting)`,
+    /// `healthy (3.1s)`, `running (0.0s)`, `completed (1.2s)`.
+    pub fn describe(&self) -> String {
+        let s = self.seconds;
+        match self.by {
+            ReadyBy::Probe => format!(
+                "ready (probe {s:.1}s; {}; docker health {})",
+                self.probe.as_deref().unwrap_or("?"),
+                self.docker_health
+            ),
+            ReadyBy::Healthy => format!("healthy ({s:.1}s)"),
+            ReadyBy::Running => format!("running ({s:.1}s)"),
+            ReadyBy::Completed => format!("completed ({s:.1}s)"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn service(role: &str, ports: &[&str], env: &[(&str, &str)]) -> Service {
+        let mut s: Service = serde_norway::from_str("image: x\n").unwrap();
+        s.labels.insert(LABEL_ROLE.into(), role.into());
+        s.ports = ports.iter().map(|p| p.to_string()).collect();
+        s.environment = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        s
+    }
+
+    #[test]
+    fn probes_by_role() {
+        let app = probe_for(&service("app", &[], &[("APP_PORT", "8081")]), "h").unwrap();
+        assert_eq!(
+            (app.port, app.path, app.host.clone()),
+            (8081, "/healthcheck", None)
+        );
+        let lb = probe_for(&service("lb", &["18090:80"], &[]), "h").unwrap();
+        assert_eq!(
+            (lb.port, lb.path, lb.expect),
+            (80, "/health", Expect::LbHealthy)
+        );
+        let proxy = probe_for(&service("proxy", &["8080:80"], &[]), "s.localhost").unwrap();
+        assert_eq!(proxy.host.as_deref(), Some("s.localhost"));
+        assert_eq!((proxy.port, proxy.expect), (80, Expect::AppOk));
+        assert_eq!(proxy.describe(), "GET /healthcheck with Host s.localhost");
+        assert_eq!(probe_for(&service("db", &[], &[]), "h"), None);
+        assert_eq!(probe_for(&service("lb", &[], &[]), "h"), None);
+    }
+
+    #[test]
+    fn answers() {
+        assert!(judge(Expect::AppOk, 200, r#"{"status":"ok","timestamp":1}"#).is_ok());
+        assert!(judge(Expect::AppOk, 200, "ok").is_err());
+        assert!(judge(Expect::AppOk, 503, r#"{"status":"ok"}"#).is_err());
+        let traefik = judge(Expect::AppOk, 404, "404 page not found\n").unwrap_err();
+        assert!(traefik.contains("route is not loaded"), "{traefik}");
+        assert!(judge(Expect::LbHealthy, 200, "healthy\n").is_ok());
+        assert!(judge(Expect::LbHealthy, 502, "<html>bad gateway</html>").is_err());
+    }
+
+    #[test]
+    fn progress_words() {
+        let r = Ready {
+            service: "app".into(),
+            by: ReadyBy::Probe,
+            seconds: 0.42,
+            docker_health: "starting".into(),
+            probe: Some("GET /healthcheck".into()),
+        };
+        assert_eq!(
+            r.describe(),
+            "ready (probe 0.4s; GET /healthcheck; docker health starting)"
+        );
+        let h = Ready {
+            by: ReadyBy::Healthy,
+            seconds: 3.06,
+            ..r
+        };
+        assert_eq!(h.describe(), "healthy (3.1s)");
+    }
+}
