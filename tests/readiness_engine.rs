@@ -219,3 +219,78 @@ async fn apps_are_ready_when_they_answer_not_on_dockers_next_tick() {
     x.ok(&["teardown", "--stack", stack, "--purge"]);
     assert!(labelled(&d, stack).await.is_empty());
 }
+
+/// The same on a remote SUT over SSH: the SUT's stack network (10.201.0.0/16 inside its namespace) has
+/// no route from here, so the apps' probes can only have answered through the SSH link, the way status
+/// reaches instances.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root, sshd, dockerd and the fixture images for the fake SUT (tests/sut/sut.sh); bash scripts/test.sh runs it"]
+async fn remote_apps_are_probed_through_the_ssh_link() {
+    let sut = common::sut::Sut::up_with_images(
+        "ready-probe",
+        44,
+        &[
+            "exectl-fixture/standin:latest",
+            "exectl-fixture/postgres:15",
+            "exectl-fixture/redis:7",
+            "exectl-fixture/nginx:1",
+        ],
+    );
+    let x = common::Exectl::new();
+    let stack = format!("{}remote-probe", common::stack_prefix());
+    let _ = std::fs::remove_dir_all(format!("/opt/exectl/{stack}"));
+    let remote = |args: &[&str]| {
+        let mut all = args.to_vec();
+        let url = sut.target_url();
+        let (key, known) = (
+            sut.key.to_str().unwrap().to_string(),
+            sut.known_hosts.to_str().unwrap().to_string(),
+        );
+        all.extend([
+            "--target",
+            &url,
+            "--identity",
+            &key,
+            "--known-hosts",
+            &known,
+        ]);
+        all.extend(["--docker-socket", sut.docker_sock.as_str()]);
+        x.run(&all)
+    };
+    let mut flags = vec![
+        "deploy",
+        "ha",
+        "--stack",
+        &stack,
+        "--instances",
+        "2",
+        "--lb-port",
+        "21044",
+        "--images",
+        FIXTURES,
+        "--health-interval",
+        "30s",
+        "--json",
+    ];
+    flags.extend(HA_LIMITS);
+    let started = Instant::now();
+    let out = remote(&flags);
+    let took = started.elapsed();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(took < Duration::from_secs(25), "deploy waited {took:?}");
+    for service in ["app-1", "app-2", "nginx"] {
+        assert_eq!(ready_of(&out, service)["by"], "probe", "{out}");
+    }
+    let down = remote(&["teardown", "--stack", &stack, "--purge"]);
+    assert!(
+        down.status.success(),
+        "{}",
+        String::from_utf8_lossy(&down.stderr)
+    );
+    let _ = std::fs::remove_dir_all(format!("/opt/exectl/{stack}"));
+}
