@@ -143,6 +143,22 @@ impl Ready {
     }
 }
 
+/// The waits at the end of a deploy: the plan's, and every service with a probe (`probed`) that a wave
+/// waited for only as started (compose's `service_started`: nginx in front of Traefik), because it is
+/// still a front door that must route.
+pub fn final_waits(wait_at_end: &[String], probed: &[&str], readied: &[Ready]) -> Vec<String> {
+    let mut rest = wait_at_end.to_vec();
+    for r in readied {
+        if r.by == ReadyBy::Running
+            && probed.contains(&r.service.as_str())
+            && !rest.contains(&r.service)
+        {
+            rest.push(r.service.clone());
+        }
+    }
+    rest
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,6 +203,33 @@ mod tests {
         assert!(traefik.contains("route is not loaded"), "{traefik}");
         assert!(judge(Expect::LbHealthy, 200, "healthy\n").is_ok());
         assert!(judge(Expect::LbHealthy, 502, "<html>bad gateway</html>").is_err());
+    }
+
+    #[test]
+    fn front_doors_only_started_are_probed_at_the_end() {
+        let ready = |service: &str, by| Ready {
+            service: service.into(),
+            by,
+            seconds: 0.0,
+            docker_health: "none".into(),
+            probe: None,
+        };
+        let readied = [
+            ready("postgres", ReadyBy::Healthy),
+            ready("app-1", ReadyBy::Probe),
+            ready("nginx", ReadyBy::Running),
+            ready("init", ReadyBy::Running),
+        ];
+        let rest = final_waits(
+            &["traefik".into()],
+            &["app-1", "nginx", "traefik"],
+            &readied,
+        );
+        assert_eq!(rest, ["traefik", "nginx"]);
+        assert_eq!(
+            final_waits(&["nginx".into()], &["nginx"], &readied),
+            ["nginx"]
+        );
     }
 
     #[test]

@@ -275,7 +275,13 @@ pub async fn apply(
             r?;
         }
     }
-    let rest = wait_at_end(plan, desired, &readied);
+    let probed: Vec<&str> = desired
+        .services
+        .iter()
+        .filter(|s| s.probe.is_some())
+        .map(|s| s.name.as_str())
+        .collect();
+    let rest = crate::core::readiness::final_waits(&plan.wait_at_end, &probed, &readied);
     readied.retain(|r| !rest.contains(&r.service));
     let rest = rest.iter().map(|name| {
         wait_service(
@@ -292,22 +298,6 @@ pub async fn apply(
         readied.push(r?);
     }
     Ok(readied)
-}
-
-/// The plan's waits at the end, and every service with a probe that a wave waited for only as started
-/// (compose's `service_started`: nginx in front of Traefik): it is still a front door that must route.
-fn wait_at_end(plan: &Plan, desired: &Desired, readied: &[Ready]) -> Vec<String> {
-    let mut rest = plan.wait_at_end.clone();
-    for r in readied {
-        let probed = desired
-            .services
-            .iter()
-            .any(|s| s.name == r.service && s.probe.is_some());
-        if r.by == ReadyBy::Running && probed && !rest.contains(&r.service) {
-            rest.push(r.service.clone());
-        }
-    }
-    rest
 }
 
 async fn converge_one(
