@@ -1,7 +1,7 @@
-//! Readiness probes, pure: which HTTP answer makes a service ready, decided from its rendered
-//! definition, and whether an answer is that one. Docker's health changes only on its healthcheck's
-//! interval tick (30 s for the real image) and says nothing about a proxy's routes, so deploy asks the
-//! services themselves as well (the engine's `probe` module sends the requests).
+//! Readiness probes, pure: which answer makes a service ready, decided from its rendered definition,
+//! and whether an answer is that one. Docker's health changes only on its healthcheck's interval tick
+//! (30 s for the real image, 5 s for the databases) and says nothing about a proxy's routes, so deploy
+//! asks the services themselves as well (the engine's `probe` module sends the requests).
 
 use crate::core::compose::Service;
 use serde::Serialize;
@@ -19,10 +19,19 @@ pub enum Expect {
     LbHealthy,
 }
 
+/// How deploy asks a service whether it is ready.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum Probe {
+    Http(HttpProbe),
+    /// The service's own healthcheck command (argv), run through the engine's exec at deploy's pace
+    /// rather than on Docker's interval tick: the same test, sooner.
+    Exec(Vec<String>),
+}
+
 /// One HTTP GET on the container's own address (its port inside the stack network), with a Host
 /// header when the service routes by Host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Probe {
+pub struct HttpProbe {
     pub port: u16,
     pub path: &'static str,
     pub host: Option<String>,
@@ -30,23 +39,28 @@ pub struct Probe {
 }
 
 impl Probe {
-    /// "GET /healthcheck (Host h)", for progress lines and errors.
+    /// "GET /healthcheck with Host h", "exec redis-cli ping", for progress lines and errors.
     pub fn describe(&self) -> String {
-        match &self.host {
-            Some(h) => format!("GET {} with Host {h}", self.path),
-            None => format!("GET {}", self.path),
+        match self {
+            Probe::Http(HttpProbe {
+                path,
+                host: Some(h),
+                ..
+            }) => format!("GET {path} with Host {h}"),
+            Probe::Http(HttpProbe { path, .. }) => format!("GET {path}"),
+            Probe::Exec(argv) => format!("exec {}", argv.join(" ")),
         }
     }
 }
 
 /// The probe of a service by its role: the app's `/healthcheck`; nginx's own `/health`; Traefik's
 /// Host-routed `/healthcheck`, which answers the app only once Traefik has loaded the stack's route
-/// (before that it says `404 page not found`). None for the rest (databases, redis): Docker's health.
-/// `host` is the Host Traefik routes (the spec's).
+/// (before that it says `404 page not found`). The rest (databases, redis): their own healthcheck
+/// command, run by deploy. `host` is the Host Traefik routes (the spec's).
 pub fn probe_for(service: &Service, host: &str) -> Option<Probe> {
-    let role = service.labels.get(LABEL_ROLE).map(String::as_str)?;
-    match role {
-        "app" => Some(Probe {
+    let role = service.labels.get(LABEL_ROLE).map(String::as_str);
+    let http = match role {
+        Some("app") => Some(HttpProbe {
             port: service
                 .environment
                 .get("APP_PORT")
@@ -56,18 +70,35 @@ pub fn probe_for(service: &Service, host: &str) -> Option<Probe> {
             host: None,
             expect: Expect::AppOk,
         }),
-        "lb" => Some(Probe {
+        Some("lb") => Some(HttpProbe {
             port: container_port(service)?,
             path: "/health",
             host: None,
             expect: Expect::LbHealthy,
         }),
-        "proxy" => Some(Probe {
+        Some("proxy") => Some(HttpProbe {
             port: container_port(service)?,
             path: "/healthcheck",
             host: Some(host.to_string()),
             expect: Expect::AppOk,
         }),
+        _ => None,
+    };
+    match http {
+        Some(h) => Some(Probe::Http(h)),
+        None if matches!(role, Some("lb" | "proxy")) => None,
+        None => exec_argv(&service.healthcheck.as_ref()?.test).map(Probe::Exec),
+    }
+}
+
+/// A compose healthcheck `test` as the argv an exec runs: `CMD a b` → `a b`, `CMD-SHELL c` →
+/// `/bin/sh -c c` (as the engine runs it); `NONE` or anything else → None.
+fn exec_argv(test: &[String]) -> Option<Vec<String>> {
+    match test.split_first()? {
+        (kind, rest) if kind == "CMD" && !rest.is_empty() => Some(rest.to_vec()),
+        (kind, [command]) if kind == "CMD-SHELL" => {
+            Some(vec!["/bin/sh".into(), "-c".into(), command.clone()])
+        }
         _ => None,
     }
 }
@@ -174,24 +205,72 @@ mod tests {
         s
     }
 
+    fn http(p: Option<Probe>) -> HttpProbe {
+        match p {
+            Some(Probe::Http(h)) => h,
+            other => panic!("not an HTTP probe: {other:?}"),
+        }
+    }
+
+    fn with_test(mut s: Service, test: &[&str]) -> Service {
+        s.healthcheck = Some(crate::core::compose::Healthcheck {
+            test: test.iter().map(|t| t.to_string()).collect(),
+            interval: "5s".into(),
+            timeout: "5s".into(),
+            retries: 3,
+            start_period: None,
+        });
+        s
+    }
+
     #[test]
     fn probes_by_role() {
-        let app = probe_for(&service("app", &[], &[("APP_PORT", "8081")]), "h").unwrap();
+        let app = http(probe_for(
+            &service("app", &[], &[("APP_PORT", "8081")]),
+            "h",
+        ));
         assert_eq!(
             (app.port, app.path, app.host.clone()),
             (8081, "/healthcheck", None)
         );
-        let lb = probe_for(&service("lb", &["18090:80"], &[]), "h").unwrap();
+        let lb = http(probe_for(&service("lb", &["18090:80"], &[]), "h"));
         assert_eq!(
             (lb.port, lb.path, lb.expect),
             (80, "/health", Expect::LbHealthy)
         );
-        let proxy = probe_for(&service("proxy", &["8080:80"], &[]), "s.localhost").unwrap();
-        assert_eq!(proxy.host.as_deref(), Some("s.localhost"));
+        let proxy = probe_for(&service("proxy", &["8080:80"], &[]), "s.localhost");
+        assert_eq!(
+            proxy.as_ref().unwrap().describe(),
+            "GET /healthcheck with Host s.localhost"
+        );
+        let proxy = http(proxy);
         assert_eq!((proxy.port, proxy.expect), (80, Expect::AppOk));
-        assert_eq!(proxy.describe(), "GET /healthcheck with Host s.localhost");
         assert_eq!(probe_for(&service("db", &[], &[]), "h"), None);
         assert_eq!(probe_for(&service("lb", &[], &[]), "h"), None);
+    }
+
+    #[test]
+    fn the_rest_run_their_own_healthcheck() {
+        let redis = with_test(service("redis", &[], &[]), &["CMD", "redis-cli", "ping"]);
+        let p = probe_for(&redis, "h").unwrap();
+        assert_eq!(p, Probe::Exec(vec!["redis-cli".into(), "ping".into()]));
+        assert_eq!(p.describe(), "exec redis-cli ping");
+        let pg = with_test(service("db", &[], &[]), &["CMD-SHELL", "pg_isready -U u"]);
+        assert_eq!(
+            probe_for(&pg, "h").unwrap().describe(),
+            "exec /bin/sh -c pg_isready -U u"
+        );
+        assert_eq!(
+            probe_for(&with_test(service("db", &[], &[]), &["NONE"]), "h"),
+            None
+        );
+        assert_eq!(
+            probe_for(&with_test(service("db", &[], &[]), &["CMD"]), "h"),
+            None
+        );
+        // A front door is asked over HTTP or not at all, never by exec.
+        let lb = with_test(service("lb", &[], &[]), &["CMD", "true"]);
+        assert_eq!(probe_for(&lb, "h"), None);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The readiness gate: poll one container until it is ready or the deadline passes, and on failure say
 //! why (last health probe output, last answer of deploy's own probe, last log lines).
 
-use super::probe::{Prober, INTERVAL};
+use super::probe::{interval, Prober};
 use crate::core::readiness::{Probe, ReadyBy};
 use crate::sut::Target;
 use anyhow::Result;
@@ -22,7 +22,7 @@ pub enum Readiness {
 pub struct Wanted<'a> {
     /// Ready, not only started (compose's `service_healthy`, and the waits at the end).
     pub ready: bool,
-    /// The service's own answer that makes it ready (`core::readiness`), probed at `INTERVAL`.
+    /// The service's own answer that makes it ready (`core::readiness`), probed at its interval.
     pub probe: Option<&'a Probe>,
     pub deadline: Instant,
 }
@@ -70,16 +70,10 @@ pub async fn wait_ready(
                     return Ok(Readiness::Ready(ReadyBy::Healthy, docker_health));
                 }
                 match wanted.probe {
-                    Some(probe) => {
-                        let answer = match crate::status::address_of(&info) {
-                            Some(ip) => prober.once(target, &ip, probe).await,
-                            None => Err("no address on the stack network yet".into()),
-                        };
-                        match answer {
-                            Ok(()) => return Ok(Readiness::Ready(ReadyBy::Probe, docker_health)),
-                            Err(why) => last_probe = Some(format!("{}: {why}", probe.describe())),
-                        }
-                    }
+                    Some(probe) => match prober.once(target, container, &info, probe).await {
+                        Ok(()) => return Ok(Readiness::Ready(ReadyBy::Probe, docker_health)),
+                        Err(why) => last_probe = Some(format!("{}: {why}", probe.describe())),
+                    },
                     None if !has_health => {
                         return Ok(Readiness::Ready(ReadyBy::Running, docker_health))
                     }
@@ -119,11 +113,10 @@ pub async fn wait_ready(
             );
             return Ok(Readiness::Failed(report));
         }
-        let pause = if wanted.probe.is_some() {
-            INTERVAL
-        } else {
-            Duration::from_millis(250)
-        };
+        let pause = wanted
+            .probe
+            .map(interval)
+            .unwrap_or(Duration::from_millis(250));
         tokio::time::sleep(pause).await;
     }
 }
