@@ -212,6 +212,40 @@ async fn leak_check_pinning_warning_json_and_run_diff() {
     assert!(labelled(&d, "t-status").await.is_empty());
 }
 
+/// Deploy returns once the apps answer their own probe, which can be before Docker's first health
+/// tick: wait (up to 10 s) until no container of the stack is still "starting", so that a plain
+/// status says ok.
+async fn docker_health_ran(d: &bollard::Docker, stack: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let mut starting = Vec::new();
+        for c in exectl::engine::observe::observe(d, stack)
+            .await
+            .unwrap()
+            .containers
+        {
+            let health = d
+                .inspect_container(&c.name, None)
+                .await
+                .unwrap()
+                .state
+                .and_then(|s| s.health)
+                .and_then(|h| h.status);
+            if health == Some(bollard::models::HealthStatusEnum::STARTING) {
+                starting.push(c.name);
+            }
+        }
+        if starting.is_empty() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still starting: {starting:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
 fn args<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
     base.iter().chain(extra).copied().collect()
 }
@@ -237,6 +271,7 @@ async fn lost_or_dead_services_fail_and_are_named() {
     ];
     base.extend(HA_LIMITS);
     x.deploy_json(&base);
+    docker_health_ran(&d, stack).await;
     let (out, r) = status(&x, stack, &[]);
     assert_eq!(
         (out.status.code(), r["verdict"].as_str()),
@@ -295,6 +330,7 @@ async fn lost_or_dead_services_fail_and_are_named() {
 
     // The next deploy converges from there.
     x.deploy_json(&base);
+    docker_health_ran(&d, stack).await;
     let (out, r) = status(&x, stack, &["--expect-healthy"]);
     assert_eq!(out.status.code(), Some(0), "{r}");
     x.ok(&["teardown", "--stack", stack, "--purge"]);

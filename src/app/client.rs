@@ -281,6 +281,11 @@ impl Client {
         self.call(ep, Method::GET, "/nginx_status".into(), None)
     }
 
+    /// `GET /health` on the nginx LB: its own answer (`healthy`), not proxied.
+    pub fn lb_health(&self, ep: &Endpoint) -> Call {
+        self.call(ep, Method::GET, "/health".into(), None)
+    }
+
     /// `GET /api/websocket/info`: one instance's rooms and connections (newer images require an admin).
     pub fn websocket_info(&self, ep: &Endpoint, bearer: Option<&str>) -> Call {
         self.call(ep, Method::GET, "/api/websocket/info".into(), bearer)

@@ -199,9 +199,9 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
     let reporter = Reporter::new(&stack, args.json);
     let progress = |e: apply::Event| reporter.event(e);
     let held = || lock.still_held();
-    let result = apply::apply(&target.docker, &p.desired, &plan, timeout, &progress, &held).await;
+    let result = apply::apply(&target, &p.desired, &plan, timeout, &progress, &held).await;
     reporter.finish();
-    result?;
+    let readied = result?;
     let effective = limits::read_back(&target, &p.desired.services).await?;
     let mismatched: Vec<_> = effective
         .iter()
@@ -221,6 +221,7 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
                 "changed": changed,
                 "noop": plan.is_noop(),
                 "plan": plan,
+                "ready": readied,
                 "pulled": pulled,
                 "loaded": loaded,
                 "target": target.describe(),

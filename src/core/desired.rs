@@ -26,6 +26,8 @@ pub struct DesiredService {
     pub parts: BTreeMap<String, String>,
     /// Services to wait for, with `true` when they must be healthy (not only started).
     pub depends_on: Vec<(String, bool)>,
+    /// How deploy asks the service itself whether it is ready (not part of the config hash).
+    pub probe: Option<crate::core::readiness::Probe>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -149,6 +151,7 @@ pub fn desired(
                 .iter()
                 .map(|(d, c)| (d.clone(), c.condition == "service_healthy"))
                 .collect(),
+            probe: None,
             service: s,
             hash,
             parts,

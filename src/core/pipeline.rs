@@ -38,6 +38,9 @@ pub fn desired_state(
         .iter()
         .map(|f| (f.path.to_string(), f.bytes.clone()))
         .collect();
-    let desired = desired::desired(&file, &env, host_bundle_dir, &files)?;
+    let mut desired = desired::desired(&file, &env, host_bundle_dir, &files)?;
+    for s in &mut desired.services {
+        s.probe = crate::core::readiness::probe_for(&s.service, &spec.host);
+    }
     Ok(Rendered { bundle, desired })
 }

@@ -1,9 +1,13 @@
 //! Carry out a plan, deciding nothing: network and volumes, then removals, then the plan's waves (each
-//! waits for what it depends on, then converges its services), then the waits at the end.
+//! waits for what it depends on, then converges its services), then the waits at the end (which include
+//! every front door only waited for as started: the stack is ready when its front door routes).
 
 use super::desired::{duration_ns, Desired, DesiredService, LABEL_HASH, LABEL_PARTS, LABEL_STACK};
-use super::wait::{wait_ready, Readiness};
+use super::probe::Prober;
+use super::wait::{wait_ready, Readiness, Wanted};
+use crate::core::readiness::{Ready, ReadyBy};
 use crate::plan::{Action, Plan};
+use crate::sut::Target;
 use anyhow::{bail, Context, Result};
 use bollard::models::{
     ContainerCreateBody, EndpointSettings, HealthConfig, HostConfig, NetworkCreateRequest,
@@ -174,16 +178,20 @@ async fn start(docker: &Docker, s: &DesiredService) -> Result<()> {
 }
 
 /// Apply `plan`. Each service is started only once the services it depends on are ready, and at the end
-/// every service is ready (healthy, running, or a one-shot that exited 0), or the error names the one that
-/// is not. Safe to interrupt: the next run observes what exists and converges.
+/// every service is ready (its own probe answered, healthy, running, or a one-shot that exited 0), or the
+/// error names the one that is not. Returns how each waited-for service became ready. Safe to interrupt:
+/// the next run observes what exists and converges.
 pub async fn apply(
-    docker: &Docker,
+    target: &Target,
     desired: &Desired,
     plan: &Plan,
     timeout: Duration,
     progress: Progress<'_>,
     held: Held<'_>,
-) -> Result<()> {
+) -> Result<Vec<Ready>> {
+    let docker = &target.docker;
+    let prober = Prober::default();
+    let mut readied: Vec<Ready> = Vec::new();
     held()?;
     if let Some(net) = &plan.create_network {
         docker
@@ -235,10 +243,18 @@ pub async fn apply(
     // services in parallel.
     for wave in &plan.waves {
         let waits = wave.wait_for.iter().map(|(d, healthy)| {
-            wait_service(docker, service(d), *healthy, deadline, progress, held)
+            wait_service(
+                target,
+                &prober,
+                service(d),
+                *healthy,
+                deadline,
+                progress,
+                held,
+            )
         });
         for r in futures_util::future::join_all(waits).await {
-            r?;
+            readied.push(r?);
         }
         let converge = wave.services.iter().map(|name| {
             let action = plan
@@ -259,14 +275,29 @@ pub async fn apply(
             r?;
         }
     }
-    let rest = plan
-        .wait_at_end
+    let probed: Vec<&str> = desired
+        .services
         .iter()
-        .map(|name| wait_service(docker, service(name), true, deadline, progress, held));
+        .filter(|s| s.probe.is_some())
+        .map(|s| s.name.as_str())
+        .collect();
+    let rest = crate::core::readiness::final_waits(&plan.wait_at_end, &probed, &readied);
+    readied.retain(|r| !rest.contains(&r.service));
+    let rest = rest.iter().map(|name| {
+        wait_service(
+            target,
+            &prober,
+            service(name),
+            true,
+            deadline,
+            progress,
+            held,
+        )
+    });
     for r in futures_util::future::join_all(rest).await {
-        r?;
+        readied.push(r?);
     }
-    Ok(())
+    Ok(readied)
 }
 
 async fn converge_one(
@@ -304,21 +335,36 @@ async fn converge_one(
 }
 
 async fn wait_service(
-    docker: &Docker,
+    target: &Target,
+    prober: &Prober,
     s: &DesiredService,
-    healthy: bool,
+    ready: bool,
     deadline: tokio::time::Instant,
     progress: Progress<'_>,
     held: Held<'_>,
-) -> Result<()> {
+) -> Result<Ready> {
     let started = tokio::time::Instant::now();
-    match wait_ready(docker, &s.container_name, healthy, deadline, held).await? {
-        Readiness::Ready(state) => {
+    let wanted = Wanted {
+        ready,
+        probe: s.probe.as_ref(),
+        deadline,
+    };
+    match wait_ready(target, prober, &s.container_name, &wanted, held).await? {
+        Readiness::Ready(by, docker_health) => {
+            let r = Ready {
+                service: s.name.clone(),
+                by,
+                seconds: started.elapsed().as_secs_f64(),
+                docker_health,
+                probe: (by == ReadyBy::Probe)
+                    .then(|| s.probe.as_ref().map(|p| p.describe()))
+                    .flatten(),
+            };
             progress(Event {
                 service: s.name.clone(),
-                what: format!("{state} ({:.1}s)", started.elapsed().as_secs_f64()),
+                what: r.describe(),
             });
-            Ok(())
+            Ok(r)
         }
         Readiness::Failed(report) => bail!("service {} is not ready: {report}", s.name),
     }

@@ -7,6 +7,7 @@ pub mod limits;
 pub mod lock;
 pub mod observe;
 pub mod preflight;
+pub mod probe;
 pub mod remote_lock;
 pub mod teardown;
 pub mod wait;

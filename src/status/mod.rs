@@ -247,13 +247,18 @@ async fn admin_token(
 /// The container's address on its stack network: probes go there directly, never through the LB.
 pub async fn container_ip(docker: &Docker, container: &str) -> Result<String> {
     let info = docker.inspect_container(container, None).await?;
+    address_of(&info).with_context(|| format!("{container} has no address on its network"))
+}
+
+/// An inspected container's address on its stack network (None before it has one).
+pub fn address_of(info: &bollard::models::ContainerInspectResponse) -> Option<String> {
     info.network_settings
-        .and_then(|n| n.networks)
+        .as_ref()
+        .and_then(|n| n.networks.as_ref())
         .and_then(|nets| {
             nets.values()
                 .find_map(|n| n.ip_address.clone().filter(|ip| !ip.is_empty()))
         })
-        .with_context(|| format!("{container} has no address on its network"))
 }
 
 fn now_s() -> u64 {
