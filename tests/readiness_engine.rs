@@ -215,8 +215,10 @@ async fn apps_are_ready_when_they_answer_not_on_dockers_next_tick() {
     }
     let (status, body) = get(&port, "/health", "localhost").unwrap();
     assert_eq!((status, body.trim()), (200, "healthy"));
-    // nginx's `location /health` is a prefix: it answers /healthcheck itself too. An API route shows
-    // that it proxies to the apps.
+    // `location = /health` is exact: the apps' /healthcheck goes through to them (a prefix match made
+    // nginx answer it itself, hiding the apps from load's and prepare's checks through the LB).
+    let (status, body) = get(&port, "/healthcheck", "localhost").unwrap();
+    assert!(status == 200 && body.contains("\"status\""), "{status} {body}");
     let (status, body) = get(&port, "/api/websocket/info", "localhost").unwrap();
     assert!(
         status == 200 && body.contains("totalConnections"),

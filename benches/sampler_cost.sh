@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Benchmark: what exectl bench's SUT sampler costs the SUT at 1 Hz on ha ×4, locally and over SSH (a fake
+# remote SUT: tests/sut/sut.sh), next to the named baseline: the same figures read by the limits script
+# (`cat`/`sed` per file, what `status` runs), measured in the same run.
+# Usage: bash benches/sampler_cost.sh [HOLD]   (root; needs scripts/setup.sh first; HOLD default 60s)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+hold=${1:-60s}
+cargo build --release -q -p exectl
+exectl=$PWD/target/release/exectl
+state=$(mktemp -d); export EXECTL_STATE_DIR=$state
+sut=bench-sampler
+cleanup() {
+  "$exectl" teardown --stack bench-sampler --purge >/dev/null 2>&1 || true
+  [ -n "${SUT_ARGS:-}" ] && "$exectl" teardown --stack bench-sampler --purge $SUT_ARGS >/dev/null 2>&1 || true
+  bash tests/sut/sut.sh down "$sut" >/dev/null 2>&1 || true
+  rm -rf "$state"
+}
+trap cleanup EXIT
+ha=(ha --stack bench-sampler --instances 4 --cpus 0.5 --memory 256m --nofile 20000 --worker-rlimit-nofile 20000
+    --worker-connections 10000 --images images/fixtures.yaml --health-interval 1s)
+
+# The share of one core a run used: CPU seconds over wall seconds.
+pct() { echo "scale=2; 100 * $1 / $2" | bc -l; }
+
+setup() {
+  "$exectl" deploy "${ha[@]}" --lb-port 18295 "$@" >/dev/null
+  "$exectl" prepare --stack bench-sampler --accounts 40 --bcrypt-cost 4 "$@" >/dev/null
+}
+
+# Bench one level for HOLD at 1 Hz; print the sampler's own figures.
+measure() {
+  local where=$1; shift
+  "$exectl" bench --stack bench-sampler --levels 40 --hold "$hold" --ramp 1s --settle 5s --sample 1s \
+    --run-id "sampler-$where-$(date +%s)" --json "$@" > "$state/$where.json" || true
+  python3 - "$state/$where.json" "$where" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = r["sampler"]
+containers = len(r["images"])
+print(f"{sys.argv[2]:<6} {s['samples']:>4} samples of {containers} containers over {r['duration_s']:.0f} s: "
+      f"host command CPU {s['sut_cpu_pct']:.2f} % of one core, {s['mean_sample_ms']:.0f} ms per sample (wall, probes included)")
+PY
+}
+
+echo "sampler cost, ha ×4 (+ nginx, postgres, redis), 1 Hz, hold $hold, $(date -u '+%F %H:%M') UTC, load $(cut -d' ' -f1 /proc/loadavg)"
+setup
+measure local
+
+# Baseline, same containers: the limits script (a process per file read) 60 times, as at 1 Hz for a minute.
+pids=$(docker ps -q --filter label=exectl.stack=bench-sampler | xargs docker inspect -f '{{.State.Pid}}' | tr '\n' ' ')
+script=$(cat <<'SH'
+for p in "$@"; do
+  cat /proc/$p/limits >/dev/null
+  c=$(sed -n 's/^[0-9]*:\(cpu,cpuacct\|cpu\):\(.*\)/\2/p' /proc/$p/cgroup | head -n1)
+  m=$(sed -n 's/^[0-9]*:memory:\(.*\)/\1/p' /proc/$p/cgroup | head -n1)
+  cat /sys/fs/cgroup/cpu$c/cpu.cfs_quota_us /sys/fs/cgroup/cpu$c/cpu.cfs_period_us /sys/fs/cgroup/memory$m/memory.limit_in_bytes >/dev/null
+  cat /sys/fs/cgroup/cpuacct$c/cpuacct.usage >/dev/null; sed -n 's/^rss //p' /sys/fs/cgroup/memory$m/memory.stat >/dev/null
+  cat /sys/fs/cgroup/memory$m/memory.usage_in_bytes >/dev/null; sed -n 's/^total_inactive_file //p' /sys/fs/cgroup/memory$m/memory.stat >/dev/null
+done
+SH
+)
+t0=$(python3 -c 'import resource; r=resource.getrusage(resource.RUSAGE_CHILDREN); print(r.ru_utime+r.ru_stime)')
+base=$(python3 - "$script" $pids <<'PY'
+import resource, subprocess, sys
+script, pids = sys.argv[1], sys.argv[2:]
+for _ in range(60):
+    subprocess.run(["sh", "-c", script, "sh", *pids], check=False)
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(r.ru_utime + r.ru_stime)
+PY
+)
+echo "limits script (baseline): $(pct "$base" 60) % of one core at 1 Hz (the same containers, a process per file)"
+"$exectl" teardown --stack bench-sampler --purge >/dev/null
+
+# Over SSH: the sampler's host commands run in sshd sessions on the SUT; their CPU (and the sessions')
+# shows in the SUT sshd's reaped children.
+env=$(bash tests/sut/sut.sh up "$sut" 45 | grep -E '^[A-Z_]+=')
+eval "$env"
+SUT_ARGS="--target ssh://root@$ADDR:$SSH_PORT --identity $KEY --known-hosts $KNOWN_HOSTS"
+sshd=$(cat "$DIR/sshd.pid")
+children() { awk '{print ($16 + $17) / 100}' "/proc/$sshd/stat"; }
+# shellcheck disable=SC2086
+setup $SUT_ARGS
+c0=$(children); t0=$(date +%s.%N)
+# shellcheck disable=SC2086
+measure ssh $SUT_ARGS
+c1=$(children); t1=$(date +%s.%N)
+echo "ssh    the SUT's sshd sessions during the bench (commands, exec channels, forwards): $(pct "$(echo "$c1 - $c0" | bc -l)" "$(echo "$t1 - $t0" | bc -l)") % of one core"
