@@ -218,7 +218,10 @@ async fn apps_are_ready_when_they_answer_not_on_dockers_next_tick() {
     // `location = /health` is exact: the apps' /healthcheck goes through to them (a prefix match made
     // nginx answer it itself, hiding the apps from load's and prepare's checks through the LB).
     let (status, body) = get(&port, "/healthcheck", "localhost").unwrap();
-    assert!(status == 200 && body.contains("\"status\""), "{status} {body}");
+    assert!(
+        status == 200 && body.contains("\"status\""),
+        "{status} {body}"
+    );
     let (status, body) = get(&port, "/api/websocket/info", "localhost").unwrap();
     assert!(
         status == 200 && body.contains("totalConnections"),

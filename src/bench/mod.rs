@@ -25,6 +25,8 @@ pub struct Plan {
     pub continue_after_fail: bool,
     /// nginx: worker_connections × worker processes, when the stack has an LB.
     pub nginx_capacity: Option<u64>,
+    /// Print a progress line every sample while a level runs.
+    pub progress: bool,
 }
 
 /// A level as it finished, for the caller's progress and its files.
@@ -51,6 +53,7 @@ pub fn run(
         let start_ms = sampler.now_ms();
         let start_unix = unix_now();
         sampler.level(Some(LevelState {
+            progress: plan.progress.then(|| format!("level {}/{of}", index + 1)),
             users,
             live,
             started: tokio::time::Instant::now(),

@@ -22,6 +22,8 @@ use crate::sut::{Target, TargetSpec};
 /// What the level running right now tells the sampler.
 #[derive(Clone)]
 pub struct LevelState {
+    /// "level 2/3", for the progress line (None: no progress printed).
+    pub progress: Option<String>,
     pub users: u64,
     pub live: Arc<Live>,
     /// When the level's ramp began and how long it is: the target users at an instant.
@@ -414,6 +416,24 @@ impl Inner {
                 ..GeneratorSample::default()
             },
         };
+        if let (Some(l), Some(label)) = (
+            &self.level,
+            self.level.as_ref().and_then(|l| l.progress.as_ref()),
+        ) {
+            let busiest = containers
+                .iter()
+                .filter_map(|c| Some((c.cpu_pct?, c.service.as_str())))
+                .max_by(|a, b| a.0.total_cmp(&b.0))
+                .map_or("?".into(), |(c, s)| format!("{s} {c:.0} % CPU"));
+            eprintln!(
+                "[{:>5.0}s] {label}: {} users, open {} held {} failures {}, busiest {busiest}",
+                self.t0.elapsed().as_secs_f64(),
+                l.users,
+                generator.open_sockets,
+                Live::get(&l.live.held),
+                generator.failures
+            );
+        }
         let took = started.elapsed().as_secs_f64() * 1000.0;
         self.sample_ms_total += took;
         self.samples.push(Sample {

@@ -262,6 +262,7 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
         settle,
         continue_after_fail: a.continue_after_fail,
         nginx_capacity,
+        progress: !a.json,
     };
     let ran: Result<Vec<LevelResult>> = bench::run(plan, &sampler, |d| {
         progress(&d, a.json);
