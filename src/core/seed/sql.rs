@@ -1,9 +1,12 @@
 //! SQL text for each dialect, from a plan. Pure: the runner streams these scripts into the database's
 //! own client (mariadb, psql, sqlite3) and parses what the SELECTs print (tab-separated, no headers).
 //!
-//! Writes are idempotent: users and projects by their unique email / uuid (INSERT IGNORE, ON CONFLICT DO
-//! NOTHING, INSERT OR IGNORE), collaborators by NOT EXISTS (the app's table has no unique key in older
-//! images). Each chunk is one transaction.
+//! Writes are idempotent: users and projects by their unique email / uuid, Yjs documents by their unique
+//! project_id (INSERT IGNORE, ON CONFLICT DO NOTHING, INSERT OR IGNORE), collaborators by NOT EXISTS (the
+//! app's table has no unique key in older images). Each chunk is one transaction.
+//!
+//! What a project gets is what the app's own create path (`POST /api/v1/projects`) leaves: its row and
+//! an empty Yjs document row, so that `GET /api/projects/uuid/:uuid/yjs-document` answers 200.
 
 use super::plan::{EmailPattern, Plan, MARKER};
 use crate::spec::Db;
@@ -17,7 +20,29 @@ pub struct Chunk {
 }
 
 /// Tables prepare writes; the app creates them when it migrates at boot.
-pub const TABLES: [&str; 3] = ["users", "projects", "project_collaborators"];
+pub const TABLES: [&str; 4] = [
+    "users",
+    "projects",
+    "project_collaborators",
+    "yjs_documents",
+];
+
+/// The snapshot of a new project: `Y.encodeStateAsUpdate(new Y.Doc())`, i.e. zero structs and an empty
+/// delete set, the two bytes 0x00 0x00. The app's `ensureDocument` (src/yjs/doc-manager.ts) stores it on
+/// create; `snapshot_version` is left at the table's default, '0' (no update folded in yet).
+pub const EMPTY_YJS_UPDATE: [u8; 2] = [0, 0];
+
+/// `EMPTY_YJS_UPDATE` as a blob literal of the dialect.
+fn empty_document(db: Db) -> String {
+    let hex: String = EMPTY_YJS_UPDATE
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    match db {
+        Db::Postgres => format!("'\\x{hex}'::bytea"),
+        Db::Mariadb | Db::Sqlite => format!("X'{hex}'"),
+    }
+}
 
 /// A string literal. Emails and uuids are checked upstream (no quotes or backslashes); doubling quotes
 /// and, for MariaDB, backslashes keeps any text safe anyway.
@@ -110,7 +135,7 @@ fn of_pattern(db: Db, p: &EmailPattern) -> String {
     )
 }
 
-/// What exists before writing: `B users projects collaborators` made by prepare for this pattern, and
+/// What exists before writing: `B users projects collaborators documents` made by prepare for this pattern, and
 /// `H <hash>` of one of its accounts (to check a re-run's password against).
 pub fn state(db: Db, pattern: &EmailPattern) -> String {
     let mine = format!("{} AND {}", marked_users(db), of_pattern(db, pattern));
@@ -118,14 +143,17 @@ pub fn state(db: Db, pattern: &EmailPattern) -> String {
         "{}SELECT 'B', \
 (SELECT COUNT(*) FROM users WHERE {mine}), \
 (SELECT COUNT(*) FROM projects p JOIN users u ON u.id = p.owner_id WHERE u.{mine}), \
-(SELECT COUNT(*) FROM project_collaborators c JOIN users u ON u.id = c.user_id WHERE u.{mine});\n\
+(SELECT COUNT(*) FROM project_collaborators c JOIN users u ON u.id = c.user_id WHERE u.{mine}), \
+(SELECT COUNT(*) FROM yjs_documents d JOIN projects p ON p.id = d.project_id JOIN users u ON u.id = p.owner_id WHERE u.{mine});\n\
 SELECT 'H', password FROM users WHERE {mine} ORDER BY id LIMIT 1;\n",
         prelude(db)
     )
 }
 
-/// The write scripts: users, then projects (owner by email), then collaborators, each in chunks of at
-/// most `batch` rows, one transaction each.
+/// The write scripts: users, then projects (owner by email) with their empty Yjs documents in the same
+/// transaction, then collaborators, each in chunks of at most `batch` rows, one transaction each. A
+/// document is added to a planned project that lacks one even when the project was there before (a
+/// stack seeded by an older exectl converges).
 pub fn write_chunks(db: Db, plan: &Plan, hash: &str, now_ms: i64, batch: usize) -> Vec<Chunk> {
     let batch = batch.max(1);
     let mut out = Vec::new();
@@ -154,6 +182,7 @@ pub fn write_chunks(db: Db, plan: &Plan, hash: &str, now_ms: i64, batch: usize) 
     // Owners joined by email from a VALUES list: one join, not a subquery per row (which PostgreSQL
     // plans one by one: 10x slower at 10,000 rows).
     let vis = quote(db, plan.visibility.name());
+    let doc = empty_document(db);
     for slice in plan.projects.chunks(batch) {
         let values = slice
             .iter()
@@ -172,10 +201,22 @@ pub fn write_chunks(db: Db, plan: &Plan, hash: &str, now_ms: i64, batch: usize) 
             Db::Postgres => ("INSERT INTO", "\nON CONFLICT (uuid) DO NOTHING"),
             Db::Sqlite => ("INSERT OR IGNORE INTO", ""),
         };
+        let uuids = slice
+            .iter()
+            .map(|p| quote(db, &p.uuid))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let doc_conflict = if db == Db::Postgres {
+            "\nON CONFLICT (project_id) DO NOTHING"
+        } else {
+            ""
+        };
         let body = format!(
             "{insert} projects (uuid, title, owner_id, status, visibility, saved_once, created_at, updated_at)\n\
 WITH v (uuid, title, email) AS (VALUES\n{values})\n\
-SELECT v.uuid, v.title, u.id, 'active', {vis}, 1, {now_ms}, {now_ms} FROM v JOIN users u ON u.email = v.email{conflict};\n"
+SELECT v.uuid, v.title, u.id, 'active', {vis}, 1, {now_ms}, {now_ms} FROM v JOIN users u ON u.email = v.email{conflict};\n\
+{insert} yjs_documents (project_id, snapshot_data, snapshot_version, created_at, updated_at)\n\
+SELECT p.id, {doc}, '0', {now_ms}, {now_ms} FROM projects p WHERE p.uuid IN ({uuids}){doc_conflict};\n"
         );
         out.push(transaction(db, "projects", slice.len(), body));
     }
@@ -204,20 +245,22 @@ WHERE NOT EXISTS (SELECT 1 FROM project_collaborators c WHERE c.project_id = p.i
 }
 
 /// Read back what exists for this pattern: `U id email marked`, and for prepare's accounts
-/// `P id uuid owner_id` and `C project_id user_id`.
+/// `P id uuid owner_id`, `C project_id user_id` and `D project_id` (a project's Yjs document).
 pub fn readback(db: Db, pattern: &EmailPattern) -> String {
     let m = marked_users(db);
     let l = of_pattern(db, pattern);
     format!(
         "{}SELECT 'U', id, email, CASE WHEN {m} THEN 1 ELSE 0 END FROM users WHERE {l};\n\
 SELECT 'P', p.id, p.uuid, p.owner_id FROM projects p JOIN users u ON u.id = p.owner_id WHERE u.{m} AND {l};\n\
-SELECT 'C', c.project_id, c.user_id FROM project_collaborators c JOIN users u ON u.id = c.user_id WHERE u.{m} AND {l};\n",
+SELECT 'C', c.project_id, c.user_id FROM project_collaborators c JOIN users u ON u.id = c.user_id WHERE u.{m} AND {l};\n\
+SELECT 'D', d.project_id FROM yjs_documents d JOIN projects p ON p.id = d.project_id JOIN users u ON u.id = p.owner_id WHERE u.{m} AND {l};\n",
         prelude(db),
     )
 }
 
 /// Remove what prepare made for this pattern: its accounts' collaborator rows, the projects they own
-/// (with their collaborators and Yjs snapshots), then the accounts. Prints `R users projects`.
+/// (with their collaborators and Yjs documents, deleted explicitly: older schemas may lack the cascade and
+/// SQLite applies it only with foreign_keys on), then the accounts. Prints `R users projects documents`.
 /// Accounts without the marker (the admin, anyone else's) are never touched.
 pub fn reset(db: Db, pattern: &EmailPattern) -> String {
     let mine = format!(
@@ -227,7 +270,8 @@ pub fn reset(db: Db, pattern: &EmailPattern) -> String {
     );
     let owned = format!("SELECT id FROM projects WHERE owner_id IN ({mine})");
     format!(
-        "{prelude}{begin}SELECT 'R', (SELECT COUNT(*) FROM ({mine}) AS a), (SELECT COUNT(*) FROM ({owned}) AS b);\n\
+        "{prelude}{begin}SELECT 'R', (SELECT COUNT(*) FROM ({mine}) AS a), (SELECT COUNT(*) FROM ({owned}) AS b), \
+(SELECT COUNT(*) FROM yjs_documents WHERE project_id IN ({owned}));\n\
 DELETE FROM project_collaborators WHERE user_id IN ({mine}) OR project_id IN ({owned});\n\
 DELETE FROM yjs_documents WHERE project_id IN ({owned});\n\
 DELETE FROM projects WHERE owner_id IN ({mine});\n\
@@ -334,7 +378,10 @@ ON CONFLICT (email) DO NOTHING;\nCOMMIT;\n"
                 "BEGIN;\nINSERT INTO projects (uuid, title, owner_id, status, visibility, saved_once, created_at, updated_at)\n\
 WITH v (uuid, title, email) AS (VALUES\n('{u0}', 'bench-project-0', 'u0@x.org'),\n('{u1}', 'bench-project-1', 'u2@x.org'))\n\
 SELECT v.uuid, v.title, u.id, 'active', 'private', 1, 1700000000000, 1700000000000 FROM v JOIN users u ON u.email = v.email\n\
-ON CONFLICT (uuid) DO NOTHING;\nCOMMIT;\n"
+ON CONFLICT (uuid) DO NOTHING;\n\
+INSERT INTO yjs_documents (project_id, snapshot_data, snapshot_version, created_at, updated_at)\n\
+SELECT p.id, '\\x0000'::bytea, '0', 1700000000000, 1700000000000 FROM projects p WHERE p.uuid IN ('{u0}', '{u1}')\n\
+ON CONFLICT (project_id) DO NOTHING;\nCOMMIT;\n"
             )
         );
         assert_eq!(
@@ -363,11 +410,20 @@ WHERE NOT EXISTS (SELECT 1 FROM project_collaborators c WHERE c.project_id = p.i
         assert!(m[1]
             .sql
             .starts_with("START TRANSACTION;\nINSERT IGNORE INTO projects"));
-        assert!(
-            m[1].sql.ends_with("u.email = v.email;\nCOMMIT;\n"),
-            "{}",
-            m[1].sql
-        );
+        let uuids = format!("'{}', '{}'", p.projects[0].uuid, p.projects[1].uuid);
+        for (c, insert) in [
+            (&m[1], "INSERT IGNORE INTO"),
+            (&s[1], "INSERT OR IGNORE INTO"),
+        ] {
+            assert!(
+                c.sql.ends_with(&format!(
+                    "u.email = v.email;\n{insert} yjs_documents (project_id, snapshot_data, snapshot_version, created_at, updated_at)\n\
+SELECT p.id, X'0000', '0', 1, 1 FROM projects p WHERE p.uuid IN ({uuids});\nCOMMIT;\n"
+                )),
+                "{}",
+                c.sql
+            );
+        }
         assert_eq!(s.len(), 3);
     }
 
@@ -406,6 +462,34 @@ WHERE NOT EXISTS (SELECT 1 FROM project_collaborators c WHERE c.project_id = p.i
         assert!(remaining(Db::Sqlite, &p).contains(&format!(
             "({lite} = '0' OR ({lite} GLOB '[1-9]*' AND {lite} NOT GLOB '*[^0-9]*'))"
         )));
+    }
+
+    #[test]
+    fn documents_are_counted_read_back_and_reset() {
+        let p = EmailPattern::parse("u{i}@x.org").unwrap();
+        let join = "FROM yjs_documents d JOIN projects p ON p.id = d.project_id JOIN users u ON u.id = p.owner_id WHERE u.external_identifier = 'exectl-prepare'";
+        for db in [Db::Mariadb, Db::Postgres, Db::Sqlite] {
+            assert!(state(db, &p).contains(&format!("(SELECT COUNT(*) {join} AND ")));
+            assert!(readback(db, &p).contains(&format!("SELECT 'D', d.project_id {join} AND ")));
+            let r = reset(db, &p);
+            let docs = r.find("DELETE FROM yjs_documents WHERE project_id IN (SELECT id FROM projects WHERE owner_id IN").unwrap();
+            assert!(
+                docs < r.find("DELETE FROM projects").unwrap(),
+                "documents go before their projects"
+            );
+            assert!(r.contains(
+                "(SELECT COUNT(*) FROM yjs_documents WHERE project_id IN (SELECT id FROM projects"
+            ));
+        }
+        assert!(TABLES.contains(&"yjs_documents"));
+    }
+
+    #[test]
+    fn empty_document_literals() {
+        // Checked against the fixtures: length 2 and hex 0000 on PostgreSQL 15, MariaDB 11 and SQLite 3.
+        assert_eq!(empty_document(Db::Postgres), "'\\x0000'::bytea");
+        assert_eq!(empty_document(Db::Mariadb), "X'0000'");
+        assert_eq!(empty_document(Db::Sqlite), "X'0000'");
     }
 
     #[test]
