@@ -73,18 +73,6 @@ fn begin(db: Db) -> &'static str {
     }
 }
 
-fn insert_ignore(db: Db, table: &str, cols: &str, values: &str, key: &str) -> String {
-    match db {
-        Db::Mariadb => format!("INSERT IGNORE INTO {table} ({cols}) VALUES\n{values};\n"),
-        Db::Postgres => {
-            format!(
-                "INSERT INTO {table} ({cols}) VALUES\n{values}\nON CONFLICT ({key}) DO NOTHING;\n"
-            )
-        }
-        Db::Sqlite => format!("INSERT OR IGNORE INTO {table} ({cols}) VALUES\n{values};\n"),
-    }
-}
-
 fn transaction(db: Db, what: &'static str, rows: usize, body: String) -> Chunk {
     Chunk {
         what,
@@ -154,94 +142,150 @@ SELECT 'H', password FROM users WHERE {mine} ORDER BY id LIMIT 1;\n",
 /// transaction, then collaborators, each in chunks of at most `batch` rows, one transaction each. A
 /// document is added to a planned project that lacks one even when the project was there before (a
 /// stack seeded by an older exectl converges).
+///
+/// A chunk's rows reach the database as a relation `v`: PostgreSQL loads them with `COPY` into a
+/// temporary table (dropped at commit), so no statement with a row literal per row has to be parsed
+/// (3x faster at 100,000 rows); MariaDB and SQLite read them from a `WITH v AS (VALUES …)` list. The
+/// inserts then join `v` to the tables: one join, not a subquery per row (which PostgreSQL plans one by
+/// one: 10x slower at 10,000 rows).
 pub fn write_chunks(db: Db, plan: &Plan, hash: &str, now_ms: i64, batch: usize) -> Vec<Chunk> {
     let batch = batch.max(1);
     let mut out = Vec::new();
     let marker = quote(db, MARKER);
     let hash = quote(db, hash);
+    let insert = match db {
+        Db::Mariadb => "INSERT IGNORE INTO",
+        Db::Postgres => "INSERT INTO",
+        Db::Sqlite => "INSERT OR IGNORE INTO",
+    };
+    let conflict = |key: &str| match db {
+        Db::Postgres => format!("\nON CONFLICT ({key}) DO NOTHING"),
+        _ => String::new(),
+    };
     for slice in plan.accounts.chunks(batch) {
-        let values = slice
-            .iter()
-            .map(|a| {
-                format!(
-                    "({}, {hash}, '[\"ROLE_USER\"]', 1, 4096, {marker}, 1, {now_ms}, {now_ms})",
-                    quote(db, &a.email)
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(",\n");
-        let body = insert_ignore(
-            db,
-            "users",
-            "email, password, roles, is_lopd_accepted, quota_mb, external_identifier, is_active, created_at, updated_at",
-            &values,
-            "email",
+        let rows = slice.iter().map(|a| vec![a.email.as_str()]);
+        let v = Rows::new(db, &["email"], rows);
+        let (ins, on) = (insert, conflict("email"));
+        let body = format!(
+            "{load}{ins} users (email, password, roles, is_lopd_accepted, quota_mb, external_identifier, is_active, created_at, updated_at)\n\
+{with}SELECT v.email, {hash}, '[\"ROLE_USER\"]', 1, 4096, {marker}, 1, {now_ms}, {now_ms} FROM {from}{on};\n",
+            load = v.load,
+            with = v.with,
+            from = v.from,
         );
         out.push(transaction(db, "accounts", slice.len(), body));
     }
-    // Owners joined by email from a VALUES list: one join, not a subquery per row (which PostgreSQL
-    // plans one by one: 10x slower at 10,000 rows).
     let vis = quote(db, plan.visibility.name());
     let doc = empty_document(db);
     for slice in plan.projects.chunks(batch) {
-        let values = slice
-            .iter()
-            .map(|p| {
-                format!(
-                    "({}, {}, {})",
-                    quote(db, &p.uuid),
-                    quote(db, &p.title),
-                    quote(db, &plan.accounts[p.owner].email)
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(",\n");
-        let (insert, conflict) = match db {
-            Db::Mariadb => ("INSERT IGNORE INTO", ""),
-            Db::Postgres => ("INSERT INTO", "\nON CONFLICT (uuid) DO NOTHING"),
-            Db::Sqlite => ("INSERT OR IGNORE INTO", ""),
-        };
-        let uuids = slice
-            .iter()
-            .map(|p| quote(db, &p.uuid))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let doc_conflict = if db == Db::Postgres {
-            "\nON CONFLICT (project_id) DO NOTHING"
+        let rows = slice.iter().map(|p| {
+            vec![
+                p.uuid.as_str(),
+                p.title.as_str(),
+                plan.accounts[p.owner].email.as_str(),
+            ]
+        });
+        let v = Rows::new(db, &["uuid", "title", "email"], rows);
+        // The documents: from the same temporary table (PostgreSQL), or by uuid list (a CTE lives
+        // for one statement only).
+        let of_chunk = if db == Db::Postgres {
+            format!("{} JOIN projects p ON p.uuid = v.uuid", v.from)
         } else {
-            ""
+            let uuids = slice
+                .iter()
+                .map(|p| quote(db, &p.uuid))
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!("projects p WHERE p.uuid IN ({uuids})")
         };
         let body = format!(
-            "{insert} projects (uuid, title, owner_id, status, visibility, saved_once, created_at, updated_at)\n\
-WITH v (uuid, title, email) AS (VALUES\n{values})\n\
-SELECT v.uuid, v.title, u.id, 'active', {vis}, 1, {now_ms}, {now_ms} FROM v JOIN users u ON u.email = v.email{conflict};\n\
-{insert} yjs_documents (project_id, snapshot_data, snapshot_version, created_at, updated_at)\n\
-SELECT p.id, {doc}, '0', {now_ms}, {now_ms} FROM projects p WHERE p.uuid IN ({uuids}){doc_conflict};\n"
+            "{load}{ins} projects (uuid, title, owner_id, status, visibility, saved_once, created_at, updated_at)\n\
+{with}SELECT v.uuid, v.title, u.id, 'active', {vis}, 1, {now_ms}, {now_ms} FROM {from} JOIN users u ON u.email = v.email{on};\n\
+{ins} yjs_documents (project_id, snapshot_data, snapshot_version, created_at, updated_at)\n\
+SELECT p.id, {doc}, '0', {now_ms}, {now_ms} FROM {of_chunk}{on_doc};\n",
+            load = v.load,
+            with = v.with,
+            from = v.from,
+            ins = insert,
+            on = conflict("uuid"),
+            on_doc = conflict("project_id"),
         );
         out.push(transaction(db, "projects", slice.len(), body));
     }
     let rows: Vec<_> = plan.collaborator_rows().collect();
     for slice in rows.chunks(batch) {
-        let values = slice
+        let members = slice
             .iter()
-            .map(|(p, c)| {
-                format!(
-                    "({}, {})",
-                    quote(db, &p.uuid),
-                    quote(db, &plan.accounts[*c].email)
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(",\n");
+            .map(|(p, c)| vec![p.uuid.as_str(), plan.accounts[*c].email.as_str()]);
+        let v = Rows::new(db, &["uuid", "email"], members);
         let body = format!(
-            "INSERT INTO project_collaborators (project_id, user_id)\n\
-WITH v (uuid, email) AS (VALUES\n{values})\n\
-SELECT p.id, u.id FROM v JOIN projects p ON p.uuid = v.uuid JOIN users u ON u.email = v.email\n\
-WHERE NOT EXISTS (SELECT 1 FROM project_collaborators c WHERE c.project_id = p.id AND c.user_id = u.id);\n"
+            "{load}INSERT INTO project_collaborators (project_id, user_id)\n\
+{with}SELECT p.id, u.id FROM {from} JOIN projects p ON p.uuid = v.uuid JOIN users u ON u.email = v.email\n\
+WHERE NOT EXISTS (SELECT 1 FROM project_collaborators c WHERE c.project_id = p.id AND c.user_id = u.id);\n",
+            load = v.load,
+            with = v.with,
+            from = v.from,
         );
         out.push(transaction(db, "collaborators", slice.len(), body));
     }
     out
+}
+
+/// A chunk's rows as the relation `v` of its statements: `load` goes before them (PostgreSQL: the
+/// temporary table and its COPY data), `with` starts the SELECT (the others: the VALUES list), `from`
+/// names it in the FROM clause.
+struct Rows {
+    load: String,
+    with: String,
+    from: &'static str,
+}
+
+impl Rows {
+    fn new<'a>(db: Db, cols: &[&str], rows: impl Iterator<Item = Vec<&'a str>>) -> Rows {
+        if db == Db::Postgres {
+            let defs = cols
+                .iter()
+                .map(|c| format!("{c} text"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let mut load = format!(
+                "CREATE TEMP TABLE exectl_seed ({defs}) ON COMMIT DROP;\nCOPY exectl_seed FROM STDIN;\n"
+            );
+            for r in rows {
+                let line: Vec<String> = r.iter().map(|f| copy_field(f)).collect();
+                load.push_str(&line.join("\t"));
+                load.push('\n');
+            }
+            load.push_str("\\.\n");
+            Rows {
+                load,
+                with: String::new(),
+                from: "exectl_seed v",
+            }
+        } else {
+            let values = rows
+                .map(|r| {
+                    let f: Vec<String> = r.iter().map(|f| quote(db, f)).collect();
+                    format!("({})", f.join(", "))
+                })
+                .collect::<Vec<_>>()
+                .join(",\n");
+            Rows {
+                load: String::new(),
+                with: format!("WITH v ({}) AS (VALUES\n{values})\n", cols.join(", ")),
+                from: "v",
+            }
+        }
+    }
+}
+
+/// A field of COPY's text format: backslash, tab and line ends escaped (emails, titles and uuids are
+/// checked upstream and have none; this keeps any text safe anyway).
+fn copy_field(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('\t', "\\t")
+        .replace('\n', "\\n")
+        .replace('\r', "\\r")
 }
 
 /// Read back what exists for this pattern: `U id email marked`, and for prepare's accounts
@@ -367,42 +411,60 @@ mod tests {
         );
         assert_eq!(
             c[1].sql,
-            "BEGIN;\nINSERT INTO users (email, password, roles, is_lopd_accepted, quota_mb, external_identifier, is_active, created_at, updated_at) VALUES\n\
-('u3@x.org', '$2b$04$h', '[\"ROLE_USER\"]', 1, 4096, 'exectl-prepare', 1, 1700000000000, 1700000000000)\n\
+            "BEGIN;\nCREATE TEMP TABLE exectl_seed (email text) ON COMMIT DROP;\nCOPY exectl_seed FROM STDIN;\nu3@x.org\n\\.\n\
+INSERT INTO users (email, password, roles, is_lopd_accepted, quota_mb, external_identifier, is_active, created_at, updated_at)\n\
+SELECT v.email, '$2b$04$h', '[\"ROLE_USER\"]', 1, 4096, 'exectl-prepare', 1, 1700000000000, 1700000000000 FROM exectl_seed v\n\
 ON CONFLICT (email) DO NOTHING;\nCOMMIT;\n"
         );
         let (u0, u1) = (&p.projects[0].uuid, &p.projects[1].uuid);
+        let (o0, o1) = (
+            &p.accounts[p.projects[0].owner].email,
+            &p.accounts[p.projects[1].owner].email,
+        );
         assert_eq!(
             c[2].sql,
             format!(
-                "BEGIN;\nINSERT INTO projects (uuid, title, owner_id, status, visibility, saved_once, created_at, updated_at)\n\
-WITH v (uuid, title, email) AS (VALUES\n('{u0}', 'bench-project-0', 'u0@x.org'),\n('{u1}', 'bench-project-1', 'u2@x.org'))\n\
-SELECT v.uuid, v.title, u.id, 'active', 'private', 1, 1700000000000, 1700000000000 FROM v JOIN users u ON u.email = v.email\n\
+                "BEGIN;\nCREATE TEMP TABLE exectl_seed (uuid text, title text, email text) ON COMMIT DROP;\nCOPY exectl_seed FROM STDIN;\n\
+{u0}\tbench-project-0\t{o0}\n{u1}\tbench-project-1\t{o1}\n\\.\n\
+INSERT INTO projects (uuid, title, owner_id, status, visibility, saved_once, created_at, updated_at)\n\
+SELECT v.uuid, v.title, u.id, 'active', 'private', 1, 1700000000000, 1700000000000 FROM exectl_seed v JOIN users u ON u.email = v.email\n\
 ON CONFLICT (uuid) DO NOTHING;\n\
 INSERT INTO yjs_documents (project_id, snapshot_data, snapshot_version, created_at, updated_at)\n\
-SELECT p.id, '\\x0000'::bytea, '0', 1700000000000, 1700000000000 FROM projects p WHERE p.uuid IN ('{u0}', '{u1}')\n\
+SELECT p.id, '\\x0000'::bytea, '0', 1700000000000, 1700000000000 FROM exectl_seed v JOIN projects p ON p.uuid = v.uuid\n\
 ON CONFLICT (project_id) DO NOTHING;\nCOMMIT;\n"
             )
+        );
+        let (m0, m1) = (
+            &p.accounts[p.projects[0].collaborators[0]].email,
+            &p.accounts[p.projects[1].collaborators[0]].email,
         );
         assert_eq!(
             c[3].sql,
             format!(
-                "BEGIN;\nINSERT INTO project_collaborators (project_id, user_id)\n\
-WITH v (uuid, email) AS (VALUES\n('{u0}', 'u1@x.org'),\n('{u1}', 'u3@x.org'))\n\
-SELECT p.id, u.id FROM v JOIN projects p ON p.uuid = v.uuid JOIN users u ON u.email = v.email\n\
+                "BEGIN;\nCREATE TEMP TABLE exectl_seed (uuid text, email text) ON COMMIT DROP;\nCOPY exectl_seed FROM STDIN;\n\
+{u0}\t{m0}\n{u1}\t{m1}\n\\.\n\
+INSERT INTO project_collaborators (project_id, user_id)\n\
+SELECT p.id, u.id FROM exectl_seed v JOIN projects p ON p.uuid = v.uuid JOIN users u ON u.email = v.email\n\
 WHERE NOT EXISTS (SELECT 1 FROM project_collaborators c WHERE c.project_id = p.id AND c.user_id = u.id);\nCOMMIT;\n"
             )
         );
     }
 
     #[test]
-    fn mariadb_and_sqlite_ignore_forms() {
+    fn copy_fields_are_escaped() {
+        assert_eq!(copy_field("a\\b\tc\nd\re"), "a\\\\b\\tc\\nd\\re");
+    }
+
+    #[test]
+    fn mariadb_and_sqlite_read_a_values_list() {
         let p = small();
         let m = write_chunks(Db::Mariadb, &p, "h", 1, 10);
-        assert!(m[0].sql.starts_with(
-            "START TRANSACTION;\nINSERT IGNORE INTO users (email, password, roles, is_lopd_accepted"
-        ));
-        assert!(m[0].sql.ends_with("1, 1);\nCOMMIT;\n"), "{}", m[0].sql);
+        assert_eq!(
+            m[0].sql,
+            "START TRANSACTION;\nINSERT IGNORE INTO users (email, password, roles, is_lopd_accepted, quota_mb, external_identifier, is_active, created_at, updated_at)\n\
+WITH v (email) AS (VALUES\n('u0@x.org'),\n('u1@x.org'),\n('u2@x.org'),\n('u3@x.org'))\n\
+SELECT v.email, 'h', '[\"ROLE_USER\"]', 1, 4096, 'exectl-prepare', 1, 1, 1 FROM v;\nCOMMIT;\n"
+        );
         let s = write_chunks(Db::Sqlite, &p, "h", 1, 10);
         assert!(s[1].sql.starts_with(
             "PRAGMA busy_timeout = 30000;\nPRAGMA foreign_keys = ON;\nBEGIN IMMEDIATE;\nINSERT OR IGNORE INTO projects"
@@ -417,7 +479,7 @@ WHERE NOT EXISTS (SELECT 1 FROM project_collaborators c WHERE c.project_id = p.i
         ] {
             assert!(
                 c.sql.ends_with(&format!(
-                    "u.email = v.email;\n{insert} yjs_documents (project_id, snapshot_data, snapshot_version, created_at, updated_at)\n\
+                    "FROM v JOIN users u ON u.email = v.email;\n{insert} yjs_documents (project_id, snapshot_data, snapshot_version, created_at, updated_at)\n\
 SELECT p.id, X'0000', '0', 1, 1 FROM projects p WHERE p.uuid IN ({uuids});\nCOMMIT;\n"
                 )),
                 "{}",
