@@ -532,17 +532,17 @@ mod tests {
         let mut out = String::from(
             "U\t1\tu0@x.org\t1\nU\t2\tu1@x.org\t1\nU\t3\tu2@x.org\t1\nU\t4\tu3@x.org\t1\n",
         );
-        out += &format!("P\t10\t{u0}\t1\nP\t11\t{u1}\t3\nC\t10\t2\nD\t10\nD\t11\n");
+        out += &format!("P\t10\t{u0}\t1\t1\nP\t11\t{u1}\t3\t1\nC\t10\t2\n");
         let err = check_rows(&p, &out).unwrap_err().to_string();
         assert!(err.contains("1 of 2 collaborator rows"), "{err}");
         let ids = check_rows(&p, &(out.clone() + "C\t11\t4\n")).unwrap();
         assert_eq!(ids["u3@x.org"], 4);
-        let wrong_owner = out.replace(&format!("{u1}\t3"), &format!("{u1}\t2")) + "C\t11\t4\n";
+        let wrong_owner = out.replace(&format!("{u1}\t3\t"), &format!("{u1}\t2\t")) + "C\t11\t4\n";
         assert!(check_rows(&p, &wrong_owner)
             .unwrap_err()
             .to_string()
             .contains("another owner"));
-        let no_doc = out.replace("D\t11\n", "") + "C\t11\t4\n";
+        let no_doc = out.replace(&format!("{u1}\t3\t1"), &format!("{u1}\t3\t0")) + "C\t11\t4\n";
         assert!(check_rows(&p, &no_doc)
             .unwrap_err()
             .to_string()

@@ -99,7 +99,11 @@ pub(super) async fn seed(
             .count() as u64,
         projects: sql::rows(&out, "P").count() as u64,
         collaborators: sql::rows(&out, "C").count() as u64,
-        documents: Some(sql::rows(&out, "D").count() as u64),
+        documents: Some(
+            sql::rows(&out, "P")
+                .filter(|r| r.get(3) == Some(&"1"))
+                .count() as u64,
+        ),
     };
     timings.readback = ms(t.elapsed());
     Ok((before, after, ids))
@@ -159,9 +163,13 @@ pub fn check_rows(plan: &Plan, out: &str) -> Result<HashMap<String, i64>> {
         }
     }
     let mut projects = HashMap::new();
+    let mut documents = HashSet::new();
     for r in sql::rows(out, "P") {
         if r.len() >= 3 {
             projects.insert(r[1].to_string(), (num(r[0])?, num(r[2])?));
+            if r.get(3).map(|v| v.trim()) == Some("1") {
+                documents.insert(num(r[0])?);
+            }
         }
     }
     let mut collab = HashSet::new();
@@ -194,9 +202,6 @@ pub fn check_rows(plan: &Plan, out: &str) -> Result<HashMap<String, i64>> {
             plan.projects.len()
         );
     }
-    let documents: HashSet<i64> = sql::rows(out, "D")
-        .filter_map(|r| r.first().and_then(|v| v.trim().parse().ok()))
-        .collect();
     let missing_docs = plan
         .projects
         .iter()

@@ -289,15 +289,16 @@ fn copy_field(s: &str) -> String {
 }
 
 /// Read back what exists for this pattern: `U id email marked`, and for prepare's accounts
-/// `P id uuid owner_id`, `C project_id user_id` and `D project_id` (a project's Yjs document).
+/// `P id uuid owner_id has_document` (1 when the project has its Yjs document row: a LEFT JOIN in the
+/// same query, not a second pass over projects and users) and `C project_id user_id`.
 pub fn readback(db: Db, pattern: &EmailPattern) -> String {
     let m = marked_users(db);
     let l = of_pattern(db, pattern);
     format!(
         "{}SELECT 'U', id, email, CASE WHEN {m} THEN 1 ELSE 0 END FROM users WHERE {l};\n\
-SELECT 'P', p.id, p.uuid, p.owner_id FROM projects p JOIN users u ON u.id = p.owner_id WHERE u.{m} AND {l};\n\
-SELECT 'C', c.project_id, c.user_id FROM project_collaborators c JOIN users u ON u.id = c.user_id WHERE u.{m} AND {l};\n\
-SELECT 'D', d.project_id FROM yjs_documents d JOIN projects p ON p.id = d.project_id JOIN users u ON u.id = p.owner_id WHERE u.{m} AND {l};\n",
+SELECT 'P', p.id, p.uuid, p.owner_id, CASE WHEN d.project_id IS NULL THEN 0 ELSE 1 END FROM projects p JOIN users u ON u.id = p.owner_id \
+LEFT JOIN yjs_documents d ON d.project_id = p.id WHERE u.{m} AND {l};\n\
+SELECT 'C', c.project_id, c.user_id FROM project_collaborators c JOIN users u ON u.id = c.user_id WHERE u.{m} AND {l};\n",
         prelude(db),
     )
 }
@@ -532,7 +533,10 @@ SELECT p.id, X'0000', '0', 1, 1 FROM projects p WHERE p.uuid IN ({uuids});\nCOMM
         let join = "FROM yjs_documents d JOIN projects p ON p.id = d.project_id JOIN users u ON u.id = p.owner_id WHERE u.external_identifier = 'exectl-prepare'";
         for db in [Db::Mariadb, Db::Postgres, Db::Sqlite] {
             assert!(state(db, &p).contains(&format!("(SELECT COUNT(*) {join} AND ")));
-            assert!(readback(db, &p).contains(&format!("SELECT 'D', d.project_id {join} AND ")));
+            assert!(readback(db, &p).contains(
+                "CASE WHEN d.project_id IS NULL THEN 0 ELSE 1 END FROM projects p JOIN users u ON u.id = p.owner_id \
+LEFT JOIN yjs_documents d ON d.project_id = p.id WHERE u.external_identifier = 'exectl-prepare' AND "
+            ));
             let r = reset(db, &p);
             let docs = r.find("DELETE FROM yjs_documents WHERE project_id IN (SELECT id FROM projects WHERE owner_id IN").unwrap();
             assert!(
