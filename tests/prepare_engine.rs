@@ -368,7 +368,7 @@ async fn prepare_single_mariadb_and_bad_input() {
     let stderr = String::from_utf8_lossy(&r.stderr);
     assert_eq!(r.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("has not created its tables") && stderr.contains("2 of 3"),
+        stderr.contains("has not created its tables") && stderr.contains("3 of 4"),
         "{stderr}"
     );
     assert_eq!(count(&d, stack, "mariadb", "users").await, before[0]);

@@ -182,10 +182,11 @@ pub async fn run(args: &PrepareArgs) -> Result<bool> {
             println!("{}", serde_json::to_string_pretty(&r)?);
         } else {
             println!(
-                "stack {}: removed {} account(s) and {} project(s) made by prepare ({}); other accounts untouched",
+                "stack {}: removed {} account(s) and {} project(s) (with {} Yjs document(s)) made by prepare ({}); other accounts untouched",
                 r.stack,
                 r.accounts,
                 r.projects,
+                r.documents,
                 args.email_pattern
             );
             for f in &r.files {
@@ -294,6 +295,9 @@ fn print_summary(s: &Summary, took: Duration) {
         s.before.projects,
         s.before.collaborators
     );
+    if let (Some(added), Some(after)) = (s.added.documents, s.after.documents) {
+        println!("  Yjs documents: {after} ({added} added), one per project, read back");
+    }
     for e in &s.app_errors {
         println!(
             "  app error: {} answered {} x{} ({} adopted): {}",

@@ -169,6 +169,9 @@ pub struct Counts {
     pub accounts: u64,
     pub projects: u64,
     pub collaborators: u64,
+    /// Projects' Yjs document rows, where they were counted (the SQL path reads them back).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub documents: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -284,6 +287,9 @@ pub async fn run(
         accounts: after.accounts.saturating_sub(before.accounts),
         projects: after.projects.saturating_sub(before.projects),
         collaborators: after.collaborators.saturating_sub(before.collaborators),
+        documents: after
+            .documents
+            .map(|a| a.saturating_sub(before.documents.unwrap_or(0))),
     };
     Ok(Summary {
         stack: stack.name.clone(),
@@ -461,6 +467,7 @@ pub async fn run_api(stack: &Stack, opts: &Options, progress: Progress<'_>) -> R
         accounts: o.before.accounts + o.added.accounts,
         projects: o.before.projects + o.added.projects,
         collaborators: o.before.collaborators + o.added.collaborators,
+        documents: None,
     };
     Ok(Summary {
         stack: stack.name.clone(),
@@ -532,16 +539,21 @@ mod tests {
         let mut out = String::from(
             "U\t1\tu0@x.org\t1\nU\t2\tu1@x.org\t1\nU\t3\tu2@x.org\t1\nU\t4\tu3@x.org\t1\n",
         );
-        out += &format!("P\t10\t{u0}\t1\nP\t11\t{u1}\t2\nC\t10\t3\n");
+        out += &format!("P\t10\t{u0}\t1\t1\nP\t11\t{u1}\t2\t1\nC\t10\t3\n");
         let err = check_rows(&p, &out).unwrap_err().to_string();
         assert!(err.contains("1 of 2 collaborator rows"), "{err}");
         let ids = check_rows(&p, &(out.clone() + "C\t11\t4\n")).unwrap();
         assert_eq!(ids["u3@x.org"], 4);
-        let wrong_owner = out.replace(&format!("{u1}\t2"), &format!("{u1}\t3")) + "C\t11\t4\n";
+        let wrong_owner = out.replace(&format!("{u1}\t2\t"), &format!("{u1}\t3\t")) + "C\t11\t4\n";
         assert!(check_rows(&p, &wrong_owner)
             .unwrap_err()
             .to_string()
             .contains("another owner"));
+        let no_doc = out.replace(&format!("{u1}\t2\t1"), &format!("{u1}\t2\t0")) + "C\t11\t4\n";
+        assert!(check_rows(&p, &no_doc)
+            .unwrap_err()
+            .to_string()
+            .contains("1 of 2 projects have no Yjs document"));
         let unmarked = out.replace("u3@x.org\t1", "u3@x.org\t0");
         assert!(check_rows(&p, &unmarked)
             .unwrap_err()

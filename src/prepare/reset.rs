@@ -8,6 +8,8 @@ pub struct ResetSummary {
     pub stack: String,
     pub accounts: u64,
     pub projects: u64,
+    /// Yjs document rows of those projects.
+    pub documents: u64,
     /// Manifest files removed.
     pub files: Vec<PathBuf>,
     /// Manifests left in place, and why.
@@ -76,6 +78,7 @@ pub async fn reset(
         stack: stack.name.clone(),
         accounts: n(0),
         projects: n(1),
+        documents: n(2),
         files,
         kept,
     })

@@ -99,6 +99,11 @@ pub(super) async fn seed(
             .count() as u64,
         projects: sql::rows(&out, "P").count() as u64,
         collaborators: sql::rows(&out, "C").count() as u64,
+        documents: Some(
+            sql::rows(&out, "P")
+                .filter(|r| r.get(3) == Some(&"1"))
+                .count() as u64,
+        ),
     };
     timings.readback = ms(t.elapsed());
     Ok((before, after, ids))
@@ -139,11 +144,12 @@ fn counts(r: &[&str]) -> Result<Counts> {
         accounts: n(0)?,
         projects: n(1)?,
         collaborators: n(2)?,
+        documents: Some(n(3)?),
     })
 }
 
-/// Every planned account, project (with its owner) and collaborator row is in the database: the map
-/// email → users.id. Pure, on the read-back text.
+/// Every planned account, project (with its owner and its Yjs document) and collaborator row is in the
+/// database: the map email → users.id. Pure, on the read-back text.
 pub fn check_rows(plan: &Plan, out: &str) -> Result<HashMap<String, i64>> {
     let num = |v: &str| -> Result<i64> {
         v.trim()
@@ -157,9 +163,13 @@ pub fn check_rows(plan: &Plan, out: &str) -> Result<HashMap<String, i64>> {
         }
     }
     let mut projects = HashMap::new();
+    let mut documents = HashSet::new();
     for r in sql::rows(out, "P") {
         if r.len() >= 3 {
             projects.insert(r[1].to_string(), (num(r[0])?, num(r[2])?));
+            if r.get(3).map(|v| v.trim()) == Some("1") {
+                documents.insert(num(r[0])?);
+            }
         }
     }
     let mut collab = HashSet::new();
@@ -189,6 +199,17 @@ pub fn check_rows(plan: &Plan, out: &str) -> Result<HashMap<String, i64>> {
     if bad_projects > 0 {
         bail!(
             "row check: {bad_projects} of {} projects are missing or have another owner",
+            plan.projects.len()
+        );
+    }
+    let missing_docs = plan
+        .projects
+        .iter()
+        .filter(|p| !documents.contains(&projects[&p.uuid].0))
+        .count();
+    if missing_docs > 0 {
+        bail!(
+            "row check: {missing_docs} of {} projects have no Yjs document",
             plan.projects.len()
         );
     }

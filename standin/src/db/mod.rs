@@ -311,6 +311,26 @@ impl Db {
         Ok(row.map(|r| r.0))
     }
 
+    /// The project's first snapshot, if it has none (the app's `ensureDocument` on create): the default
+    /// `snapshot_version` '0', and the project row is left as it is.
+    pub async fn ensure_document(&self, project_id: i32, data: &[u8]) -> Result<()> {
+        let now = now_ms();
+        let insert = match self {
+            Db::MySql(_) => "INSERT IGNORE INTO yjs_documents (project_id, snapshot_data, snapshot_version, created_at, updated_at) VALUES (?, ?, '0', ?, ?)",
+            _ => "INSERT INTO yjs_documents (project_id, snapshot_data, snapshot_version, created_at, updated_at) VALUES (?, ?, '0', ?, ?) \
+                 ON CONFLICT (project_id) DO NOTHING",
+        };
+        on_pool!(self, insert, |q, p| sqlx::query(q)
+            .bind(project_id)
+            .bind(data)
+            .bind(now)
+            .bind(now)
+            .execute(p)
+            .await
+            .map(|_| ())?);
+        Ok(())
+    }
+
     /// Store the project's snapshot (upsert), touch the project, and apply `markSaved`/`X-Project-Title`.
     pub async fn save_snapshot(
         &self,

@@ -93,7 +93,9 @@ pub async fn show(
     }
 }
 
-/// An empty Yjs update (no structs, empty delete set): the snapshot `ensureDocument` stores.
+/// An empty Yjs update: `Y.encodeStateAsUpdate(new Y.Doc())` is a zero count of structs and an empty
+/// delete set, two zero bytes. The app's `ensureDocument` (src/yjs/doc-manager.ts) stores that for a new
+/// project (it names `navigation`, `metadata` and `assets` first, which adds no structs).
 pub const EMPTY_YJS_UPDATE: [u8; 2] = [0, 0];
 
 /// `POST /api/v1/projects` with `{"title"}` → 201: a private, active project with `saved_once = 0` and an
@@ -129,11 +131,7 @@ pub async fn create(
         Ok(None) => return internal(anyhow::anyhow!("project {uuid} vanished after its insert")),
         Err(e) => return internal(e),
     };
-    if let Err(e) = st
-        .db
-        .save_snapshot(project.id, &EMPTY_YJS_UPDATE, false, None)
-        .await
-    {
+    if let Err(e) = st.db.ensure_document(project.id, &EMPTY_YJS_UPDATE).await {
         return internal(e);
     }
     (

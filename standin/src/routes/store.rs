@@ -20,7 +20,7 @@ pub fn is_unique_violation(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(d) if d.is_unique_violation())
 }
 
-/// `POST /api/v1/users`: quota 4096, active, roles as JSON text. `Err` carries the driver error so that a
+/// `POST /api/v1/users`: quota 4096, active, LOPD accepted (as the app's v1 route sets), roles as JSON text. `Err` carries the driver error so that a
 /// duplicate email can be told apart.
 pub async fn insert_user(
     db: &Db,
@@ -31,7 +31,7 @@ pub async fn insert_user(
     let roles = serde_json::to_string(roles).unwrap_or_else(|_| "[]".into());
     let now = now_ms();
     let sql = "INSERT INTO users (email, password, roles, is_lopd_accepted, quota_mb, is_active, created_at, updated_at) \
-               VALUES (?, ?, ?, 0, 4096, 1, ?, ?)";
+               VALUES (?, ?, ?, 1, 4096, 1, ?, ?)";
     exec!(db, sql, |q| q
         .bind(email)
         .bind(hash)
