@@ -64,15 +64,16 @@ pub fn run(
         sampler.level(None);
         let leak = sampler.leak_check(plan.settle);
         let settled_ms = sampler.now_ms();
+        let samples = sampler.snapshot();
+        let ramp_over = (start_ms + ramp.as_millis() as u64).min(end_ms);
         let span = LevelSpan {
             users,
             start_ms,
-            hold_ms: (start_ms + ramp.as_millis() as u64).min(end_ms),
+            hold_ms: holding_from(&samples, users, ramp_over, end_ms),
             hold_end_ms: (start_ms + hold.as_millis() as u64).min(end_ms),
             end_ms,
             settled_ms,
         };
-        let samples = sampler.snapshot();
         let known = Known {
             nginx_capacity: plan.nginx_capacity,
             nginx_not_enough: sampler.nginx_not_enough(start_unix),
@@ -98,8 +99,51 @@ pub fn run(
     Ok(out)
 }
 
+/// When every user holds: the first sample after the one at whose end the generator had every user's
+/// socket open (the ramp's end only says every user was dialled; logins and upgrades take a while, and
+/// the app joins its room a moment after the 101). The ramp's end when no sample saw them all open.
+fn holding_from(samples: &[Sample], users: u64, ramp_over: u64, end_ms: u64) -> u64 {
+    let mut level = samples
+        .iter()
+        .filter(|s| s.t_ms >= ramp_over && s.t_ms <= end_ms);
+    level
+        .by_ref()
+        .find(|s| s.generator.open_sockets >= users)
+        .and_then(|_| level.next())
+        .map_or(ramp_over, |s| s.t_ms)
+}
+
 fn unix_now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::bench::GeneratorSample;
+
+    fn at(t_ms: u64, open: u64) -> Sample {
+        Sample {
+            t_ms,
+            generator: GeneratorSample {
+                open_sockets: open,
+                ..GeneratorSample::default()
+            },
+            ..Sample::default()
+        }
+    }
+
+    #[test]
+    fn the_hold_begins_after_every_socket_is_open_not_at_the_ramps_end() {
+        let s = [at(1000, 90), at(2001, 99), at(3001, 100), at(4001, 100)];
+        assert_eq!(holding_from(&s, 100, 2000, 9000), 4001);
+        // Open before the ramp's end is not taken from a sample before it.
+        let early = [at(1000, 100), at(2001, 100), at(3001, 100)];
+        assert_eq!(holding_from(&early, 100, 2000, 9000), 3001);
+        // Never all open (a failing level): the ramp's end.
+        assert_eq!(holding_from(&s, 200, 2000, 9000), 2000);
+        assert_eq!(holding_from(&s[..3], 100, 2000, 9000), 2000);
+    }
 }
