@@ -151,7 +151,7 @@ async fn scenario(d: &bollard::Docker, x: &Exectl, stack: &str, db: &str, door: 
     let first = prepare_json(x, stack, out.path(), &[]);
     assert_eq!(
         first["added"],
-        serde_json::json!({"accounts": 1000, "projects": 250, "collaborators": 750}),
+        serde_json::json!({"accounts": 1000, "projects": 250, "collaborators": 750, "documents": 250}),
         "{first}"
     );
     let checks = first["checks"].as_array().unwrap();
@@ -236,7 +236,7 @@ async fn scenario(d: &bollard::Docker, x: &Exectl, stack: &str, db: &str, door: 
     let again = prepare_json(x, stack, out.path(), &[]);
     assert_eq!(
         again["added"],
-        serde_json::json!({"accounts": 0, "projects": 0, "collaborators": 0}),
+        serde_json::json!({"accounts": 0, "projects": 0, "collaborators": 0, "documents": 0}),
         "{again}"
     );
     assert_eq!(table_counts(d, stack, db).await, after_first);
@@ -451,11 +451,11 @@ async fn prepare_single_postgres_default_cost_and_public() {
     };
     assert_eq!(
         grow("8")["added"],
-        serde_json::json!({"accounts": 8, "projects": 8, "collaborators": 0})
+        serde_json::json!({"accounts": 8, "projects": 8, "collaborators": 0, "documents": 8})
     );
     assert_eq!(
         grow("12")["added"],
-        serde_json::json!({"accounts": 4, "projects": 4, "collaborators": 0})
+        serde_json::json!({"accounts": 4, "projects": 4, "collaborators": 0, "documents": 4})
     );
 
     // Another password than the earlier run's, or an account of the pattern prepare did not make: refused.
