@@ -13,7 +13,8 @@ use crate::error::UsageError;
 /// The objectives of every level of one bench.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Slos {
-    /// Users whose socket was held for the whole hold, percent of the level: at least this.
+    /// Users served (the scenario's own criterion: the whole hold held, frames received, logged in),
+    /// percent of the level: at least this.
     pub held_pct: f64,
     /// Sockets the app refused (4001 unauthorised, 4003 access denied): at most this many.
     pub refused: u64,

@@ -70,7 +70,7 @@ pub struct Sample {
 pub struct LevelSpan {
     pub users: u64,
     pub start_ms: u64,
-    /// The ramp is over: every user is dialled.
+    /// Every user holds (the first sample after the generator saw every socket open; else the ramp's end).
     pub hold_ms: u64,
     /// The first users' holds end (start + hold): from `hold_ms` to here every user should be holding.
     #[serde(default)]

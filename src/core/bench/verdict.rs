@@ -27,7 +27,7 @@ impl Pcts {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct LevelFigures {
     pub users: u64,
-    /// Sockets held for the whole hold.
+    /// Users served: those that met the scenario's criterion (for idle, held the whole hold).
     pub held: u64,
     /// Sockets the app refused (4001, 4003).
     pub refused: u64,
