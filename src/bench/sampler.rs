@@ -44,7 +44,9 @@ enum Command {
 /// What the sampler hands back at the end.
 pub struct Finished {
     pub samples: Vec<Sample>,
-    /// CPU seconds its host commands used on the SUT (from `times`).
+    /// CPU seconds its host commands used on the SUT: locally the kernel's exact count of this process's
+    /// reaped children (the host commands are its only children); remotely each command's own `times`
+    /// (clock-tick resolution, so a sum over many samples, not one sample's cost).
     pub sut_cpu_s: f64,
     pub sample_ms_total: f64,
 }
@@ -183,6 +185,8 @@ struct Inner {
     gen_cpus: f64,
     restarts: Vec<Option<u64>>,
     sut_cpu_s: f64,
+    /// Local targets: this process's children's CPU when sampling began.
+    children_cpu0: Option<f64>,
     sample_ms_total: f64,
     ticks: u64,
 }
@@ -198,6 +202,7 @@ impl Inner {
         every: Duration,
     ) -> Result<Inner> {
         let target = Target::connect(spec).await?;
+        let spec_is_remote = target.is_remote();
         let observed = crate::engine::observe::observe(&target.docker, &stack).await?;
         let mut probes = Vec::new();
         let mut facts = Facts::default();
@@ -252,6 +257,7 @@ impl Inner {
             gen_cpus: metrics::cpu_capacity(),
             restarts: vec![None; n],
             sut_cpu_s: 0.0,
+            children_cpu0: (!spec_is_remote).then(metrics::children_cpu_seconds),
             sample_ms_total: 0.0,
             ticks: 0,
         })
@@ -288,9 +294,13 @@ impl Inner {
                         let _ = reply.send(self.samples.clone());
                     }
                     Some(Command::Stop(reply)) => {
+                        let sut_cpu_s = match self.children_cpu0 {
+                            Some(c0) => metrics::children_cpu_seconds() - c0,
+                            None => self.sut_cpu_s,
+                        };
                         let _ = reply.send(Finished {
                             samples: std::mem::take(&mut self.samples),
-                            sut_cpu_s: self.sut_cpu_s,
+                            sut_cpu_s,
                             sample_ms_total: self.sample_ms_total,
                         });
                         return;
