@@ -77,7 +77,7 @@ echo "limits script (baseline): $(pct "$base" 60) % of one core at 1 Hz (the sam
 # shows in the SUT sshd's reaped children.
 env=$(bash tests/sut/sut.sh up "$sut" 45 | grep -E '^[A-Z_]+=')
 eval "$env"
-SUT_ARGS="--target ssh://root@$ADDR:$SSH_PORT --identity $KEY --known-hosts $KNOWN_HOSTS"
+SUT_ARGS="--target ssh://root@$ADDR:$SSH_PORT --identity $KEY --known-hosts $KNOWN_HOSTS --docker-socket $DOCKER_SOCK"
 sshd=$(cat "$DIR/sshd.pid")
 children() { awk '{print ($16 + $17) / 100}' "/proc/$sshd/stat"; }
 # shellcheck disable=SC2086

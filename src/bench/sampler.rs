@@ -66,7 +66,6 @@ pub struct Facts {
     /// service → image digest.
     pub images: std::collections::BTreeMap<String, String>,
     pub host_cpus: Option<f64>,
-    pub has_nginx: bool,
 }
 
 /// One container the sampler reads.
@@ -218,7 +217,6 @@ impl Inner {
                 .map(|n| n as f64 / 1e9);
             let image = info.image.clone().unwrap_or_default();
             facts.images.insert(c.service.clone(), image);
-            facts.has_nginx |= c.service == "nginx";
             probes.push(Probe {
                 service: c.service.clone(),
                 container: c.name.clone(),
