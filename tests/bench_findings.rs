@@ -9,6 +9,10 @@ use std::path::Path;
 
 use common::{docker, Exectl, Stack, HA_LIMITS};
 
+/// One test at a time: each loads the machine's 2 cores (1536 sockets, a login burst), and the CPU test
+/// judges a share of a quota that a host busy with the other test does not let a single thread reach.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Rooms are dropped this soon after their last socket, so the leak check after a level is quick.
 const ROOM_CLEANUP: &str = "STANDIN_ROOM_CLEANUP_MS=500";
 
@@ -83,6 +87,7 @@ fn nginx_capacity(conf: &str, host_cpus: u64) -> (u64, u64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the Docker engine and the fixture images; bash scripts/test.sh runs it"]
 async fn nginx_baseline_runs_out_of_worker_connections_where_tuned_passes() {
+    let _serial = SERIAL.lock().await;
     let d = docker().await;
     let host_cpus = d.info().await.unwrap().ncpu.unwrap() as u64;
     let s = Stack::new("ngx").await;
@@ -200,6 +205,7 @@ async fn nginx_baseline_runs_out_of_worker_connections_where_tuned_passes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the Docker engine and the fixture images; bash scripts/test.sh runs it"]
 async fn login_burst_on_a_small_cpu_quota_fails_on_login_p95_with_the_instances_cpu_named() {
+    let _serial = SERIAL.lock().await;
     docker().await;
     let s = Stack::new("cpu").await;
     let (x, stack, port) = (&*s.x, s.name.as_str(), Stack::port());
