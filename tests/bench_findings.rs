@@ -1,7 +1,9 @@
 //! The seed's two findings, reproduced by `exectl bench` on the real engine with the stand-in app:
 //! nginx baseline-default runs out of worker_connections at a level the tuned variant carries; and a
 //! login burst on instances held to a small CPU quota fails on login p95 with the instances' CPU named
-//! as the limiting component, the knee between two levels far apart.
+//! as the limiting component, the knee between two levels far apart; with the logins ramped,
+//! `STANDIN_FAULT=blocking-bcrypt` (bcrypt on the runtime, as bcryptjs on Bun's event loop) moves the
+//! knee down a level, the sockets' handshakes stalled behind the logins.
 
 mod common;
 
@@ -51,12 +53,13 @@ fn describe(results: &serde_json::Value) -> String {
         .iter()
         .map(|l| {
             format!(
-                "{} users: passed {} held {}/{} login p95 {} ms, failures {}, reasons {}, limiting {}",
+                "{} users: passed {} held {}/{} login p95 {} ms, connect p95 {} ms, failures {}, reasons {}, limiting {}",
                 l["users"],
                 l["passed"],
                 l["figures"]["held"],
                 l["figures"]["users"],
                 l["figures"]["login_ms"]["p95"],
+                l["figures"]["connect_ms"]["p95"],
                 l["figures"]["failures"],
                 l["reasons"],
                 l["limiting"]
@@ -327,3 +330,109 @@ async fn login_burst_on_a_small_cpu_quota_fails_on_login_p95_with_the_instances_
 /// A container cannot use more than its quota: a sampled share above this is a measuring error (the
 /// margin covers one quota period per 1 s sample and the host command's own time).
 const MAX_SHARE: f64 = 1.3;
+
+/// The first failing level's index and the level.
+fn knee(r: &serde_json::Value) -> Option<(usize, serde_json::Value)> {
+    r["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .find(|(_, l)| l["passed"] == false)
+        .map(|(i, l)| (i, l.clone()))
+}
+
+fn failed_on(level: &serde_json::Value, objective: &str) -> bool {
+    level["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r.as_str().unwrap().starts_with(objective))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine and the fixture images; bash scripts/test.sh runs it"]
+async fn blocking_bcrypt_lowers_the_knee_of_a_ramped_login_and_connect() {
+    let _serial = SERIAL.lock().await;
+    docker().await;
+    let s = Stack::new("knee").await;
+    let (x, stack, port) = (&*s.x, s.name.as_str(), Stack::port());
+    let mut args = vec![
+        "ha",
+        "--stack",
+        stack,
+        "--instances",
+        "2",
+        "--lb-port",
+        &port,
+        "--cpus",
+        "0.2",
+        "--memory",
+        "512m",
+        "--set",
+        ROOM_CLEANUP,
+    ];
+    args.extend(HA_LIMITS);
+    let dep = x.deploy_json(&args);
+    assert_eq!(dep["ok"], true, "{dep}");
+    x.ok(&[
+        "prepare",
+        "--stack",
+        stack,
+        "--accounts",
+        "120",
+        "--bcrypt-cost",
+        "10",
+    ]);
+    // Users log in over a 5 s ramp, then hold a socket. Measured at --cpus 0.2, cost 10:
+    //   healthy:          connect p95 43 / 65-85 / 83 ms, login p95 0.3 / 0.9-1.3 / 8.8-9.0 s at 10 / 40 / 120
+    //   blocking-bcrypt:  connect p95 10-43 / 314-894 / 1561 ms — the handshakes wait behind the bcrypts
+    //                     (≈ 0.3 s each at the quota) on the runtime's one worker, as the seed's
+    //                     /healthcheck waited behind bcryptjs.
+    // So with connect_p95=200ms (≥ 1.5× from both sides) the fault fails at 40 on connect p95, and the
+    // healthy stand-in only at 120, on login p95 (default 5 s), with the instances' CPU named.
+    let run = [
+        "--levels",
+        "10,40,120",
+        "--ramp",
+        "5s",
+        "--hold",
+        "8s",
+        "--settle",
+        "5s",
+        "--slo",
+        "connect_p95=200ms",
+        "--sample",
+        "1s",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let (code, healthy, _) = bench(x, stack, &dir.path().join("healthy"), &run);
+    eprintln!("healthy:\n{}", describe(&healthy));
+    assert_eq!(code, 1, "{healthy:#}");
+    let (hi, hl) = knee(&healthy).expect("the healthy stand-in fails at some level");
+    assert_eq!(hl["users"], 120, "{healthy:#}");
+    assert!(failed_on(&hl, "login_p95"), "{hl:#}");
+    assert!(!failed_on(&hl, "connect_p95"), "{hl:#}");
+    assert_eq!(hl["limiting"]["component"], "app instances' CPU", "{hl:#}");
+
+    let mut faulty = args.clone();
+    faulty.extend(["--set", "STANDIN_FAULT=blocking-bcrypt"]);
+    let dep = x.deploy_json(&faulty);
+    assert_eq!(dep["ok"], true, "{dep}");
+    let (code, blocked, _) = bench(x, stack, &dir.path().join("blocking"), &run);
+    eprintln!("blocking-bcrypt:\n{}", describe(&blocked));
+    assert_eq!(code, 1, "{blocked:#}");
+    let (fi, fl) = knee(&blocked).expect("the faulty stand-in fails at some level");
+    assert!(failed_on(&fl, "connect_p95"), "{fl:#}");
+    assert!(
+        fi < hi,
+        "blocking-bcrypt's knee ({} users) is below the healthy one ({} users)",
+        fl["users"],
+        hl["users"]
+    );
+    assert_eq!(
+        (&blocked["verdict"]["knee"], &healthy["verdict"]["knee"]),
+        (&fl["users"], &hl["users"]),
+        "the verdicts say so too"
+    );
+}
