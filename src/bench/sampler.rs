@@ -180,6 +180,8 @@ struct Inner {
     level: Option<LevelState>,
     prev_cpu: Vec<Option<u64>>,
     prev_at: Option<Instant>,
+    /// When the previous host command returned: the cgroup counters' clock.
+    prev_read_at: Option<Instant>,
     prev_gen_cpu: f64,
     gen_cpus: f64,
     restarts: Vec<Option<u64>>,
@@ -251,6 +253,7 @@ impl Inner {
             level: None,
             prev_cpu: vec![None; n],
             prev_at: None,
+            prev_read_at: None,
             prev_gen_cpu: metrics::cpu_seconds(),
             gen_cpus: metrics::cpu_capacity(),
             restarts: vec![None; n],
@@ -348,8 +351,14 @@ impl Inner {
         let started = Instant::now();
         let pids: Vec<i64> = self.probes.iter().map(|p| p.pid).collect();
         let script = sample::sample(&pids);
-        let (host, instances, nginx) = tokio::join!(
-            self.target.host_shell(&script),
+        let ((host, read_at), instances, nginx) = tokio::join!(
+            // Stamped when the cgroup counters come back, not after the probes: a stalled instance
+            // holds its probe up to PROBE's 800 ms, and dividing by that wait mis-states the CPU
+            // share (seen: 540 % of a 0.2-CPU quota with STANDIN_FAULT=blocking-bcrypt).
+            async {
+                let r = self.target.host_shell(&script).await;
+                (r, Instant::now())
+            },
             self.instances(),
             self.nginx_active()
         );
@@ -357,6 +366,8 @@ impl Inner {
         let now = Instant::now();
         let elapsed_ns = self.prev_at.map(|p| (now - p).as_nanos() as f64);
         self.prev_at = Some(now);
+        let read_ns = self.prev_read_at.map(|p| (read_at - p).as_nanos() as f64);
+        self.prev_read_at = Some(read_at);
         if self.ticks.is_multiple_of(5) {
             for (i, p) in self.probes.iter().enumerate() {
                 if let Ok(info) = self
@@ -376,7 +387,7 @@ impl Inner {
                 .as_ref()
                 .map(|r| limits::parse(&p.service, &r.per_pid[i]));
             let usage = e.as_ref().and_then(|e| e.cpu_usage_ns);
-            let cpu_pct = match (self.prev_cpu[i], usage, elapsed_ns) {
+            let cpu_pct = match (self.prev_cpu[i], usage, read_ns) {
                 (Some(a), Some(b), Some(ns)) if ns > 0.0 => {
                     Some(b.saturating_sub(a) as f64 / ns * 100.0)
                 }

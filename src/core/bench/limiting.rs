@@ -86,7 +86,33 @@ pub fn limiting_component(span: &LevelSpan, samples: &[Sample], known: &Known) -
     if during.is_empty() {
         return Limiting::unknown();
     }
-    if let Some(cpu) = p90(during.iter().filter_map(|s| s.generator.cpu_pct).collect()) {
+    let generator_cpu = p90(during.iter().filter_map(|s| s.generator.cpu_pct).collect());
+    // nginx saying it ran out of worker_connections is the SUT's own word: a busy generator opens fewer
+    // connections, never more, so it cannot be what made nginx run out. It comes before generator-bound.
+    if known.nginx_not_enough > 0 {
+        return Limiting {
+            resource: Resource::NginxConnections,
+            component: "nginx worker_connections".into(),
+            services: vec!["nginx".into()],
+            share: 1.0,
+            detail: format!(
+                "nginx logged \"worker_connections are not enough\" {} times{}{}",
+                known.nginx_not_enough,
+                known
+                    .nginx_capacity
+                    .map(|c| format!(
+                        " (worker_connections × workers = {c}; each proxied socket uses two)"
+                    ))
+                    .unwrap_or_default(),
+                generator_cpu
+                    .filter(|c| *c >= GENERATOR_BOUND_PCT)
+                    .map(|c| format!("; the generator was busy too ({c:.0} % of its CPU, p90)"))
+                    .unwrap_or_default()
+            ),
+            generator_bound: false,
+        };
+    }
+    if let Some(cpu) = generator_cpu {
         if cpu >= GENERATOR_BOUND_PCT {
             return Limiting {
                 resource: Resource::Generator,
@@ -100,26 +126,6 @@ pub fn limiting_component(span: &LevelSpan, samples: &[Sample], known: &Known) -
             };
         }
     }
-    if known.nginx_not_enough > 0 {
-        return Limiting {
-            resource: Resource::NginxConnections,
-            component: "nginx worker_connections".into(),
-            services: vec!["nginx".into()],
-            share: 1.0,
-            detail: format!(
-                "nginx logged \"worker_connections are not enough\" {} times{}",
-                known.nginx_not_enough,
-                known
-                    .nginx_capacity
-                    .map(|c| format!(
-                        " (worker_connections × workers = {c}; each proxied socket uses two)"
-                    ))
-                    .unwrap_or_default()
-            ),
-            generator_bound: false,
-        };
-    }
-
     let mut candidates = Vec::new();
     let services: std::collections::BTreeSet<&str> = during
         .iter()
@@ -429,5 +435,40 @@ mod tests {
             limiting_component(&SPAN, &[], &Known::default()).resource,
             Resource::Unknown
         );
+    }
+
+    #[test]
+    fn nginx_out_of_connections_is_named_even_with_a_busy_generator() {
+        let s = samples(|_| {
+            (
+                vec![container("nginx", 20.0, 1.0, 10, 256)],
+                Some(900),
+                97.0,
+            )
+        });
+        let known = Known {
+            nginx_capacity: Some(2048),
+            nginx_not_enough: 40,
+            ..Known::default()
+        };
+        let l = limiting_component(&SPAN, &s, &known);
+        assert_eq!(l.resource, Resource::NginxConnections, "{l:?}");
+        assert!(!l.generator_bound, "{l:?}");
+        assert!(l.detail.contains("40 times"), "{}", l.detail);
+        assert!(
+            l.detail.contains("generator was busy too (97 %"),
+            "{}",
+            l.detail
+        );
+        // Without nginx's word, the same busy generator makes the level generator-bound.
+        let l = limiting_component(
+            &SPAN,
+            &s,
+            &Known {
+                nginx_not_enough: 0,
+                ..known
+            },
+        );
+        assert!(l.generator_bound, "{l:?}");
     }
 }
