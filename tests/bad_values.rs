@@ -45,6 +45,11 @@ const NOT_NUMERIC: &[&str] = &[
     "--role",
     "--sysctl-file",
     "--root",
+    "--scenario",
+    "--slo",
+    "--from",
+    // A list of counts, with a parser and tests of its own (core::bench::levels).
+    "--levels",
 ];
 
 /// Flags where zero is a meaningful value (no ramp, no settling, no projects given yet).
@@ -74,6 +79,7 @@ fn base(path: &[String], out: &str) -> Vec<String> {
         ["load"] => vec!["idle", "--url", "http://127.0.0.1:9", "--manifest", out],
         ["prepare"] => vec!["--accounts", "10", "--mint-tokens"],
         ["host", "tune"] => vec!["--role", "sut"],
+        ["bench"] => vec!["--levels", "10"],
         _ => vec![],
     };
     v.into_iter().map(String::from).collect()
@@ -153,6 +159,9 @@ fn every_numeric_flag_is_found() {
         ("doctor", "--memory"),
         ("host tune", "--connect-timeout"),
         ("teardown", "--connect-timeout"),
+        ("bench", "--hold"),
+        ("bench", "--sample"),
+        ("bench", "--settle"),
     ] {
         assert!(has(path, long), "{path} {long} is not walked");
     }
