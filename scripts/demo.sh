@@ -9,6 +9,8 @@ cargo build --release -q -p exectl
 exectl=target/release/exectl
 $exectl deploy --config scripts/demo.yaml --images images/fixtures.yaml
 $exectl prepare --stack demo --accounts 1000 --users-per-project 4
+# deploy returns as soon as every service answers; Docker's own health turns healthy on its next tick.
+for _ in $(seq 30); do $exectl status --stack demo --expect-healthy >/dev/null 2>&1 && break; sleep 2; done
 $exectl status --stack demo --expect-healthy
 # Two levels of idle sockets; the leak check after each waits for the app's room cleanup (30 s).
 bench_rc=0
