@@ -439,11 +439,7 @@ impl Inner {
             &self.level,
             self.level.as_ref().and_then(|l| l.progress.as_ref()),
         ) {
-            let busiest = containers
-                .iter()
-                .filter_map(|c| Some((c.cpu_pct?, c.service.as_str())))
-                .max_by(|a, b| a.0.total_cmp(&b.0))
-                .map_or("?".into(), |(c, s)| format!("{s} {c:.0} % CPU"));
+            let busiest = crate::core::bench::timeline::busiest(&containers);
             eprintln!(
                 "[{:>5.0}s] {label}: {} users, open {} held {} failures {}, busiest {busiest}",
                 self.t0.elapsed().as_secs_f64(),

@@ -11,6 +11,7 @@ use crate::bench::sampler::Sampler;
 use crate::bench::{self, Done};
 use crate::cli::{duration_flag, BenchArgs, LoadArgs};
 use crate::core::bench::results::{REPORT, RESULTS, TIMELINE};
+use crate::core::bench::timeline::busiest;
 use crate::core::bench::{
     parse_levels, report, LevelResult, Results, Sample, SamplerCost, Slos, Verdict,
 };
@@ -127,13 +128,7 @@ fn progress(d: &Done, json: bool) {
         return;
     }
     let l = d.result;
-    let busiest = d
-        .samples
-        .iter()
-        .filter(|s| s.t_ms >= l.span.start_ms && s.t_ms <= l.span.end_ms)
-        .flat_map(|s| s.containers.iter())
-        .filter_map(|c| Some((c.cpu_pct?, c.service.clone())))
-        .max_by(|a, b| a.0.total_cmp(&b.0));
+    let busiest = busiest(l.span.during(d.samples).flat_map(|s| &s.containers));
     eprintln!(
         "level {}/{}: {} users, held {}/{}, failures {}, busiest {} — {}",
         d.index + 1,
@@ -142,7 +137,7 @@ fn progress(d: &Done, json: bool) {
         l.figures.held,
         l.figures.users,
         l.figures.failures.values().sum::<u64>(),
-        busiest.map_or("?".into(), |(c, s)| format!("{s} {c:.0} % CPU")),
+        busiest,
         if l.passed {
             "pass".to_string()
         } else {

@@ -106,6 +106,15 @@ impl Sample {
     }
 }
 
+/// "app-1 43 % CPU": the container with the highest CPU among `cs`, for progress lines ("?" when none
+/// was read).
+pub fn busiest<'a>(cs: impl IntoIterator<Item = &'a ContainerSample>) -> String {
+    cs.into_iter()
+        .filter_map(|c| Some((c.cpu_pct?, c.service.as_str())))
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map_or("?".into(), |(c, s)| format!("{s} {c:.0} % CPU"))
+}
+
 /// nginx stub_status's "Active connections: 291" (the other lines are totals since start).
 pub fn stub_status_active(text: &str) -> Option<u64> {
     text.lines()
