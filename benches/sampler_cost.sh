@@ -85,5 +85,24 @@ setup $SUT_ARGS
 c0=$(children); t0=$(date +%s.%N)
 # shellcheck disable=SC2086
 measure ssh $SUT_ARGS
-c1=$(children); t1=$(date +%s.%N)
+t1=$(date +%s.%N)
+# A session's CPU reaches the listener's count when its process is reaped: wait for exectl's to end.
+for _ in $(seq 1 100); do [ -z "$(pgrep -P "$sshd")" ] && break; sleep 0.1; done
+left=$(pgrep -c -P "$sshd" || true)
+c1=$(children)
+[ "$left" = 0 ] || echo "ssh    warning: $left sshd session(s) still open; their CPU is not counted below"
 echo "ssh    the SUT's sshd sessions during the bench (commands, exec channels, forwards): $(pct "$(echo "$c1 - $c0" | bc -l)" "$(echo "$t1 - $t0" | bc -l)") % of one core"
+
+# Baseline over SSH, same SUT and containers: a session per sample (what the sampler did before it kept
+# one script running), running the limits script, 30 times, as at 1 Hz for 30 s.
+sut_docker=(docker -H "unix://$DOCKER_SOCK")
+pids=$("${sut_docker[@]}" ps -q --filter label=exectl.stack=bench-sampler | xargs "${sut_docker[@]}" inspect -f '{{.State.Pid}}' | tr '\n' ' ')
+c0=$(children)
+for _ in $(seq 1 30); do
+  # shellcheck disable=SC2086
+  ssh -q -i "$KEY" -p "$SSH_PORT" -o BatchMode=yes -o UserKnownHostsFile="$KNOWN_HOSTS" "root@$ADDR" \
+    sh -s -- $pids <<<"$script" >/dev/null
+done
+for _ in $(seq 1 100); do [ -z "$(pgrep -P "$sshd")" ] && break; sleep 0.1; done
+c1=$(children)
+echo "ssh    baseline, a session per sample running the limits script: $(pct "$(echo "$c1 - $c0" | bc -l)" 30) % of one core at 1 Hz"

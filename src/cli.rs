@@ -200,7 +200,7 @@ pub struct BenchArgs {
     )]
     pub settle: String,
     /// An objective, KEY=VALUE (repeat): held=99.9, refused=0, stalled=0, login_p95=5s, connect_p95=2s,
-    /// delivery_p95=1s, frame_errors=0 (the defaults).
+    /// delivery_p95=1s, frame_errors=0, health_p95=1s (the defaults).
     #[arg(long, value_name = "KEY=VALUE")]
     pub slo: Vec<String>,
     /// Run every level even after one fails.

@@ -98,6 +98,73 @@ fn try_connect(
     (out.status.code(), stderr(&out))
 }
 
+/// sshd's "Starting session: command …" lines so far: one per exec channel (LogLevel VERBOSE).
+fn exec_sessions(sut: &Sut) -> usize {
+    std::fs::read_to_string(sut.dir.join("sshd.log"))
+        .unwrap()
+        .matches("Starting session: command")
+        .count()
+}
+
+fn bench_over_ssh(r: &Remote) {
+    let users = 20u64;
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().to_str().unwrap();
+    let before = exec_sessions(r.sut);
+    let out = r.run(&[
+        "bench", "--stack", STACK, "--levels", "20", "--hold", "6s", "--ramp", "1s", "--settle",
+        "30s", "--sample", "1s", "--json", "--out", out_dir,
+    ]);
+    let sessions = exec_sessions(r.sut) - before;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let res: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    eprintln!(
+        "bench over SSH: {sessions} exec sessions; sampler {}",
+        res["sampler"]
+    );
+    assert_eq!(res["levels"][0]["passed"], true, "{res:#}");
+    assert_eq!(res["target"], r.url.as_str());
+    let sampler = &res["sampler"];
+    let samples = sampler["samples"].as_u64().unwrap();
+    assert!(samples >= 8, "{sampler}");
+    assert_eq!(sampler["host_scripts"], 1, "{sampler}");
+    assert!(sampler["sut_cpu_pct"].as_f64().unwrap() > 0.0, "{sampler}");
+    // The bench's own connection runs a few commands (facts, limits) besides the sampler's one.
+    assert!(
+        sessions < 6 && (sessions as u64) < samples / 2,
+        "{sessions} exec sessions on the SUT for {samples} samples"
+    );
+    let timeline = std::fs::read_to_string(dir.path().join("timeline.jsonl")).unwrap();
+    let samples: Vec<serde_json::Value> = timeline
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let read = |s: &serde_json::Value| {
+        s["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["rss_bytes"].as_u64().is_some())
+    };
+    assert!(
+        samples.iter().filter(|s| read(s)).count() as f64 >= 0.9 * samples.len() as f64,
+        "every container's cgroup read over SSH in (nearly) every sample"
+    );
+    let summed = samples.iter().any(|s| {
+        s["instances"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["connections"].as_u64().unwrap_or(0))
+            .sum::<u64>()
+            == users
+    });
+    assert!(
+        summed,
+        "the instances' counts, read through the forwards, reach the level"
+    );
+}
+
 fn instance_counts(r: &Remote) -> Vec<u64> {
     let out = r.run(&["status", "--stack", STACK, "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)
@@ -260,6 +327,11 @@ async fn ha_stack_on_a_remote_sut_over_ssh() {
         String::from_utf8_lossy(&out.stdout),
         stderr(&out)
     );
+
+    // bench over the same link: the SUT sampled every second by one host script kept running (one
+    // exec session in the SUT's sshd log for all the samples, not one a sample), the instances' counts
+    // read through the forwards, the level held.
+    bench_over_ssh(&r);
 
     // Nothing of this stack was ever created on the local engine.
     assert!(labelled(&local, STACK).await.is_empty());

@@ -29,6 +29,7 @@ pub fn of(s: &Summary) -> LevelFigures {
             let d = &f.deliveries;
             d.lost.unwrap_or(0) + d.duplicated + d.echoed + d.cross_room
         }),
+        health_ms: s.login_burst.as_ref().and_then(|b| pcts(&b.probe_ms)),
         generator_cpu_s: s.client_cpu_seconds,
         generator_peak_rss_bytes: s.client_peak_rss_bytes,
     }

@@ -1,9 +1,9 @@
 //! The SUT sampler: a task on its own runtime (its own thread), so the load's runtime never waits for it.
-//! Every `--sample` tick: one host command for every container's cgroup figures, the host's load average
-//! and the command's own CPU time; each app instance's `/api/websocket/info` and nginx's stub_status on
-//! their own addresses (locally on the bridge, remotely through the SSH connection, as status reaches
-//! them); the generator's own CPU and RSS — all stamped on the bench's one clock. Between levels it runs
-//! the leak check and reads nginx's log.
+//! Every `--sample` tick: one request to a host script kept running (`sample::sample_loop`) for every
+//! container's cgroup figures, the host's load average and the script's own CPU time; each app
+//! instance's `/api/websocket/info` and nginx's stub_status on their own addresses, found once (locally
+//! on the bridge, remotely through the SSH connection's forwards); the generator's own CPU and RSS — all
+//! stamped on the bench's one clock. Between levels it runs the leak check and reads nginx's log.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,10 +12,12 @@ use anyhow::{Context, Result};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
+use crate::app::Endpoint;
 use crate::core::bench::timeline::stub_status_active;
 use crate::core::bench::{ContainerSample, GeneratorSample, InstanceSample, LeakCheck, Sample};
 use crate::load::metrics::{self, Live};
 use crate::shell::scripts::{limits, sample};
+use crate::shell::ShellLoop;
 use crate::status::{self, Deployed};
 use crate::sut::{Target, TargetSpec};
 
@@ -44,11 +46,14 @@ enum Command {
 /// What the sampler hands back at the end.
 pub struct Finished {
     pub samples: Vec<Sample>,
-    /// CPU seconds its host commands used on the SUT: locally the kernel's exact count of this process's
-    /// reaped children (the host commands are its only children); remotely each command's own `times`
-    /// (clock-tick resolution, so a sum over many samples, not one sample's cost).
+    /// CPU seconds its host script used on the SUT: locally the kernel's exact count of this process's
+    /// reaped children (the script is its only child, reaped at the end); remotely the script's own
+    /// cumulative `times` (clock-tick resolution), which also holds what sshd did for its session in
+    /// that process before it became the shell.
     pub sut_cpu_s: f64,
     pub sample_ms_total: f64,
+    /// Host scripts started (one, unless the running one failed and was started again).
+    pub host_scripts: u64,
 }
 
 /// The sampler's handle, used from the bench's (blocking) thread.
@@ -75,6 +80,9 @@ struct Probe {
     pid: i64,
     cpu_limit: Option<f64>,
     app: bool,
+    /// Where an app instance's port or nginx's status port answers from here: found when first needed,
+    /// forgotten when a probe there fails (a restarted container may have a new address).
+    endpoint: Option<Endpoint>,
 }
 
 impl Sampler {
@@ -154,6 +162,7 @@ impl Sampler {
             samples: vec![],
             sut_cpu_s: 0.0,
             sample_ms_total: 0.0,
+            host_scripts: 0,
         });
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -185,7 +194,12 @@ struct Inner {
     prev_gen_cpu: f64,
     gen_cpus: f64,
     restarts: Vec<Option<u64>>,
-    sut_cpu_s: f64,
+    /// The host script kept running (None until opened, and after it failed: opened again next tick).
+    host: Option<Box<dyn ShellLoop>>,
+    /// CPU seconds of host scripts that ended, and the running one's so far (its `times`).
+    host_cpu_ended: f64,
+    host_cpu_now: f64,
+    host_scripts: u64,
     /// Local targets: this process's children's CPU when sampling began.
     children_cpu0: Option<f64>,
     sample_ms_total: f64,
@@ -225,6 +239,7 @@ impl Inner {
                 pid,
                 cpu_limit,
                 app: status::report::is_app(&c.service),
+                endpoint: None,
             });
         }
         anyhow::ensure!(
@@ -257,7 +272,10 @@ impl Inner {
             prev_gen_cpu: metrics::cpu_seconds(),
             gen_cpus: metrics::cpu_capacity(),
             restarts: vec![None; n],
-            sut_cpu_s: 0.0,
+            host: None,
+            host_cpu_ended: 0.0,
+            host_cpu_now: 0.0,
+            host_scripts: 0,
             children_cpu0: (!spec_is_remote).then(metrics::children_cpu_seconds),
             sample_ms_total: 0.0,
             ticks: 0,
@@ -295,14 +313,19 @@ impl Inner {
                         let _ = reply.send(self.samples.clone());
                     }
                     Some(Command::Stop(reply)) => {
+                        // Ended (and, locally, reaped) before its CPU is read.
+                        if let Some(host) = self.host.take() {
+                            let _ = tokio::task::spawn_blocking(move || drop(host)).await;
+                        }
                         let sut_cpu_s = match self.children_cpu0 {
                             Some(c0) => metrics::children_cpu_seconds() - c0,
-                            None => self.sut_cpu_s,
+                            None => self.host_cpu_ended + self.host_cpu_now,
                         };
                         let _ = reply.send(Finished {
                             samples: std::mem::take(&mut self.samples),
                             sut_cpu_s,
                             sample_ms_total: self.sample_ms_total,
+                            host_scripts: self.host_scripts,
                         });
                         return;
                     }
@@ -311,58 +334,117 @@ impl Inner {
         }
     }
 
-    async fn instances(&self) -> Vec<InstanceSample> {
-        let apps = self.probes.iter().filter(|p| p.app);
-        futures_util::future::join_all(apps.map(|p| async {
-            let s = status::instance_status(
-                &self.target,
-                &self.client,
-                &p.container,
-                &p.service,
-                &self.deployed,
-                &self.token,
-            )
-            .await;
-            InstanceSample {
-                service: p.service.clone(),
-                connections: s.total_connections,
-                rooms: s.rooms_count,
-            }
-        }))
-        .await
+    /// Find the endpoints not known yet: each app instance's port and nginx's status port.
+    async fn resolve_endpoints(&mut self) {
+        for p in self.probes.iter_mut().filter(|p| p.endpoint.is_none()) {
+            let port = if p.app {
+                crate::render::APP_PORT
+            } else if p.service == "nginx" {
+                crate::render::NGINX_STATUS_PORT
+            } else {
+                continue;
+            };
+            p.endpoint = status::container_endpoint(&self.target, &p.container, port)
+                .await
+                .ok();
+        }
     }
 
-    async fn nginx_active(&self) -> Option<u64> {
-        let p = self.probes.iter().find(|p| p.service == "nginx")?;
-        let ip = status::container_ip(&self.target.docker, &p.container)
-            .await
-            .ok()?;
-        let addr = self
-            .target
-            .reach(&ip, crate::render::NGINX_STATUS_PORT)
-            .await
-            .ok()?;
-        let ep = crate::app::Endpoint::at(addr, None);
-        let a = self.client.nginx_status(&ep).answer().await.ok()?;
-        stub_status_active(a.body.as_str()?)
+    /// Every app instance's counts, and which probes failed (their endpoints are found again).
+    async fn instances(&self) -> (Vec<InstanceSample>, Vec<usize>) {
+        let apps = self.probes.iter().enumerate().filter(|(_, p)| p.app);
+        let asked = futures_util::future::join_all(apps.map(|(i, p)| async move {
+            let s = match &p.endpoint {
+                Some(ep) => Some(
+                    status::instance_info(
+                        &self.client,
+                        ep,
+                        &p.service,
+                        &self.deployed,
+                        &self.token,
+                    )
+                    .await,
+                ),
+                None => None,
+            };
+            let sample = InstanceSample {
+                service: p.service.clone(),
+                connections: s.as_ref().and_then(|s| s.total_connections),
+                rooms: s.as_ref().and_then(|s| s.rooms_count),
+            };
+            (sample, i)
+        }))
+        .await;
+        let failed = asked
+            .iter()
+            .filter(|(s, _)| s.connections.is_none())
+            .map(|(_, i)| *i)
+            .collect();
+        (asked.into_iter().map(|(s, _)| s).collect(), failed)
+    }
+
+    async fn nginx_active(&self) -> Result<Option<u64>, usize> {
+        let Some(i) = self.probes.iter().position(|p| p.service == "nginx") else {
+            return Ok(None);
+        };
+        let ep = self.probes[i].endpoint.as_ref().ok_or(i)?;
+        let a = self.client.nginx_status(ep).answer().await.map_err(|_| i)?;
+        Ok(a.body.as_str().and_then(stub_status_active))
+    }
+
+    /// One answer of the host script, opening it first when it is not running. Blocking work, on the
+    /// blocking pool; the script comes back with the answer, or is dropped when it failed.
+    async fn ask_host(
+        shell: Arc<dyn crate::shell::HostShell>,
+        host: Option<Box<dyn ShellLoop>>,
+        request: String,
+    ) -> (Option<Box<dyn ShellLoop>>, Result<String>) {
+        let asked = tokio::task::spawn_blocking(move || {
+            let mut host = match host {
+                Some(h) => h,
+                None => match shell.open_loop(&sample::sample_loop()) {
+                    Ok(h) => h,
+                    Err(e) => return (None, Err(e)),
+                },
+            };
+            match host.ask(&request) {
+                Ok(answer) => (Some(host), Ok(answer)),
+                Err(e) => (None, Err(e)),
+            }
+        })
+        .await;
+        asked.unwrap_or_else(|e| (None, Err(e.into())))
     }
 
     async fn sample(&mut self) {
         let started = Instant::now();
         let pids: Vec<i64> = self.probes.iter().map(|p| p.pid).collect();
-        let script = sample::sample(&pids);
-        let ((host, read_at), instances, nginx) = tokio::join!(
+        self.resolve_endpoints().await;
+        let (shell, host) = (self.target.shell.clone(), self.host.take());
+        if host.is_none() {
+            self.host_scripts += 1;
+        }
+        let (((host, answer), read_at), (instances, failed), nginx) = tokio::join!(
             // Stamped when the cgroup counters come back, not after the probes: a stalled instance
             // holds its probe up to PROBE's 800 ms, and dividing by that wait mis-states the CPU
             // share (seen: 540 % of a 0.2-CPU quota with STANDIN_FAULT=blocking-bcrypt).
             async {
-                let r = self.target.host_shell(&script).await;
+                let r = Self::ask_host(shell, host, sample::request(&pids)).await;
                 (r, Instant::now())
             },
             self.instances(),
             self.nginx_active()
         );
-        let read = host.ok().map(|t| sample::parse(&t, &pids));
+        if host.is_none() {
+            // The script ended (or never started): what it had used stays counted.
+            self.host_cpu_ended += std::mem::take(&mut self.host_cpu_now);
+        }
+        self.host = host;
+        for i in failed.into_iter().chain(nginx.err()) {
+            self.probes[i].endpoint = None;
+        }
+        let nginx = nginx.unwrap_or(None);
+        let read = answer.ok().map(|t| sample::parse(&t, &pids));
         let now = Instant::now();
         let elapsed_ns = self.prev_at.map(|p| (now - p).as_nanos() as f64);
         self.prev_at = Some(now);
@@ -406,7 +488,7 @@ impl Inner {
             });
         }
         if let Some(own) = read.as_ref().and_then(|r| r.own_cpu_s) {
-            self.sut_cpu_s += own;
+            self.host_cpu_now = own;
         }
         let gen_cpu = metrics::cpu_seconds();
         let gen_pct = elapsed_ns

@@ -25,34 +25,6 @@ pub fn benches_dir() -> PathBuf {
     crate::secrets::state_root().join("benches")
 }
 
-fn run_id(given: &Option<String>, scenario: &str) -> Result<String, UsageError> {
-    match given {
-        Some(id) => {
-            let ok = !id.is_empty()
-                && id.len() <= 100
-                && id
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-                && !id.starts_with('.');
-            if !ok {
-                return Err(UsageError::new(
-                    "--run-id",
-                    id,
-                    "only letters, digits, '.', '_' and '-' (at most 100, not starting with '.')",
-                    "e.g. --run-id B-IDLE-HA2-001",
-                ));
-            }
-            Ok(id.clone())
-        }
-        None => {
-            let now = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs());
-            Ok(format!("B-{scenario}-{now}"))
-        }
-    }
-}
-
 /// The load flags of one level, as `exectl load` would get them.
 fn level_args(a: &BenchArgs, stack: &str, users: u64, run_id: &str) -> LoadArgs {
     LoadArgs {
@@ -158,7 +130,9 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
     )?;
     let settle = duration_flag("--settle", &a.settle, Duration::ZERO, MAX_WAIT)?;
     let stack = crate::spec::resolve_stack_name(a.stack.as_deref())?;
-    let run_id = run_id(&a.run_id, &a.scenario)?;
+    let run_id = super::run_id(a.run_id.as_deref(), "B-IDLE-HA2-001", |now| {
+        format!("B-{}-{now}", a.scenario)
+    })?;
     let out_dir = match &a.out {
         Some(d) => d.clone(),
         None => benches_dir().join(&run_id),
@@ -281,6 +255,7 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
         },
         sut_cpu_pct: (results.duration_s > 0.0)
             .then(|| finished.sut_cpu_s / results.duration_s * 100.0),
+        host_scripts: finished.host_scripts,
     };
     save(&out_dir, &results, &finished.samples)?;
     if a.json {

@@ -3,7 +3,7 @@
 //! scenario's criterion, 1 when some did not.
 
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 
@@ -139,30 +139,9 @@ pub fn options(args: &LoadArgs) -> Result<LoadOptions, UsageError> {
         None => DEFAULT_DIAL_CONCURRENCY,
     }
     .min(users);
-    let run_id = match &args.run_id {
-        Some(id) => {
-            let ok = !id.is_empty()
-                && id.len() <= 100
-                && id
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
-            if !ok {
-                return Err(UsageError::new(
-                    "--run-id",
-                    id,
-                    "only letters, digits, '.', '_' and '-' (at most 100)",
-                    "e.g. --run-id E7-IDLE-1000-001",
-                ));
-            }
-            id.clone()
-        }
-        None => {
-            let now = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs());
-            format!("{}-{users}-{now}", scenario.name())
-        }
-    };
+    let run_id = super::run_id(args.run_id.as_deref(), "E7-IDLE-1000-001", |now| {
+        format!("{}-{users}-{now}", scenario.name())
+    })?;
     Ok(LoadOptions {
         scenario,
         endpoint,

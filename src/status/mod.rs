@@ -193,26 +193,45 @@ pub async fn instance_status(
     deployed: &Deployed,
     token: &tokio::sync::OnceCell<Option<String>>,
 ) -> InstanceStatus {
-    let mut out = InstanceStatus {
-        name: service.to_string(),
-        total_connections: None,
-        rooms_count: None,
-        share: None,
-        error: None,
-    };
+    match container_endpoint(target, container, crate::render::APP_PORT).await {
+        Ok(ep) => instance_info(client, &ep, service, deployed, token).await,
+        Err(e) => InstanceStatus {
+            error: Some(format!("{e:#}")),
+            ..unanswered(service)
+        },
+    }
+}
+
+/// Where a container's `port` answers from here: its own address, directly here, through an SSH forward
+/// on a remote target. Found once by a caller that asks every second (bench's sampler).
+pub async fn container_endpoint(
+    target: &Target,
+    container: &str,
+    port: u16,
+) -> Result<crate::app::Endpoint> {
+    let ip = container_ip(&target.docker, container).await?;
+    let addr = target.reach(&ip, port).await?;
+    Ok(crate::app::Endpoint::at(addr, None))
+}
+
+/// One instance's `/api/websocket/info` at `ep` (the admin's token asked for once, when the image
+/// wants one).
+pub async fn instance_info(
+    client: &crate::app::Client,
+    ep: &crate::app::Endpoint,
+    service: &str,
+    deployed: &Deployed,
+    token: &tokio::sync::OnceCell<Option<String>>,
+) -> InstanceStatus {
     let result: Result<serde_json::Value> = async {
-        let ip = container_ip(&target.docker, container).await?;
-        // A container's own address: direct here, through an SSH forward on a remote target.
-        let addr = target.reach(&ip, crate::render::APP_PORT).await?;
-        let ep = crate::app::Endpoint::at(addr, None);
-        let answer = client.websocket_info(&ep, None).answer().await?;
+        let answer = client.websocket_info(ep, None).answer().await?;
         let answer = if answer.status == 401 || answer.status == 403 {
             let t = token
-                .get_or_init(|| admin_token(client, &ep, deployed.admin_password.as_deref()))
+                .get_or_init(|| admin_token(client, ep, deployed.admin_password.as_deref()))
                 .await
                 .clone()
                 .context("the image requires an admin token and the admin login failed")?;
-            client.websocket_info(&ep, Some(&t)).answer().await?
+            client.websocket_info(ep, Some(&t)).answer().await?
         } else {
             answer
         };
@@ -220,6 +239,7 @@ pub async fn instance_status(
         Ok(answer.body)
     }
     .await;
+    let mut out = unanswered(service);
     match result {
         Ok(v) => {
             out.total_connections = v["totalConnections"].as_u64();
@@ -231,6 +251,16 @@ pub async fn instance_status(
         Err(e) => out.error = Some(format!("{e:#}")),
     }
     out
+}
+
+fn unanswered(service: &str) -> InstanceStatus {
+    InstanceStatus {
+        name: service.to_string(),
+        total_connections: None,
+        rooms_count: None,
+        share: None,
+        error: None,
+    }
 }
 
 async fn admin_token(

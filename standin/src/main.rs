@@ -30,12 +30,16 @@ fn main() -> ExitCode {
         }
     };
 
-    // Few workers on purpose: with STANDIN_FAULT=blocking-bcrypt a login burst must visibly stall the
-    // runtime, as bcryptjs stalled Bun's single event loop.
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(2);
+    // Few workers on purpose, and with STANDIN_FAULT=blocking-bcrypt one, as Bun runs its JavaScript on
+    // one thread: a login burst stalls every other request, as bcryptjs stalled Bun's event loop.
+    let workers = if cfg.fault.has(config::Fault::BlockingBcrypt) {
+        1
+    } else {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .min(2)
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .enable_all()

@@ -16,6 +16,9 @@ pub struct SamplerCost {
     pub mean_sample_ms: f64,
     /// CPU the sampler's host commands used on the SUT, percent of one core over the bench.
     pub sut_cpu_pct: Option<f64>,
+    /// Host scripts started for all those samples: 1 when the one kept running never failed.
+    #[serde(default)]
+    pub host_scripts: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

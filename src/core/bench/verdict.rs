@@ -41,6 +41,10 @@ pub struct LevelFigures {
     pub delivery_ms: Option<Pcts>,
     /// collab only: lost + duplicated + echoed + cross-room frames.
     pub frame_errors: Option<u64>,
+    /// login-burst only: the latency of a `/healthcheck` probe sent every 200 ms during the burst — does
+    /// the server still answer others while it checks passwords?
+    #[serde(default)]
+    pub health_ms: Option<Pcts>,
     pub generator_cpu_s: f64,
     pub generator_peak_rss_bytes: u64,
 }

@@ -1,9 +1,9 @@
-//! bench's one host command per sample: every container's cgroup figures (the limits script's body),
-//! the host's load average, and the command's own CPU time (`times`), so the sampler's cost on the SUT
-//! is measured, not guessed.
+//! bench's host command: one script kept running that answers every sample with every container's
+//! cgroup figures (the limits script's body), the host's load average and its own CPU time (`times`), so
+//! the sampler's cost on the SUT is measured, not guessed.
 
 use super::limits::{split_pids, MARK};
-use crate::shell::Script;
+use crate::shell::{Script, END};
 
 /// The limits script's output for one PID from shell builtins only (no process per file): at 1 Hz over a
 /// stack's containers, the `cat`/`sed` processes of the limits script would be most of the sampler's
@@ -46,11 +46,22 @@ echo --used; read -r l < "/sys/fs/cgroup/memory$m/memory.usage_in_bytes"; echo "
 const LOAD: &str = "@@exectl-loadavg";
 const TIMES: &str = "@@exectl-times";
 
-pub fn sample(pids: &[i64]) -> Script {
+/// The sampler's script, kept running (`HostShell::open_loop`): each request line is the PIDs to read,
+/// each answer every PID's figures, the load average and `times` — the shell's CPU so far, cumulative,
+/// since one process serves every sample (a process and, over SSH, a session per sample cost the SUT
+/// ten times the reading itself: BENCHMARKS.md "Bench sampler").
+pub fn sample_loop() -> Script {
     Script::new(format!(
-        "if [ -f /sys/fs/cgroup/cgroup.controllers ]; then\none() {{\n{V2_BODY}}}\nelse\none() {{\n{V1_BODY}}}\nfi\nfor p in \"$@\"; do echo \"{MARK}$p\"; one \"$p\" 2>/dev/null; done\necho {LOAD}; read -r l < /proc/loadavg; echo \"$l\"\necho {TIMES}; times\n"
+        "exec 2>/dev/null\nif [ -f /sys/fs/cgroup/cgroup.controllers ]; then\none() {{\n{V2_BODY}}}\nelse\none() {{\n{V1_BODY}}}\nfi\nwhile read -r req; do\nset -- $req\nfor p in \"$@\"; do echo \"{MARK}$p\"; one \"$p\"; done\necho {LOAD}; read -r l < /proc/loadavg; echo \"$l\"\necho {TIMES}; times\necho {END}\ndone\n"
     ))
-    .args(pids.iter().map(|p| p.to_string()))
+}
+
+/// The request for one sample: the PIDs, space-separated.
+pub fn request(pids: &[i64]) -> String {
+    pids.iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// One sample's output, split.
@@ -59,7 +70,7 @@ pub struct Read {
     /// The limits script's text per PID, in the order given (parse each with `limits::parse`).
     pub per_pid: Vec<String>,
     pub load_avg: Option<f64>,
-    /// CPU seconds the command and its children used on the host (user + system).
+    /// CPU seconds the looping script and its children have used on the host so far (user + system).
     pub own_cpu_s: Option<f64>,
 }
 
@@ -90,6 +101,7 @@ fn minutes_seconds(w: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::shell::HostShell;
 
     #[test]
     fn splits_containers_load_and_its_own_cost() {
@@ -104,15 +116,24 @@ mod tests {
         assert_eq!(parse_times("garbage"), None);
     }
 
+    /// One process answers every sample and its `times` only grows.
     #[test]
-    fn the_script_reads_every_pid_then_the_host() {
-        let s = sample(&[5, 6]);
-        assert_eq!(s.args, vec!["5", "6"]);
-        assert!(
-            s.body.contains("/proc/loadavg") && s.body.contains("; times\n"),
-            "{}",
-            s.body
-        );
+    fn the_loop_reads_every_pid_then_the_host_in_one_process() {
+        use crate::shell::{HostShell, Local};
+        let pid = std::process::id() as i64;
+        let mut lp = Local.open_loop(&sample_loop()).unwrap();
+        let first = parse(&lp.ask(&request(&[pid, 1])).unwrap(), &[pid, 1]);
+        assert_eq!(first.per_pid.len(), 2);
+        assert!(first.per_pid[0].contains("Max open files"), "{first:?}");
+        assert!(first.load_avg.is_some(), "{first:?}");
+        let mut last = first.own_cpu_s.unwrap();
+        for _ in 0..20 {
+            let r = parse(&lp.ask(&request(&[pid])).unwrap(), &[pid]);
+            let now = r.own_cpu_s.unwrap();
+            assert!(now >= last, "cumulative: {now} after {last}");
+            last = now;
+        }
+        assert_eq!(request(&[5, 6]), "5 6");
     }
 
     /// The builtins-only body reads what the limits script reads, here on this host's own process.
@@ -130,7 +151,8 @@ mod tests {
                 .unwrap();
             String::from_utf8(out.stdout).unwrap()
         };
-        let fast = parse(&run(&sample(&[pid])), &[pid]);
+        let mut lp = crate::shell::Local.open_loop(&sample_loop()).unwrap();
+        let fast = parse(&lp.ask(&request(&[pid])).unwrap(), &[pid]);
         let slow = limits::split_pids(&run(&limits::container_limits(&[pid])), &[pid]);
         let (a, b) = (
             limits::parse("self", &fast.per_pid[0]),

@@ -36,7 +36,7 @@ pub struct Link {
 }
 
 pub use crate::shell::Output;
-use crate::shell::{scripts, HostShell, Script};
+use crate::shell::{scripts, HostShell, Script, ShellLoop};
 
 impl Link {
     /// Connect (blocking: call from spawn_blocking), in stages, and prove the Docker socket forwards.
@@ -167,6 +167,44 @@ impl HostShell for Link {
 
     fn describe(&self) -> String {
         self.url.to_string()
+    }
+
+    /// One exec channel kept open on the control session: sshd starts the session and the shell once,
+    /// not once a request.
+    fn open_loop(&self, script: &Script) -> Result<Box<dyn ShellLoop>> {
+        let sess = self.control.lock().expect("ssh control session");
+        let mut ch = sess
+            .channel_session()
+            .with_context(|| format!("opening a channel on {}", self.url))?;
+        ch.exec(&script.command_line())
+            .with_context(|| format!("running a command on {}", self.url))?;
+        Ok(Box::new(ChannelLoop {
+            ch,
+            buf: Vec::new(),
+        }))
+    }
+}
+
+/// A looping script on an exec channel. ssh2 serialises the channel's calls with the session's others.
+struct ChannelLoop {
+    ch: ssh2::Channel,
+    buf: Vec<u8>,
+}
+
+impl ShellLoop for ChannelLoop {
+    fn ask(&mut self, line: &str) -> Result<String> {
+        self.ch
+            .write_all(&crate::shell::request(line)?)
+            .context("writing to the looping host script")?;
+        self.ch.flush()?;
+        crate::shell::read_answer(&mut self.ch, &mut self.buf)
+    }
+}
+
+impl Drop for ChannelLoop {
+    fn drop(&mut self) {
+        let _ = self.ch.send_eof();
+        let _ = self.ch.wait_close();
     }
 }
 

@@ -25,6 +25,7 @@ struct Row {
     login: String,
     connect: String,
     delivery: String,
+    health: String,
     leak_ok: bool,
     leak: String,
     why: String,
@@ -66,6 +67,7 @@ pub fn render(r: &Results, samples: &[Sample]) -> Result<String, String> {
             login: p95(&l.figures.login_ms),
             connect: p95(&l.figures.connect_ms),
             delivery: p95(&l.figures.delivery_ms),
+            health: p95(&l.figures.health_ms),
             leak_ok: l.leak.ok == Some(true),
             leak: l.leak.detail.clone(),
             why: if l.passed {
@@ -127,8 +129,10 @@ pub fn render(r: &Results, samples: &[Sample]) -> Result<String, String> {
         (None, _) => "Capacity: below the first level".to_string(),
     };
     let sampler = format!(
-        "{} samples, {} ms each on average{}",
+        "{} samples by {} host script{}, {} ms each on average{}",
         r.sampler.samples,
+        r.sampler.host_scripts,
+        if r.sampler.host_scripts == 1 { "" } else { "s" },
         show(r.sampler.mean_sample_ms),
         r.sampler
             .sut_cpu_pct
@@ -349,6 +353,7 @@ fn level_charts(r: &Results) -> Result<Vec<String>, String> {
     let mut latency = pct_series("login", 0, |f| f.login_ms);
     latency.extend(pct_series("connect", 3, |f| f.connect_ms));
     latency.extend(pct_series("delivery", 6, |f| f.delivery_ms));
+    latency.extend(pct_series("/healthcheck", 9, |f| f.health_ms));
     let kinds: BTreeSet<&str> = r
         .levels
         .iter()
@@ -524,6 +529,7 @@ pub(crate) mod tests {
                 samples: 26,
                 mean_sample_ms: 12.0,
                 sut_cpu_pct: Some(0.4),
+                host_scripts: 1,
             },
             generator_cpus: 2.0,
         };
