@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark: what exectl bench's SUT sampler costs the SUT at 1 Hz on ha ×4, locally and over SSH (a fake
-# remote SUT: tests/sut/sut.sh), next to the named baseline: the same figures read by the limits script
+# remote SUT: tests/sut/sut.sh), at 40 users and locally also at 1500 (its open-files count grows with the
+# sockets), next to the named baseline: the same figures read by the limits script
 # (`cat`/`sed` per file, what `status` runs), measured in the same run.
 # Usage: bash benches/sampler_cost.sh [HOLD]   (root; needs scripts/setup.sh first; HOLD default 60s)
 set -euo pipefail
@@ -18,34 +19,42 @@ cleanup() {
 }
 trap cleanup EXIT
 ha=(ha --stack bench-sampler --instances 4 --cpus 0.5 --memory 256m --nofile 20000 --worker-rlimit-nofile 20000
-    --worker-connections 10000 --images images/fixtures.yaml --health-interval 1s)
+    --worker-connections 10000 --images images/fixtures.yaml --health-interval 1s --set STANDIN_ROOM_CLEANUP_MS=500)
 
 # The share of one core a run used: CPU seconds over wall seconds.
 pct() { echo "scale=2; 100 * $1 / $2" | bc -l; }
 
 setup() {
+  local accounts=$1; shift
   "$exectl" deploy "${ha[@]}" --lb-port 18295 "$@" >/dev/null
-  "$exectl" prepare --stack bench-sampler --accounts 40 --bcrypt-cost 4 "$@" >/dev/null
+  "$exectl" prepare --stack bench-sampler --accounts "$accounts" --bcrypt-cost 4 "$@" >/dev/null
 }
 
-# Bench one level for HOLD at 1 Hz; print the sampler's own figures.
+# Bench one level of USERS for HOLD at 1 Hz; print the sampler's own figures and the most open files it
+# counted at once (its glob of /proc/PID/fd grows with the sockets held).
 measure() {
-  local where=$1; shift
-  "$exectl" bench --stack bench-sampler --levels 40 --hold "$hold" --ramp 1s --settle 5s --sample 1s \
-    --run-id "sampler-$where-$(date +%s)" --json "$@" > "$state/$where.json" || true
-  python3 - "$state/$where.json" "$where" <<'PY'
+  local where=$1 users=$2; shift 2
+  "$exectl" bench --stack bench-sampler --levels "$users" --hold "$hold" --ramp 10s --settle 5s --sample 1s \
+    --out "$state/$where-$users" --json "$@" > "$state/$where-$users.json" || true
+  python3 - "$state/$where-$users.json" "$state/$where-$users/timeline.jsonl" "$where" "$users" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 s = r["sampler"]
 containers = len(r["images"])
-print(f"{sys.argv[2]:<6} {s['samples']:>4} samples of {containers} containers over {r['duration_s']:.0f} s: "
-      f"host command CPU {s['sut_cpu_pct']:.2f} % of one core, {s['mean_sample_ms']:.0f} ms per sample (wall, probes included)")
+files = max((sum(c.get("open_files") or 0 for c in json.loads(l)["containers"]) for l in open(sys.argv[2])), default=0)
+print(f"{sys.argv[3]:<6} {sys.argv[4]:>5} users, {s['samples']:>4} samples of {containers} containers over {r['duration_s']:.0f} s "
+      f"(open files counted: up to {files} at once): host script CPU {s['sut_cpu_pct']:.2f} % of one core, "
+      f"{s['mean_sample_ms']:.0f} ms per sample (wall, probes included), {s['host_scripts']} host script(s)")
+for l in r["levels"]:
+    f = l["figures"]
+    print(f"       the level: held {f['held']}/{f['users']}, {'passed' if l['passed'] else 'failed: ' + '; '.join(l['reasons'])}")
 PY
 }
 
 echo "sampler cost, ha ×4 (+ nginx, postgres, redis), 1 Hz, hold $hold, $(date -u '+%F %H:%M') UTC, load $(cut -d' ' -f1 /proc/loadavg)"
-setup
-measure local
+setup 1500
+measure local 40
+measure local 1500
 
 # Baseline, same containers: the limits script (a process per file read) 60 times, as at 1 Hz for a minute.
 pids=$(docker ps -q --filter label=exectl.stack=bench-sampler | xargs docker inspect -f '{{.State.Pid}}' | tr '\n' ' ')
@@ -81,10 +90,10 @@ SUT_ARGS="--target ssh://root@$ADDR:$SSH_PORT --identity $KEY --known-hosts $KNO
 sshd=$(cat "$DIR/sshd.pid")
 children() { awk '{print ($16 + $17) / 100}' "/proc/$sshd/stat"; }
 # shellcheck disable=SC2086
-setup $SUT_ARGS
+setup 40 $SUT_ARGS
 c0=$(children); t0=$(date +%s.%N)
 # shellcheck disable=SC2086
-measure ssh $SUT_ARGS
+measure ssh 40 $SUT_ARGS
 t1=$(date +%s.%N)
 # A session's CPU reaches the listener's count when its process is reaped: wait for exectl's to end.
 for _ in $(seq 1 100); do [ -z "$(pgrep -P "$sshd")" ] && break; sleep 0.1; done

@@ -1,10 +1,11 @@
-//! The seed's two findings, reproduced by `exectl bench` on the real engine with the stand-in app:
+//! The seed's findings, reproduced by `exectl bench` on the real engine with the stand-in app:
 //! nginx baseline-default runs out of worker_connections at a level the tuned variant carries; and a
 //! login burst on instances held to a small CPU quota fails on login p95 with the instances' CPU named
 //! as the limiting component, the knee between two levels far apart, and `STANDIN_FAULT=blocking-bcrypt`
 //! (bcrypt on the runtime, as bcryptjs on Bun's event loop) moves that knee down: the burst's
 //! `/healthcheck` probe waits behind the logins, as the seed's did; with the logins ramped, the fault
-//! moves the knee down a level too, the sockets' handshakes stalled behind the logins.
+//! moves the knee down a level too, the sockets' handshakes stalled behind the logins. And a resource
+//! the seed lists beside them: Traefik at its nofile, named from the open files the sampler counts.
 
 mod common;
 
@@ -344,6 +345,75 @@ async fn login_burst_on_a_small_cpu_quota_fails_on_login_p95_with_the_instances_
     );
     let healthy_probe = l[fi]["figures"]["health_ms"]["p95"].as_f64().unwrap();
     assert!(healthy_probe <= 250.0, "{:#}", l[fi]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine and the fixture images; bash scripts/test.sh runs it"]
+async fn traefik_out_of_open_files_is_named_where_a_larger_nofile_passes() {
+    let _serial = SERIAL.lock().await;
+    docker().await;
+    let s = Stack::new("files").await;
+    let (x, stack, port) = (&*s.x, s.name.as_str(), Stack::port());
+    let single = |nofile: &'static str| {
+        let dep = x.deploy_json(&[
+            "single",
+            "--stack",
+            stack,
+            "--http-port",
+            &port,
+            "--nofile",
+            nofile,
+            "--set",
+            ROOM_CLEANUP,
+        ]);
+        assert_eq!(dep["ok"], true, "{dep}");
+    };
+    single("1024");
+    x.ok(&[
+        "prepare",
+        "--stack",
+        stack,
+        "--accounts",
+        "700",
+        "--bcrypt-cost",
+        "4",
+    ]);
+    // Traefik holds two descriptors per proxied socket (the client's and the app's), the app one: at
+    // nofile 1024, 300 sockets fit (≈ 620 of Traefik's), 700 do not (measured: 604 held, the rest
+    // answered 502 when Traefik could not dial the app).
+    let run = [
+        "--levels", "300,700", "--hold", "8s", "--ramp", "3s", "--settle", "10s", "--sample", "1s",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let (code, r, samples) = bench(x, stack, &dir.path().join("1024"), &run);
+    eprintln!("single at nofile 1024:\n{}", describe(&r));
+    assert_eq!(code, 1, "{r:#}");
+    let l = r["levels"].as_array().unwrap();
+    assert_eq!(l[0]["passed"], true, "{r:#}");
+    let failed = &l[1];
+    assert_eq!(failed["passed"], false, "{r:#}");
+    assert!(failed_on(failed, "held"), "{failed:#}");
+    let lim = &failed["limiting"];
+    assert_eq!(lim["resource"], "open-files", "{lim:#}");
+    assert_eq!(lim["component"], "traefik's open files", "{lim:#}");
+    assert_eq!(lim["services"], serde_json::json!(["traefik"]), "{lim:#}");
+    assert!(lim["share"].as_f64().unwrap() >= 0.95, "{lim:#}");
+    // The figure is sampled, against the limit in effect: Traefik's descriptors reach 1024.
+    let peak = samples
+        .iter()
+        .flat_map(|s| s["containers"].as_array().unwrap().clone())
+        .filter(|c| c["service"] == "traefik")
+        .filter_map(|c| Some((c["open_files"].as_u64()?, c["nofile"].as_u64()?)))
+        .max()
+        .expect("traefik's open files sampled");
+    assert!(peak.0 >= 1000 && peak.1 == 1024, "{peak:?}");
+
+    // The same levels with four times the descriptors pass.
+    single("4096");
+    let (code, r, _) = bench(x, stack, &dir.path().join("4096"), &run);
+    eprintln!("single at nofile 4096:\n{}", describe(&r));
+    assert_eq!(code, 0, "{r:#}");
+    assert_eq!(r["verdict"]["capacity"], 700, "{:#}", r["verdict"]);
 }
 
 /// The CPU findings' stack: ha ×2, each instance at a 0.2-CPU quota, rooms dropped quickly.

@@ -145,6 +145,7 @@ async fn a_real_benchs_report_draws_every_series_in_chromium() {
             "users",
             "cpu",
             "rss",
+            "files",
             "nginx",
             "load",
             "generator-cpu",

@@ -1,9 +1,9 @@
 //! The SUT sampler: a task on its own runtime (its own thread), so the load's runtime never waits for it.
 //! Every `--sample` tick: one request to a host script kept running (`sample::sample_loop`) for every
-//! container's cgroup figures, the host's load average and the script's own CPU time; each app
-//! instance's `/api/websocket/info` and nginx's stub_status on their own addresses, found once (locally
-//! on the bridge, remotely through the SSH connection's forwards); the generator's own CPU and RSS — all
-//! stamped on the bench's one clock. Between levels it runs the leak check and reads nginx's log.
+//! container's cgroup figures and open files, the host's load average and the script's own CPU time;
+//! each app instance's `/api/websocket/info` and nginx's stub_status on their own addresses, found once
+//! (locally on the bridge, remotely through the SSH connection's forwards); the generator's own CPU and
+//! RSS — all stamped on the bench's one clock. Between levels it runs the leak check and reads nginx's log.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -468,6 +468,7 @@ impl Inner {
             let e = read
                 .as_ref()
                 .map(|r| limits::parse(&p.service, &r.per_pid[i]));
+            let files = read.as_ref().and_then(|r| r.open_files[i]);
             let usage = e.as_ref().and_then(|e| e.cpu_usage_ns);
             let cpu_pct = match (self.prev_cpu[i], usage, read_ns) {
                 (Some(a), Some(b), Some(ns)) if ns > 0.0 => {
@@ -483,8 +484,11 @@ impl Inner {
                 rss_bytes: e.as_ref().and_then(|e| e.rss_bytes),
                 mem_limit_bytes: e.as_ref().and_then(|e| e.memory),
                 restarts: self.restarts[i],
-                open_files: None,
-                nofile: e.as_ref().and_then(|e| e.nofile_soft),
+                open_files: files.map(|f| f.0),
+                // The limit of the process those files are counted in (nginx's workers have their own).
+                nofile: files
+                    .and_then(|f| f.1)
+                    .or(e.as_ref().and_then(|e| e.nofile_soft)),
             });
         }
         if let Some(own) = read.as_ref().and_then(|r| r.own_cpu_s) {

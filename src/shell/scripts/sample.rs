@@ -20,6 +20,7 @@ echo --usage; [ -n "$u" ] && echo $((u * 1000))
 a=; i=; while read -r k v; do case $k in anon) a=$v;; inactive_file) i=$v;; esac; done < "$d/memory.stat"
 echo --rss; echo "$a"
 echo --used; read -r l < "$d/memory.current"; echo "$l"; echo "$i"
+echo {FILES}; files "$d/cgroup.procs" "$pid"
 "#;
 
 /// The same for cgroup v1 (one folder per controller).
@@ -41,9 +42,33 @@ echo --usage; read -r l < "/sys/fs/cgroup/cpuacct$a/cpuacct.usage"; echo "$l"
 r=; i=; while read -r k v; do case $k in rss) r=$v;; total_inactive_file) i=$v;; esac; done < "/sys/fs/cgroup/memory$m/memory.stat"
 echo --rss; echo "$r"
 echo --used; read -r l < "/sys/fs/cgroup/memory$m/memory.usage_in_bytes"; echo "$l"; echo "$i"
+echo {FILES}; files "/sys/fs/cgroup/memory$m/cgroup.procs" "$pid"
+"#;
+
+/// Open files of the cgroup's process holding the most, and that process's own nofile (nginx's workers
+/// have worker_rlimit_nofile): "OPEN LIMIT", "OPEN -" when it is the container's main process (its limit
+/// is read above), nothing when no fd folder could be read (not root) — never a made-up 0. A glob counts
+/// the descriptors (a builtin, no `ls` per process), and one process's limits are read, not every one's:
+/// dash reads a file a byte per call, and a limits file per process per second doubled the sampler's cost.
+const FILES_FN: &str = r#"files() {
+procs=$1; main=$2; bn=; bq=
+while read -r q; do
+  set -- /proc/$q/fd/*
+  [ -e "$1" ] || continue
+  if [ -z "$bn" ] || [ $# -gt "$bn" ]; then bn=$#; bq=$q; fi
+done < "$procs"
+[ -n "$bn" ] || return 0
+lim=-
+if [ "$bq" != "$main" ]; then
+  while read -r w1 w2 w3 soft rest; do [ "$w1 $w2 $w3" = "Max open files" ] && lim=$soft; done < /proc/$bq/limits
+fi
+echo "$bn $lim"
+}
 "#;
 
 const LOAD: &str = "@@exectl-loadavg";
+/// Opens a PID's open-files figure, after what `limits::parse` reads.
+const FILES: &str = "--files";
 const TIMES: &str = "@@exectl-times";
 
 /// The sampler's script, kept running (`HostShell::open_loop`): each request line is the PIDs to read,
@@ -52,7 +77,9 @@ const TIMES: &str = "@@exectl-times";
 /// ten times the reading itself: BENCHMARKS.md "Bench sampler").
 pub fn sample_loop() -> Script {
     Script::new(format!(
-        "exec 2>/dev/null\nif [ -f /sys/fs/cgroup/cgroup.controllers ]; then\none() {{\n{V2_BODY}}}\nelse\none() {{\n{V1_BODY}}}\nfi\nwhile read -r req; do\nset -- $req\nfor p in \"$@\"; do echo \"{MARK}$p\"; one \"$p\"; done\necho {LOAD}; read -r l < /proc/loadavg; echo \"$l\"\necho {TIMES}; times\necho {END}\ndone\n"
+        "exec 2>/dev/null\n{FILES_FN}if [ -f /sys/fs/cgroup/cgroup.controllers ]; then\none() {{\n{v2}}}\nelse\none() {{\n{v1}}}\nfi\nwhile read -r req; do\nset -- $req\nfor p in \"$@\"; do echo \"{MARK}$p\"; one \"$p\"; done\necho {LOAD}; read -r l < /proc/loadavg; echo \"$l\"\necho {TIMES}; times\necho {END}\ndone\n",
+        v2 = V2_BODY.replace("{FILES}", FILES),
+        v1 = V1_BODY.replace("{FILES}", FILES),
     ))
 }
 
@@ -69,6 +96,9 @@ pub fn request(pids: &[i64]) -> String {
 pub struct Read {
     /// The limits script's text per PID, in the order given (parse each with `limits::parse`).
     pub per_pid: Vec<String>,
+    /// Per PID: the most open files of a process of its cgroup, and that process's nofile (None: the
+    /// PID's own, which `limits::parse` reads).
+    pub open_files: Vec<Option<(u64, Option<u64>)>>,
     pub load_avg: Option<f64>,
     /// CPU seconds the looping script and its children have used on the host so far (user + system).
     pub own_cpu_s: Option<f64>,
@@ -77,11 +107,25 @@ pub struct Read {
 pub fn parse(text: &str, pids: &[i64]) -> Read {
     let (containers, rest) = text.split_once(LOAD).unwrap_or((text, ""));
     let (load, times) = rest.split_once(TIMES).unwrap_or((rest, ""));
+    let (per_pid, open_files) = split_pids(containers, pids)
+        .into_iter()
+        .map(|t| match t.split_once(&format!("{FILES}\n")) {
+            Some((limits, files)) => (limits.to_string(), open_files(files)),
+            None => (t, None),
+        })
+        .unzip();
     Read {
-        per_pid: split_pids(containers, pids),
+        per_pid,
+        open_files,
         load_avg: load.split_whitespace().next().and_then(|w| w.parse().ok()),
         own_cpu_s: parse_times(times),
     }
+}
+
+fn open_files(text: &str) -> Option<(u64, Option<u64>)> {
+    let mut w = text.split_whitespace();
+    let open = w.next()?.parse().ok()?;
+    Some((open, w.next().and_then(|l| l.parse().ok())))
 }
 
 /// `times` prints the shell's user and system time, then its children's: "0m0.010s 0m0.004s".
@@ -106,10 +150,15 @@ mod tests {
     #[test]
     fn splits_containers_load_and_its_own_cost() {
         let out = format!(
-            "{MARK}11\nA\n{MARK}22\nB\n{LOAD}\n0.42 0.30 0.20 1/300 999\n{TIMES}\n0m0.010s 0m0.004s\n0m1.500s 0m0.020s\n"
+            "{MARK}11\nA\n{FILES}\n900 1024\n{MARK}22\nB\n{FILES}\n{MARK}33\nC\n{FILES}\n12 -\n{LOAD}\n0.42 0.30 0.20 1/300 999\n{TIMES}\n0m0.010s 0m0.004s\n0m1.500s 0m0.020s\n"
         );
-        let r = parse(&out, &[22, 11]);
-        assert_eq!(r.per_pid, vec!["B\n".to_string(), "A\n".to_string()]);
+        let r = parse(&out, &[22, 11, 33]);
+        assert_eq!(r.per_pid, ["B\n", "A\n", "C\n"]);
+        assert_eq!(
+            r.open_files,
+            vec![None, Some((900, Some(1024))), Some((12, None))],
+            "none read is none, not 0; '-' is the main process's own limit"
+        );
         assert_eq!(r.load_avg, Some(0.42));
         assert!((r.own_cpu_s.unwrap() - 1.534).abs() < 1e-9);
         assert_eq!(parse("", &[1]).load_avg, None);
@@ -126,6 +175,16 @@ mod tests {
         assert_eq!(first.per_pid.len(), 2);
         assert!(first.per_pid[0].contains("Max open files"), "{first:?}");
         assert!(first.load_avg.is_some(), "{first:?}");
+        // This process's cgroup: some process in it holds files, within its limit (root reads every
+        // process's fd folder; CI runs as root).
+        let (open, limit) = first.open_files[0].expect("open files read");
+        let own = || {
+            crate::shell::scripts::limits::parse("self", &first.per_pid[0])
+                .nofile_soft
+                .unwrap()
+        };
+        let limit = limit.unwrap_or_else(own);
+        assert!(open >= 3 && open <= limit, "{open} of {limit}");
         let mut last = first.own_cpu_s.unwrap();
         for _ in 0..20 {
             let r = parse(&lp.ask(&request(&[pid])).unwrap(), &[pid]);

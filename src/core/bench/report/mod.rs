@@ -231,7 +231,7 @@ fn time_charts(samples: &[Sample], spans: &[(f64, f64, u64)]) -> Result<Vec<Stri
         users.push(Series::line("all instances", 2 + inst.len(), pts));
     }
 
-    let (mut cpu, mut rss) = (vec![], vec![]);
+    let (mut cpu, mut rss, mut files) = (vec![], vec![], vec![]);
     for (i, name) in services(samples).iter().enumerate() {
         let of = |s: &Sample| s.container(name).cloned();
         cpu.push(Series::line(
@@ -264,6 +264,28 @@ fn time_charts(samples: &[Sample], spans: &[(f64, f64, u64)]) -> Result<Vec<Stri
         if !limit.is_empty() {
             rss.push(Series::limit(format!("{name} limit"), i, limit));
         }
+        // A share of the limit, as CPU is: a few hundred files under a nofile of 200 000 would
+        // otherwise draw as a flat line at zero.
+        files.push(Series::line(
+            name.clone(),
+            i,
+            samples
+                .iter()
+                .filter_map(|s| {
+                    let c = of(s)?;
+                    Some((at(s), c.open_files? as f64 / c.nofile? as f64 * 100.0))
+                })
+                .collect(),
+        ));
+    }
+    let files_sampled: Vec<(f64, f64)> = samples
+        .iter()
+        .filter(|s| s.containers.iter().any(|c| c.open_files.is_some()))
+        .map(|s| (at(s), 100.0))
+        .collect();
+    if !files_sampled.is_empty() {
+        let color = services(samples).len();
+        files.push(Series::limit("the nofile limit", color, files_sampled));
     }
     let nginx = vec![Series::line(
         "active connections",
@@ -311,6 +333,12 @@ fn time_charts(samples: &[Sample], spans: &[(f64, f64, u64)]) -> Result<Vec<Stri
             cpu,
         ),
         ("rss", "RSS per container (dashed: its limit)", "MiB", rss),
+        (
+            "files",
+            "Open files per container: its process holding the most, against that process's nofile",
+            "% of its nofile",
+            files,
+        ),
         ("nginx", "nginx active connections", "connections", nginx),
         ("load", "SUT load average", "load", load),
         ("generator-cpu", "Generator CPU", "% of its CPUs", gen_cpu),
@@ -442,8 +470,8 @@ pub(crate) mod tests {
                         rss_bytes: Some(40 << 20),
                         mem_limit_bytes: Some(512 << 20),
                         restarts: Some(0),
-                        open_files: None,
-                        nofile: None,
+                        open_files: Some(20 + users / 2),
+                        nofile: Some(1024),
                     })
                     .collect(),
                 instances: ["app-1", "app-2"]
@@ -555,6 +583,7 @@ pub(crate) mod tests {
             "users",
             "cpu",
             "rss",
+            "files",
             "nginx",
             "load",
             "generator-cpu",
