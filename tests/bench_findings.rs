@@ -231,20 +231,22 @@ async fn login_burst_on_a_small_cpu_quota_fails_on_login_p95_with_the_instances_
     ]);
     // A bound 2× from both sides of the knee: 10 users pass, 40 fail. The quota, not the shared host,
     // sets the pace (0.4 CPU in all), so other engineers' load barely moves these figures.
-    // The /healthcheck probe during the burst, p95 at 5 / 10 / 40 users (measured, four runs each):
-    //   healthy:          5-129 / 22-83 / 10-96 ms — bcrypt on the blocking pool, the runtime answers
-    //   blocking-bcrypt:  198-434 / 492-829 / 1519-2611 ms — the probe waits behind the logins on the
+    // The /healthcheck probe during the burst, p95 at 5 / 10 / 40 users (measured, four to six runs):
+    //   healthy:          5-129 / 8-83 / 10-96 ms — bcrypt on the blocking pool, the runtime answers
+    //   blocking-bcrypt:  198-434 / 316-829 / 1519-2611 ms — the probe waits behind the logins on the
     //                     instance's one worker (a burst of 10 is over in ≈ 1.5 s: a few probes each)
-    // so a 250 ms bound holds for the healthy stand-in at every level and fails the fault by 10 users.
+    // so a 200 ms bound (2× the healthy 10 and 40, 1.6× under the fault's lowest at 10) holds for the
+    // healthy stand-in and fails the fault at 10 users. Not 5: a burst of 5 is a probe or two, and the
+    // fault fails it in some runs and not in others.
     let run = [
         "--scenario",
         "login-burst",
         "--levels",
-        "5,10,40",
+        "10,40",
         "--slo",
         "login_p95=3s",
         "--slo",
-        "health_p95=250ms",
+        "health_p95=200ms",
         "--settle",
         "5s",
         // 1 s: ten of the quota's 100 ms periods per sample, so one period more or less is 10 %.
@@ -259,12 +261,12 @@ async fn login_burst_on_a_small_cpu_quota_fails_on_login_p95_with_the_instances_
     );
     assert_eq!(code, 1, "{r:#}");
     let l = r["levels"].as_array().unwrap();
-    assert_eq!(l.len(), 3, "{r:#}");
-    assert!(
-        l[0]["passed"] == true && l[1]["passed"] == true,
+    assert_eq!(l.len(), 2, "{r:#}");
+    assert_eq!(
+        l[0]["passed"], true,
         "below the knee the burst passes: {r:#}"
     );
-    let failed = &l[2];
+    let failed = &l[1];
     assert_eq!(failed["passed"], false, "{r:#}");
     let reasons = failed["reasons"].as_array().unwrap();
     assert_eq!(
@@ -305,10 +307,9 @@ async fn login_burst_on_a_small_cpu_quota_fails_on_login_p95_with_the_instances_
 
     // STANDIN_FAULT=blocking-bcrypt (bcrypt on the instance's one runtime worker, as bcryptjs on Bun's
     // one JavaScript thread): each login costs the same CPU of the quota, but nothing else is answered
-    // while it computes, so the burst fails
-    // earlier, on the probe — and the CPU figure stays a share of the quota while the stalled
-    // instances hold the sampler's probes (measured before the sampler stamped its cgroup reads:
-    // 331-640 % of the quota).
+    // while it computes, so the burst fails earlier, on the probe — and the CPU figure stays a share of
+    // the quota while the stalled instances hold the sampler's probes (measured before the sampler
+    // stamped its cgroup reads: 331-640 % of the quota).
     let mut faulty = args.clone();
     faulty.extend(["--set", "STANDIN_FAULT=blocking-bcrypt"]);
     let dep = x.deploy_json(&faulty);
@@ -319,8 +320,8 @@ async fn login_burst_on_a_small_cpu_quota_fails_on_login_p95_with_the_instances_
     eprintln!("the same with blocking-bcrypt:\n{}", describe(&blocked));
     assert_eq!(code, 1, "{blocked:#}");
     let (fi, fl) = knee(&blocked).expect("the faulty stand-in fails at some level");
-    assert!(
-        fi < 2,
+    assert_eq!(
+        fi, 0,
         "blocking-bcrypt's knee ({} users) is below the healthy one (40 users): {blocked:#}",
         fl["users"]
     );
@@ -338,13 +339,13 @@ async fn login_burst_on_a_small_cpu_quota_fails_on_login_p95_with_the_instances_
     let share = lim["share"].as_f64().unwrap();
     assert!((0.8..=MAX_SHARE).contains(&share), "{lim:#}");
     // The last level fails on both, and the healthy run's probe at the fault's knee was in time.
-    let last = &blocked["levels"][2];
+    let last = &blocked["levels"][1];
     assert!(
         failed_on(last, "login_p95") && failed_on(last, "health_p95"),
         "{last:#}"
     );
     let healthy_probe = l[fi]["figures"]["health_ms"]["p95"].as_f64().unwrap();
-    assert!(healthy_probe <= 250.0, "{:#}", l[fi]);
+    assert!(healthy_probe <= 200.0, "{:#}", l[fi]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
