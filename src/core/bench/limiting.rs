@@ -159,7 +159,7 @@ pub fn limiting_component(span: &LevelSpan, samples: &[Sample], known: &Known) -
                 what: "memory".into(),
             });
         }
-        let files = series(&|c| Some(c.open_files? as f64 / c.nofile? as f64));
+        let files = series(&|c| c.open_files_share());
         if let Some(share) = files {
             candidates.push(Candidate {
                 resource: Resource::OpenFiles,

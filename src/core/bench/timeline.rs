@@ -15,11 +15,19 @@ pub struct ContainerSample {
     pub rss_bytes: Option<u64>,
     pub mem_limit_bytes: Option<u64>,
     pub restarts: Option<u64>,
-    /// Open files of the container's processes and their limit (nofile), when read.
+    /// Open files of the container's process holding the most, and that process's limit (nofile),
+    /// when read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_files: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nofile: Option<u64>,
+}
+
+impl ContainerSample {
+    /// Open files as a share of nofile (1.0: at it), when both were read.
+    pub fn open_files_share(&self) -> Option<f64> {
+        Some(self.open_files? as f64 / self.nofile.filter(|n| *n > 0)? as f64)
+    }
 }
 
 /// One app instance's own counts (`/api/websocket/info`), None when it did not answer.

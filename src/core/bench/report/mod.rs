@@ -271,10 +271,7 @@ fn time_charts(samples: &[Sample], spans: &[(f64, f64, u64)]) -> Result<Vec<Stri
             i,
             samples
                 .iter()
-                .filter_map(|s| {
-                    let c = of(s)?;
-                    Some((at(s), c.open_files? as f64 / c.nofile? as f64 * 100.0))
-                })
+                .filter_map(|s| Some((at(s), of(s)?.open_files_share()? * 100.0)))
                 .collect(),
         ));
     }
