@@ -13,7 +13,7 @@ use crate::cli::{duration_flag, BenchArgs, LoadArgs};
 use crate::core::bench::results::{REPORT, RESULTS, TIMELINE};
 use crate::core::bench::timeline::busiest;
 use crate::core::bench::{
-    parse_levels, report, LevelResult, Results, Sample, SamplerCost, Slos, Verdict,
+    parse_levels, report, LevelResult, Results, RunState, Sample, SamplerCost, Slos, Verdict,
 };
 use crate::error::{exit, UsageError};
 use crate::load::preflight;
@@ -203,6 +203,8 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
     }
     let mut results = Results {
         run_id: run_id.clone(),
+        state: RunState::Running,
+        pid: Some(std::process::id()),
         exectl_version: env!("CARGO_PKG_VERSION").into(),
         stack: stack.clone(),
         target: target_name,
@@ -245,6 +247,8 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
     results.levels = ran;
     results.verdict = Verdict::of(&results.levels, &levels);
     results.duration_s = t0.elapsed().as_secs_f64();
+    results.state = RunState::Complete;
+    results.pid = None;
     let n = finished.samples.len() as u64;
     results.sampler = SamplerCost {
         samples: n,

@@ -13,7 +13,7 @@ pub mod verdict;
 
 pub use levels::{parse_levels, Levels};
 pub use limiting::{limiting_component, Known, Limiting, Resource};
-pub use results::{Results, SamplerCost};
+pub use results::{Results, RunState, SamplerCost};
 pub use slo::{SloCheck, Slos};
 pub use timeline::{ContainerSample, GeneratorSample, InstanceSample, LevelSpan, Sample};
 pub use verdict::{LeakCheck, LevelFigures, LevelResult, Pcts, Verdict};

@@ -21,9 +21,28 @@ pub struct SamplerCost {
     pub host_scripts: u64,
 }
 
+/// Where a bench stands: results.json is written before level 1 (`running`), after every level, and at
+/// the end (`complete`), or on SIGINT/SIGTERM (`interrupted`). A file still `running` whose `pid` is gone
+/// was killed (kill -9, a crash): readers show it as interrupted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunState {
+    Running,
+    #[default]
+    Complete,
+    Interrupted,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Results {
     pub run_id: String,
+    /// Older results (before the field) were only ever written complete.
+    #[serde(default)]
+    pub state: RunState,
+    /// The bench's process (on the machine that wrote the file) while it runs, so a reader can tell a
+    /// bench still running from one that was killed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
     pub exectl_version: String,
     pub stack: String,
     /// `local` or `ssh://user@host`.

@@ -130,6 +130,9 @@ pub struct LevelResult {
     pub reasons: Vec<String>,
     /// For a failed level: the resource nearest its limit during it.
     pub limiting: Option<Limiting>,
+    /// The bench was stopped (SIGINT/SIGTERM) while this level ran: its figures are partial, it did not pass.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 impl LevelResult {
@@ -162,6 +165,7 @@ impl LevelResult {
             passed,
             reasons,
             limiting: (!passed).then(limiting),
+            interrupted: false,
         }
     }
 }

@@ -528,6 +528,8 @@ pub(crate) mod tests {
         let verdict = Verdict::of(&levels, &[200, 500, 1000]);
         let r = Results {
             run_id: "bench-test".into(),
+            state: super::super::RunState::Complete,
+            pid: None,
             exectl_version: "0.1.0".into(),
             stack: "exe".into(),
             target: "local".into(),
