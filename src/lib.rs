@@ -9,6 +9,7 @@ pub mod core;
 pub mod engine;
 pub mod error;
 pub mod host;
+pub mod interrupt;
 pub mod load;
 pub mod prepare;
 pub mod render;

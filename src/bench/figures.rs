@@ -29,8 +29,30 @@ pub fn of(s: &Summary) -> LevelFigures {
             let d = &f.deliveries;
             d.lost.unwrap_or(0) + d.duplicated + d.echoed + d.cross_room
         }),
+        frame_error_kinds: s
+            .fanout
+            .as_ref()
+            .map(|f| {
+                let d = &f.deliveries;
+                [
+                    ("lost", d.lost.unwrap_or(0)),
+                    ("duplicated", d.duplicated),
+                    ("echoed", d.echoed),
+                    ("cross-room", d.cross_room),
+                ]
+                .into_iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(k, n)| (k.to_string(), n))
+                .collect()
+            })
+            .unwrap_or_default(),
+        scenario: s.scenario.clone(),
         health_ms: s.login_burst.as_ref().and_then(|b| pcts(&b.probe_ms)),
         generator_cpu_s: s.client_cpu_seconds,
         generator_peak_rss_bytes: s.client_peak_rss_bytes,
+        plateau: s.plateau.clone(),
+        // From the SUT's samples (`timeline::at_once`), filled in by the bench.
+        instances_peak: None,
+        instances_min_in_hold: None,
     }
 }

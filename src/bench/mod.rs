@@ -1,17 +1,22 @@
 //! `exectl bench`: the seed's method end to end. For each level in order: run the scenario at that many
-//! users (the load engine, in process) while the sampler reads the SUT on the same clock; then the leak
-//! check; then the level's verdict (`core::bench`). Stops after the first failing level unless asked to
-//! go on. The caller writes the results after every level, so a bench cut short keeps what it measured.
+//! users (the load engine, in process: users ramp in, then all of them are held at once for the hold)
+//! while the sampler reads the SUT on the same clock; then the leak check; then the level's verdict
+//! (`core::bench`). Stops after the first failing level unless asked to go on, and at once when asked
+//! from outside (`Stop`: a signal, a lost SUT link). The caller writes the results after every level, so
+//! a bench cut short keeps what it measured.
 
 pub mod figures;
+pub mod files;
 pub mod sampler;
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Result;
 
 use crate::core::bench::limiting::{self, Known};
-use crate::core::bench::{LevelResult, LevelSpan, Sample, Slos};
+use crate::core::bench::timeline::at_once;
+use crate::core::bench::{Besides, LeakCheck, LevelResult, LevelSpan, Sample, Slos};
 use crate::load::metrics::Live;
 use crate::load::{runner, LoadOptions};
 use sampler::{LevelState, Sampler};
@@ -27,6 +32,37 @@ pub struct Plan {
     pub nginx_capacity: Option<u64>,
     /// Print a progress line every sample while a level runs.
     pub progress: bool,
+    pub stop: Arc<Stop>,
+}
+
+/// A stop asked from outside the levels (SIGINT/SIGTERM, a lost link to the SUT): the running level's
+/// common hold ends now, its users close, it is judged interrupted, and no level runs after it.
+#[derive(Default)]
+pub struct Stop {
+    why: Mutex<Option<String>>,
+    running: Mutex<Option<Arc<Live>>>,
+}
+
+impl Stop {
+    pub fn stop(&self, why: impl Into<String>) {
+        self.why.lock().unwrap().get_or_insert_with(|| why.into());
+        if let Some(live) = self.running.lock().unwrap().as_ref() {
+            live.stop();
+        }
+    }
+
+    pub fn why(&self) -> Option<String> {
+        self.why.lock().unwrap().clone()
+    }
+
+    /// The level running now (None between levels); one that starts after a stop stops at once.
+    fn running(&self, live: Option<Arc<Live>>) {
+        let mut running = self.running.lock().unwrap();
+        *running = live;
+        if let (Some(l), true) = (running.as_ref(), self.why().is_some()) {
+            l.stop();
+        }
+    }
 }
 
 /// A level as it finished, for the caller's progress and its files.
@@ -46,31 +82,47 @@ pub fn run(
     let mut out: Vec<LevelResult> = Vec::new();
     let of = plan.levels.len();
     for (index, mut opts) in plan.levels.into_iter().enumerate() {
+        if plan.stop.why().is_some() {
+            break;
+        }
         let users = opts.users as u64;
-        let live = std::sync::Arc::new(Live::default());
+        let live = Arc::new(Live::default());
         opts.live = Some(live.clone());
-        let (ramp, hold) = (opts.ramp, opts.hold);
+        let (ramp, tokens) = (opts.ramp, opts.tokens);
         let start_ms = sampler.now_ms();
         let start_unix = unix_now();
         sampler.level(Some(LevelState {
             progress: plan.progress.then(|| format!("level {}/{of}", index + 1)),
             users,
-            live,
+            live: live.clone(),
             started: tokio::time::Instant::now(),
             ramp,
+            tokens,
         }));
-        let summary = runner::run(opts)?;
+        plan.stop.running(Some(live.clone()));
+        let summary = runner::run(opts);
+        plan.stop.running(None);
+        let summary = summary?;
         let end_ms = sampler.now_ms();
         sampler.level(None);
-        let leak = sampler.leak_check(plan.settle);
+        let interrupted = plan.stop.why();
+        let leak = match &interrupted {
+            Some(_) => LeakCheck::not_run("the bench was stopped"),
+            None => sampler.leak_check(plan.settle),
+        };
         let settled_ms = sampler.now_ms();
         let samples = sampler.snapshot();
-        let ramp_over = (start_ms + ramp.as_millis() as u64).min(end_ms);
+        // The common hold, on the bench's clock: the generator's own instants (none: an empty hold).
+        let on_clock = |t: tokio::time::Instant| sampler.ms_at(t);
+        let (hold_ms, hold_end_ms) = live
+            .plateau
+            .window()
+            .map_or((end_ms, end_ms), |w| (on_clock(w.start), on_clock(w.end)));
         let span = LevelSpan {
             users,
             start_ms,
-            hold_ms: holding_from(&samples, users, ramp_over, end_ms),
-            hold_end_ms: (start_ms + hold.as_millis() as u64).min(end_ms),
+            hold_ms,
+            hold_end_ms,
             end_ms,
             settled_ms,
         };
@@ -79,9 +131,16 @@ pub fn run(
             nginx_not_enough: sampler.nginx_not_enough(start_unix),
             host_cpus: sampler.facts.host_cpus,
         };
-        let figures = figures::of(&summary);
+        let mut figures = figures::of(&summary);
+        let instances = at_once(&span, &samples);
+        figures.instances_peak = instances.peak;
+        figures.instances_min_in_hold = instances.min_in_hold;
         let checks = plan.slos.check(&figures);
-        let result = LevelResult::judge(span, figures, checks, leak, || {
+        let besides = Besides {
+            invalid: instances.foreign().into_iter().collect(),
+            interrupted,
+        };
+        let result = LevelResult::judge(span, figures, checks, leak, besides, || {
             limiting::limiting_component(&span, &samples, &known)
         });
         let passed = result.passed;
@@ -99,51 +158,8 @@ pub fn run(
     Ok(out)
 }
 
-/// When every user holds: the first sample after the one at whose end the generator had every user's
-/// socket open (the ramp's end only says every user was dialled; logins and upgrades take a while, and
-/// the app joins its room a moment after the 101). The ramp's end when no sample saw them all open.
-fn holding_from(samples: &[Sample], users: u64, ramp_over: u64, end_ms: u64) -> u64 {
-    let mut level = samples
-        .iter()
-        .filter(|s| s.t_ms >= ramp_over && s.t_ms <= end_ms);
-    level
-        .by_ref()
-        .find(|s| s.generator.open_sockets >= users)
-        .and_then(|_| level.next())
-        .map_or(ramp_over, |s| s.t_ms)
-}
-
 fn unix_now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::core::bench::GeneratorSample;
-
-    fn at(t_ms: u64, open: u64) -> Sample {
-        Sample {
-            t_ms,
-            generator: GeneratorSample {
-                open_sockets: open,
-                ..GeneratorSample::default()
-            },
-            ..Sample::default()
-        }
-    }
-
-    #[test]
-    fn the_hold_begins_after_every_socket_is_open_not_at_the_ramps_end() {
-        let s = [at(1000, 90), at(2001, 99), at(3001, 100), at(4001, 100)];
-        assert_eq!(holding_from(&s, 100, 2000, 9000), 4001);
-        // Open before the ramp's end is not taken from a sample before it.
-        let early = [at(1000, 100), at(2001, 100), at(3001, 100)];
-        assert_eq!(holding_from(&early, 100, 2000, 9000), 3001);
-        // Never all open (a failing level): the ramp's end.
-        assert_eq!(holding_from(&s, 200, 2000, 9000), 2000);
-        assert_eq!(holding_from(&s[..3], 100, 2000, 9000), 2000);
-    }
 }

@@ -31,6 +31,8 @@ pub struct LevelState {
     /// When the level's ramp began and how long it is: the target users at an instant.
     pub started: Instant,
     pub ramp: Duration,
+    /// Minted tokens: no logins to count.
+    pub tokens: bool,
 }
 
 enum Command {
@@ -87,11 +89,13 @@ struct Probe {
 
 impl Sampler {
     /// Connect (on the sampler's own runtime), find the stack's containers, and start sampling.
+    /// `timeline`: where each sample is appended as a JSON line as soon as it is taken.
     pub fn start(
         spec: TargetSpec,
         stack: String,
         deployed: Deployed,
         every: Duration,
+        timeline: Option<std::fs::File>,
     ) -> Result<Sampler> {
         let (tx, rx) = mpsc::unbounded_channel();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(Instant, Facts)>>();
@@ -110,7 +114,8 @@ impl Sampler {
                 };
                 rt.block_on(async move {
                     match Inner::new(&spec, stack, deployed, every).await {
-                        Ok(inner) => {
+                        Ok(mut inner) => {
+                            inner.timeline = timeline;
                             let _ = ready_tx.send(Ok((inner.t0, inner.facts.clone())));
                             inner.run(rx).await;
                         }
@@ -174,6 +179,11 @@ impl Sampler {
     pub fn now_ms(&self) -> u64 {
         self.t0.elapsed().as_millis() as u64
     }
+
+    /// An instant on the bench's clock, ms.
+    pub fn ms_at(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.t0).as_millis() as u64
+    }
 }
 
 struct Inner {
@@ -186,6 +196,8 @@ struct Inner {
     client: crate::app::Client,
     token: tokio::sync::OnceCell<Option<String>>,
     samples: Vec<Sample>,
+    /// timeline.jsonl, appended to as samples arrive (None after a failed write: said once).
+    timeline: Option<std::fs::File>,
     level: Option<LevelState>,
     prev_cpu: Vec<Option<u64>>,
     prev_at: Option<Instant>,
@@ -265,6 +277,7 @@ impl Inner {
             client: crate::app::Client::new(2, PROBE),
             token: tokio::sync::OnceCell::new(),
             samples: Vec::new(),
+            timeline: None,
             level: None,
             prev_cpu: vec![None; n],
             prev_at: None,
@@ -526,18 +539,24 @@ impl Inner {
             self.level.as_ref().and_then(|l| l.progress.as_ref()),
         ) {
             let busiest = crate::core::bench::timeline::busiest(&containers);
+            let logins = (!l.tokens).then(|| Live::get(&l.live.logins_ok));
+            let at_once = l
+                .live
+                .plateau
+                .view(generator.open_sockets, logins)
+                .map(|v| crate::core::plateau::ramp_status(&v))
+                .unwrap_or_default();
             eprintln!(
-                "[{:>5.0}s] {label}: {} users, open {} held {} failures {}, busiest {busiest}",
+                "[{:>5.0}s] {label}: {} users, {at_once}, held {} failures {}, busiest {busiest}",
                 self.t0.elapsed().as_secs_f64(),
                 l.users,
-                generator.open_sockets,
                 Live::get(&l.live.held),
                 generator.failures
             );
         }
         let took = started.elapsed().as_secs_f64() * 1000.0;
         self.sample_ms_total += took;
-        self.samples.push(Sample {
+        let sample = Sample {
             t_ms: (started - self.t0).as_millis() as u64,
             level: self.level.as_ref().map(|l| l.users),
             containers,
@@ -546,7 +565,16 @@ impl Inner {
             load_avg: read.as_ref().and_then(|r| r.load_avg),
             generator,
             sample_ms: Some(took),
-        });
+        };
+        if let Some(t) = self.timeline.as_mut() {
+            if let Err(e) = super::files::append(t, &sample) {
+                eprintln!(
+                    "exectl bench: {e:#}; the timeline is kept in memory and written at the end"
+                );
+                self.timeline = None;
+            }
+        }
+        self.samples.push(sample);
     }
 
     async fn nginx_not_enough(&self, since: i64) -> u64 {

@@ -1,24 +1,32 @@
-//! `exectl bench`: check every flag (exit 2 before any connection), then run the levels against the
-//! stack with the sampler on, saving results.json, timeline.jsonl and report.html after every level,
-//! and print the verdict. Exit 0 when every level passed, 1 when one failed.
+//! `exectl bench`: check every flag and the bench's folder (exit 2 before any connection), take the
+//! stack's lock, wait for the stack to be healthy and idle, then run the levels against it with the
+//! sampler on — the timeline appended as samples arrive, results.json and report.html written before
+//! level 1, after every level, at the end and on SIGINT/SIGTERM — and print the verdict. Exit 0 when
+//! every level passed, 1 when one failed or the bench was interrupted.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
+use crate::bench::files::BenchDir;
 use crate::bench::sampler::Sampler;
-use crate::bench::{self, Done};
+use crate::bench::{self, Done, Stop};
 use crate::cli::{duration_flag, BenchArgs, LoadArgs};
-use crate::core::bench::results::{REPORT, RESULTS, TIMELINE};
+use crate::core::bench::results::{REPORT, TIMELINE};
 use crate::core::bench::timeline::busiest;
 use crate::core::bench::{
-    parse_levels, report, LevelResult, Results, RunState, Sample, SamplerCost, Slos, Verdict,
+    parse_levels, LevelResult, Results, RunState, SamplerCost, Slos, Verdict,
 };
 use crate::error::{exit, UsageError};
-use crate::load::preflight;
+use crate::load::{preflight, LoadOptions};
+use crate::status::{self, report as status_report, Deployed};
+use crate::sut::Target;
 
 const MAX_WAIT: Duration = Duration::from_secs(24 * 3600);
+/// The real app drops an empty room this long after its last client left (contract §2).
+const ROOM_CLEANUP: Duration = Duration::from_secs(30);
 
 /// Where bench runs live: `<state>/benches/RUN_ID/`.
 pub fn benches_dir() -> PathBuf {
@@ -48,9 +56,35 @@ fn level_args(a: &BenchArgs, stack: &str, users: u64, run_id: &str) -> LoadArgs 
     }
 }
 
+/// Each level's load, checked as `exectl load` checks it (the manifest holds the top level).
+fn level_plans(
+    a: &BenchArgs,
+    stack: &str,
+    levels: &[u64],
+    run_id: &str,
+) -> Result<Vec<LoadOptions>, UsageError> {
+    levels
+        .iter()
+        .map(|users| {
+            super::load::options(&level_args(a, stack, *users, run_id)).map_err(|e| {
+                if e.field == "--users" && e.problem.contains("accounts (one per user)") {
+                    UsageError::new(
+                        "--levels",
+                        &a.levels,
+                        e.problem,
+                        "prepare at least as many accounts as the top level",
+                    )
+                } else {
+                    e
+                }
+            })
+        })
+        .collect()
+}
+
 /// The stack's recorded knobs and nginx's connection capacity (worker_connections × workers).
 fn knobs(
-    bundle: &Path,
+    bundle: &std::path::Path,
     host_cpus: Option<f64>,
 ) -> (std::collections::BTreeMap<String, String>, Option<u64>) {
     let text = std::fs::read_to_string(bundle.join(crate::render::RECORD)).unwrap_or_default();
@@ -78,34 +112,24 @@ fn deploy_run_id(stack: &str) -> Option<String> {
     newest.map(|n| n.1)
 }
 
-/// results.json, timeline.jsonl and report.html, each written whole.
-pub fn save(dir: &Path, r: &Results, samples: &[Sample]) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut json = serde_json::to_string_pretty(r)?;
-    json.push('\n');
-    crate::shell::atomic::write(&dir.join(RESULTS), json.as_bytes(), 0o644)?;
-    let mut lines = String::new();
-    for s in samples {
-        lines.push_str(&serde_json::to_string(s)?);
-        lines.push('\n');
-    }
-    crate::shell::atomic::write(&dir.join(TIMELINE), lines.as_bytes(), 0o644)?;
-    let html = report::render(r, samples).map_err(|e| anyhow::anyhow!(e))?;
-    crate::shell::atomic::write(&dir.join(REPORT), html.as_bytes(), 0o644)?;
-    Ok(())
-}
-
 fn progress(d: &Done, json: bool) {
     if json {
         return;
     }
     let l = d.result;
     let busiest = busiest(l.span.during(d.samples).flat_map(|s| &s.containers));
+    let at_once = l
+        .figures
+        .plateau
+        .as_ref()
+        .map(|p| format!(", {}", p.describe()))
+        .unwrap_or_default();
     eprintln!(
-        "level {}/{}: {} users, held {}/{}, failures {}, busiest {} — {}",
+        "level {}/{}: {} users, {} {}/{}{at_once}, failures {}, busiest {} — {}",
         d.index + 1,
         d.of,
         l.users,
+        l.figures.served_word(),
         l.figures.held,
         l.figures.users,
         l.figures.failures.values().sum::<u64>(),
@@ -118,8 +142,54 @@ fn progress(d: &Done, json: bool) {
     );
 }
 
+/// Before level 1: every service of the stack running (none unhealthy), every instance answering, and
+/// none holding a connection or a room (waited for up to `settle`): a bench measures its own users only.
+async fn ready_and_idle(
+    target: &Target,
+    stack: &str,
+    deployed: &Deployed,
+    settle: Duration,
+) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + settle;
+    loop {
+        let r = status_report::assess(
+            status::observe_stack(target, stack, deployed).await?,
+            true,
+            false,
+        );
+        let mut problems = r.problems.clone();
+        problems.extend(
+            r.services
+                .iter()
+                .filter(|s| s.health == "unhealthy")
+                .map(|s| format!("{} is unhealthy (Docker's healthcheck fails)", s.name)),
+        );
+        if problems.is_empty() {
+            return Ok(());
+        }
+        let waiting_for_idle = problems.iter().all(|p| p.contains("is not idle"));
+        if !waiting_for_idle || tokio::time::Instant::now() >= deadline {
+            anyhow::bail!(
+                "stack {stack} is not ready for a bench{}: {}; fix: {}",
+                if waiting_for_idle {
+                    format!(" after waiting {:?} (--settle)", settle)
+                } else {
+                    String::new()
+                },
+                problems.join("; "),
+                if waiting_for_idle {
+                    "another client (or a bench that was killed) still holds sockets: stop it, or wait for its sockets and rooms to close"
+                } else {
+                    "see `exectl status`, and deploy again to converge"
+                }
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
 pub fn run(a: &BenchArgs) -> Result<i32> {
-    // Every flag first: no connection, no file, before these hold.
+    // Every flag and the bench's folder first: no connection before these hold.
     let levels = parse_levels(&a.levels)?;
     let slos = Slos::with_overrides(&a.slo)?;
     let sample = duration_flag(
@@ -133,72 +203,58 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
     let run_id = super::run_id(a.run_id.as_deref(), "B-IDLE-HA2-001", |now| {
         format!("B-{}-{now}", a.scenario)
     })?;
-    let out_dir = match &a.out {
-        Some(d) => d.clone(),
-        None => benches_dir().join(&run_id),
+    let plans = level_plans(a, &stack, &levels, &run_id)?;
+    let (field, value, out_path) = match &a.out {
+        Some(d) => ("--out", d.display().to_string(), d.clone()),
+        None => ("--run-id", run_id.clone(), benches_dir().join(&run_id)),
     };
-    if out_dir.join(RESULTS).exists() {
-        return Err(UsageError::new(
-            if a.out.is_some() { "--out" } else { "--run-id" },
-            if a.out.is_some() {
-                out_dir.display().to_string()
-            } else {
-                run_id.clone()
-            },
-            "a bench already wrote its results there",
-            "give another --run-id (or --out), or remove that folder",
-        )
-        .into());
-    }
     let top = *levels.last().expect("at least one level");
-    // Each level's load flags, checked as `exectl load` checks them (the manifest holds the top level).
-    let mut plans = Vec::with_capacity(levels.len());
-    for users in &levels {
-        let opts = super::load::options(&level_args(a, &stack, *users, &run_id)).map_err(|e| {
-            if e.field == "--users" {
-                UsageError::new(
-                    "--levels",
-                    &a.levels,
-                    e.problem,
-                    "prepare at least as many accounts as the top level",
-                )
-            } else {
-                e
-            }
-        })?;
-        plans.push(opts);
-    }
     let first = &plans[0];
     let needs = preflight::Needs {
         sockets: if first.scenario.uses_socket() { top } else { 0 },
         http: plans.last().map_or(1, |p| p.dial_concurrency as u64 + 1),
     };
     preflight::ensure(needs)?;
+    let out = BenchDir::check(&out_path, field, &value)?;
     let (hold, ramp) = (first.hold, first.ramp);
     let scenario = first.scenario.name().to_string();
+    if settle < ROOM_CLEANUP && !a.json {
+        eprintln!(
+            "warning: --settle {} is shorter than the app's {}s room cleanup: a leak check may fail on rooms only waiting to be dropped (the stand-in's STANDIN_ROOM_CLEANUP_MS shortens its own)",
+            crate::core::units::show(settle),
+            ROOM_CLEANUP.as_secs()
+        );
+    }
 
     let spec = super::target_spec(&a.target)?;
     let target_name = spec.describe();
-    let deployed = {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        let target = rt.block_on(crate::sut::Target::connect(&spec))?;
-        crate::status::read_deployed(&target, &stack)?
-    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let target = rt.block_on(Target::connect(&spec))?;
+    let deployed = status::read_deployed(&target, &stack)?;
+    // One bench (or deploy, prepare, teardown) of the stack at a time, from any machine.
+    let lock = rt.block_on(crate::engine::remote_lock::lock_stack(
+        &target,
+        &stack,
+        "exectl bench",
+        false,
+    ))?;
+    rt.block_on(ready_and_idle(&target, &stack, &deployed, settle))?;
     let bundle = spec.bundle_dir(&stack);
     let started_unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let sampler = Sampler::start(spec, stack.clone(), deployed, sample)?;
+    let timeline = out.open_timeline()?;
+    let sampler = Sampler::start(spec, stack.clone(), deployed, sample, Some(timeline))?;
     let (knobs, nginx_capacity) = knobs(&bundle, sampler.facts.host_cpus);
     if !a.json {
         eprintln!(
-            "exectl bench {run_id}: {scenario} on {stack} ({target_name}), levels {}, hold {:?}, ramp {:?}; results in {}",
+            "exectl bench {run_id}: {scenario} on {stack} ({target_name}), levels {}, hold {:?} of all users at once, ramp {:?}; results in {}",
             a.levels,
             hold,
             ramp,
-            out_dir.display()
+            out.path.display()
         );
     }
     let mut results = Results {
@@ -226,6 +282,13 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
         sampler: SamplerCost::default(),
         generator_cpus: crate::load::metrics::cpu_capacity(),
     };
+    // Written before level 1: a bench killed during it leaves its results (running) and its timeline.
+    out.save(&results, &[])?;
+    let stop = Arc::new(Stop::default());
+    {
+        let stop = Arc::clone(&stop);
+        crate::interrupt::on_signal(move |name| stop.stop(format!("{name} received")))?;
+    }
     let t0 = std::time::Instant::now();
     let plan = bench::Plan {
         levels: plans,
@@ -234,20 +297,31 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
         continue_after_fail: a.continue_after_fail,
         nginx_capacity,
         progress: !a.json,
+        stop: Arc::clone(&stop),
     };
+    let mut lock_lost = None;
     let ran: Result<Vec<LevelResult>> = bench::run(plan, &sampler, |d| {
         progress(&d, a.json);
         results.levels.push(d.result.clone());
         results.verdict = Verdict::of(&results.levels, &levels);
         results.duration_s = t0.elapsed().as_secs_f64();
-        save(&out_dir, &results, d.samples)
+        out.save(&results, d.samples)?;
+        // A `--break-lock` from someone else: stop before the next level.
+        if let Err(e) = lock.still_held() {
+            stop.stop("the stack's lock was taken over");
+            lock_lost = Some(e);
+        }
+        Ok(())
     });
     let finished = sampler.stop();
     let ran = ran?;
     results.levels = ran;
     results.verdict = Verdict::of(&results.levels, &levels);
     results.duration_s = t0.elapsed().as_secs_f64();
-    results.state = RunState::Complete;
+    results.state = match stop.why() {
+        Some(_) => RunState::Interrupted,
+        None => RunState::Complete,
+    };
     results.pid = None;
     let n = finished.samples.len() as u64;
     results.sampler = SamplerCost {
@@ -261,68 +335,24 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
             .then(|| finished.sut_cpu_s / results.duration_s * 100.0),
         host_scripts: finished.host_scripts,
     };
-    save(&out_dir, &results, &finished.samples)?;
+    // The timeline once more, whole: complete even if an append failed along the way.
+    let mut lines = String::new();
+    for s in &finished.samples {
+        lines.push_str(&serde_json::to_string(s)?);
+        lines.push('\n');
+    }
+    crate::shell::atomic::write(&out.path.join(TIMELINE), lines.as_bytes(), 0o644)?;
+    out.save(&results, &finished.samples)?;
+    if let Some(e) = lock_lost {
+        return Err(e);
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&results)?);
     } else {
         println!("{}", results.verdict.headline);
-        println!("report: {}", out_dir.join(REPORT).display());
+        println!("report: {}", out.path.join(REPORT).display());
     }
-    Ok(
-        if results.levels.iter().all(|l| l.passed) && results.levels.len() == levels.len() {
-            exit::OK
-        } else {
-            exit::FAILED
-        },
-    )
-}
-
-/// `exectl report RUN_ID [--out FILE]`: the HTML again, from results.json and the timeline alone.
-pub fn report_cmd(run: &str, from: Option<&Path>, out: Option<&Path>) -> Result<i32> {
-    let dir = match from {
-        Some(d) => d.to_path_buf(),
-        None => {
-            if run.is_empty() || run.contains('/') || run.starts_with('.') {
-                return Err(UsageError::new(
-                    "RUN_ID",
-                    run,
-                    "not a bench run id",
-                    "give the id `exectl bench` printed (exectl runs list)",
-                )
-                .into());
-            }
-            benches_dir().join(run)
-        }
-    };
-    let results_path = dir.join(RESULTS);
-    let text = std::fs::read_to_string(&results_path).map_err(|e| {
-        UsageError::new(
-            "RUN_ID",
-            run,
-            format!("cannot read {}: {e}", results_path.display()),
-            "give a bench run id from `exectl runs list`",
-        )
-    })?;
-    let results: Results = serde_json::from_str(&text).map_err(|e| {
-        UsageError::new(
-            "RUN_ID",
-            run,
-            format!("{} is not a bench's results: {e}", results_path.display()),
-            "re-run the bench",
-        )
-    })?;
-    let timeline = std::fs::read_to_string(dir.join(TIMELINE)).unwrap_or_default();
-    let samples: Vec<Sample> = timeline
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(serde_json::from_str)
-        .collect::<Result<_, _>>()
-        .with_context(|| format!("reading {}", dir.join(TIMELINE).display()))?;
-    let html = report::render(&results, &samples).map_err(|e| anyhow::anyhow!(e))?;
-    let out = out
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| dir.join(REPORT));
-    crate::shell::atomic::write(&out, html.as_bytes(), 0o644)?;
-    println!("{}", out.display());
-    Ok(exit::OK)
+    let all_passed =
+        results.levels.iter().all(|l| l.passed) && results.levels.len() == levels.len();
+    Ok(if all_passed { exit::OK } else { exit::FAILED })
 }

@@ -133,6 +133,9 @@ pub fn options(args: &LoadArgs) -> Result<LoadOptions, UsageError> {
             "prepare more accounts, or lower --users",
         ));
     }
+    if scenario == Scenario::Collab {
+        check_rooms(&manifest, users)?;
+    }
     let dial_concurrency = match dial_flag {
         Some(n) => n,
         None if scenario == Scenario::LoginBurst => users,
@@ -157,6 +160,38 @@ pub fn options(args: &LoadArgs) -> Result<LoadOptions, UsageError> {
         progress: !args.quiet,
         live: None,
     })
+}
+
+/// collab relays frames between the members of a room: a layout where no room of the first `users`
+/// accounts has two members would exchange nothing, and pass on nothing measured.
+fn check_rooms(manifest: &Manifest, users: usize) -> Result<(), UsageError> {
+    // The first account whose project an earlier account is in: users up to it make a room of two.
+    let mut seen = std::collections::HashSet::new();
+    let pair_at = manifest
+        .accounts
+        .iter()
+        .position(|a| !seen.insert(a.project_uuid.as_str()));
+    match pair_at {
+        Some(i) if i < users => Ok(()),
+        Some(i) => Err(UsageError::new(
+            "--users",
+            users,
+            format!(
+                "collab needs two users in a room, and the first {users} accounts of the manifest in {} are each in a project of their own",
+                manifest.dir.display()
+            ),
+            format!("give --users {} or more", i + 1),
+        )),
+        None => Err(UsageError::new(
+            "--users-per-project",
+            1,
+            format!(
+                "collab relays frames between the members of a project's room, and every account of the manifest in {} has a project of its own: no frame could reach anyone",
+                manifest.dir.display()
+            ),
+            "prepare the accounts again with --users-per-project 2 or more (e.g. exectl prepare --accounts N --users-per-project 4)",
+        )),
+    }
 }
 
 fn check_out(path: &Path) -> Result<(), UsageError> {
@@ -264,6 +299,11 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
                 .map_or("?".to_string(), |p| p.to_string())
         );
     }
+    // Ctrl-C ends the hold now and prints what was measured, marked interrupted.
+    let live = std::sync::Arc::new(crate::load::metrics::Live::default());
+    let mut opts = opts;
+    opts.live = Some(live.clone());
+    crate::interrupt::on_signal(move |_| live.stop())?;
     let summary = runner::run(opts)?;
     let json = serde_json::to_string_pretty(&summary).context("serialising the summary")?;
     if args.json {

@@ -7,6 +7,7 @@ pub mod host;
 pub mod load;
 pub mod prepare;
 pub mod render;
+pub mod report;
 pub mod runs;
 pub mod status;
 pub mod teardown;

@@ -13,6 +13,7 @@ pub mod manifest;
 pub mod naming;
 pub mod pipeline;
 pub mod plan;
+pub mod plateau;
 pub mod readiness;
 pub mod record;
 pub mod render;

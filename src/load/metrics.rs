@@ -87,9 +87,11 @@ impl Tally {
     }
 }
 
-/// Live counters, read once a second by the progress line.
+/// Live counters, read once a second by the progress line (and by bench's sampler), and the level's
+/// plateau as it forms.
 #[derive(Debug, Default)]
 pub struct Live {
+    pub plateau: super::plateau::Plateau,
     pub started: AtomicU64,
     pub dialing: AtomicU64,
     pub connected: AtomicU64,
@@ -113,6 +115,28 @@ impl Live {
     }
     pub fn dec(c: &AtomicU64) {
         c.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// A socket opened: counted, and told to the plateau.
+    pub fn opened(&self) {
+        let open = self.open.fetch_add(1, Ordering::AcqRel) + 1;
+        self.plateau.opened(open);
+    }
+
+    /// An open socket closed.
+    pub fn closed(&self) {
+        let open = self.open.fetch_sub(1, Ordering::AcqRel) - 1;
+        self.plateau.closed(open);
+    }
+
+    /// Stop the run: no more users start, the common hold ends now.
+    pub fn stop(&self) {
+        self.plateau.stop(self.open.load(Ordering::Acquire));
+    }
+
+    /// A user's dial is over, connected or not.
+    pub fn dial_over(&self) {
+        self.plateau.dial_over(self.open.load(Ordering::Acquire));
     }
 }
 

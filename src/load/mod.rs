@@ -12,6 +12,7 @@ pub use crate::core::frame;
 pub mod liveness;
 pub mod manifest;
 pub mod metrics;
+pub mod plateau;
 pub mod preflight;
 pub mod runner;
 pub mod session;

@@ -1,6 +1,7 @@
 //! The run: a two-worker runtime, one spawner loop that starts users evenly over the ramp (never more than
-//! `--dial-concurrency` dials in flight), login-burst's probe, a per-second progress line, and the bounded
-//! wait for every user to finish.
+//! `--dial-concurrency` dials in flight), the level's common hold (`plateau`: it begins when every dial is
+//! over and ends for everyone at once), login-burst's probe, a per-second progress line, a stop that ends
+//! the hold early (`Live::stop`), and the bounded wait for every user to finish.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -29,15 +30,27 @@ pub fn run(opts: LoadOptions) -> Result<Summary> {
     Ok(summary)
 }
 
-/// Upper bound of one user's life after it is spawned (the hold's last liveness check included).
-fn user_budget(opts: &LoadOptions) -> Duration {
-    let last_ping = Duration::from_millis(opts.liveness.answer_within_ms as u64 + 1000);
-    LOGIN_TIMEOUT
-        + CONNECT_TIMEOUT
-        + opts.hold
-        + last_ping
+/// How long after the common hold's end the last users may take to finish: the last ping's answer and
+/// the close handshakes (a safety net only: every wait of a user is bounded on its own).
+fn after_hold(opts: &LoadOptions) -> Duration {
+    Duration::from_millis(opts.liveness.answer_within_ms as u64 + 1000)
         + 3 * CLOSE_GRACE
-        + Duration::from_secs(35)
+        + Duration::from_secs(30)
+}
+
+/// `fut`, unless the run is stopped first (checked every 100 ms).
+async fn unless_stopped<F: std::future::Future>(live: &Live, fut: F) -> Option<F::Output> {
+    tokio::pin!(fut);
+    loop {
+        tokio::select! {
+            v = &mut fut => return Some(v),
+            _ = tokio::time::sleep(Duration::from_millis(100)) => {
+                if live.plateau.stopped() {
+                    return None;
+                }
+            }
+        }
+    }
 }
 
 struct Probe {
@@ -94,10 +107,15 @@ fn progress_line(ctx: &Ctx, n: usize) -> String {
         g(&l.dialing)
     );
     if ctx.opts.scenario.uses_socket() {
+        let logins = (!ctx.opts.tokens).then(|| g(&l.logins_ok));
+        let at_once = l
+            .plateau
+            .view(g(&l.open), logins)
+            .map(|v| crate::core::plateau::ramp_status(&v))
+            .unwrap_or_default();
         s += &format!(
-            " connected {} open {} held {} stalled {}",
+            " connected {} {at_once} held {} stalled {}",
             g(&l.connected),
-            g(&l.open),
             g(&l.held),
             g(&l.stalled)
         );
@@ -123,23 +141,22 @@ async fn run_async(opts: LoadOptions) -> Summary {
     let ctx = Arc::new(Ctx::new(opts, http));
     let opts = &ctx.opts;
     let t0 = ctx.t0;
+    ctx.live.plateau.arm(n as u64, opts.ramp, opts.hold, t0);
     let outcomes: Arc<Mutex<Vec<Option<UserOutcome>>>> = Arc::new(Mutex::new(vec![None; n]));
     let all_done = Arc::new(Notify::new());
 
-    // Safety net only: every user's own deadline ends it long before.
+    // Safety nets only: every dial is bounded by its own timeouts, and every hold ends with the common
+    // one. Until the hold begins: the ramp and every wave of dials at their timeouts.
     let waves = n.div_ceil(c) as u32;
-    let hard_deadline = t0
-        + opts.ramp
-        + (LOGIN_TIMEOUT + CONNECT_TIMEOUT) * waves
-        + user_budget(opts)
-        + Duration::from_secs(10);
+    let ramp_deadline =
+        t0 + opts.ramp + (LOGIN_TIMEOUT + CONNECT_TIMEOUT) * waves + Duration::from_secs(60);
 
     let stop_probe = Arc::new(Notify::new());
     let probe_task = (opts.scenario == Scenario::LoginBurst).then(|| {
         tokio::spawn(probe(
             Arc::clone(&ctx),
             Arc::clone(&stop_probe),
-            hard_deadline,
+            ramp_deadline,
         ))
     });
 
@@ -151,29 +168,28 @@ async fn run_async(opts: LoadOptions) -> Summary {
             let sem = Arc::new(Semaphore::new(c));
             for i in 0..n {
                 let at = t0 + ctx.opts.ramp.mul_f64(i as f64 / n as f64);
-                sleep_until(at).await;
-                let permit = Arc::clone(&sem)
-                    .acquire_owned()
-                    .await
-                    .expect("the semaphore is never closed");
+                if unless_stopped(&ctx.live, sleep_until(at)).await.is_none() {
+                    return;
+                }
+                let Some(permit) =
+                    unless_stopped(&ctx.live, Arc::clone(&sem).acquire_owned()).await
+                else {
+                    return;
+                };
+                let permit = permit.expect("the semaphore is never closed");
                 Live::inc(&ctx.live.started);
                 let ctx = Arc::clone(&ctx);
                 let outcomes = Arc::clone(&outcomes);
                 let all_done = Arc::clone(&all_done);
-                let deadline = Instant::now() + user_budget(&ctx.opts);
                 tokio::spawn(async move {
-                    let o = tokio::time::timeout_at(
-                        deadline,
-                        session::run_user(Arc::clone(&ctx), i, permit),
-                    )
-                    .await
-                    .unwrap_or_else(|_| UserOutcome::deadline());
+                    let o = session::run_user(Arc::clone(&ctx), i, permit).await;
                     let failed = o.failure.is_some();
                     outcomes.lock().unwrap()[i] = Some(o);
                     if failed {
                         Live::inc(&ctx.live.failed);
                     }
-                    if ctx.live.done.fetch_add(1, Ordering::AcqRel) + 1 == n as u64 {
+                    let done = ctx.live.done.fetch_add(1, Ordering::AcqRel) + 1;
+                    if done == n as u64 || ctx.live.plateau.stopped() {
                         all_done.notify_one();
                     }
                 });
@@ -182,17 +198,25 @@ async fn run_async(opts: LoadOptions) -> Summary {
     };
 
     let mut tick = tokio::time::interval_at(t0 + Duration::from_secs(1), Duration::from_secs(1));
+    let finished = |live: &Live| {
+        let done = Live::get(&live.done);
+        done >= n as u64 || (live.plateau.stopped() && done >= Live::get(&live.started))
+    };
     loop {
         tokio::select! {
-            _ = all_done.notified() => break,
+            _ = all_done.notified() => if finished(&ctx.live) { break },
             _ = tick.tick() => {
                 if opts.progress {
                     eprintln!("{}", progress_line(&ctx, n));
                 }
-                if Live::get(&ctx.live.done) >= n as u64 {
+                if finished(&ctx.live) {
                     break;
                 }
-                if Instant::now() >= hard_deadline {
+                let deadline = match ctx.live.plateau.window() {
+                    Some(w) => w.end + after_hold(opts),
+                    None => ramp_deadline,
+                };
+                if Instant::now() >= deadline {
                     eprintln!("exectl load: hard deadline reached; reporting unfinished users as failed");
                     break;
                 }
@@ -215,11 +239,17 @@ async fn run_async(opts: LoadOptions) -> Summary {
         None => None,
     };
 
+    let stopped = ctx.live.plateau.stopped();
     let outcomes: Vec<UserOutcome> = outcomes
         .lock()
         .unwrap()
         .iter()
-        .map(|o| o.clone().unwrap_or_else(UserOutcome::deadline))
+        .map(|o| {
+            o.clone().unwrap_or_else(|| match stopped {
+                true => UserOutcome::failed("interrupted"),
+                false => UserOutcome::failed("user_deadline"),
+            })
+        })
         .collect();
     let connect_span_s = outcomes
         .iter()

@@ -1,13 +1,13 @@
 //! One user's session: token (login or minted), one dial, then the scenario's hold loop, which keeps
-//! reading the socket all along (so tungstenite answers the server's pings) until the hold ends, the
-//! server closes, or the server falls silent past the liveness bound (`liveness`). A socket is held only
-//! if it was open and alive for the whole hold and answered a last ping at its end. One attempt, no
+//! reading the socket all along (so tungstenite answers the server's pings) until the level's common hold
+//! ends (`plateau`: every user's socket stays open from its connect to that one end), the server closes,
+//! or the server falls silent past the liveness bound (`liveness`). A socket is held only if it stayed
+//! open and alive through the whole common hold and answered a last ping at its end. One attempt, no
 //! retries: a failed user is done, and the run goes on without it.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures_util::{FutureExt, SinkExt, StreamExt};
@@ -38,10 +38,6 @@ pub struct Ctx {
     pub nonce: u32,
     /// Each account's room id, as its frames carry it (`frame::room_id` of its project uuid).
     room_ids: Vec<u64>,
-    /// Users whose dial is over (connected or failed): collab starts sending when all are.
-    pub dialed: AtomicU64,
-    /// The earliest hold end of any connected user: collab stops sending before it.
-    first_hold_end: Mutex<Option<Instant>>,
     pub delivery: SharedHist,
     /// Editing's REST actions in flight at most (as many as dials), so the client's open files and
     /// ports stay within what preflight checked even when the server slows down.
@@ -70,8 +66,6 @@ impl Ctx {
                 .iter()
                 .map(|a| frame::room_id(&a.project_uuid))
                 .collect(),
-            dialed: AtomicU64::new(0),
-            first_hold_end: Mutex::new(None),
             delivery: SharedHist::default(),
             http_slots: Arc::new(Semaphore::new(opts.dial_concurrency.max(1))),
             metadata_ms: SharedHist::default(),
@@ -90,25 +84,15 @@ impl Ctx {
         self.epoch_us0 / 1_000_000
     }
 
-    fn note_hold_end(&self, at: Instant) {
-        let mut first = self.first_hold_end.lock().unwrap();
-        if first.is_none_or(|f| at < f) {
-            *first = Some(at);
-        }
-    }
-
-    /// Collab's send window end: the first hold end, less time for the last frames to arrive.
-    fn send_window_end(&self) -> Option<Instant> {
-        let hold = self.opts.hold;
-        let drain = (hold / 4).clamp(Duration::from_millis(500), Duration::from_secs(2));
-        self.first_hold_end
-            .lock()
-            .unwrap()
-            .map(|f| f.checked_sub(drain).unwrap_or(f))
-    }
-
-    fn all_dialed(&self) -> bool {
-        self.dialed.load(Ordering::Relaxed) >= self.opts.users as u64
+    /// Collab's send window, once the common hold began: from its start to its end less time for the
+    /// last frames to arrive (a stop moves the end, so this is read again before every send).
+    fn send_window(&self) -> Option<(Instant, Instant)> {
+        let w = self.live.plateau.window()?;
+        let drain = (self.opts.hold / 4).clamp(Duration::from_millis(500), Duration::from_secs(2));
+        Some((
+            w.start,
+            w.end.checked_sub(drain).unwrap_or(w.end).max(w.start),
+        ))
     }
 }
 
@@ -135,6 +119,8 @@ pub struct UserOutcome {
     pub connected: bool,
     /// When the upgrade completed, from the run's start.
     pub connected_at_us: Option<u64>,
+    /// When the login answered, from the run's start (None with --tokens).
+    pub login_done_us: Option<u64>,
     pub held: bool,
     pub ended: Option<Ended>,
     /// From connect to the early end, for sockets that did not last the hold (stalled ones excluded:
@@ -158,9 +144,11 @@ pub struct UserOutcome {
 }
 
 impl UserOutcome {
-    pub fn deadline() -> UserOutcome {
+    /// A user with no outcome of its own: "user_deadline" (still running at the run's hard deadline) or
+    /// "interrupted" (never started: the run was stopped).
+    pub fn failed(kind: &str) -> UserOutcome {
         UserOutcome {
-            failure: Some("user_deadline".into()),
+            failure: Some(kind.into()),
             ..UserOutcome::default()
         }
     }
@@ -191,6 +179,7 @@ pub async fn run_user(ctx: Arc<Ctx>, i: usize, permit: OwnedSemaphorePermit) -> 
             )
             .await;
             out.login_us = Some(us(start.elapsed()));
+            out.login_done_us = Some(us(ctx.t0.elapsed()));
             match r {
                 Ok(login) => {
                     out.login_status = Some("200".into());
@@ -202,7 +191,7 @@ pub async fn run_user(ctx: Arc<Ctx>, i: usize, permit: OwnedSemaphorePermit) -> 
                     out.failure = Some(format!("login_{kind}"));
                     out.login_status = Some(kind);
                     Live::dec(&ctx.live.dialing);
-                    ctx.dialed.fetch_add(1, Ordering::Relaxed);
+                    ctx.live.dial_over();
                     return out;
                 }
             }
@@ -210,6 +199,7 @@ pub async fn run_user(ctx: Arc<Ctx>, i: usize, permit: OwnedSemaphorePermit) -> 
     };
     if !opts.scenario.uses_socket() {
         Live::dec(&ctx.live.dialing);
+        ctx.live.dial_over();
         return out;
     }
 
@@ -221,7 +211,7 @@ pub async fn run_user(ctx: Arc<Ctx>, i: usize, permit: OwnedSemaphorePermit) -> 
         Ok(ws) => ws,
         Err(e) => {
             out.failure = Some(e);
-            ctx.dialed.fetch_add(1, Ordering::Relaxed);
+            ctx.live.dial_over();
             return out;
         }
     };
@@ -229,24 +219,14 @@ pub async fn run_user(ctx: Arc<Ctx>, i: usize, permit: OwnedSemaphorePermit) -> 
     out.connect_us = Some(us(connected_at - start));
     out.connected = true;
     out.connected_at_us = Some(us(connected_at - ctx.t0));
-    let hold_until = connected_at + opts.hold;
-    ctx.note_hold_end(hold_until);
-    ctx.dialed.fetch_add(1, Ordering::Relaxed);
     Live::inc(&ctx.live.connected);
-    Live::inc(&ctx.live.open);
+    // Opened before the dial counts as over: the N-th socket itself begins the common hold.
+    ctx.live.opened();
+    ctx.live.dial_over();
 
-    Box::pin(hold(
-        &ctx,
-        i,
-        ws,
-        &token,
-        connected_at,
-        hold_until,
-        &mut out,
-    ))
-    .await;
+    Box::pin(hold(&ctx, i, ws, &token, connected_at, &mut out)).await;
 
-    Live::dec(&ctx.live.open);
+    ctx.live.closed();
     if out.held {
         Live::inc(&ctx.live.held);
     }
@@ -259,10 +239,10 @@ type HttpFuture = Pin<Box<dyn Future<Output = (&'static str, HttpResult)> + Send
 enum Plan {
     /// Nothing more to do but hold.
     Idle,
-    /// Collab: waiting for every user's dial to be over (checked at `at`).
+    /// Collab: waiting for the common hold to begin (checked at `at`).
     Barrier { at: Instant },
-    /// Send (or act) at `at`; collab stops at `until`.
-    Act { at: Instant, until: Option<Instant> },
+    /// Send (or act) at `at`; collab only inside the send window.
+    Act { at: Instant, collab: bool },
 }
 
 impl Plan {
@@ -458,7 +438,6 @@ async fn hold(
     mut ws: Ws,
     token: &str,
     connected_at: Instant,
-    hold_until: Instant,
     out: &mut UserOutcome,
 ) {
     let opts = &ctx.opts;
@@ -468,11 +447,12 @@ async fn hold(
     let mut alive = Liveness::default();
     let mut seq: u32 = 0;
     let mut pending: Option<HttpFuture> = None;
+    let mut window = ctx.live.plateau.subscribe();
     let mut plan = match opts.scenario {
         Scenario::Collab => Plan::Barrier { at: Instant::now() },
         Scenario::Editing => Plan::Act {
             at: Instant::now() + next_wait(opts.interval),
-            until: None,
+            collab: false,
         },
         _ => Plan::Idle,
     };
@@ -486,7 +466,7 @@ async fn hold(
                 Got::End(e) => break Some(e),
                 _ => alive.heard(ms(Instant::now())),
             },
-            _ = sleep_until(hold_until) => break None,
+            _ = super::plateau::hold_over(&mut window) => break None,
             _ = sleep_until(check_at) => match alive.step(ms(Instant::now()), bounds) {
                 Step::WaitUntil(_) => {}
                 Step::Ping => {
@@ -510,20 +490,21 @@ async fn hold(
                 pending = None;
                 record_action(ctx, account.role, what, &r, out);
             }
-            _ = sleep_until(timer.unwrap_or(hold_until)), if timer.is_some() => {
+            _ = sleep_until(timer.unwrap_or(connected_at)), if timer.is_some() => {
                 let now = Instant::now();
                 plan = match plan {
-                    Plan::Barrier { .. } if ctx.all_dialed() => match ctx.send_window_end() {
-                        Some(until) if now < until => {
+                    Plan::Barrier { .. } => match ctx.send_window() {
+                        Some((_, until)) if now < until => {
                             out.send_window_open = true;
                             let first = (next_wait(opts.interval) / 4).max(JOIN_SETTLE);
-                            Plan::Act { at: now + first, until: Some(until) }
+                            Plan::Act { at: now + first, collab: true }
                         }
-                        _ => Plan::Idle,
+                        Some(_) => Plan::Idle,
+                        None => Plan::Barrier { at: now + Duration::from_millis(50) },
                     },
-                    Plan::Barrier { .. } => Plan::Barrier { at: now + Duration::from_millis(50) },
-                    Plan::Act { until: Some(until), .. } if now >= until => Plan::Idle,
-                    Plan::Act { until, .. } => {
+                    Plan::Act { collab: true, .. }
+                        if ctx.send_window().is_none_or(|(_, until)| now >= until) => Plan::Idle,
+                    Plan::Act { collab, .. } => {
                         let roll = if opts.scenario == Scenario::Editing {
                             rand::thread_rng().gen_range(0..100)
                         } else {
@@ -544,7 +525,7 @@ async fn hold(
                         } else if pending.is_none() {
                             pending = Some(rest_action(ctx, &account.project_uuid, token, roll < 85));
                         }
-                        Plan::Act { at: now + next_wait(opts.interval), until }
+                        Plan::Act { at: now + next_wait(opts.interval), collab }
                     }
                     Plan::Idle => Plan::Idle,
                 };

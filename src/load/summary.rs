@@ -10,6 +10,7 @@ use super::delivery::{self, Deliveries, Member};
 use super::metrics::{Hist, Percentiles};
 use super::session::{Ctx, Ended, UserOutcome};
 use super::Scenario;
+use crate::core::plateau::PlateauFigures;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Settings {
@@ -70,9 +71,16 @@ pub struct Summary {
     pub duration_s: f64,
     /// Users whose WebSocket upgrade succeeded (101), whatever happened next.
     pub connected: u64,
-    /// Users whose socket stayed open and alive for the whole hold (and answered a last ping at its
-    /// end): the success that counts.
+    /// Users whose socket stayed open and alive through the whole common hold (and answered a last ping
+    /// at its end): the success that counts.
     pub held_full_duration: u64,
+    /// The level's common hold: how many were open at once, for how long, and the ramp that got there
+    /// (socket scenarios).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plateau: Option<PlateauFigures>,
+    /// The run was stopped (SIGINT/SIGTERM, a lost SUT link) before its end: its figures are partial.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     /// Sockets left open by a server that went silent past the liveness bound (a frozen instance).
     pub stalled: u64,
     /// Users that met the scenario's success criterion.
@@ -118,8 +126,8 @@ impl Summary {
         let accounts = &opts.manifest.accounts;
 
         // collab: every frame is owed to each other member of its room that was connected for the
-        // whole send window. A held socket was: sending starts only once every dial is over, and stops
-        // before the first hold ends (`Ctx::send_window_end`). Users that failed were not.
+        // whole send window. A held socket was: the window is inside the common hold (`Ctx::send_window`),
+        // and a held socket was open through all of it. Users that failed were not.
         let collab = scenario == Scenario::Collab;
         let members: Vec<Member> = outcomes
             .iter()
@@ -219,6 +227,11 @@ impl Summary {
             autosave_ms: ctx.autosave_ms.percentiles(),
             users_with_http_failures: http_failed,
         });
+        let plateau = scenario.uses_socket().then(|| {
+            ctx.live
+                .plateau
+                .figures(ramp_span_s(outcomes), logins_per_s(outcomes))
+        });
         let rate = if facts.connect_span_s > 0.0 {
             (connected as f64 / facts.connect_span_s * 10.0).round() / 10.0
         } else {
@@ -232,6 +245,8 @@ impl Summary {
             duration_s: (facts.duration_s * 1000.0).round() / 1000.0,
             connected,
             held_full_duration: held,
+            plateau,
+            interrupted: ctx.live.plateau.stopped(),
             stalled,
             succeeded,
             failed: outcomes.len() as u64 - succeeded,
@@ -264,7 +279,10 @@ impl Summary {
     /// Whether every user met the scenario's criterion and no frame was lost, duplicated, echoed to
     /// its sender or delivered into another room.
     pub fn passed(&self) -> bool {
-        self.failed == 0 && !self.fanout.as_ref().is_some_and(|f| f.deliveries.faulty())
+        self.failed == 0
+            && !self.interrupted
+            && self.plateau.as_ref().is_none_or(PlateauFigures::full)
+            && !self.fanout.as_ref().is_some_and(|f| f.deliveries.faulty())
     }
 
     /// 0 when the run passed, 1 otherwise.
@@ -299,7 +317,11 @@ impl Summary {
                     .join(", ")
             }
         };
-        let verdict = if self.passed() { "PASS" } else { "FAIL" };
+        let verdict = match (self.passed(), self.interrupted) {
+            (_, true) => "INTERRUPTED",
+            (true, _) => "PASS",
+            _ => "FAIL",
+        };
         let _ = writeln!(
             s,
             "exectl load {} — run {} — {verdict}",
@@ -313,9 +335,12 @@ impl Summary {
         if self.scenario != Scenario::LoginBurst.name() {
             let _ = writeln!(
                 s,
-                "  connected (101) {}  held (open and alive) for the full {:.1} s {}  stalled {}",
+                "  connected (101) {}  held (open and alive) through the common {:.1} s hold {}  stalled {}",
                 self.connected, self.settings.hold_s, self.held_full_duration, self.stalled
             );
+            if let Some(p) = &self.plateau {
+                let _ = writeln!(s, "  plateau       {}", p.describe());
+            }
             let _ = writeln!(s, "  close codes   {}", kv(&self.close_codes));
         }
         let _ = writeln!(s, "  failures      {}", kv(&self.failures));
@@ -375,6 +400,28 @@ impl Summary {
         );
         s
     }
+}
+
+/// First to last successful connect, seconds (None when no socket connected).
+fn ramp_span_s(outcomes: &[UserOutcome]) -> Option<f64> {
+    let at = || outcomes.iter().filter_map(|o| o.connected_at_us);
+    Some((at().max()? - at().min()?) as f64 / 1e6)
+}
+
+/// Successful logins per second, from the first login's start to the last one's answer (None with
+/// minted tokens or when none succeeded).
+fn logins_per_s(outcomes: &[UserOutcome]) -> Option<f64> {
+    let ok = || {
+        outcomes
+            .iter()
+            .filter(|o| o.login_status.as_deref() == Some("200"))
+    };
+    let first = ok()
+        .filter_map(|o| Some(o.login_done_us?.saturating_sub(o.login_us?)))
+        .min()?;
+    let last = ok().filter_map(|o| o.login_done_us).max()?;
+    let span_s = (last.saturating_sub(first) as f64 / 1e6).max(1e-3);
+    Some(ok().count() as f64 / span_s)
 }
 
 /// `delivered 40 of 40 expected  lost 0  duplicated 0  echoed 0  cross-room 0`.

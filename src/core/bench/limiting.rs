@@ -20,6 +20,8 @@ pub enum Resource {
     NginxConnections,
     OpenFiles,
     Generator,
+    /// The level failed only its leak check: no resource ran out, the app kept what it should drop.
+    Leak,
     /// Nothing measured was near its limit.
     Unknown,
 }
@@ -39,6 +41,18 @@ pub struct Limiting {
 }
 
 impl Limiting {
+    /// What failed a level whose objectives all held: connections or rooms left after it.
+    pub fn leak(detail: &str) -> Limiting {
+        Limiting {
+            resource: Resource::Leak,
+            component: "leak".into(),
+            services: vec![],
+            share: 0.0,
+            detail: format!("every objective held; the leak check failed: {detail}"),
+            generator_bound: false,
+        }
+    }
+
     pub fn unknown() -> Limiting {
         Limiting {
             resource: Resource::Unknown,

@@ -15,5 +15,5 @@ pub use levels::{parse_levels, Levels};
 pub use limiting::{limiting_component, Known, Limiting, Resource};
 pub use results::{Results, RunState, SamplerCost};
 pub use slo::{SloCheck, Slos};
-pub use timeline::{ContainerSample, GeneratorSample, InstanceSample, LevelSpan, Sample};
-pub use verdict::{LeakCheck, LevelFigures, LevelResult, Pcts, Verdict};
+pub use timeline::{AtOnce, ContainerSample, GeneratorSample, InstanceSample, LevelSpan, Sample};
+pub use verdict::{Besides, LeakCheck, LevelFigures, LevelResult, Pcts, Verdict};

@@ -160,6 +160,14 @@ impl Slos {
             ),
             SloCheck::at_most("health_p95", self.health_p95_ms, p95(&f.health_ms), " ms"),
         ]
+        .into_iter()
+        // Not an objective one sets: a level is its users at once for the whole hold (socket scenarios).
+        .chain(
+            f.plateau
+                .as_ref()
+                .map(|p| SloCheck::at_least("plateau", p.hold_s, Some(p.length_s()), " s")),
+        )
+        .collect()
     }
 }
 

@@ -114,6 +114,52 @@ impl Sample {
     }
 }
 
+/// The app instances' own counts of connections over one level, summed sample by sample: what the SUT
+/// says it held at once, beside the generator's own count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AtOnce {
+    /// The most during the level (start to end).
+    pub peak: Option<u64>,
+    /// The fewest during its common hold.
+    pub min_in_hold: Option<u64>,
+    /// Samples of the common hold in which the instances counted more connections than the generator
+    /// had open, and the largest excess: another client on the stack.
+    pub foreign_samples: u64,
+    pub foreign_max: u64,
+}
+
+pub fn at_once(span: &LevelSpan, samples: &[Sample]) -> AtOnce {
+    let mut a = AtOnce::default();
+    for s in span.during(samples) {
+        let Some(sum) = s.instance_connections() else {
+            continue;
+        };
+        a.peak = a.peak.max(Some(sum));
+        if (span.hold_ms..=span.hold_end_ms).contains(&s.t_ms) && span.hold_end_ms > span.hold_ms {
+            a.min_in_hold = Some(a.min_in_hold.map_or(sum, |m| m.min(sum)));
+            let excess = sum.saturating_sub(s.generator.open_sockets);
+            if excess > 0 {
+                a.foreign_samples += 1;
+                a.foreign_max = a.foreign_max.max(excess);
+            }
+        }
+    }
+    a
+}
+
+impl AtOnce {
+    /// Why the level cannot count when another client held connections on the stack during its hold
+    /// (two samples at least: one can be a socket closing between the two counts).
+    pub fn foreign(&self) -> Option<String> {
+        (self.foreign_samples >= 2).then(|| {
+            format!(
+                "invalid: the instances counted up to {} more connections than this bench had open, in {} samples of the hold: another client is connected to the stack",
+                self.foreign_max, self.foreign_samples
+            )
+        })
+    }
+}
+
 /// "app-1 43 % CPU": the container with the highest CPU among `cs`, for progress lines ("?" when none
 /// was read).
 pub fn busiest<'a>(cs: impl IntoIterator<Item = &'a ContainerSample>) -> String {

@@ -520,7 +520,7 @@ pub(crate) mod tests {
                     1_000,
                 );
                 let checks = slos.check(&figures);
-                LevelResult::judge(*span, figures, checks, leak, || {
+                LevelResult::judge(*span, figures, checks, leak, Default::default(), || {
                     limiting_component(span, &samples, &Known::default())
                 })
             })

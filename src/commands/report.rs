@@ -1,0 +1,53 @@
+//! `exectl report RUN_ID [--from DIR] [--out FILE]`: the HTML again, from results.json and the timeline
+//! alone — after a bench that was killed too (its results.json still says running: the report says
+//! interrupted, and draws every sample the timeline kept).
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::bench::files;
+use crate::core::bench::results::REPORT;
+use crate::core::bench::{report, RunState};
+use crate::error::{exit, UsageError};
+
+pub fn run(run: &str, from: Option<&Path>, out: Option<&Path>) -> Result<i32> {
+    if run.is_empty() || run.contains('/') || run.starts_with('.') {
+        return Err(UsageError::new(
+            "RUN_ID",
+            run,
+            "not a bench run id",
+            "give the id `exectl bench` printed (exectl runs list)",
+        )
+        .into());
+    }
+    let dir = match from {
+        Some(d) => d.to_path_buf(),
+        None => super::bench::benches_dir().join(run),
+    };
+    let (mut results, samples) = files::read(&dir, run)?;
+    if results.run_id != run {
+        return Err(UsageError::new(
+            "--from",
+            dir.display(),
+            format!("that folder holds bench {}, not {run}", results.run_id),
+            format!(
+                "give the folder of bench {run}, or run `exectl report {} --from {}`",
+                results.run_id,
+                dir.display()
+            ),
+        )
+        .into());
+    }
+    if results.state == RunState::Running && !results.pid.is_some_and(crate::engine::lock::alive) {
+        // Killed (kill -9, a crash): what it wrote is all there is.
+        results.state = RunState::Interrupted;
+    }
+    let html = report::render(&results, &samples).map_err(|e| anyhow::anyhow!(e))?;
+    let out = out
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| dir.join(REPORT));
+    crate::shell::atomic::write(&out, html.as_bytes(), 0o644)?;
+    println!("{}", out.display());
+    Ok(exit::OK)
+}
