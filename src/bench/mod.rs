@@ -16,7 +16,7 @@ use anyhow::Result;
 
 use crate::core::bench::limiting::{self, Known};
 use crate::core::bench::timeline::at_once;
-use crate::core::bench::{Besides, LeakCheck, LevelResult, LevelSpan, Sample, Slos};
+use crate::core::bench::{Besides, CpuScale, LeakCheck, LevelResult, LevelSpan, Sample, Slos};
 use crate::load::metrics::Live;
 use crate::load::{runner, LoadOptions};
 use sampler::{LevelState, Sampler};
@@ -33,6 +33,10 @@ pub struct Plan {
     /// Print a progress line every sample while a level runs.
     pub progress: bool,
     pub stop: Arc<Stop>,
+    /// What each container's CPU is a share of.
+    pub cpu: CpuScale,
+    /// The generator runs on the SUT host (a local target).
+    pub generator_local: bool,
 }
 
 /// A stop asked from outside the levels (SIGINT/SIGTERM, a lost link to the SUT): the running level's
@@ -98,6 +102,7 @@ pub fn run(
             started: tokio::time::Instant::now(),
             ramp,
             tokens,
+            cpu: plan.cpu.clone(),
         }));
         plan.stop.running(Some(live.clone()));
         let summary = runner::run(opts);
@@ -129,7 +134,9 @@ pub fn run(
         let known = Known {
             nginx_capacity: plan.nginx_capacity,
             nginx_not_enough: sampler.nginx_not_enough(start_unix),
-            host_cpus: sampler.facts.host_cpus,
+            cpu: plan.cpu.clone(),
+            generator_local: plan.generator_local,
+            generator_cpus: crate::load::metrics::cpu_capacity(),
         };
         let mut figures = figures::of(&summary);
         let instances = at_once(&span, &samples);

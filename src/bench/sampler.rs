@@ -33,6 +33,8 @@ pub struct LevelState {
     pub ramp: Duration,
     /// Minted tokens: no logins to count.
     pub tokens: bool,
+    /// The CPU scale the progress line shows.
+    pub cpu: crate::core::bench::CpuScale,
 }
 
 enum Command {
@@ -538,7 +540,7 @@ impl Inner {
             &self.level,
             self.level.as_ref().and_then(|l| l.progress.as_ref()),
         ) {
-            let busiest = crate::core::bench::timeline::busiest(&containers);
+            let busiest = crate::core::bench::timeline::busiest(&containers, &l.cpu);
             let logins = (!l.tokens).then(|| Live::get(&l.live.logins_ok));
             let at_once = l
                 .live

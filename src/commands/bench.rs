@@ -17,7 +17,7 @@ use crate::cli::{duration_flag, BenchArgs, LoadArgs};
 use crate::core::bench::results::{REPORT, TIMELINE};
 use crate::core::bench::timeline::busiest;
 use crate::core::bench::{
-    parse_levels, LevelResult, Results, RunState, SamplerCost, Slos, Verdict,
+    parse_levels, AppThreads, CpuScale, LevelResult, Results, RunState, SamplerCost, Slos, Verdict,
 };
 use crate::error::{exit, UsageError};
 use crate::load::{preflight, LoadOptions};
@@ -82,20 +82,54 @@ fn level_plans(
         .collect()
 }
 
-/// The stack's recorded knobs and nginx's connection capacity (worker_connections × workers).
-fn knobs(
-    bundle: &std::path::Path,
-    host_cpus: Option<f64>,
-) -> (std::collections::BTreeMap<String, String>, Option<u64>) {
+/// What the bench takes from the stack's record: its knobs (for results.json and `runs diff`), nginx's
+/// worker_connections and worker processes, and what the app instances run (for the CPU scale).
+struct Recorded {
+    knobs: std::collections::BTreeMap<String, String>,
+    worker_connections: Option<u64>,
+    /// nginx's `worker_processes`: a number, or None for `auto` (one per CPU of the host).
+    worker_processes: Option<u64>,
+    app_image: String,
+    fault: Option<String>,
+}
+
+fn recorded(bundle: &std::path::Path) -> Recorded {
     let text = std::fs::read_to_string(bundle.join(crate::render::RECORD)).unwrap_or_default();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
-    let mut k = crate::runs::flattened(&v["spec"]);
-    k.retain(|key, _| !key.starts_with("images.") && !key.starts_with("secret_env"));
-    let cap = v["spec"]["nginx"]["worker_connections"]
-        .as_u64()
-        .zip(host_cpus)
-        .map(|(w, cpus)| w * cpus.max(1.0) as u64);
-    (k, cap)
+    let spec = &v["spec"];
+    let mut knobs = crate::runs::flattened(spec);
+    knobs.retain(|key, _| !key.starts_with("images.") && !key.starts_with("secret_env"));
+    Recorded {
+        knobs,
+        worker_connections: spec["nginx"]["worker_connections"].as_u64(),
+        worker_processes: spec["nginx"]["worker_processes"].as_u64(),
+        app_image: spec["images"]["app"].as_str().unwrap_or_default().into(),
+        fault: spec["env"]["STANDIN_FAULT"].as_str().map(String::from),
+    }
+}
+
+impl Recorded {
+    /// nginx's connections: worker_connections × worker processes (`auto`: the host's CPUs).
+    fn nginx_capacity(&self, host_cpus: Option<f64>) -> Option<u64> {
+        let workers = self
+            .worker_processes
+            .or(host_cpus.map(|c| c.max(1.0) as u64))?;
+        Some(self.worker_connections? * workers)
+    }
+
+    fn cpu_scale(&self, host_cpus: Option<f64>) -> CpuScale {
+        CpuScale {
+            host_cpus,
+            app_threads: crate::core::footprint::app_threads(
+                &self.app_image,
+                self.fault.as_deref(),
+            )
+            .map(|(cpus, why)| AppThreads {
+                cpus,
+                why: why.into(),
+            }),
+        }
+    }
 }
 
 /// The newest deploy record of this stack, if any.
@@ -112,12 +146,12 @@ fn deploy_run_id(stack: &str) -> Option<String> {
     newest.map(|n| n.1)
 }
 
-fn progress(d: &Done, json: bool) {
+fn progress(d: &Done, cpu: &CpuScale, json: bool) {
     if json {
         return;
     }
     let l = d.result;
-    let busiest = busiest(l.span.during(d.samples).flat_map(|s| &s.containers));
+    let busiest = busiest(l.span.during(d.samples).flat_map(|s| &s.containers), cpu);
     let at_once = l
         .figures
         .plateau
@@ -247,7 +281,13 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
         .map_or(0, |d| d.as_secs());
     let timeline = out.open_timeline()?;
     let sampler = Sampler::start(spec, stack.clone(), deployed, sample, Some(timeline))?;
-    let (knobs, nginx_capacity) = knobs(&bundle, sampler.facts.host_cpus);
+    let record = recorded(&bundle);
+    let host_cpus = sampler.facts.host_cpus;
+    let (nginx_capacity, cpu_scale) = (
+        record.nginx_capacity(host_cpus),
+        record.cpu_scale(host_cpus),
+    );
+    let generator_local = !target.is_remote();
     if !a.json {
         eprintln!(
             "exectl bench {run_id}: {scenario} on {stack} ({target_name}), levels {}, hold {:?} of all users at once, ramp {:?}; results in {}",
@@ -268,7 +308,7 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
         started_unix_s,
         duration_s: 0.0,
         deploy_run_id: deploy_run_id(&stack),
-        knobs,
+        knobs: record.knobs,
         images: sampler.facts.images.clone(),
         levels_asked: levels.clone(),
         hold_s: hold.as_secs_f64(),
@@ -281,6 +321,8 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
         verdict: Verdict::of(&[], &levels),
         sampler: SamplerCost::default(),
         generator_cpus: crate::load::metrics::cpu_capacity(),
+        cpu_scale: cpu_scale.clone(),
+        generator_local,
     };
     // Written before level 1: a bench killed during it leaves its results (running) and its timeline.
     out.save(&results, &[])?;
@@ -298,10 +340,12 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
         nginx_capacity,
         progress: !a.json,
         stop: Arc::clone(&stop),
+        cpu: cpu_scale.clone(),
+        generator_local,
     };
     let mut lock_lost = None;
     let ran: Result<Vec<LevelResult>> = bench::run(plan, &sampler, |d| {
-        progress(&d, a.json);
+        progress(&d, &cpu_scale, a.json);
         results.levels.push(d.result.clone());
         results.verdict = Verdict::of(&results.levels, &levels);
         results.duration_s = t0.elapsed().as_secs_f64();

@@ -1,6 +1,7 @@
-//! What the app's image needs only to idle, for memory advice. The real eXeLearning image (a Bun server)
-//! holds 200–260 MiB of RSS per idle instance (contract §8); the stand-in holds a few MiB, and other
-//! images are unknown, so advice about idle memory applies to the real image only.
+//! What the app's image needs and can use, where it is known: the memory it holds only to idle (the real
+//! eXeLearning image, a Bun server, holds 200–260 MiB of RSS per idle instance, contract §8; the stand-in a
+//! few MiB), and the CPUs it can keep busy (Bun runs the app's JavaScript, password checks included, on
+//! one thread: an instance saturates at one CPU whatever its quota). Other images are unknown: no advice.
 
 /// The real app's image, whatever its tag or digest.
 pub const REAL_APP_REPO: &str = "ghcr.io/exelearning/exelearning";
@@ -11,6 +12,27 @@ pub const REAL_IDLE_MIB: (u64, u64) = (200, 260);
 /// The idle footprint of `image` when it is known, in MiB (low, high).
 pub fn idle_mib(image: &str) -> Option<(u64, u64)> {
     (repository(image) == REAL_APP_REPO).then_some(REAL_IDLE_MIB)
+}
+
+/// The project's stand-in for the app (standin/), built as this image by images/build.sh.
+pub const STANDIN_REPO: &str = "exectl-fixture/standin";
+
+/// The CPUs one app instance can keep busy, and why, when its image runs on fewer threads than a quota
+/// may give it; `fault` is the instance's STANDIN_FAULT (the stand-in's blocking-bcrypt fault runs it
+/// on one worker, as Bun runs its JavaScript).
+pub fn app_threads(image: &str, fault: Option<&str>) -> Option<(f64, &'static str)> {
+    let repo = repository(image);
+    if repo == REAL_APP_REPO {
+        return Some((
+            1.0,
+            "Bun runs the app's JavaScript, password checks included, on one thread",
+        ));
+    }
+    let blocking = fault.is_some_and(|f| f.split(',').any(|x| x.trim() == "blocking-bcrypt"));
+    (repo == STANDIN_REPO && blocking).then_some((
+        1.0,
+        "the stand-in's blocking-bcrypt fault runs it on one worker thread, as Bun runs its JavaScript",
+    ))
 }
 
 /// `repo[:tag][@digest]` → `repo` (a `:` after the last `/` is the tag; before it, a registry port).
@@ -49,5 +71,18 @@ mod tests {
             assert_eq!(idle_mib(other), None, "{other}");
         }
         assert_eq!(repository("localhost:5000/a/b:1"), "localhost:5000/a/b");
+    }
+
+    #[test]
+    fn one_thread_for_bun_and_for_the_stand_in_with_its_blocking_fault() {
+        let real = "ghcr.io/exelearning/exelearning:exenew";
+        assert_eq!(app_threads(real, None).map(|t| t.0), Some(1.0));
+        let standin = "exectl-fixture/standin:latest";
+        assert_eq!(app_threads(standin, None), None, "its bcrypt runs beside");
+        assert_eq!(
+            app_threads(standin, Some("leak-on-close, blocking-bcrypt")).map(|t| t.0),
+            Some(1.0)
+        );
+        assert_eq!(app_threads("nginx:1", Some("blocking-bcrypt")), None);
     }
 }

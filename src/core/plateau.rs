@@ -78,6 +78,26 @@ impl PlateauFigures {
         format!("{s}; {ramp}")
     }
 
+    /// The short form, for a table cell: "400 / 400 for 20.0 s", or "peak 1,722 / 10,000; 12.0 s".
+    pub fn at_once(&self) -> String {
+        if self.full() {
+            format!(
+                "{} / {} for {:.1} s",
+                group(self.min_open),
+                group(self.target),
+                self.length_s()
+            )
+        } else {
+            format!(
+                "peak {} / {}; {} at once for {:.1} s",
+                group(self.peak_open),
+                group(self.target),
+                group(self.min_open),
+                self.length_s()
+            )
+        }
+    }
+
     fn ramp_text(&self) -> String {
         let took = match self.ramp_s {
             Some(r) => format!("the ramp took {}", duration(r)),
@@ -196,6 +216,7 @@ mod tests {
     fn a_full_plateau_says_so_and_a_short_one_says_its_peak() {
         let p = plateau();
         assert!(p.full());
+        assert_eq!(p.at_once(), "400 / 400 for 20.0 s");
         assert_eq!(
             p.describe(),
             "400 of 400 at once for 20.0 s; the ramp took 4.9 s at 81 logins/s"

@@ -5,7 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::timeline::{LevelSpan, Sample};
+use super::cpu::{cpus, CpuScale};
+use super::timeline::{ContainerSample, LevelSpan, Sample};
 
 /// The generator is the limit when its CPU stays above this share of what it may use.
 pub const GENERATOR_BOUND_PCT: f64 = 85.0;
@@ -72,8 +73,12 @@ pub struct Known {
     pub nginx_capacity: Option<u64>,
     /// nginx error-log lines "worker_connections are not enough" during the level.
     pub nginx_not_enough: u64,
-    /// The SUT's CPUs, to judge containers without a CPU limit.
-    pub host_cpus: Option<f64>,
+    /// What each container's CPU is a share of (`cpu::CpuScale`), the SUT's CPUs among it.
+    pub cpu: CpuScale,
+    /// The generator runs on the SUT host (a local target): its CPU is the host's too.
+    pub generator_local: bool,
+    /// The generator's CPUs (what its CPU % is a share of).
+    pub generator_cpus: f64,
 }
 
 /// One candidate: a service's resource at some share of its limit.
@@ -101,104 +106,179 @@ pub fn limiting_component(span: &LevelSpan, samples: &[Sample], known: &Known) -
         return Limiting::unknown();
     }
     let generator_cpu = p90(during.iter().filter_map(|s| s.generator.cpu_pct).collect());
-    // nginx saying it ran out of worker_connections is the SUT's own word: a busy generator opens fewer
-    // connections, never more, so it cannot be what made nginx run out. It comes before generator-bound.
-    if known.nginx_not_enough > 0 {
-        return Limiting {
-            resource: Resource::NginxConnections,
-            component: "nginx worker_connections".into(),
-            services: vec!["nginx".into()],
-            share: 1.0,
-            detail: format!(
-                "nginx logged \"worker_connections are not enough\" {} times{}{}",
-                known.nginx_not_enough,
-                known
-                    .nginx_capacity
-                    .map(|c| format!(
-                        " (worker_connections × workers = {c}; each proxied socket uses two)"
-                    ))
-                    .unwrap_or_default(),
-                generator_cpu
-                    .filter(|c| *c >= GENERATOR_BOUND_PCT)
-                    .map(|c| format!("; the generator was busy too ({c:.0} % of its CPU, p90)"))
-                    .unwrap_or_default()
-            ),
-            generator_bound: false,
-        };
+    if let Some(l) = nginx_said_so(known, generator_cpu) {
+        return l;
     }
-    if let Some(cpu) = generator_cpu {
-        if cpu >= GENERATOR_BOUND_PCT {
-            return Limiting {
-                resource: Resource::Generator,
-                component: "the load generator's CPU".into(),
-                services: vec!["generator".into()],
-                share: cpu / 100.0,
-                detail: format!(
-                    "the generator used {cpu:.0} % of its CPU (p90; bound {GENERATOR_BOUND_PCT:.0} %): the result is generator-bound, not a limit of the SUT — give the generator more CPU or more hosts"
-                ),
-                generator_bound: true,
-            };
-        }
+    if let Some(l) = generator_bound(generator_cpu) {
+        return l;
     }
-    let mut candidates = Vec::new();
+    let mut candidates = containers(&during, known);
+    candidates.extend(nginx_connections(&during, known));
+    let host = host_cpu(&during, known);
+    name_the_top(candidates, host, known)
+}
+
+/// nginx saying it ran out of worker_connections is the SUT's own word: a busy generator opens fewer
+/// connections, never more, so it cannot be what made nginx run out. It comes before generator-bound.
+fn nginx_said_so(known: &Known, generator_cpu: Option<f64>) -> Option<Limiting> {
+    (known.nginx_not_enough > 0).then(|| Limiting {
+        resource: Resource::NginxConnections,
+        component: "nginx worker_connections".into(),
+        services: vec!["nginx".into()],
+        share: 1.0,
+        detail: format!(
+            "nginx logged \"worker_connections are not enough\" {} times{}{}",
+            known.nginx_not_enough,
+            known
+                .nginx_capacity
+                .map(|c| format!(
+                    " (worker_connections × workers = {c}; each proxied socket uses two)"
+                ))
+                .unwrap_or_default(),
+            generator_cpu
+                .filter(|c| *c >= GENERATOR_BOUND_PCT)
+                .map(|c| format!("; the generator was busy too ({c:.0} % of its CPU, p90)"))
+                .unwrap_or_default()
+        ),
+        generator_bound: false,
+    })
+}
+
+fn generator_bound(generator_cpu: Option<f64>) -> Option<Limiting> {
+    let cpu = generator_cpu.filter(|c| *c >= GENERATOR_BOUND_PCT)?;
+    Some(Limiting {
+        resource: Resource::Generator,
+        component: "the load generator's CPU".into(),
+        services: vec!["generator".into()],
+        share: cpu / 100.0,
+        detail: format!(
+            "the generator used {cpu:.0} % of its CPU (p90; bound {GENERATOR_BOUND_PCT:.0} %): the result is generator-bound, not a limit of the SUT — give the generator more CPU or more hosts"
+        ),
+        generator_bound: true,
+    })
+}
+
+/// Each container's CPU (on the bench's one scale), memory and open files against their limits.
+fn containers(during: &[&Sample], known: &Known) -> Vec<Candidate> {
     let services: std::collections::BTreeSet<&str> = during
         .iter()
         .flat_map(|s| s.containers.iter().map(|c| c.service.as_str()))
         .collect();
+    let mut out = Vec::new();
     for service in services {
-        let series = |f: &dyn Fn(&super::timeline::ContainerSample) -> Option<f64>| {
+        let series = |f: &dyn Fn(&ContainerSample) -> Option<f64>| {
             p90(during
                 .iter()
                 .filter_map(|s| s.container(service).and_then(f))
                 .collect())
         };
-        let cpu = series(&|c| {
-            let limit = c.cpu_limit.or(known.host_cpus)?;
-            Some(c.cpu_pct? / (limit * 100.0))
-        });
-        if let Some(share) = cpu {
-            candidates.push(Candidate {
-                resource: Resource::Cpu,
-                service: service.into(),
-                share,
-                what: "CPU".into(),
-            });
-        }
-        let mem = series(&|c| Some(c.rss_bytes? as f64 / c.mem_limit_bytes? as f64));
-        if let Some(share) = mem {
-            candidates.push(Candidate {
-                resource: Resource::Memory,
-                service: service.into(),
-                share,
-                what: "memory".into(),
-            });
-        }
-        let files = series(&|c| c.open_files_share());
-        if let Some(share) = files {
-            candidates.push(Candidate {
-                resource: Resource::OpenFiles,
-                service: service.into(),
-                share,
-                what: "open files".into(),
-            });
+        let shares = [
+            (Resource::Cpu, "CPU", series(&|c| known.cpu.share(c))),
+            (
+                Resource::Memory,
+                "memory",
+                series(&|c| Some(c.rss_bytes? as f64 / c.mem_limit_bytes? as f64)),
+            ),
+            (
+                Resource::OpenFiles,
+                "open files",
+                series(&|c| c.open_files_share()),
+            ),
+        ];
+        for (resource, what, share) in shares {
+            if let Some(share) = share {
+                out.push(Candidate {
+                    resource,
+                    service: service.into(),
+                    share,
+                    what: what.into(),
+                });
+            }
         }
     }
-    if let Some(cap) = known.nginx_capacity.filter(|c| *c > 0) {
-        // Each proxied WebSocket holds two of nginx's connections: the client's and the upstream's.
-        if let Some(share) = p90(during
-            .iter()
-            .filter_map(|s| Some(2.0 * s.nginx_active? as f64 / cap as f64))
-            .collect())
-        {
-            candidates.push(Candidate {
-                resource: Resource::NginxConnections,
-                service: "nginx".into(),
-                share,
-                what: "worker_connections".into(),
-            });
-        }
+    out
+}
+
+/// Each proxied WebSocket holds two of nginx's connections: the client's and the upstream's.
+fn nginx_connections(during: &[&Sample], known: &Known) -> Option<Candidate> {
+    let cap = known.nginx_capacity.filter(|c| *c > 0)?;
+    let share = p90(during
+        .iter()
+        .filter_map(|s| Some(2.0 * s.nginx_active? as f64 / cap as f64))
+        .collect())?;
+    Some(Candidate {
+        resource: Resource::NginxConnections,
+        service: "nginx".into(),
+        share,
+        what: "worker_connections".into(),
+    })
+}
+
+/// The SUT host's CPU: what its containers (and, on a local target, the generator) used of its CPUs,
+/// or its load average against them, whichever is higher, sample by sample.
+struct HostCpu {
+    share: f64,
+    busy_cpus: f64,
+    generator_cpus: f64,
+    load: Option<f64>,
+}
+
+fn host_cpu(during: &[&Sample], known: &Known) -> Option<HostCpu> {
+    let host = known.cpu.host_cpus.filter(|h| *h > 0.0)?;
+    let generator = |s: &Sample| match known.generator_local {
+        true => s.generator.cpu_pct.unwrap_or(0.0) / 100.0 * known.generator_cpus,
+        false => 0.0,
+    };
+    let busy = |s: &Sample| {
+        let containers: f64 = s.containers.iter().filter_map(|c| c.cpu_pct).sum::<f64>() / 100.0;
+        containers + generator(s)
+    };
+    let share = p90(during
+        .iter()
+        .map(|s| (busy(s) / host).max(s.load_avg.unwrap_or(0.0) / host))
+        .collect())?;
+    Some(HostCpu {
+        share,
+        busy_cpus: p90(during.iter().map(|s| busy(s)).collect())?,
+        generator_cpus: p90(during.iter().map(|s| generator(s)).collect()).unwrap_or(0.0),
+        load: p90(during.iter().filter_map(|s| s.load_avg).collect()),
+    })
+}
+
+/// The resource nearest its limit, when one is near it; the app instances are named together. A
+/// container at its own limit explains itself before the host does (within 5 points).
+fn name_the_top(candidates: Vec<Candidate>, host: Option<HostCpu>, known: &Known) -> Limiting {
+    let top = candidates.iter().max_by(|a, b| a.share.total_cmp(&b.share));
+    if let Some(h) = host
+        .as_ref()
+        .filter(|h| h.share >= NEAR_LIMIT && top.is_none_or(|t| h.share > t.share + 0.05))
+    {
+        let host_cpus = known.cpu.host_cpus.unwrap_or(0.0);
+        return Limiting {
+            resource: Resource::Cpu,
+            component: "the SUT host's CPU".into(),
+            services: vec!["host".into()],
+            share: h.share,
+            detail: format!(
+                "{:.1} of the host's {} busy (p90){}{}",
+                h.busy_cpus,
+                cpus(host_cpus),
+                if known.generator_local {
+                    format!(
+                        "; the generator shares the host (local target) and used {:.1} of them",
+                        h.generator_cpus
+                    )
+                } else {
+                    String::new()
+                },
+                h.load
+                    .map(|l| format!("; load average {l:.1}"))
+                    .unwrap_or_default()
+            ),
+            generator_bound: false,
+        };
     }
-    let Some(top) = candidates.iter().max_by(|a, b| a.share.total_cmp(&b.share)) else {
+    let Some(top) = top else {
         return Limiting {
             detail:
                 "no container's CPU, memory or connections were sampled with a limit to compare"
@@ -210,16 +290,17 @@ pub fn limiting_component(span: &LevelSpan, samples: &[Sample], known: &Known) -
         return Limiting {
             share: top.share,
             detail: format!(
-                "no measured resource reached {:.0} % of its limit (highest: {} {} at {:.0} %): the failure is not a resource limit exectl sampled — see the level's reasons",
+                "no measured resource reached {:.0} % of its limit (highest: {} {} at {:.0} %{}): the failure is not a resource limit exectl sampled — see the level's reasons",
                 NEAR_LIMIT * 100.0,
                 top.service,
                 top.what,
-                top.share * 100.0
+                top.share * 100.0,
+                host.map(|h| format!("; the host's CPU at {:.0} %", h.share * 100.0))
+                    .unwrap_or_default()
             ),
             ..Limiting::unknown()
         };
     }
-    // The app instances share one limit kind: name them together when they are all near it.
     let mut services: Vec<String> = candidates
         .iter()
         .filter(|c| {
@@ -239,28 +320,34 @@ pub fn limiting_component(span: &LevelSpan, samples: &[Sample], known: &Known) -
         Resource::NginxConnections => "nginx worker_connections".to_string(),
         _ => format!("{who} {}", top.what),
     };
-    let limit_word = match top.resource {
-        Resource::Cpu => "CPU quota",
-        Resource::Memory => "memory limit",
-        Resource::OpenFiles => "nofile",
-        _ => "limit",
+    let limit = match top.resource {
+        Resource::Cpu => format!("the CPU it can use ({})", known_scale(known, &top.service)),
+        Resource::Memory => "its memory limit".into(),
+        Resource::OpenFiles => "its nofile".into(),
+        Resource::NginxConnections => "worker_connections × workers".into(),
+        _ => "its limit".into(),
     };
     Limiting {
         resource: top.resource,
         detail: format!(
-            "{} at {:.0} % of {} (p90 over the level)",
+            "{} at {:.0} % of {limit} (p90 over the level)",
             services.join(", "),
             top.share * 100.0,
-            if top.resource == Resource::NginxConnections {
-                "worker_connections × workers".to_string()
-            } else {
-                format!("its {limit_word}")
-            }
         ),
         component,
         services,
         share: top.share,
         generator_bound: false,
+    }
+}
+
+/// "1 CPU: Bun runs …" or "its quota", for a CPU limit's detail.
+fn known_scale(known: &Known, service: &str) -> String {
+    match &known.cpu.app_threads {
+        Some(t) if crate::core::status::is_app(service) => {
+            format!("at most {}: {}", cpus(t.cpus), t.why)
+        }
+        _ => "its quota, else the host's CPUs".into(),
     }
 }
 
@@ -349,10 +436,9 @@ mod tests {
         assert_eq!(l.resource, Resource::Cpu);
         assert_eq!(l.component, "app instances' CPU");
         assert_eq!(l.services, vec!["app-1", "app-2"]);
-        assert!(
-            l.detail.contains("at 98 % of its CPU quota"),
-            "{}",
-            l.detail
+        assert_eq!(
+            l.detail,
+            "app-1, app-2 at 98 % of the CPU it can use (its quota, else the host's CPUs) (p90 over the level)"
         );
         assert!(!l.generator_bound);
     }

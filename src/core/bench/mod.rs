@@ -3,6 +3,7 @@
 //! runner (`crate::bench`) measures, this decides, `report` formats.
 
 pub mod compare;
+pub mod cpu;
 pub mod levels;
 pub mod limiting;
 pub mod report;
@@ -11,6 +12,7 @@ pub mod slo;
 pub mod timeline;
 pub mod verdict;
 
+pub use cpu::{AppThreads, CpuScale};
 pub use levels::{parse_levels, Levels};
 pub use limiting::{limiting_component, Known, Limiting, Resource};
 pub use results::{Results, RunState, SamplerCost};

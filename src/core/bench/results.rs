@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::cpu::CpuScale;
 use super::slo::Slos;
 use super::verdict::{LevelResult, Verdict};
 
@@ -68,6 +69,12 @@ pub struct Results {
     pub sampler: SamplerCost,
     /// The generator's CPUs (what its CPU % is a share of).
     pub generator_cpus: f64,
+    /// What each container's CPU is a share of, in every figure of the bench (`cpu::CpuScale`).
+    #[serde(default)]
+    pub cpu_scale: CpuScale,
+    /// The generator ran on the SUT host (a local target).
+    #[serde(default)]
+    pub generator_local: bool,
 }
 
 /// The file names a bench writes in its folder.

@@ -171,14 +171,18 @@ pub struct Besides {
     pub interrupted: Option<String>,
 }
 
+/// What a served user of `scenario` did: "logged in" for login-burst (no socket), else "held".
+pub fn served_word(scenario: &str) -> &'static str {
+    if scenario == "login-burst" {
+        "logged in"
+    } else {
+        "held"
+    }
+}
+
 impl LevelFigures {
-    /// What a served user did: "logged in" for login-burst (no socket), else "held".
     pub fn served_word(&self) -> &'static str {
-        if self.scenario == "login-burst" {
-            "logged in"
-        } else {
-            "held"
-        }
+        served_word(&self.scenario)
     }
 }
 

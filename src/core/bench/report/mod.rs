@@ -1,132 +1,38 @@
 //! report.html: one self-contained file (inline CSS and SVG, no scripts, no network) built from
-//! results.json and the timeline alone, so `exectl report RUN_ID` rebuilds the same bytes.
+//! results.json and the timeline alone, so `exectl report RUN_ID` rebuilds the same bytes. `tables` makes
+//! its tables, `series` its charts' data, `charts` draws them.
 
 pub mod charts;
+mod series;
+mod tables;
 
-use std::collections::BTreeSet;
-
-use charts::{Chart, Series, XAxis};
-use serde::Serialize;
-
-use super::results::Results;
+use super::results::{Results, RunState};
 use super::slo::show;
 use super::timeline::Sample;
-use super::verdict::Pcts;
 
 const TEMPLATE: &str = include_str!("report.html.tera");
 
-#[derive(Serialize)]
-struct Row {
-    users: u64,
-    passed: bool,
-    held: String,
-    refused: u64,
-    stalled: u64,
-    login: String,
-    connect: String,
-    delivery: String,
-    health: String,
-    leak_ok: bool,
-    leak: String,
-    why: String,
-}
-
-#[derive(Serialize)]
-struct Cell {
-    text: String,
-    class: &'static str,
-}
-
-#[derive(Serialize)]
-struct Objective {
-    key: String,
-    bound: String,
-    cells: Vec<Cell>,
-}
-
-fn p95(p: &Option<Pcts>) -> String {
-    p.map(|p| format!("{} ms", show(p.p95)))
-        .unwrap_or_else(|| "—".into())
-}
-
-fn secs(t_ms: u64) -> f64 {
-    t_ms as f64 / 1000.0
-}
-
 /// The HTML of the report.
 pub fn render(r: &Results, samples: &[Sample]) -> Result<String, String> {
-    let rows: Vec<Row> = r
-        .levels
-        .iter()
-        .map(|l| Row {
-            users: l.users,
-            passed: l.passed,
-            held: format!("{} / {}", l.figures.held, l.figures.users),
-            refused: l.figures.refused,
-            stalled: l.figures.stalled,
-            login: p95(&l.figures.login_ms),
-            connect: p95(&l.figures.connect_ms),
-            delivery: p95(&l.figures.delivery_ms),
-            health: p95(&l.figures.health_ms),
-            leak_ok: l.leak.ok == Some(true),
-            leak: l.leak.detail.clone(),
-            why: if l.passed {
-                String::new()
-            } else {
-                l.reasons.join("; ")
-            },
-        })
-        .collect();
-    let objectives: Vec<Objective> = r
-        .levels
-        .first()
-        .map(|l| {
-            l.slos
-                .iter()
-                .map(|c| (c.key.clone(), c.bound.clone()))
-                .collect::<Vec<_>>()
-        })
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(key, bound)| Objective {
-            cells: r
-                .levels
-                .iter()
-                .map(|l| match l.slos.iter().find(|c| c.key == key) {
-                    Some(c) => Cell {
-                        text: match c.measured {
-                            Some(m) if c.unit.is_empty() => show(m),
-                            Some(m) => format!("{} {}", show(m), c.unit),
-                            None => "not measured".into(),
-                        },
-                        class: match c.ok {
-                            Some(true) => "ok",
-                            Some(false) => "bad",
-                            None => "",
-                        },
-                    },
-                    None => Cell {
-                        text: "—".into(),
-                        class: "",
-                    },
-                })
-                .collect(),
-            key,
-            bound,
-        })
-        .collect();
+    let rows = tables::rows(r, samples);
+    let objectives = tables::objectives(r);
 
-    let spans: Vec<(f64, f64, u64)> = r
-        .levels
-        .iter()
-        .map(|l| (secs(l.span.start_ms), secs(l.span.end_ms), l.users))
-        .collect();
-    let time_charts = time_charts(samples, &spans)?;
-    let level_charts = level_charts(r)?;
+    let spans = spans(r, samples);
+    let time_charts = series::time_charts(r, samples, &spans)?;
+    let level_charts = series::level_charts(r)?;
     let capacity = match (r.verdict.capacity, r.verdict.knee) {
         (Some(c), Some(_)) => format!("Capacity: {c} users"),
         (Some(c), None) => format!("Capacity: at least {c} users"),
-        (None, _) => "Capacity: below the first level".to_string(),
+        (None, Some(_)) => "Capacity: below the first level".to_string(),
+        (None, None) => "Capacity: not measured yet".to_string(),
+    };
+    let state = match r.state {
+        RunState::Complete => None,
+        RunState::Running => Some("Running: this report was written while the bench runs; it is rebuilt after every level".to_string()),
+        RunState::Interrupted => Some(match r.verdict.interrupted {
+            Some(u) => format!("Interrupted during the {u} users level: the figures of that level are partial, and it counts for nothing"),
+            None => "Interrupted: the bench was stopped (or killed) before its end; what it measured until then is here".to_string(),
+        }),
     };
     let sampler = format!(
         "{} samples by {} host script{}, {} ms each on average{}",
@@ -147,6 +53,9 @@ pub fn render(r: &Results, samples: &[Sample]) -> Result<String, String> {
     ctx.insert("time_charts", &time_charts);
     ctx.insert("level_charts", &level_charts);
     ctx.insert("capacity", &capacity);
+    ctx.insert("state", &state);
+    ctx.insert("served", super::verdict::served_word(&r.scenario));
+    ctx.insert("cpu_scale", &r.cpu_scale.describe(samples));
     ctx.insert("sampler", &sampler);
     ctx.insert(
         "levels_asked",
@@ -167,256 +76,26 @@ pub fn render(r: &Results, samples: &[Sample]) -> Result<String, String> {
         .map_err(|e| format!("report template: {e:?}"))
 }
 
-fn services(samples: &[Sample]) -> Vec<String> {
-    let set: BTreeSet<&str> = samples
-        .iter()
-        .flat_map(|s| s.containers.iter().map(|c| c.service.as_str()))
-        .collect();
-    set.into_iter().map(String::from).collect()
-}
-
-fn instances(samples: &[Sample]) -> Vec<String> {
-    let set: BTreeSet<&str> = samples
-        .iter()
-        .flat_map(|s| s.instances.iter().map(|c| c.service.as_str()))
-        .collect();
-    set.into_iter().map(String::from).collect()
-}
-
-fn time_charts(samples: &[Sample], spans: &[(f64, f64, u64)]) -> Result<Vec<String>, String> {
-    let x = || XAxis::Time {
-        spans: spans.to_vec(),
-    };
-    let at = |s: &Sample| secs(s.t_ms);
-    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
-
-    let mut users = vec![
-        Series::line(
-            "target users",
-            0,
-            samples
-                .iter()
-                .map(|s| (at(s), s.generator.target_users as f64))
-                .collect(),
-        ),
-        Series::line(
-            "open sockets (generator)",
-            1,
-            samples
-                .iter()
-                .map(|s| (at(s), s.generator.open_sockets as f64))
-                .collect(),
-        ),
-    ];
-    let inst = instances(samples);
-    for (i, name) in inst.iter().enumerate() {
-        let pts = samples
-            .iter()
-            .filter_map(|s| {
-                let c = s
-                    .instances
-                    .iter()
-                    .find(|x| &x.service == name)?
-                    .connections?;
-                Some((at(s), c as f64))
-            })
-            .collect();
-        users.push(Series::line(format!("{name} connections"), 2 + i, pts));
-    }
-    if inst.len() > 1 {
-        let pts = samples
-            .iter()
-            .filter_map(|s| Some((at(s), s.instance_connections()? as f64)))
-            .collect();
-        users.push(Series::line("all instances", 2 + inst.len(), pts));
-    }
-
-    let (mut cpu, mut rss, mut files) = (vec![], vec![], vec![]);
-    for (i, name) in services(samples).iter().enumerate() {
-        let of = |s: &Sample| s.container(name).cloned();
-        cpu.push(Series::line(
-            name.clone(),
-            i,
-            samples
-                .iter()
-                .filter_map(|s| Some((at(s), of(s)?.cpu_pct?)))
-                .collect(),
-        ));
-        let limit: Vec<(f64, f64)> = samples
-            .iter()
-            .filter_map(|s| Some((at(s), of(s)?.cpu_limit? * 100.0)))
-            .collect();
-        if !limit.is_empty() {
-            cpu.push(Series::limit(format!("{name} limit"), i, limit));
-        }
-        rss.push(Series::line(
-            name.clone(),
-            i,
-            samples
-                .iter()
-                .filter_map(|s| Some((at(s), mib(of(s)?.rss_bytes?))))
-                .collect(),
-        ));
-        let limit: Vec<(f64, f64)> = samples
-            .iter()
-            .filter_map(|s| Some((at(s), mib(of(s)?.mem_limit_bytes?))))
-            .collect();
-        if !limit.is_empty() {
-            rss.push(Series::limit(format!("{name} limit"), i, limit));
-        }
-        // A share of the limit, as CPU is: a few hundred files under a nofile of 200 000 would
-        // otherwise draw as a flat line at zero.
-        files.push(Series::line(
-            name.clone(),
-            i,
-            samples
-                .iter()
-                .filter_map(|s| Some((at(s), of(s)?.open_files_share()? * 100.0)))
-                .collect(),
-        ));
-    }
-    let files_sampled: Vec<(f64, f64)> = samples
-        .iter()
-        .filter(|s| s.containers.iter().any(|c| c.open_files.is_some()))
-        .map(|s| (at(s), 100.0))
-        .collect();
-    if !files_sampled.is_empty() {
-        let color = services(samples).len();
-        files.push(Series::limit("the nofile limit", color, files_sampled));
-    }
-    let nginx = vec![Series::line(
-        "active connections",
-        0,
-        samples
-            .iter()
-            .filter_map(|s| Some((at(s), s.nginx_active? as f64)))
-            .collect(),
-    )];
-    let gen_cpu = vec![Series::line(
-        "generator CPU",
-        0,
-        samples
-            .iter()
-            .filter_map(|s| Some((at(s), s.generator.cpu_pct?)))
-            .collect(),
-    )];
-    let gen_rss = vec![Series::line(
-        "generator RSS",
-        1,
-        samples
-            .iter()
-            .filter_map(|s| Some((at(s), mib(s.generator.rss_bytes?))))
-            .collect(),
-    )];
-    let load = vec![Series::line(
-        "SUT load average (1 min)",
-        3,
-        samples
-            .iter()
-            .filter_map(|s| Some((at(s), s.load_avg?)))
-            .collect(),
-    )];
-    let charts = [
-        (
-            "users",
-            "Target users, held sockets and per-instance connections",
-            "users / connections",
-            users,
-        ),
-        (
-            "cpu",
-            "CPU per container (dashed: its limit)",
-            "% of one CPU",
-            cpu,
-        ),
-        ("rss", "RSS per container (dashed: its limit)", "MiB", rss),
-        (
-            "files",
-            "Open files per container: its process holding the most, against that process's nofile",
-            "% of its nofile",
-            files,
-        ),
-        ("nginx", "nginx active connections", "connections", nginx),
-        ("load", "SUT load average", "load", load),
-        ("generator-cpu", "Generator CPU", "% of its CPUs", gen_cpu),
-        ("generator-rss", "Generator RSS", "MiB", gen_rss),
-    ];
-    charts
-        .into_iter()
-        .map(|(id, title, y, series)| {
-            charts::figure(&Chart {
-                id: id.into(),
-                title: title.into(),
-                y_label: y.into(),
-                x: x(),
-                series,
-            })
-        })
-        .collect()
-}
-
-fn level_charts(r: &Results) -> Result<Vec<String>, String> {
-    let users: Vec<u64> = r.levels.iter().map(|l| l.users).collect();
-    let x = || XAxis::Levels {
-        users: users.clone(),
-    };
-    let pct_series =
-        |what: &str, color: usize, get: fn(&super::verdict::LevelFigures) -> Option<Pcts>| {
-            let p = |f: fn(Pcts) -> f64| -> Vec<(f64, f64)> {
-                r.levels
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, l)| Some((i as f64, f(get(&l.figures)?))))
-                    .collect()
-            };
-            vec![
-                Series::line(format!("{what} p50"), color, p(|p| p.p50)),
-                Series::line(format!("{what} p95"), color + 1, p(|p| p.p95)),
-                Series::line(format!("{what} p99"), color + 2, p(|p| p.p99)),
-            ]
-        };
-    let mut latency = pct_series("login", 0, |f| f.login_ms);
-    latency.extend(pct_series("connect", 3, |f| f.connect_ms));
-    latency.extend(pct_series("delivery", 6, |f| f.delivery_ms));
-    latency.extend(pct_series("/healthcheck", 9, |f| f.health_ms));
-    let kinds: BTreeSet<&str> = r
+/// Each level's (start, end, users) on the time axis; a level the results do not hold yet (the bench was
+/// killed during it) from the samples that carry it after the last recorded one.
+fn spans(r: &Results, samples: &[Sample]) -> Vec<(f64, f64, u64)> {
+    let secs = |t_ms: u64| t_ms as f64 / 1000.0;
+    let mut out: Vec<(f64, f64, u64)> = r
         .levels
         .iter()
-        .flat_map(|l| l.figures.failures.keys().map(String::as_str))
+        .map(|l| (secs(l.span.start_ms), secs(l.span.end_ms), l.users))
         .collect();
-    let failures: Vec<Series> = kinds
+    let after = r.levels.last().map_or(0, |l| l.span.settled_ms);
+    let cut: Vec<&Sample> = samples
         .iter()
-        .enumerate()
-        .map(|(c, k)| {
-            let pts = r
-                .levels
-                .iter()
-                .enumerate()
-                .map(|(i, l)| (i as f64, *l.figures.failures.get(*k).unwrap_or(&0) as f64))
-                .collect();
-            Series::line(k.to_string(), c, pts)
-        })
+        .filter(|s| s.t_ms > after && s.level.is_some())
         .collect();
-    [
-        (
-            "latency",
-            "Login, connect and delivery latency per level",
-            "ms",
-            latency,
-        ),
-        ("failures", "Failures by kind per level", "users", failures),
-    ]
-    .into_iter()
-    .map(|(id, title, y, series)| {
-        charts::figure(&Chart {
-            id: id.into(),
-            title: title.into(),
-            y_label: y.into(),
-            x: x(),
-            series,
-        })
-    })
-    .collect()
+    if let (Some(first), Some(last)) = (cut.first(), cut.last()) {
+        if r.state != RunState::Complete {
+            out.push((secs(first.t_ms), secs(last.t_ms), first.level.unwrap_or(0)));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -424,7 +103,7 @@ pub(crate) mod tests {
     use super::super::limiting::{limiting_component, Known};
     use super::super::slo::Slos;
     use super::super::timeline::{ContainerSample, GeneratorSample, InstanceSample, LevelSpan};
-    use super::super::verdict::{LeakCheck, LevelFigures, LevelResult, Verdict};
+    use super::super::verdict::{LeakCheck, LevelFigures, LevelResult, Pcts, Verdict};
     use super::super::SamplerCost;
     use super::*;
 
@@ -559,6 +238,8 @@ pub(crate) mod tests {
                 host_scripts: 1,
             },
             generator_cpus: 2.0,
+            cpu_scale: Default::default(),
+            generator_local: true,
         };
         (r, samples)
     }
