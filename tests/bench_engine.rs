@@ -241,8 +241,11 @@ fn the_seeds_leak_fails_the_first_level_on_its_leak_check_and_stops_the_bench() 
     let _one = serial();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let s = rt.block_on(Stack::new("leak"));
-    deploy_ha(&s, &["--set", "STANDIN_FAULT=leak-on-close"]);
+    // Prepared first: its check of a socket would leak too, and a bench refuses a stack that is not
+    // idle. The redeploy with the fault starts the instances afresh.
+    deploy_ha(&s, &[]);
     prepare(&s, "200");
+    deploy_ha(&s, &["--set", "STANDIN_FAULT=leak-on-close"]);
 
     let b = bench(
         &s,
@@ -396,6 +399,7 @@ fn a_generator_pinned_to_a_fraction_of_a_cpu_is_reported_as_generator_bound() {
 #[test]
 fn bad_flags_are_refused_before_any_connection_or_file() {
     let x = Exectl::new();
+    let passwd = read(Path::new("/etc/passwd"));
     // A target that would show any connection attempt: nothing may be accepted on it.
     let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     probe.set_nonblocking(true).unwrap();
@@ -423,6 +427,12 @@ fn bad_flags_are_refused_before_any_connection_or_file() {
             "--run-id",
             "b1-dup",
         ),
+        // A file is no bench folder: refused before the first level, not dropped after it.
+        (
+            vec!["--levels", "100", "--out", "/etc/passwd"],
+            "--out",
+            "/etc/passwd is a file, not a folder",
+        ),
     ] {
         let mut args = vec!["bench", "--target", &target, "--stack", "b1-none"];
         args.extend(&flags);
@@ -436,6 +446,7 @@ fn bad_flags_are_refused_before_any_connection_or_file() {
         );
     }
     assert_eq!(read(&dup.join("results.json")), "{\"kept\": true}\n");
+    assert_eq!(read(Path::new("/etc/passwd")), passwd, "untouched");
     let benches: Vec<_> = std::fs::read_dir(x.state.path().join("benches"))
         .unwrap()
         .map(|e| e.unwrap().file_name())

@@ -140,6 +140,91 @@ fn collab_fails_when_frames_reach_another_room() {
     assert!(count(&j["failures"]["cross_room_frames"]) > 0, "{j:#}");
 }
 
+/// The case: `load collab --users 12 --hold 10s` with the default ramp (10 s) failed every user
+/// with no_send_window, as each socket's hold began at its own connect. The send window is now the
+/// common hold: frames are exchanged, every one delivered, and the run passes.
+#[test]
+fn collab_with_the_default_ramp_exchanges_frames_in_the_common_hold() {
+    let s = Standin::start(&[]);
+    let layout = vec![(0, vec![1, 2, 3]), (4, vec![5, 6, 7]), (8, vec![9, 10, 11])];
+    let seeded = load_support::seed(&s, 12, layout, 4);
+    let dir = tempfile::tempdir().unwrap();
+    seeded.write_manifest(dir.path(), None, 0);
+    let (m, url) = (dir.path().to_str().unwrap(), s.url());
+    let args = ["collab", "--url", &url, "--manifest", m, "--users", "12"];
+    let (code, json, stderr) = exectl_load(
+        &[&args[..], &["--hold", "10s", "--json"]].concat(),
+        Duration::from_secs(90),
+    );
+    let j = json.unwrap_or_else(|| panic!("no summary; stderr:\n{stderr}"));
+    assert_eq!(code, 0, "{j:#}\n{stderr}");
+    assert_eq!(j["settings"]["ramp_s"], 10.0, "the default ramp");
+    assert_eq!(j["succeeded"], 12, "{j:#}");
+    let p = &j["plateau"];
+    assert_eq!(
+        (count(&p["min_open"]), count(&p["target"])),
+        (12, 12),
+        "{p:#}"
+    );
+    let length = p["end_s"].as_f64().unwrap() - p["start_s"].as_f64().unwrap();
+    assert!((length - 10.0).abs() < 0.01, "a 10 s common hold: {p:#}");
+    // The last user connects at about 9.2 s of a 10 s ramp: the hold begins then, not before.
+    assert!(p["start_s"].as_f64().unwrap() >= 9.0, "{p:#}");
+    let f = &j["fanout"];
+    let sent = count(&f["frames_sent"]);
+    assert!(
+        sent >= 12 * 4,
+        "about one frame a second per user in the hold: {f:#}"
+    );
+    let d = &f["deliveries"];
+    assert_eq!(count(&d["expected"]), 3 * sent, "{f:#}");
+    assert_eq!(count(&d["delivered"]), 3 * sent, "{f:#}");
+    assert_eq!(count(&d["lost"]), 0, "{f:#}");
+}
+
+/// collab on a layout of one user per project could exchange nothing: refused before any dial (exit 2,
+/// naming --users-per-project); too few users for any room of two is refused naming --users.
+#[test]
+fn collab_refuses_rooms_of_one() {
+    let s = Standin::start(&[]);
+    let seeded = load_support::seed(&s, 4, load_support::Seeded::solo_layout(4), 4);
+    let dir = tempfile::tempdir().unwrap();
+    seeded.write_manifest(dir.path(), None, 0);
+    let (m, url) = (dir.path().to_str().unwrap(), s.url());
+    let (code, json, stderr) = exectl_load(
+        &["collab", "--url", &url, "--manifest", m],
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(json.is_none());
+    assert!(
+        stderr.contains("invalid --users-per-project \"1\"")
+            && stderr.contains("--users-per-project 2 or more"),
+        "{stderr}"
+    );
+    assert!(
+        !s.log().contains("[WebSocket]"),
+        "no socket was dialled:\n{}",
+        s.log()
+    );
+
+    let s = Standin::start(&[]);
+    let url = s.url();
+    let pairs = load_support::seed(&s, 4, vec![(0, vec![2]), (1, vec![3])], 4);
+    let dir = tempfile::tempdir().unwrap();
+    pairs.write_manifest(dir.path(), None, 0);
+    let m = dir.path().to_str().unwrap();
+    let (code, _, stderr) = exectl_load(
+        &["collab", "--url", &url, "--manifest", m, "--users", "2"],
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("invalid --users \"2\"") && stderr.contains("give --users 3 or more"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn editing_mix_runs_its_actions() {
     let s = Standin::start(&[]);

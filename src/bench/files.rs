@@ -18,9 +18,9 @@ pub struct BenchDir {
 }
 
 impl BenchDir {
-    /// The folder, created if needed and checked writable (nothing is left in it). Refused (naming
-    /// `field` and `value`, exit 2) when it cannot be a folder, cannot be written, or already holds a
-    /// bench.
+    /// The folder checked, and nothing made yet: refused (naming `field` and `value`, exit 2) when it is
+    /// a file, already holds a bench, or could not be created and written (checked on it, or on the
+    /// folder it would be made in).
     pub fn check(path: &Path, field: &str, value: &str) -> Result<BenchDir, UsageError> {
         let bad = |problem: String, fix: &str| UsageError::new(field, value, problem, fix);
         if path.exists() && !path.is_dir() {
@@ -35,21 +35,34 @@ impl BenchDir {
                 "give another --run-id (or --out), or remove that folder",
             ));
         }
-        let cannot = |e: std::io::Error| {
+        let existing = path
+            .ancestors()
+            .find(|a| a.exists())
+            .unwrap_or(Path::new("/"));
+        if !existing.is_dir() {
+            return Err(bad(
+                format!(
+                    "{} is a file: no folder can be made under it",
+                    existing.display()
+                ),
+                "give a folder path",
+            ));
+        }
+        tempfile::tempfile_in(existing).map_err(|e| {
             bad(
-                format!("cannot write in {}: {e}", path.display()),
+                format!("cannot write in {}: {e}", existing.display()),
                 "give a folder you can write",
             )
-        };
-        std::fs::create_dir_all(path).map_err(cannot)?;
-        tempfile::tempfile_in(path).map_err(cannot)?;
+        })?;
         Ok(BenchDir {
             path: path.to_path_buf(),
         })
     }
 
-    /// timeline.jsonl, new, for the sampler to append to.
+    /// The folder made, and timeline.jsonl in it, new, for the sampler to append to.
     pub fn open_timeline(&self) -> Result<File> {
+        std::fs::create_dir_all(&self.path)
+            .with_context(|| format!("creating {}", self.path.display()))?;
         let path = self.path.join(TIMELINE);
         std::fs::OpenOptions::new()
             .append(true)
@@ -155,13 +168,16 @@ mod tests {
         let e = BenchDir::check(&file, "--out", "passwd").err().unwrap();
         assert!(e.problem.contains("is a file, not a folder"), "{e}");
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "root:x:0:0\n");
+        let under = BenchDir::check(&file.join("b1"), "--out", "passwd/b1")
+            .err()
+            .unwrap();
+        assert!(
+            under.problem.contains("no folder can be made under it"),
+            "{under}"
+        );
         let dir = d.path().join("b1");
         let b = BenchDir::check(&dir, "--out", "b1").unwrap();
-        assert_eq!(
-            std::fs::read_dir(&dir).unwrap().count(),
-            0,
-            "checked, nothing left"
-        );
+        assert!(!dir.exists(), "checked, nothing made");
         let mut t = b.open_timeline().unwrap();
         append(&mut t, &Sample::default()).unwrap();
         let again = BenchDir::check(&dir, "--out", "b1").err().unwrap();

@@ -91,6 +91,8 @@ struct Recorded {
     worker_processes: Option<u64>,
     app_image: String,
     fault: Option<String>,
+    /// The stand-in's own room cleanup (`STANDIN_ROOM_CLEANUP_MS`), when the stack sets it.
+    room_cleanup: Option<Duration>,
 }
 
 fn recorded(bundle: &std::path::Path) -> Recorded {
@@ -105,6 +107,10 @@ fn recorded(bundle: &std::path::Path) -> Recorded {
         worker_processes: spec["nginx"]["worker_processes"].as_u64(),
         app_image: spec["images"]["app"].as_str().unwrap_or_default().into(),
         fault: spec["env"]["STANDIN_FAULT"].as_str().map(String::from),
+        room_cleanup: spec["env"]["STANDIN_ROOM_CLEANUP_MS"]
+            .as_str()
+            .and_then(|ms| ms.parse().ok())
+            .map(Duration::from_millis),
     }
 }
 
@@ -212,7 +218,7 @@ async fn ready_and_idle(
                 },
                 problems.join("; "),
                 if waiting_for_idle {
-                    "another client (or a bench that was killed) still holds sockets: stop it, or wait for its sockets and rooms to close"
+                    "another client (or a bench that was killed) still holds sockets, or the app leaks them (see exectl status): stop the client or wait for its sockets and rooms to close, or deploy again to start the instances afresh"
                 } else {
                     "see `exectl status`, and deploy again to converge"
                 }
@@ -237,11 +243,12 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
     let run_id = super::run_id(a.run_id.as_deref(), "B-IDLE-HA2-001", |now| {
         format!("B-{}-{now}", a.scenario)
     })?;
-    let plans = level_plans(a, &stack, &levels, &run_id)?;
     let (field, value, out_path) = match &a.out {
         Some(d) => ("--out", d.display().to_string(), d.clone()),
         None => ("--run-id", run_id.clone(), benches_dir().join(&run_id)),
     };
+    let out = BenchDir::check(&out_path, field, &value)?;
+    let plans = level_plans(a, &stack, &levels, &run_id)?;
     let top = *levels.last().expect("at least one level");
     let first = &plans[0];
     let needs = preflight::Needs {
@@ -249,16 +256,8 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
         http: plans.last().map_or(1, |p| p.dial_concurrency as u64 + 1),
     };
     preflight::ensure(needs)?;
-    let out = BenchDir::check(&out_path, field, &value)?;
     let (hold, ramp) = (first.hold, first.ramp);
     let scenario = first.scenario.name().to_string();
-    if settle < ROOM_CLEANUP && !a.json {
-        eprintln!(
-            "warning: --settle {} is shorter than the app's {}s room cleanup: a leak check may fail on rooms only waiting to be dropped (the stand-in's STANDIN_ROOM_CLEANUP_MS shortens its own)",
-            crate::core::units::show(settle),
-            ROOM_CLEANUP.as_secs()
-        );
-    }
 
     let spec = super::target_spec(&a.target)?;
     let target_name = spec.describe();
@@ -282,6 +281,14 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
     let timeline = out.open_timeline()?;
     let sampler = Sampler::start(spec, stack.clone(), deployed, sample, Some(timeline))?;
     let record = recorded(&bundle);
+    let cleanup = record.room_cleanup.unwrap_or(ROOM_CLEANUP);
+    if settle < cleanup && !a.json {
+        eprintln!(
+            "warning: --settle {} is shorter than the app's {} room cleanup (an empty room is dropped that long after its last client left): a leak check may fail on rooms only waiting to be dropped",
+            crate::core::units::show(settle),
+            crate::core::units::show(cleanup)
+        );
+    }
     let host_cpus = sampler.facts.host_cpus;
     let (nginx_capacity, cpu_scale) = (
         record.nginx_capacity(host_cpus),
