@@ -204,9 +204,10 @@ fn a_stopped_bench_keeps_what_it_measured_and_one_bench_runs_per_stack() {
     let mut b = spawn_bench(&s, "b-int", &long);
     let dir = bench_dir(&s, "b-int");
     // Before level 1 is over, results.json already says running, and the timeline grows.
+    let samples =
+        |dir: &Path| read_opt(&dir.join("timeline.jsonl")).map_or(0, |t| t.lines().count());
     wait_for(Duration::from_secs(60), "the bench's first samples", || {
-        dir.join("timeline.jsonl").exists()
-            && read(&dir.join("timeline.jsonl")).lines().count() >= 8
+        samples(&dir) >= 3
     });
     let early = json(&dir.join("results.json"));
     assert_eq!(early["state"], "running", "{early:#}");
@@ -229,6 +230,9 @@ fn a_stopped_bench_keeps_what_it_measured_and_one_bench_runs_per_stack() {
     }
 
     // SIGINT 10 s into level 1: the hold ends at once, the level is judged interrupted, all saved.
+    wait_for(Duration::from_secs(60), "10 s of level 1", || {
+        samples(&dir) >= 10
+    });
     let sent = Instant::now();
     unsafe { libc::kill(b.id() as i32, libc::SIGINT) };
     let status = loop {
@@ -281,10 +285,7 @@ fn a_stopped_bench_keeps_what_it_measured_and_one_bench_runs_per_stack() {
     wait_for(
         Duration::from_secs(60),
         "the killed bench's samples",
-        || {
-            dir.join("timeline.jsonl").exists()
-                && read(&dir.join("timeline.jsonl")).lines().count() >= 8
-        },
+        || samples(&dir) >= 8,
     );
     k.kill().unwrap();
     k.wait().unwrap();
