@@ -88,3 +88,23 @@ fn every_variant_matches_its_golden_files() {
     }
     assert!(mismatches.is_empty(), "differ from golden: {mismatches:?}");
 }
+
+/// The app bootstraps its admin at every boot by find-then-create with no conflict handling: only the first
+/// instance gets ADMIN_EMAIL/ADMIN_PASSWORD, so HA instances booting together cannot race on it.
+#[test]
+fn only_the_first_instance_bootstraps_the_admin() {
+    for (flags, first) in [
+        (vec![("topology", "ha"), ("--instances", "4")], "app-1"),
+        (vec![("topology", "single")], "app"),
+    ] {
+        let spec = spec::resolve(input(&flags)).unwrap();
+        let bundle = render::render(&spec, &secrets(), &Templates::embedded()).unwrap();
+        let compose =
+            exectl::core::compose::parse(bundle.get(render::COMPOSE).unwrap().text()).unwrap();
+        for app in spec.app_services() {
+            let env = &compose.services[&app].environment;
+            let has = (env.contains_key("ADMIN_EMAIL"), env.contains_key("ADMIN_PASSWORD"));
+            assert_eq!(has, (app == first, app == first), "{app}");
+        }
+    }
+}
