@@ -103,7 +103,10 @@ fn only_the_first_instance_bootstraps_the_admin() {
             exectl::core::compose::parse(bundle.get(render::COMPOSE).unwrap().text()).unwrap();
         for app in spec.app_services() {
             let env = &compose.services[&app].environment;
-            let has = (env.contains_key("ADMIN_EMAIL"), env.contains_key("ADMIN_PASSWORD"));
+            let has = (
+                env.contains_key("ADMIN_EMAIL"),
+                env.contains_key("ADMIN_PASSWORD"),
+            );
             assert_eq!(has, (app == first, app == first), "{app}");
         }
     }
