@@ -111,3 +111,19 @@ fn only_the_first_instance_bootstraps_the_admin() {
         }
     }
 }
+
+/// `worker_processes` is `auto` unless given; a count is rendered as given and recorded as a knob.
+#[test]
+fn worker_processes_default_to_auto_and_render_as_given() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let golden =
+        std::fs::read_to_string(root.join("ha-tuned-least-conn-2/nginx/nginx.conf")).unwrap();
+    assert!(golden.contains("\nworker_processes auto;\n"), "{golden}");
+    let spec = spec::resolve(input(&[("topology", "ha"), ("--worker-processes", "3")])).unwrap();
+    let bundle = render::render(&spec, &secrets(), &Templates::embedded()).unwrap();
+    let conf = bundle.get(render::NGINX).unwrap().text();
+    assert!(conf.contains("\nworker_processes 3;\n"), "{conf}");
+    let record: serde_json::Value =
+        serde_json::from_str(bundle.get(render::RECORD).unwrap().text()).unwrap();
+    assert_eq!(record["spec"]["nginx"]["worker_processes"], 3);
+}

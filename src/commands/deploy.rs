@@ -205,7 +205,8 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
         ready: readied,
         restarts,
     } = result?;
-    let effective = limits::read_back(&target, &p.desired.services).await?;
+    let workers = p.spec.nginx.as_ref().map(|n| n.worker_processes);
+    let effective = limits::read_back(&target, &p.desired.services, workers).await?;
     let mismatched: Vec<_> = effective
         .iter()
         .filter(|e| !e.mismatches.is_empty())
@@ -257,8 +258,12 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
             } else {
                 "MISMATCH"
             };
+            let workers = e
+                .nginx_workers
+                .map(|n| format!(" workers {n}"))
+                .unwrap_or_default();
             println!(
-                "  limits {:<9} nofile {}/{} cpus {} memory {} {state} {}",
+                "  limits {:<9} nofile {}/{} cpus {} memory {}{workers} {state} {}",
                 e.service,
                 opt(e.nofile_soft),
                 opt(e.nofile_hard),
