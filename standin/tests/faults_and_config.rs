@@ -10,6 +10,9 @@ use serde_json::Value;
 
 const OWNER: &str = "owner@exelearning.net";
 const PW: &str = "Bench1234!";
+/// The real image's words when it loses the admin race (contract §8).
+const FATAL: &str =
+    "[FATAL] Bootstrap failed: duplicate key value violates unique constraint \"users_email_key\"";
 
 async fn sqlite_server(extra: &[(&str, &str)]) -> (TestDb, Server) {
     let db = TestDb::new(Dialect::Sqlite).await;
@@ -276,13 +279,7 @@ async fn crash_once_exits_1_after_its_first_health_answer_and_runs_once_restarte
         "{}",
         first.log_text()
     );
-    assert!(
-        first.log_text().contains(
-            "[FATAL] Bootstrap failed: duplicate key value violates unique constraint \"users_email_key\""
-        ),
-        "{}",
-        first.log_text()
-    );
+    assert!(first.log_text().contains(FATAL), "{}", first.log_text());
     assert!(marker.exists());
     // The same container restarted (its marker kept): it answers and stays up.
     let mut again = Server::start(&env).await;
@@ -329,13 +326,7 @@ async fn admin_race_makes_one_of_two_instances_booting_together_die_on_the_dupli
             b.log_text()
         ),
     };
-    assert!(
-        loser.log_text().contains(
-            "[FATAL] Bootstrap failed: duplicate key value violates unique constraint \"users_email_key\""
-        ),
-        "{}",
-        loser.log_text()
-    );
+    assert!(loser.log_text().contains(FATAL), "{}", loser.log_text());
     winner.wait_healthy().await;
     login(&winner, "admin@exelearning.net", PW).await;
     // Restarted, the loser finds the admin and boots.
