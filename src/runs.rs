@@ -378,6 +378,7 @@ mod tests {
             ("lb_algorithm", "least_conn", "least_conn"),
             ("worker_connections", "4096", "4096"),
             ("worker_rlimit_nofile", "10000", "10000"),
+            ("worker_processes", "3", "3"),
             ("db", "mariadb", "mariadb"),
             ("cpus", "1.5", "1.5"),
             ("memory", "1g", "1g"),

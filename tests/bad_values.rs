@@ -153,6 +153,7 @@ fn every_numeric_flag_is_found() {
         ("deploy", "--memory"),
         ("deploy", "--health-interval"),
         ("plan", "--lb-port"),
+        ("deploy", "--worker-processes"),
         ("prepare", "--token-ttl"),
         ("prepare", "--batch-size"),
         ("doctor", "--connections"),

@@ -88,3 +88,42 @@ fn every_variant_matches_its_golden_files() {
     }
     assert!(mismatches.is_empty(), "differ from golden: {mismatches:?}");
 }
+
+/// The app bootstraps its admin at every boot by find-then-create with no conflict handling: only the first
+/// instance gets ADMIN_EMAIL/ADMIN_PASSWORD, so HA instances booting together cannot race on it.
+#[test]
+fn only_the_first_instance_bootstraps_the_admin() {
+    for (flags, first) in [
+        (vec![("topology", "ha"), ("--instances", "4")], "app-1"),
+        (vec![("topology", "single")], "app"),
+    ] {
+        let spec = spec::resolve(input(&flags)).unwrap();
+        let bundle = render::render(&spec, &secrets(), &Templates::embedded()).unwrap();
+        let compose =
+            exectl::core::compose::parse(bundle.get(render::COMPOSE).unwrap().text()).unwrap();
+        for app in spec.app_services() {
+            let env = &compose.services[&app].environment;
+            let has = (
+                env.contains_key("ADMIN_EMAIL"),
+                env.contains_key("ADMIN_PASSWORD"),
+            );
+            assert_eq!(has, (app == first, app == first), "{app}");
+        }
+    }
+}
+
+/// `worker_processes` is `auto` unless given; a count is rendered as given and recorded as a knob.
+#[test]
+fn worker_processes_default_to_auto_and_render_as_given() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let golden =
+        std::fs::read_to_string(root.join("ha-tuned-least-conn-2/nginx/nginx.conf")).unwrap();
+    assert!(golden.contains("\nworker_processes auto;\n"), "{golden}");
+    let spec = spec::resolve(input(&[("topology", "ha"), ("--worker-processes", "3")])).unwrap();
+    let bundle = render::render(&spec, &secrets(), &Templates::embedded()).unwrap();
+    let conf = bundle.get(render::NGINX).unwrap().text();
+    assert!(conf.contains("\nworker_processes 3;\n"), "{conf}");
+    let record: serde_json::Value =
+        serde_json::from_str(bundle.get(render::RECORD).unwrap().text()).unwrap();
+    assert_eq!(record["spec"]["nginx"]["worker_processes"], 3);
+}

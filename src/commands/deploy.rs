@@ -201,12 +201,21 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
     let held = || lock.still_held();
     let result = apply::apply(&target, &p.desired, &plan, timeout, &progress, &held).await;
     reporter.finish();
-    let readied = result?;
-    let effective = limits::read_back(&target, &p.desired.services).await?;
+    let apply::Applied {
+        ready: readied,
+        restarts,
+    } = result?;
+    let workers = p.spec.nginx.as_ref().map(|n| n.worker_processes);
+    let effective = limits::read_back(&target, &p.desired.services, workers).await?;
     let mismatched: Vec<_> = effective
         .iter()
         .filter(|e| !e.mismatches.is_empty())
         .collect();
+    let restarted = restarts
+        .iter()
+        .map(|r| r.service.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
     let changed = plan.actions.iter().filter(|a| a.changes()).count();
     let elapsed = started.elapsed().as_secs_f64();
     let run_id = record_run(&target, &p, changed, elapsed).await?;
@@ -217,11 +226,12 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
                 "stack": stack,
                 "run_id": run_id,
                 "topology": p.spec.topology.name(),
-                "ok": mismatched.is_empty(),
+                "ok": mismatched.is_empty() && restarts.is_empty(),
                 "changed": changed,
                 "noop": plan.is_noop(),
                 "plan": plan,
                 "ready": readied,
+                "restarts": restarts,
                 "pulled": pulled,
                 "loaded": loaded,
                 "target": target.describe(),
@@ -232,7 +242,11 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
             }))?
         );
     } else {
-        if plan.is_noop() {
+        if !restarts.is_empty() {
+            println!(
+                "stack {stack} NOT ready: {restarted} restarted during this deploy ({changed} change(s) in {elapsed:.1}s)"
+            );
+        } else if plan.is_noop() {
             println!("nothing changed: stack {stack} already matches the spec");
         } else {
             println!("stack {stack} ready: {changed} change(s) in {elapsed:.1}s");
@@ -244,8 +258,12 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
             } else {
                 "MISMATCH"
             };
+            let workers = e
+                .nginx_workers
+                .map(|n| format!(" workers {n}"))
+                .unwrap_or_default();
             println!(
-                "  limits {:<9} nofile {}/{} cpus {} memory {} {state} {}",
+                "  limits {:<9} nofile {}/{} cpus {} memory {}{workers} {state} {}",
                 e.service,
                 opt(e.nofile_soft),
                 opt(e.nofile_hard),
@@ -269,7 +287,16 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
                 .join(", ")
         );
     }
-    Ok(mismatched.is_empty())
+    for r in &restarts {
+        eprintln!(
+            "error: {} {}: the stack is not ready over a crash (its last log lines are in the progress \
+             above, or under `restarts` with --json); fix the cause, then deploy again (a restart before \
+             a deploy does not count)",
+            r.service,
+            r.summary()
+        );
+    }
+    Ok(mismatched.is_empty() && restarts.is_empty())
 }
 
 /// Write this deploy's run record; returns its id.

@@ -190,6 +190,65 @@ pub fn final_waits(wait_at_end: &[String], probed: &[&str], readied: &[Ready]) -
     rest
 }
 
+/// A service the engine restarted during this deploy: whatever answered before or after, it is not
+/// ready (the real image's admin race crashed an instance once at boot, and a deploy that said ready over
+/// it sent the benchmark onto an instance that had just lost its state).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Restart {
+    pub service: String,
+    /// Restarts during this deploy (the container's count now, less its count when the deploy began).
+    pub restarts: i64,
+    /// The exit codes of those runs, oldest first, as the engine's die events gave them.
+    pub exit_codes: Vec<i64>,
+    pub last_logs: String,
+}
+
+/// How long a container this deploy started must stay up after it answered before deploy counts its
+/// restarts and calls the stack ready: an instance that answers and dies a moment later (a crash just
+/// after start; the stand-in's `crash-once` dies 50 ms after its first answer) is not ready either.
+pub const STABLE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// At this many restarts during one deploy a service is crash-looping: its wait fails at once instead
+/// of waiting for `--wait-timeout`.
+pub const CRASH_LOOP: i64 = 3;
+
+/// Restarts of a container during this deploy: `before` is its container's (id, RestartCount) when the
+/// deploy began, None when it had none. A container created since (another id) restarted `count` times
+/// during this deploy; a kept one `count` less what it had (a restart last week is not this deploy's).
+pub fn restarts_during(before: Option<(&str, i64)>, id: &str, count: i64) -> i64 {
+    match before {
+        Some((old, was)) if old == id => (count - was).max(0),
+        _ => count.max(0),
+    }
+}
+
+impl Restart {
+    /// The progress line: the summary, then its last log lines.
+    pub fn describe(&self) -> String {
+        match self.last_logs.trim() {
+            "" => format!("{}: not ready", self.summary()),
+            l => format!("{}: not ready; last log lines:\n{l}", self.summary()),
+        }
+    }
+
+    /// `restarted 1 time during this deploy (exit code 1)`
+    pub fn summary(&self) -> String {
+        let n = self.restarts;
+        let codes = match self.exit_codes.as_slice() {
+            [] => "exit code unknown".to_string(),
+            [c] => format!("exit code {c}"),
+            cs => format!(
+                "exit codes {}",
+                cs.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
+            ),
+        };
+        format!(
+            "restarted {n} time{} during this deploy ({codes})",
+            if n == 1 { "" } else { "s" }
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -330,5 +389,40 @@ mod tests {
             ..r
         };
         assert_eq!(h.describe(), "healthy (3.1s)");
+    }
+
+    #[test]
+    fn only_restarts_during_this_deploy_count() {
+        // Kept: what it had before is not this deploy's.
+        assert_eq!(restarts_during(Some(("a", 4)), "a", 4), 0);
+        assert_eq!(restarts_during(Some(("a", 4)), "a", 5), 1);
+        // Recreated (another id) or created: every restart is this deploy's.
+        assert_eq!(restarts_during(Some(("a", 4)), "b", 1), 1);
+        assert_eq!(restarts_during(None, "b", 0), 0);
+        assert_eq!(restarts_during(None, "b", 2), 2);
+    }
+
+    #[test]
+    fn a_restart_says_count_exit_codes_and_logs() {
+        let r = Restart {
+            service: "app-2".into(),
+            restarts: 1,
+            exit_codes: vec![1],
+            last_logs: "[FATAL] Bootstrap failed\n".into(),
+        };
+        assert_eq!(
+            r.describe(),
+            "restarted 1 time during this deploy (exit code 1): not ready; last log lines:\n[FATAL] Bootstrap failed"
+        );
+        let r = Restart {
+            restarts: 2,
+            exit_codes: vec![],
+            last_logs: String::new(),
+            ..r
+        };
+        assert_eq!(
+            r.describe(),
+            "restarted 2 times during this deploy (exit code unknown): not ready"
+        );
     }
 }

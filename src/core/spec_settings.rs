@@ -134,6 +134,8 @@ settings! {
         "Override the variant's worker_connections";
     worker_rlimit_nofile: Number "--worker-rlimit-nofile" as "N", knob "nginx.worker_rlimit_nofile",
         "Override the variant's worker_rlimit_nofile (at least 2 x worker_connections)";
+    worker_processes: Number "--worker-processes" as "N", knob "nginx.worker_processes",
+        "nginx worker processes: auto (one per CPU nginx sees, the host's) or 1..=64 [default: auto]";
     db: Word "--db", knob "db",
         "Database: mariadb, postgres or sqlite [default: mariadb for single, postgres for ha]";
     cpus: Number "--cpus" as "CPUS", knob "cpus",

@@ -4,8 +4,8 @@
 
 use super::desired::{duration_ns, Desired, DesiredService, LABEL_HASH, LABEL_PARTS, LABEL_STACK};
 use super::probe::Prober;
-use super::wait::{wait_ready, Readiness, Wanted};
-use crate::core::readiness::{Ready, ReadyBy};
+use super::wait::{wait_ready, Readiness, RestartWatch, Wanted};
+use crate::core::readiness::{Ready, ReadyBy, Restart, STABLE};
 use crate::plan::{Action, Plan};
 use crate::sut::Target;
 use anyhow::{bail, Context, Result};
@@ -177,10 +177,19 @@ async fn start(docker: &Docker, s: &DesiredService) -> Result<()> {
         .with_context(|| format!("starting container {}", s.container_name))
 }
 
+/// What a converged deploy saw.
+pub struct Applied {
+    /// How each waited-for service became ready.
+    pub ready: Vec<Ready>,
+    /// Services the engine restarted during this deploy: the stack is not ready, whatever they answer.
+    pub restarts: Vec<Restart>,
+}
+
 /// Apply `plan`. Each service is started only once the services it depends on are ready, and at the end
 /// every service is ready (its own probe answered, healthy, running, or a one-shot that exited 0), or the
-/// error names the one that is not. Returns how each waited-for service became ready. Safe to interrupt:
-/// the next run observes what exists and converges.
+/// error names the one that is not. A container that restarts during the deploy is waited for like any
+/// other (a crash once at boot comes back) and then reported among `restarts`; one that crash-loops fails
+/// its wait. Safe to interrupt: the next run observes what exists and converges.
 pub async fn apply(
     target: &Target,
     desired: &Desired,
@@ -188,11 +197,16 @@ pub async fn apply(
     timeout: Duration,
     progress: Progress<'_>,
     held: Held<'_>,
-) -> Result<Vec<Ready>> {
+) -> Result<Applied> {
     let docker = &target.docker;
-    let prober = Prober::default();
     let mut readied: Vec<Ready> = Vec::new();
     held()?;
+    let names: Vec<&str> = desired
+        .services
+        .iter()
+        .map(|s| s.container_name.as_str())
+        .collect();
+    let watch = RestartWatch::start(target, &desired.stack, &names).await?;
     if let Some(net) = &plan.create_network {
         docker
             .create_network(NetworkCreateRequest {
@@ -231,7 +245,21 @@ pub async fn apply(
             });
         }
     }
-    let deadline = tokio::time::Instant::now() + timeout;
+    let waiter = Waiter {
+        target,
+        prober: Prober::default(),
+        deadline: tokio::time::Instant::now() + timeout,
+        progress,
+        held,
+        watch,
+        changed: plan
+            .actions
+            .iter()
+            .filter(|a| a.changes())
+            .map(|a| a.service().to_string())
+            .collect(),
+        last_ready: Default::default(),
+    };
     let service = |name: &str| {
         desired
             .services
@@ -242,17 +270,10 @@ pub async fn apply(
     // The plan's waves, in order: wait (in parallel) for what a wave depends on, then converge its
     // services in parallel.
     for wave in &plan.waves {
-        let waits = wave.wait_for.iter().map(|(d, healthy)| {
-            wait_service(
-                target,
-                &prober,
-                service(d),
-                *healthy,
-                deadline,
-                progress,
-                held,
-            )
-        });
+        let waits = wave
+            .wait_for
+            .iter()
+            .map(|(d, healthy)| waiter.wait(service(d), *healthy));
         for r in futures_util::future::join_all(waits).await {
             readied.push(r?);
         }
@@ -283,21 +304,25 @@ pub async fn apply(
         .collect();
     let rest = crate::core::readiness::final_waits(&plan.wait_at_end, &probed, &readied);
     readied.retain(|r| !rest.contains(&r.service));
-    let rest = rest.iter().map(|name| {
-        wait_service(
-            target,
-            &prober,
-            service(name),
-            true,
-            deadline,
-            progress,
-            held,
-        )
-    });
+    let rest = rest.iter().map(|name| waiter.wait(service(name), true));
     for r in futures_util::future::join_all(rest).await {
         readied.push(r?);
     }
-    Ok(readied)
+    let settled = *waiter.last_ready.lock().expect("not poisoned");
+    if let Some(at) = settled {
+        tokio::time::sleep_until(at + STABLE).await;
+    }
+    let restarts = waiter.watch.restarted(docker, &desired.services).await?;
+    for r in &restarts {
+        progress(Event {
+            service: r.service.clone(),
+            what: r.describe(),
+        });
+    }
+    Ok(Applied {
+        ready: readied,
+        restarts,
+    })
 }
 
 async fn converge_one(
@@ -334,38 +359,59 @@ async fn converge_one(
     Ok(())
 }
 
-async fn wait_service(
-    target: &Target,
-    prober: &Prober,
-    s: &DesiredService,
-    ready: bool,
+/// What every wait of one deploy shares.
+struct Waiter<'a> {
+    target: &'a Target,
+    prober: Prober,
     deadline: tokio::time::Instant,
-    progress: Progress<'_>,
-    held: Held<'_>,
-) -> Result<Ready> {
-    let started = tokio::time::Instant::now();
-    let wanted = Wanted {
-        ready,
-        probe: s.probe.as_ref(),
-        deadline,
-    };
-    match wait_ready(target, prober, &s.container_name, &wanted, held).await? {
-        Readiness::Ready(by, docker_health) => {
-            let r = Ready {
-                service: s.name.clone(),
-                by,
-                seconds: started.elapsed().as_secs_f64(),
-                docker_health,
-                probe: (by == ReadyBy::Probe)
-                    .then(|| s.probe.as_ref().map(|p| p.describe()))
-                    .flatten(),
-            };
-            progress(Event {
-                service: s.name.clone(),
-                what: r.describe(),
-            });
-            Ok(r)
+    progress: Progress<'a>,
+    held: Held<'a>,
+    watch: RestartWatch,
+    /// Services whose container this deploy creates or starts.
+    changed: Vec<String>,
+    /// When the last of them answered: deploy reads restarts `STABLE` after it.
+    last_ready: std::sync::Mutex<Option<tokio::time::Instant>>,
+}
+
+impl Waiter<'_> {
+    async fn wait(&self, s: &DesiredService, ready: bool) -> Result<Ready> {
+        let started = tokio::time::Instant::now();
+        let wanted = Wanted {
+            ready,
+            probe: s.probe.as_ref(),
+            deadline: self.deadline,
+            before: self.watch.before(&s.container_name),
+        };
+        match wait_ready(
+            self.target,
+            &self.prober,
+            &s.container_name,
+            &wanted,
+            self.held,
+        )
+        .await?
+        {
+            Readiness::Ready(by, docker_health) => {
+                let r = Ready {
+                    service: s.name.clone(),
+                    by,
+                    seconds: started.elapsed().as_secs_f64(),
+                    docker_health,
+                    probe: (by == ReadyBy::Probe)
+                        .then(|| s.probe.as_ref().map(|p| p.describe()))
+                        .flatten(),
+                };
+                if self.changed.contains(&s.name) {
+                    let mut last = self.last_ready.lock().expect("not poisoned");
+                    *last = Some(tokio::time::Instant::now());
+                }
+                (self.progress)(Event {
+                    service: s.name.clone(),
+                    what: r.describe(),
+                });
+                Ok(r)
+            }
+            Readiness::Failed(report) => bail!("service {} is not ready: {report}", s.name),
         }
-        Readiness::Failed(report) => bail!("service {} is not ready: {report}", s.name),
     }
 }

@@ -1,12 +1,28 @@
 //! Read back the limits really in effect inside each container (nofile of PID 1, CPU quota, memory
-//! limit), so a deploy never silently runs with other limits than asked.
+//! limit, and the LB's worker processes), so a deploy never silently runs with other limits than asked.
 
 use super::desired::DesiredService;
-use crate::shell::scripts::limits::container_limits;
+use crate::core::readiness::LABEL_ROLE;
+use crate::shell::scripts::limits::{container_limits, nginx_workers as workers_script};
+use crate::spec::WorkerProcesses;
 use crate::sut::Target;
 use anyhow::{Context, Result};
 
-pub use crate::shell::scripts::limits::{parse, split_pids, Effective};
+pub use crate::shell::scripts::limits::{parse, parse_nginx_workers, split_pids, Effective};
+
+/// The LB's worker processes against the spec's `worker_processes` (with `auto` any count is right: it
+/// is one per CPU nginx sees).
+pub fn compare_workers(mut e: Effective, workers: Option<WorkerProcesses>) -> Effective {
+    if let Some(WorkerProcesses::Count(want)) = workers {
+        if e.nginx_workers != Some(want) {
+            e.mismatches.push(format!(
+                "worker processes are {}, asked {want}",
+                shown(e.nginx_workers, "uncounted")
+            ));
+        }
+    }
+    e
+}
 
 /// Compare with what the service asked for.
 pub fn compare(mut e: Effective, s: &DesiredService) -> Effective {
@@ -48,8 +64,17 @@ fn shown<T: std::fmt::Display>(v: Option<T>, absent: &str) -> String {
         .unwrap_or_else(|| absent.to_string())
 }
 
-/// Read back every service that asks for limits (one host command for all of them).
-pub async fn read_back(target: &Target, services: &[DesiredService]) -> Result<Vec<Effective>> {
+fn is_lb(s: &DesiredService) -> bool {
+    s.service.labels.get(LABEL_ROLE).map(String::as_str) == Some("lb")
+}
+
+/// Read back every service that asks for limits (one host command for all of them, and one more for
+/// the LB's worker processes).
+pub async fn read_back(
+    target: &Target,
+    services: &[DesiredService],
+    workers: Option<WorkerProcesses>,
+) -> Result<Vec<Effective>> {
     let wanted: Vec<&DesiredService> = services
         .iter()
         .filter(|s| !(s.service.ulimits.is_empty() && s.service.deploy.is_none()))
@@ -59,11 +84,28 @@ pub async fn read_back(target: &Target, services: &[DesiredService]) -> Result<V
         pids.push(pid_of(target, &s.container_name).await?);
     }
     let read = read_pids(target, &pids).await?;
-    Ok(wanted
-        .into_iter()
-        .zip(read)
-        .map(|(s, text)| compare(parse(&s.name, &text), s))
-        .collect())
+    let mut out = Vec::new();
+    for ((s, text), pid) in wanted.into_iter().zip(read).zip(pids) {
+        let mut e = compare(parse(&s.name, &text), s);
+        if is_lb(s) {
+            e.nginx_workers = count_workers(target, pid).await?;
+            e = compare_workers(e, workers);
+        }
+        out.push(e);
+    }
+    Ok(out)
+}
+
+/// nginx's worker processes in `container` (its LB), counted on the host: None when they could not be
+/// counted (the container is not running). With `worker_processes auto` this is the only way to know
+/// the LB's capacity (worker_connections × workers / 2 sockets).
+pub async fn nginx_workers(target: &Target, container: &str) -> Result<Option<u32>> {
+    count_workers(target, pid_of(target, container).await?).await
+}
+
+async fn count_workers(target: &Target, pid: i64) -> Result<Option<u32>> {
+    let out = target.host_shell(&workers_script(pid)).await?;
+    Ok(parse_nginx_workers(&out))
 }
 
 /// PID 1 of a running container, as the host sees it.
@@ -82,4 +124,29 @@ pub async fn read_pids(target: &Target, pids: &[i64]) -> Result<Vec<String>> {
     }
     let text = target.host_shell(&container_limits(pids)).await?;
     Ok(split_pids(&text, pids))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_count_of_workers_is_checked_auto_is_not() {
+        let read = |n: Option<u32>| Effective {
+            nginx_workers: n,
+            ..parse("nginx", "")
+        };
+        let count = Some(WorkerProcesses::Count(3));
+        assert!(compare_workers(read(Some(3)), count).mismatches.is_empty());
+        assert_eq!(
+            compare_workers(read(Some(2)), count).mismatches,
+            ["worker processes are 2, asked 3"]
+        );
+        assert_eq!(
+            compare_workers(read(None), count).mismatches,
+            ["worker processes are uncounted, asked 3"]
+        );
+        let auto = Some(WorkerProcesses::Auto);
+        assert!(compare_workers(read(Some(7)), auto).mismatches.is_empty());
+    }
 }

@@ -1,14 +1,17 @@
 //! The readiness gate: poll one container until it is ready or the deadline passes, and on failure say
 //! why (last health probe output, last answer of deploy's own probe, last log lines).
 
+use super::desired::{DesiredService, LABEL_STACK};
 use super::probe::{interval, Prober};
-use crate::core::readiness::{Probe, ReadyBy};
+use crate::core::readiness::{restarts_during, Probe, ReadyBy, Restart, CRASH_LOOP};
 use crate::sut::Target;
 use anyhow::Result;
 use bollard::models::{ContainerStateStatusEnum, HealthStatusEnum};
-use bollard::query_parameters::LogsOptionsBuilder;
+use bollard::query_parameters::{EventsOptionsBuilder, LogsOptionsBuilder};
 use bollard::Docker;
 use futures_util::StreamExt;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -25,6 +28,8 @@ pub struct Wanted<'a> {
     /// The service's own answer that makes it ready (`core::readiness`), probed at its interval.
     pub probe: Option<&'a Probe>,
     pub deadline: Instant,
+    /// Its container's (id, RestartCount) when the deploy began (`RestartWatch::before`).
+    pub before: Option<(&'a str, i64)>,
 }
 
 /// Ready means: a one-shot that exited 0 (compose's `up --wait` wrongly calls that a failure); running
@@ -50,6 +55,14 @@ pub async fn wait_ready(
         let docker_health = health
             .map(|h| h.to_string())
             .unwrap_or_else(|| "none".into());
+        let id = info.id.as_deref().unwrap_or_default();
+        let restarts = restarts_during(wanted.before, id, info.restart_count.unwrap_or(0));
+        if restarts >= CRASH_LOOP {
+            return Ok(Readiness::Failed(format!(
+                "restarted {restarts} times during this deploy (a crash loop){}",
+                logs_tail(docker, container).await
+            )));
+        }
         match state.status {
             Some(ContainerStateStatusEnum::EXITED) if state.exit_code == Some(0) => {
                 return Ok(Readiness::Ready(ReadyBy::Completed, docker_health))
@@ -123,13 +136,28 @@ pub async fn wait_ready(
 
 /// The container's last log lines, for error reports.
 pub async fn logs_tail(docker: &Docker, container: &str) -> String {
+    let lines = last_logs(docker, container).await;
+    if lines.is_empty() {
+        String::new()
+    } else {
+        format!("; last log lines:\n{lines}")
+    }
+}
+
+/// The container's last 10 log lines (stdout and stderr), trimmed; empty when it has none.
+pub async fn last_logs(docker: &Docker, container: &str) -> String {
+    read_logs(docker, container, "10", false).await
+}
+
+async fn read_logs(docker: &Docker, container: &str, tail: &str, timestamps: bool) -> String {
     let mut stream = docker.logs(
         container,
         Some(
             LogsOptionsBuilder::default()
                 .stdout(true)
                 .stderr(true)
-                .tail("10")
+                .timestamps(timestamps)
+                .tail(tail)
                 .build(),
         ),
     );
@@ -137,9 +165,182 @@ pub async fn logs_tail(docker: &Docker, container: &str) -> String {
     while let Some(Ok(chunk)) = stream.next().await {
         lines.push_str(&chunk.to_string());
     }
-    if lines.trim().is_empty() {
-        String::new()
-    } else {
-        format!("; last log lines:\n{}", lines.trim_end())
+    lines.trim_end().trim_start_matches('\n').to_string()
+}
+
+/// The last 10 log lines written up to `until_ns` (a die event's time): the words of the run that died,
+/// not those of the run Docker started after it. Falls back to the last lines when none are dated.
+async fn logs_before(docker: &Docker, container: &str, until_ns: i64) -> String {
+    let text = read_logs(docker, container, "300", true).await;
+    let before: Vec<&str> = text
+        .lines()
+        .filter_map(|l| {
+            let (at, line) = l.split_once(' ')?;
+            (timestamp_ns(at)? <= until_ns).then_some(line)
+        })
+        .collect();
+    if before.is_empty() {
+        return last_logs(docker, container).await;
+    }
+    before[before.len().saturating_sub(10)..].join("\n")
+}
+
+/// Nanoseconds since the epoch of a log line's `2026-12-01T22:05:00.331740123Z`.
+fn timestamp_ns(at: &str) -> Option<i64> {
+    let secs = i64::try_from(crate::status::parse_rfc3339(at)?).ok()?;
+    let digits: String = at
+        .split_once('.')
+        .map(|(_, f)| f.chars().take_while(char::is_ascii_digit).take(9).collect())
+        .unwrap_or_default();
+    let nanos: i64 = format!("{digits:0<9}").parse().ok()?;
+    Some(secs * 1_000_000_000 + nanos)
+}
+
+/// Restarts of the stack's containers during one deploy: each container's RestartCount when the deploy
+/// began, and the engine's die events since then (for the exit codes; the count comes from RestartCount,
+/// which no event can be missed from).
+pub struct RestartWatch {
+    before: HashMap<String, (String, i64)>,
+    /// (container id, exit code, time in ns) of every die event of the stack since the deploy began.
+    dies: Arc<Mutex<Vec<Died>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for RestartWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl RestartWatch {
+    /// Call before anything changes. The events are asked from the engine's own clock (a remote SUT's
+    /// may differ from ours), a second early: it replays what happened before the stream connected.
+    pub async fn start(target: &Target, stack: &str, containers: &[&str]) -> Result<RestartWatch> {
+        let docker = &target.docker;
+        let mut before = HashMap::new();
+        for name in containers {
+            if let Ok(info) = docker.inspect_container(name, None).await {
+                let id = info.id.unwrap_or_default();
+                before.insert(name.to_string(), (id, info.restart_count.unwrap_or(0)));
+            }
+        }
+        let now = docker.info().await?.system_time;
+        let since = now
+            .as_deref()
+            .and_then(crate::status::parse_rfc3339)
+            .map(|s| s.saturating_sub(1).to_string());
+        let filters = HashMap::from([
+            ("type", vec!["container".to_string()]),
+            ("event", vec!["die".to_string()]),
+            ("label", vec![format!("{LABEL_STACK}={stack}")]),
+        ]);
+        let mut options = EventsOptionsBuilder::default().filters(&filters);
+        if let Some(s) = &since {
+            options = options.since(s);
+        }
+        let mut events = docker.events(Some(options.build()));
+        let dies: Arc<Mutex<Vec<Died>>> = Arc::default();
+        let seen = dies.clone();
+        let task = tokio::spawn(async move {
+            while let Some(Ok(e)) = events.next().await {
+                let Some(actor) = e.actor else { continue };
+                let code = actor
+                    .attributes
+                    .as_ref()
+                    .and_then(|a| a.get("exitCode"))
+                    .and_then(|c| c.parse().ok())
+                    .unwrap_or(-1);
+                if let Some(id) = actor.id {
+                    let at = e.time_nano.unwrap_or(i64::MAX);
+                    seen.lock()
+                        .expect("not poisoned")
+                        .push(Died { id, code, at });
+                }
+            }
+        });
+        Ok(RestartWatch { before, dies, task })
+    }
+
+    /// The container's (id, RestartCount) when the deploy began.
+    pub fn before(&self, container: &str) -> Option<(&str, i64)> {
+        self.before.get(container).map(|(id, n)| (id.as_str(), *n))
+    }
+
+    /// Every service whose container restarted during this deploy, with the exit codes and its last log
+    /// lines. Read at the end, after every wait: a crash after a service answered counts too.
+    pub async fn restarted(
+        &self,
+        docker: &Docker,
+        services: &[DesiredService],
+    ) -> Result<Vec<Restart>> {
+        let mut out = Vec::new();
+        for s in services {
+            let info = match docker.inspect_container(&s.container_name, None).await {
+                Ok(i) => i,
+                Err(_) => continue,
+            };
+            let id = info.id.unwrap_or_default();
+            let before = self.before(&s.container_name);
+            let restarts = restarts_during(before, &id, info.restart_count.unwrap_or(0));
+            if restarts == 0 {
+                continue;
+            }
+            let died = self.deaths(&id, restarts).await;
+            let last_logs = match died.last() {
+                Some(d) => logs_before(docker, &s.container_name, d.at).await,
+                None => last_logs(docker, &s.container_name).await,
+            };
+            out.push(Restart {
+                service: s.name.clone(),
+                restarts,
+                exit_codes: died.iter().map(|d| d.code).collect(),
+                last_logs,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The container's last `n` deaths; the events stream may lag the engine's count by a moment, so it
+    /// is given up to a second to catch up.
+    async fn deaths(&self, id: &str, n: i64) -> Vec<Died> {
+        let deadline = Instant::now() + Duration::from_secs(1);
+        loop {
+            let died: Vec<Died> = self
+                .dies
+                .lock()
+                .expect("not poisoned")
+                .iter()
+                .filter(|d| d.id == id)
+                .cloned()
+                .collect();
+            if died.len() as i64 >= n || Instant::now() >= deadline {
+                let skip = died.len().saturating_sub(n as usize);
+                return died[skip..].to_vec();
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// One die event: the container, its exit code, when (ns since the epoch, the engine's clock).
+#[derive(Debug, Clone)]
+struct Died {
+    id: String,
+    code: i64,
+    at: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn log_timestamps_to_nanoseconds() {
+        let t = |s| super::timestamp_ns(s);
+        assert_eq!(t("1970-01-01T00:00:01.5Z"), Some(1_500_000_000));
+        assert_eq!(
+            t("2026-12-01T22:05:00.331740123Z"),
+            Some(1_796_162_700_331_740_123)
+        );
+        assert_eq!(t("1970-01-01T00:00:02Z"), Some(2_000_000_000));
+        assert_eq!(t("garbage"), None);
     }
 }

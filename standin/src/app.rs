@@ -10,7 +10,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
 use crate::auth::Tokens;
-use crate::config::Config;
+use crate::config::{Config, Fault};
 use crate::db::Db;
 use crate::relay::Relay;
 use crate::state::AppState;
@@ -40,8 +40,36 @@ async fn hash(password: &str) -> Result<String> {
     Ok(tokio::task::spawn_blocking(move || bcrypt::hash(password, 10)).await??)
 }
 
+/// The real image's admin bootstrap (`STANDIN_FAULT=admin-race`): find, then a plain insert with no
+/// conflict handling, so two instances booting together onto an empty database both find nothing and
+/// the second insert fails; that instance exits 1 (Docker restarts it, and it then finds the admin).
+async fn race_admin(cfg: &Config, db: &Db, email: &str, password: &str) -> Result<()> {
+    let roles = ["ROLE_USER", "ROLE_ADMIN"];
+    if db.user_by_email(email).await?.is_some() {
+        return db
+            .ensure_user(email, &hash(password).await?, &roles, true)
+            .await;
+    }
+    let hash = hash(password).await?;
+    tokio::time::sleep(cfg.admin_race_window).await;
+    let roles: Vec<String> = roles.iter().map(|r| r.to_string()).collect();
+    crate::routes::store::insert_user(db, email, &hash, &roles)
+        .await
+        .map(|_| ())
+        .map_err(|e| {
+            let why = match &e {
+                sqlx::Error::Database(d) => d.message().to_string(),
+                other => other.to_string(),
+            };
+            anyhow::anyhow!("[FATAL] Bootstrap failed: {why}")
+        })
+}
+
 async fn bootstrap_users(cfg: &Config, db: &Db) -> Result<()> {
-    if let Some((email, password)) = &cfg.admin {
+    if let (Some((email, password)), true) = (&cfg.admin, cfg.fault.has(Fault::AdminRace)) {
+        race_admin(cfg, db, email, password).await?;
+        tracing::info!("[Bootstrap] admin user {email} ensured (find, then create)");
+    } else if let Some((email, password)) = &cfg.admin {
         db.ensure_user(
             email,
             &hash(password).await?,
@@ -108,6 +136,7 @@ pub async fn run(cfg: Config) -> Result<()> {
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
+    let crash_once = crate::crash::CrashOnce::arm(&cfg);
     let state = AppState {
         tokens: Arc::new(Tokens::new(&cfg.jwt_secret)),
         sharing_tokens: Arc::new(Tokens::new(&cfg.sharing_secret)),
@@ -116,6 +145,7 @@ pub async fn run(cfg: Config) -> Result<()> {
         rooms,
         bcrypt_slots: Arc::new(Semaphore::new(cores)),
         shutdown,
+        crash_once,
     };
     let listener = bind(state.cfg.port).await?;
     tracing::info!(

@@ -47,11 +47,20 @@ pub enum Fault {
     EchoToSender,
     /// Every 4th Yjs frame is also delivered into another room (a routing bug: no real build known).
     CrossRoom,
+    /// Once per container, just after answering its first `/healthcheck`, exit 1 with the message of the
+    /// real image's admin race (contract §8), so that Docker's restart policy brings it back; a marker file
+    /// in the container's own filesystem (`STANDIN_CRASH_MARKER`) keeps the restarted process up.
+    CrashOnce,
+    /// The real image's admin bootstrap: find the ADMIN_EMAIL user, then create it with a plain insert and
+    /// no conflict handling, `STANDIN_ADMIN_RACE_MS` after the find (the real app's slow boot keeps that
+    /// window open). Instances booting together onto an empty database race; the loser exits 1 with
+    /// `[FATAL] Bootstrap failed: duplicate key ...`.
+    AdminRace,
 }
 
 impl Fault {
     /// Every fault with its `STANDIN_FAULT` name (the one list the parser and its error message use).
-    const ALL: [(&'static str, Fault); 8] = [
+    const ALL: [(&'static str, Fault); 10] = [
         ("blocking-bcrypt", Fault::BlockingBcrypt),
         ("leak-on-close", Fault::LeakOnClose),
         ("users-500", Fault::Users500),
@@ -60,6 +69,8 @@ impl Fault {
         ("projects-fail", Fault::ProjectsFail),
         ("echo-to-sender", Fault::EchoToSender),
         ("cross-room", Fault::CrossRoom),
+        ("crash-once", Fault::CrashOnce),
+        ("admin-race", Fault::AdminRace),
     ];
 }
 
@@ -136,6 +147,10 @@ pub struct Config {
     pub ping_interval: Duration,
     pub pong_timeout: Duration,
     pub room_cleanup: Duration,
+    /// `crash-once`: the file whose existence says this container already crashed once.
+    pub crash_marker: std::path::PathBuf,
+    /// `admin-race`: how long the bootstrap waits between finding no admin and inserting it.
+    pub admin_race_window: Duration,
 }
 
 /// Secrets the newer app image refuses to boot with.
@@ -249,6 +264,12 @@ impl Config {
             // The app closes after interval + 10 s without a pong.
             pong_timeout: Duration::from_millis(num("STANDIN_PONG_TIMEOUT_MS", ping_ms + 10_000)?),
             room_cleanup: Duration::from_millis(num("STANDIN_ROOM_CLEANUP_MS", 30_000)?),
+            // /tmp of the container's own filesystem: it survives a restart, not a recreate, and is
+            // never the data volume that every instance of an HA stack shares.
+            crash_marker: var("STANDIN_CRASH_MARKER")
+                .unwrap_or_else(|| "/tmp/exe-standin.crashed-once".into())
+                .into(),
+            admin_race_window: Duration::from_millis(num("STANDIN_ADMIN_RACE_MS", 1000)?),
         })
     }
 }

@@ -4,6 +4,7 @@
 mod app;
 mod auth;
 mod config;
+mod crash;
 mod db;
 mod memory;
 mod relay;

@@ -22,4 +22,6 @@ pub struct AppState {
     pub bcrypt_slots: Arc<Semaphore>,
     /// Flips to true on SIGTERM/SIGINT; sockets then close with 1001.
     pub shutdown: watch::Receiver<bool>,
+    /// `STANDIN_FAULT=crash-once`, while this container has not crashed yet.
+    pub crash_once: Option<Arc<crate::crash::CrashOnce>>,
 }

@@ -10,6 +10,9 @@ use serde_json::Value;
 
 const OWNER: &str = "owner@exelearning.net";
 const PW: &str = "Bench1234!";
+/// The real image's words when it loses the admin race (contract §8).
+const FATAL: &str =
+    "[FATAL] Bootstrap failed: duplicate key value violates unique constraint \"users_email_key\"";
 
 async fn sqlite_server(extra: &[(&str, &str)]) -> (TestDb, Server) {
     let db = TestDb::new(Dialect::Sqlite).await;
@@ -259,4 +262,77 @@ fn refuses_default_or_empty_secrets() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(names), "{env:?}: {stderr}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crash_once_exits_1_after_its_first_health_answer_and_runs_once_restarted() {
+    let db = TestDb::new(Dialect::Sqlite).await;
+    let marker = db.dir.path().join("crashed-once");
+    let mut env = db.env();
+    env.push(("STANDIN_FAULT".into(), "crash-once".into()));
+    env.push(("STANDIN_CRASH_MARKER".into(), marker.display().to_string()));
+    // `start` returns once /healthcheck has answered: that answer arms the crash.
+    let mut first = Server::start(&env).await;
+    assert_eq!(
+        first.exit_code(Duration::from_secs(5)).await,
+        Some(1),
+        "{}",
+        first.log_text()
+    );
+    assert!(first.log_text().contains(FATAL), "{}", first.log_text());
+    assert!(marker.exists());
+    // The same container restarted (its marker kept): it answers and stays up.
+    let mut again = Server::start(&env).await;
+    for _ in 0..5 {
+        let (status, _) = get_json(&again, "/healthcheck", None).await;
+        assert_eq!(status, 200);
+    }
+    assert_eq!(
+        again.exit_code(Duration::from_millis(500)).await,
+        None,
+        "{}",
+        again.log_text()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_race_makes_one_of_two_instances_booting_together_die_on_the_duplicate_admin() {
+    let db = TestDb::new(Dialect::Postgres).await;
+    let mut env = db.env();
+    env.push(("ADMIN_EMAIL".into(), "admin@exelearning.net".into()));
+    env.push(("ADMIN_PASSWORD".into(), PW.into()));
+    env.push(("STANDIN_FAULT".into(), "admin-race".into()));
+    env.push(("STANDIN_ADMIN_RACE_MS".into(), "1500".into()));
+    let mut a = Server::spawn(&env);
+    let mut b = Server::spawn(&env);
+    // Whichever dies first, then a moment for the other to die too (it must not).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while a.exit_code(Duration::ZERO).await.is_none()
+        && b.exit_code(Duration::ZERO).await.is_none()
+        && Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (ca, cb) = (
+        a.exit_code(Duration::from_secs(2)).await,
+        b.exit_code(Duration::ZERO).await,
+    );
+    let (mut loser, mut winner) = match (ca, cb) {
+        (Some(1), None) => (a, b),
+        (None, Some(1)) => (b, a),
+        other => panic!(
+            "exactly one instance should die, got {other:?}:\n{}\n{}",
+            a.log_text(),
+            b.log_text()
+        ),
+    };
+    assert!(loser.log_text().contains(FATAL), "{}", loser.log_text());
+    winner.wait_healthy().await;
+    login(&winner, "admin@exelearning.net", PW).await;
+    // Restarted, the loser finds the admin and boots.
+    loser.stop();
+    let again = Server::start(&env).await;
+    login(&again, "admin@exelearning.net", PW).await;
+    drop((again, winner));
+    db.drop_db().await;
 }

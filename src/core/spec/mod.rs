@@ -97,6 +97,39 @@ impl LbAlgorithm {
     }
 }
 
+/// nginx's `worker_processes`. Each proxied socket takes two of a worker's `worker_connections`, so the
+/// LB carries at most worker_connections × workers / 2 sockets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerProcesses {
+    /// One worker per CPU nginx sees: in a container without a cpuset, every CPU of the host (a CPU
+    /// quota does not change it).
+    Auto,
+    Count(u32),
+}
+
+impl WorkerProcesses {
+    /// More would only add processes contending for the same cores.
+    pub const MAX: u32 = 64;
+
+    /// The directive's value: `auto` or the count.
+    pub fn directive(self) -> String {
+        match self {
+            WorkerProcesses::Auto => "auto".into(),
+            WorkerProcesses::Count(n) => n.to_string(),
+        }
+    }
+}
+
+/// `auto` as a string, a count as a number (exectl.yaml says either).
+impl Serialize for WorkerProcesses {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            WorkerProcesses::Auto => s.serialize_str("auto"),
+            WorkerProcesses::Count(n) => s.serialize_u32(*n),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NginxSpec {
     pub variant: NginxVariant,
@@ -104,6 +137,7 @@ pub struct NginxSpec {
     pub worker_connections: u64,
     /// None keeps nginx's default (the process limit), as the seed's baseline file did.
     pub worker_rlimit_nofile: Option<u64>,
+    pub worker_processes: WorkerProcesses,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,7 +1,7 @@
 //! Validation: raw input → Spec, or a UsageError naming the field, the value and the fix.
 
 use super::input::{Raw, SpecInput};
-use super::{Db, Images, LbAlgorithm, NginxSpec, NginxVariant, Spec, Topology};
+use super::{Db, Images, LbAlgorithm, NginxSpec, NginxVariant, Spec, Topology, WorkerProcesses};
 use crate::core::units::{self, Invalid};
 use crate::error::UsageError;
 use std::collections::BTreeMap;
@@ -236,6 +236,7 @@ fn refuse_ha_flags(input: &SpecInput) -> Result<(), UsageError> {
         &input.lb_algorithm,
         &input.worker_connections,
         &input.worker_rlimit_nofile,
+        &input.worker_processes,
         &input.lb_port,
         &input.traefik,
     ];
@@ -314,11 +315,26 @@ fn resolve_nginx(input: &SpecInput, nofile: u64) -> Result<NginxSpec, UsageError
             ));
         }
     }
+    let worker_processes = match &input.worker_processes {
+        None => WorkerProcesses::Auto,
+        Some(r) if r.value == "auto" => WorkerProcesses::Auto,
+        Some(r) => {
+            let n = parse_in(r, 1, WorkerProcesses::MAX as u64).map_err(|mut e| {
+                e.fix = format!(
+                    "pass auto (one per CPU nginx sees) or a count from 1 to {}",
+                    WorkerProcesses::MAX
+                );
+                e
+            })?;
+            WorkerProcesses::Count(n as u32)
+        }
+    };
     Ok(NginxSpec {
         variant,
         lb_algorithm: algo,
         worker_connections: wc,
         worker_rlimit_nofile: rlimit,
+        worker_processes,
     })
 }
 

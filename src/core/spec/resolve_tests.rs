@@ -245,3 +245,40 @@ fn bad_stack_host_and_images_refused() {
     .problem
     .contains("memcached"));
 }
+
+#[test]
+fn worker_processes_are_auto_or_a_count_up_to_64() {
+    let with = |v: &str| {
+        resolve(SpecInput {
+            worker_processes: Some(Raw::flag("--worker-processes", v)),
+            ..ha()
+        })
+    };
+    assert_eq!(
+        resolve(ha()).unwrap().nginx.unwrap().worker_processes,
+        WorkerProcesses::Auto
+    );
+    assert_eq!(
+        with("auto").unwrap().nginx.unwrap().worker_processes,
+        WorkerProcesses::Auto
+    );
+    assert_eq!(
+        with("4").unwrap().nginx.unwrap().worker_processes,
+        WorkerProcesses::Count(4)
+    );
+    for bad in ["0", "65", "-1", "two", "Auto", "1.5"] {
+        let e = with(bad).unwrap_err();
+        assert_eq!(
+            (e.field.as_str(), e.value.as_str()),
+            ("--worker-processes", bad)
+        );
+        assert!(e.fix.contains("auto") && e.fix.contains("1 to 64"), "{e}");
+    }
+    let single = resolve(SpecInput {
+        topology: Some(Raw::flag("topology", "single")),
+        worker_processes: Some(Raw::flag("--worker-processes", "2")),
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert_eq!(single.field, "--worker-processes");
+}

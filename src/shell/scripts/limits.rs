@@ -51,6 +51,40 @@ pub fn parse_nofile(limits: &str) -> Option<(u64, u64)> {
     Some((nums.next()??, nums.next()??))
 }
 
+/// Counts nginx's worker processes: the processes of the container's cgroup (that of its PID 1, $1) whose
+/// command line starts with `nginx: worker process`, the title nginx gives its workers. cgroup v2, else
+/// v1's memory controller. An empty or root cgroup path (the container is gone) prints nothing: read
+/// there, it would count the host's and every other stack's nginx workers.
+const NGINX_WORKERS_BODY: &str = r#"pid=$1
+if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+  p=$(sed -n 's/^0:://p' /proc/$pid/cgroup 2>/dev/null)
+  d=/sys/fs/cgroup$p
+else
+  p=$(sed -n 's/^[0-9]*:memory:\(.*\)/\1/p' /proc/$pid/cgroup 2>/dev/null | head -n1)
+  d=/sys/fs/cgroup/memory$p
+fi
+case "$p" in ""|/) exit 0;; esac
+n=0
+while read -r q; do
+  case "$(tr '\0' ' ' < /proc/$q/cmdline 2>/dev/null)" in "nginx: worker process"*) n=$((n + 1));; esac
+done < "$d/cgroup.procs"
+echo "workers $n"
+"#;
+
+/// nginx's worker processes in the container whose PID 1 is `pid` (as the host sees it). Read with
+/// `parse_nginx_workers`. With `worker_processes auto` this is the real count (one per CPU nginx sees),
+/// so nginx's capacity is worker_connections × this / 2 proxied sockets.
+pub fn nginx_workers(pid: i64) -> Script {
+    Script::new(NGINX_WORKERS_BODY).arg(pid.to_string())
+}
+
+/// The count `nginx_workers` printed; None when it could not count (the container is gone).
+pub fn parse_nginx_workers(out: &str) -> Option<u32> {
+    out.lines()
+        .find_map(|l| l.trim().strip_prefix("workers "))
+        .and_then(|n| n.trim().parse().ok())
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Effective {
     pub service: String,
@@ -69,6 +103,9 @@ pub struct Effective {
     /// The cgroup's usage less its inactive file cache: the figure `docker stats` shows.
     #[serde(skip)]
     pub usage_bytes: Option<u64>,
+    /// nginx's worker processes, counted (the LB only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nginx_workers: Option<u32>,
     /// What differs from the spec, one message per limit.
     pub mismatches: Vec<String>,
 }
@@ -140,6 +177,7 @@ pub fn parse(service: &str, text: &str) -> Effective {
         cpu_usage_ns: usage.trim().parse().ok(),
         rss_bytes: rss.trim().parse().ok(),
         usage_bytes,
+        nginx_workers: None,
         mismatches: Vec::new(),
     }
 }
@@ -212,6 +250,21 @@ mod tests {
         let v2 = "Max open files 1024 4096 files\n--cpu\nmax 100000\n--mem\nmax\n";
         let e = parse("x", v2);
         assert_eq!((e.cpus, e.memory), (None, None));
+    }
+
+    #[test]
+    fn nginx_workers_are_counted_in_the_containers_own_cgroup() {
+        let s = nginx_workers(4242);
+        assert_eq!(s.args, ["4242"]);
+        assert!(s.body.contains("\"nginx: worker process\"*)"), "{}", s.body);
+        assert!(
+            s.body.contains("case \"$p\" in \"\"|/) exit 0;; esac"),
+            "{}",
+            s.body
+        );
+        assert_eq!(parse_nginx_workers("workers 3\n"), Some(3));
+        assert_eq!(parse_nginx_workers(""), None);
+        assert_eq!(parse_nginx_workers("workers ?\n"), None);
     }
 
     #[test]

@@ -6,7 +6,7 @@ mod health;
 mod login;
 mod projects;
 mod sharing;
-mod store;
+pub(crate) mod store;
 mod users;
 mod websocket_info;
 mod yjs_document;

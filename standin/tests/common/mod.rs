@@ -253,6 +253,13 @@ fn free_port() -> u16 {
 impl Server {
     /// Start with the base secrets plus `env`, and wait until /healthcheck answers.
     pub async fn start(env: &[(String, String)]) -> Server {
+        let mut server = Server::spawn(env);
+        server.wait_healthy().await;
+        server
+    }
+
+    /// Start with the base secrets plus `env`, without waiting for it.
+    pub fn spawn(env: &[(String, String)]) -> Server {
         let logdir = tempfile::tempdir().unwrap();
         let log = logdir.path().join("server.log");
         let port = free_port();
@@ -271,29 +278,47 @@ impl Server {
             cmd.env(k, v);
         }
         let child = cmd.spawn().expect("spawn exe-standin");
-        let mut server = Server {
+        Server {
             child,
             port,
             log,
             _logdir: logdir,
-        };
+        }
+    }
+
+    /// Wait until /healthcheck answers; the server exiting first fails the test.
+    pub async fn wait_healthy(&mut self) {
         let client = reqwest::Client::new();
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            if let Ok(Some(status)) = server.child.try_wait() {
-                panic!("exe-standin exited with {status}:\n{}", server.log_text());
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("exe-standin exited with {status}:\n{}", self.log_text());
             }
-            if let Ok(r) = client.get(server.url("/healthcheck")).send().await {
+            if let Ok(r) = client.get(self.url("/healthcheck")).send().await {
                 if r.status().is_success() {
-                    return server;
+                    return;
                 }
             }
             assert!(
                 Instant::now() < deadline,
                 "exe-standin not healthy in 60 s:\n{}",
-                server.log_text()
+                self.log_text()
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Its exit code once it has exited, waiting up to `within`; None while it still runs.
+    pub async fn exit_code(&mut self, within: Duration) -> Option<i32> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status.code().unwrap_or(-1));
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 
