@@ -83,12 +83,10 @@ fn level_plans(
 }
 
 /// What the bench takes from the stack's record: its knobs (for results.json and `runs diff`), nginx's
-/// worker_connections and worker processes, and what the app instances run (for the CPU scale).
+/// worker_connections, and what the app instances run (for the CPU scale).
 struct Recorded {
     knobs: std::collections::BTreeMap<String, String>,
     worker_connections: Option<u64>,
-    /// nginx's `worker_processes`: a number, or None for `auto` (one per CPU of the host).
-    worker_processes: Option<u64>,
     app_image: String,
     fault: Option<String>,
     /// The stand-in's own room cleanup (`STANDIN_ROOM_CLEANUP_MS`), when the stack sets it.
@@ -104,7 +102,6 @@ fn recorded(bundle: &std::path::Path) -> Recorded {
     Recorded {
         knobs,
         worker_connections: spec["nginx"]["worker_connections"].as_u64(),
-        worker_processes: spec["nginx"]["worker_processes"].as_u64(),
         app_image: spec["images"]["app"].as_str().unwrap_or_default().into(),
         fault: spec["env"]["STANDIN_FAULT"].as_str().map(String::from),
         room_cleanup: spec["env"]["STANDIN_ROOM_CLEANUP_MS"]
@@ -115,12 +112,10 @@ fn recorded(bundle: &std::path::Path) -> Recorded {
 }
 
 impl Recorded {
-    /// nginx's connections: worker_connections × worker processes (`auto`: the host's CPUs).
-    fn nginx_capacity(&self, host_cpus: Option<f64>) -> Option<u64> {
-        let workers = self
-            .worker_processes
-            .or(host_cpus.map(|c| c.max(1.0) as u64))?;
-        Some(self.worker_connections? * workers)
+    /// nginx's connections: worker_connections × the worker processes it really runs (counted in its
+    /// cgroup: `auto` is one per CPU nginx sees, the host's).
+    fn nginx_capacity(&self, workers: Option<u32>) -> Option<u64> {
+        Some(self.worker_connections? * workers? as u64)
     }
 
     fn cpu_scale(&self, host_cpus: Option<f64>) -> CpuScale {
@@ -136,6 +131,18 @@ impl Recorded {
             }),
         }
     }
+}
+
+/// The LB's worker processes, counted (None when they could not be: its capacity is then not judged).
+async fn nginx_workers(target: &Target, stack: &str) -> Option<u32> {
+    let observed = crate::engine::observe::observe(&target.docker, stack)
+        .await
+        .ok()?;
+    let nginx = observed.containers.iter().find(|c| c.service == "nginx")?;
+    crate::engine::limits::nginx_workers(target, &nginx.name)
+        .await
+        .ok()
+        .flatten()
 }
 
 /// The newest deploy record of this stack, if any.
@@ -266,6 +273,7 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
         .build()?;
     let target = rt.block_on(Target::connect(&spec))?;
     let deployed = status::read_deployed(&target, &stack)?;
+    let deployed_nginx = deployed.services.iter().any(|s| s == "nginx");
     // One bench (or deploy, prepare, teardown) of the stack at a time, from any machine.
     let lock = rt.block_on(crate::engine::remote_lock::lock_stack(
         &target,
@@ -290,10 +298,11 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
         );
     }
     let host_cpus = sampler.facts.host_cpus;
-    let (nginx_capacity, cpu_scale) = (
-        record.nginx_capacity(host_cpus),
-        record.cpu_scale(host_cpus),
-    );
+    let workers = match deployed_nginx {
+        true => rt.block_on(nginx_workers(&target, &stack)),
+        false => None,
+    };
+    let (nginx_capacity, cpu_scale) = (record.nginx_capacity(workers), record.cpu_scale(host_cpus));
     let generator_local = !target.is_remote();
     if !a.json {
         eprintln!(
