@@ -136,7 +136,7 @@ pub fn time_charts(
         .map(|s| (at(s), 100.0))
         .collect();
     if !cpu_sampled.is_empty() {
-        cpu.push(Series::limit("all it can use", color, cpu_sampled));
+        cpu.push(Series::limit("usable CPU limit", color, cpu_sampled));
     }
     let nginx = vec![Series::line(
         "active connections",
@@ -197,7 +197,7 @@ pub fn time_charts(
     if let Some(h) = scale.host_cpus {
         let pts: Vec<(f64, f64)> = samples.iter().map(|s| (at(s), h)).collect();
         if !pts.is_empty() {
-            load.push(Series::limit("the host's CPUs", 4, pts));
+            load.push(Series::limit("the host's CPU limit", 4, pts));
         }
     }
     let charts = [
