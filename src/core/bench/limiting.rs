@@ -12,6 +12,8 @@ use super::timeline::{ContainerSample, LevelSpan, Sample};
 pub const GENERATOR_BOUND_PCT: f64 = 85.0;
 /// A resource is "at its limit" from this share of it.
 pub const NEAR_LIMIT: f64 = 0.8;
+/// The SUT host's CPU is saturated from this share of its CPUs busy (or its load average at its CPUs).
+pub const HOST_SATURATED: f64 = 0.9;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -246,35 +248,37 @@ fn host_cpu(during: &[&Sample], known: &Known) -> Option<HostCpu> {
 }
 
 /// The resource nearest its limit, when one is near it; the app instances are named together. A
-/// container at its own limit explains itself before the host does (within 5 points).
+/// container at its own limit explains itself (it got all it may use, however busy the host); when none
+/// is, a saturated host is what held them back.
 fn name_the_top(candidates: Vec<Candidate>, host: Option<HostCpu>, known: &Known) -> Limiting {
     let top = candidates.iter().max_by(|a, b| a.share.total_cmp(&b.share));
-    if let Some(h) = host
-        .as_ref()
-        .filter(|h| h.share >= NEAR_LIMIT && top.is_none_or(|t| h.share > t.share + 0.05))
-    {
-        let host_cpus = known.cpu.host_cpus.unwrap_or(0.0);
+    let host_cpus = known.cpu.host_cpus.unwrap_or(0.0);
+    let host_text = |h: &HostCpu| {
+        format!(
+            "{:.1} of the host's {} busy (p90){}{}",
+            h.busy_cpus,
+            cpus(host_cpus),
+            if known.generator_local {
+                format!(
+                    "; the generator shares the host (local target) and used {:.1} of them",
+                    h.generator_cpus
+                )
+            } else {
+                String::new()
+            },
+            h.load
+                .map(|l| format!("; load average {l:.1}"))
+                .unwrap_or_default()
+        )
+    };
+    let saturated = host.as_ref().filter(|h| h.share >= HOST_SATURATED);
+    if let Some(h) = saturated.filter(|_| top.is_none_or(|t| t.share < NEAR_LIMIT)) {
         return Limiting {
             resource: Resource::Cpu,
             component: "the SUT host's CPU".into(),
             services: vec!["host".into()],
             share: h.share,
-            detail: format!(
-                "{:.1} of the host's {} busy (p90){}{}",
-                h.busy_cpus,
-                cpus(host_cpus),
-                if known.generator_local {
-                    format!(
-                        "; the generator shares the host (local target) and used {:.1} of them",
-                        h.generator_cpus
-                    )
-                } else {
-                    String::new()
-                },
-                h.load
-                    .map(|l| format!("; load average {l:.1}"))
-                    .unwrap_or_default()
-            ),
+            detail: host_text(h),
             generator_bound: false,
         };
     }
@@ -330,9 +334,12 @@ fn name_the_top(candidates: Vec<Candidate>, host: Option<HostCpu>, known: &Known
     Limiting {
         resource: top.resource,
         detail: format!(
-            "{} at {:.0} % of {limit} (p90 over the level)",
+            "{} at {:.0} % of {limit} (p90 over the level){}",
             services.join(", "),
             top.share * 100.0,
+            saturated
+                .map(|h| format!("; the SUT host was saturated too: {}", host_text(h)))
+                .unwrap_or_default()
         ),
         component,
         services,

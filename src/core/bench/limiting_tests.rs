@@ -302,4 +302,21 @@ fn a_saturated_host_is_named_and_says_the_generator_shares_it() {
     let l = limiting_component(&SPAN, &loaded, &remote);
     assert_eq!(l.component, "the SUT host's CPU", "{l:?}");
     assert!(l.detail.ends_with("; load average 2.4"), "{}", l.detail);
+    // An instance at its own quota got all it may use: it is named, the busy host said beside it.
+    let capped: Vec<Sample> = loaded
+        .iter()
+        .cloned()
+        .map(|mut x| {
+            x.containers[0] = container("app-1", 49.0, 0.5, 40, 512);
+            x
+        })
+        .collect();
+    let l = limiting_component(&SPAN, &capped, &remote);
+    assert_eq!(l.component, "app instances' CPU", "{l:?}");
+    assert!(
+        l.detail
+            .contains("; the SUT host was saturated too: 1.3 of the host's 2 CPUs busy"),
+        "{}",
+        l.detail
+    );
 }
