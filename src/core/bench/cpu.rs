@@ -48,6 +48,22 @@ impl CpuScale {
         ))
     }
 
+    /// What `c`'s scale is, in words: "1 CPU: Bun runs …", "its quota, 0.2 CPU", "the host's 2 CPUs".
+    pub fn reason(&self, c: &ContainerSample) -> String {
+        let Some(usable) = self.usable(c) else {
+            return "no limit known".into();
+        };
+        match (&self.app_threads, c.cpu_limit) {
+            (Some(t), quota)
+                if is_app(&c.service) && usable == t.cpus && quota.is_none_or(|q| q > t.cpus) =>
+            {
+                format!("{}: {}", cpus(t.cpus), t.why)
+            }
+            (_, Some(_)) => format!("its quota, {}", cpus(usable)),
+            (_, None) => format!("the host's {}", cpus(usable)),
+        }
+    }
+
     /// Each service's scale once, in words: "app-1, app-2: 1 CPU (quota 2; Bun runs …); nginx: 2 CPUs
     /// (the host's)".
     pub fn describe(&self, samples: &[Sample]) -> String {
@@ -125,6 +141,12 @@ mod tests {
         assert_eq!(real.show(&nginx).unwrap(), "15 % of 2 CPUs");
         let small = c("app-2", 45.0, Some(0.5));
         assert_eq!(real.usable(&small), Some(0.5), "a quota below one thread");
+        assert_eq!(
+            real.reason(&app),
+            "1 CPU: Bun runs the app's JavaScript on one thread"
+        );
+        assert_eq!(real.reason(&small), "its quota, 0.5 CPU");
+        assert_eq!(real.reason(&nginx), "the host's 2 CPUs");
         let plain = CpuScale {
             host_cpus: Some(2.0),
             app_threads: None,

@@ -89,6 +89,8 @@ struct Candidate {
     service: String,
     share: f64,
     what: String,
+    /// The limit it is a share of, in words ("its quota, 0.5 CPU", "its nofile", …).
+    limit: String,
 }
 
 /// The 90th percentile of `values` (None when empty): high enough to see a saturated level, low enough
@@ -174,26 +176,34 @@ fn containers(during: &[&Sample], known: &Known) -> Vec<Candidate> {
                 .filter_map(|s| s.container(service).and_then(f))
                 .collect())
         };
+        let scale = during
+            .iter()
+            .find_map(|s| s.container(service))
+            .map(|c| format!("the CPU it can use ({})", known.cpu.reason(c)))
+            .unwrap_or_default();
         let shares = [
-            (Resource::Cpu, "CPU", series(&|c| known.cpu.share(c))),
+            (Resource::Cpu, "CPU", scale, series(&|c| known.cpu.share(c))),
             (
                 Resource::Memory,
                 "memory",
+                "its memory limit".to_string(),
                 series(&|c| Some(c.rss_bytes? as f64 / c.mem_limit_bytes? as f64)),
             ),
             (
                 Resource::OpenFiles,
                 "open files",
+                "its nofile".to_string(),
                 series(&|c| c.open_files_share()),
             ),
         ];
-        for (resource, what, share) in shares {
+        for (resource, what, limit, share) in shares {
             if let Some(share) = share {
                 out.push(Candidate {
                     resource,
                     service: service.into(),
                     share,
                     what: what.into(),
+                    limit,
                 });
             }
         }
@@ -213,6 +223,7 @@ fn nginx_connections(during: &[&Sample], known: &Known) -> Option<Candidate> {
         service: "nginx".into(),
         share,
         what: "worker_connections".into(),
+        limit: "worker_connections × workers".into(),
     })
 }
 
@@ -324,13 +335,7 @@ fn name_the_top(candidates: Vec<Candidate>, host: Option<HostCpu>, known: &Known
         Resource::NginxConnections => "nginx worker_connections".to_string(),
         _ => format!("{who} {}", top.what),
     };
-    let limit = match top.resource {
-        Resource::Cpu => format!("the CPU it can use ({})", known_scale(known, &top.service)),
-        Resource::Memory => "its memory limit".into(),
-        Resource::OpenFiles => "its nofile".into(),
-        Resource::NginxConnections => "worker_connections × workers".into(),
-        _ => "its limit".into(),
-    };
+    let limit = &top.limit;
     Limiting {
         resource: top.resource,
         detail: format!(
@@ -345,16 +350,6 @@ fn name_the_top(candidates: Vec<Candidate>, host: Option<HostCpu>, known: &Known
         services,
         share: top.share,
         generator_bound: false,
-    }
-}
-
-/// "1 CPU: Bun runs …" or "its quota", for a CPU limit's detail.
-fn known_scale(known: &Known, service: &str) -> String {
-    match &known.cpu.app_threads {
-        Some(t) if crate::core::status::is_app(service) => {
-            format!("at most {}: {}", cpus(t.cpus), t.why)
-        }
-        _ => "its quota, else the host's CPUs".into(),
     }
 }
 

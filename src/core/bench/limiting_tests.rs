@@ -76,7 +76,7 @@ fn instances_at_their_cpu_quota_are_named_together() {
     assert_eq!(l.services, vec!["app-1", "app-2"]);
     assert_eq!(
         l.detail,
-        "app-1, app-2 at 98 % of the CPU it can use (its quota, else the host's CPUs) (p90 over the level)"
+        "app-1, app-2 at 98 % of the CPU it can use (its quota, 0.5 CPU) (p90 over the level)"
     );
     assert!(!l.generator_bound);
 }
@@ -247,7 +247,7 @@ fn an_instance_saturating_its_one_thread_is_named_whatever_its_quota() {
     );
     assert_eq!(
         l.detail,
-        "app-1, app-2 at 92 % of the CPU it can use (at most 1 CPU: Bun runs the app's JavaScript on one thread) (p90 over the level)"
+        "app-1, app-2 at 92 % of the CPU it can use (1 CPU: Bun runs the app's JavaScript on one thread) (p90 over the level)"
     );
 }
 
