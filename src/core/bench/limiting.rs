@@ -326,10 +326,10 @@ fn name_the_top(candidates: Vec<Candidate>, host: Option<HostCpu>, known: &Known
         .map(|c| c.service.clone())
         .collect();
     services.sort();
-    let who = if group(&top.service) == "app" {
-        "app instances'".to_string()
-    } else {
-        format!("{}'s", top.service)
+    let who = match top.service.as_str() {
+        "app" => "the app's".to_string(),
+        s if group(s) == "app" => "app instances'".to_string(),
+        s => format!("{s}'s"),
     };
     let component = match top.resource {
         Resource::NginxConnections => "nginx worker_connections".to_string(),
