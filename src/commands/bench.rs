@@ -137,6 +137,7 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
         Some(d) => d.clone(),
         None => benches_dir().join(&run_id),
     };
+    crate::runs::record_bench_out(&crate::secrets::state_root(), &run_id, &out_dir)?;
     if out_dir.join(RESULTS).exists() {
         return Err(UsageError::new(
             if a.out.is_some() { "--out" } else { "--run-id" },
