@@ -21,6 +21,23 @@ fn assert_no_values(err: &str, password: &str) {
     assert!(err.len() < 2000, "{} bytes of error: {err}", err.len());
 }
 
+/// A single stack on `db`, deployed and ready.
+fn deploy_single(x: &Exectl, stack: &str, db: &str) {
+    let port = Stack::port();
+    let out = x.deploy_json(&[
+        "single",
+        "--db",
+        db,
+        "--stack",
+        stack,
+        "--http-port",
+        &port,
+        "--nofile",
+        "20000",
+    ]);
+    assert_eq!(out["ok"], true, "{out}");
+}
+
 fn password_file(dir: &std::path::Path, password: &str) -> String {
     let file = dir.join("pw");
     std::fs::write(&file, format!("{password}\n")).unwrap();
@@ -32,19 +49,8 @@ fn password_file(dir: &std::path::Path, password: &str) -> String {
 async fn a_row_the_database_refuses_is_named_by_statement_and_rows() {
     let d = docker().await;
     let s = Stack::new("prep-check").await;
-    let (x, stack, port) = (&*s.x, s.name.as_str(), Stack::port());
-    let out = x.deploy_json(&[
-        "single",
-        "--db",
-        "postgres",
-        "--stack",
-        stack,
-        "--http-port",
-        &port,
-        "--nofile",
-        "20000",
-    ]);
-    assert_eq!(out["ok"], true, "{out}");
+    let (x, stack) = (&*s.x, s.name.as_str());
+    deploy_single(x, stack, "postgres");
     // The app has migrated (it is ready): refuse one of the accounts prepare will write.
     sql(
         &d,
@@ -85,19 +91,8 @@ async fn a_row_the_database_refuses_is_named_by_statement_and_rows() {
 async fn a_database_lost_mid_write_prints_no_seeded_value() {
     let d = docker().await;
     let s = Stack::new("prep-lost").await;
-    let (x, stack, port) = (&*s.x, s.name.as_str(), Stack::port());
-    let out = x.deploy_json(&[
-        "single",
-        "--db",
-        "mariadb",
-        "--stack",
-        stack,
-        "--http-port",
-        &port,
-        "--nofile",
-        "20000",
-    ]);
-    assert_eq!(out["ok"], true, "{out}");
+    let (x, stack) = (&*s.x, s.name.as_str());
+    deploy_single(x, stack, "mariadb");
     let dir = tempfile::tempdir().unwrap();
     let password = "Pw-lost-41be";
     let pw = password_file(dir.path(), password);
