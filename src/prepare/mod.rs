@@ -20,9 +20,9 @@ pub mod verify;
 
 pub use reset::{reset, Kept, ResetSummary};
 pub use seeding::check_rows;
-use seeding::seed;
 #[cfg(test)]
-use seeding::{failing, group, row_spans, rows_of};
+use seeding::group;
+use seeding::seed;
 
 use crate::error::UsageError;
 use crate::spec::{Db, Topology};
@@ -528,45 +528,6 @@ mod tests {
             "an oversized chunk is still sent"
         );
         assert!(group(&[], 10).is_empty());
-    }
-
-    #[test]
-    fn a_failed_write_names_its_statement_and_rows() {
-        let c = |what, statement, rows, lines: usize| sql::Chunk {
-            what,
-            statement,
-            rows,
-            sql: "x\n".repeat(lines),
-        };
-        let chunks = vec![
-            c("accounts", "INSERT INTO users", 5000, 10),
-            c("accounts", "INSERT INTO users", 5000, 10),
-            c("accounts", "INSERT INTO users", 100, 10),
-            c(
-                "projects",
-                "INSERT INTO projects and yjs_documents",
-                2000,
-                10,
-            ),
-        ];
-        let spans = row_spans(&chunks);
-        let g = &chunks[1..];
-        // Line 15 of the exec's script is in its second chunk (lines 11..=20).
-        assert_eq!(failing(g, 1, Some(15)), vec![2]);
-        assert_eq!(
-            rows_of(&failing(g, 1, Some(15)), &spans),
-            "accounts 10001–10100 of 10100 (INSERT INTO users)"
-        );
-        // No line (a broken pipe, a lost connection without one): the whole exec.
-        assert_eq!(
-            rows_of(&failing(g, 1, None), &spans),
-            "accounts 5001–10100 of 10100 (INSERT INTO users), projects 1–2000 of 2000 (INSERT INTO projects and yjs_documents)"
-        );
-        assert_eq!(
-            failing(g, 1, Some(99)),
-            vec![1, 2, 3],
-            "beyond the chunks: the readback"
-        );
     }
 
     #[test]
