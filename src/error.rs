@@ -39,6 +39,40 @@ impl fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// Several bad inputs found at once (deploy's and plan's preflight name every one, not only the first).
+/// Exit code 2, as for one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageErrors(pub Vec<UsageError>);
+
+impl UsageErrors {
+    /// Ok when there are none; one is itself; more are all of them.
+    pub fn result(mut errors: Vec<UsageError>) -> anyhow::Result<()> {
+        match errors.len() {
+            0 => Ok(()),
+            1 => Err(errors.remove(0).into()),
+            _ => Err(UsageErrors(errors).into()),
+        }
+    }
+}
+
+impl fmt::Display for UsageErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} problems:", self.0.len())?;
+        for e in &self.0 {
+            write!(f, "\n  - {e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for UsageErrors {}
+
+/// Whether an error chain is bad input (one problem or several).
+pub fn is_usage(err: &anyhow::Error) -> bool {
+    err.chain()
+        .any(|e| e.is::<UsageError>() || e.is::<UsageErrors>())
+}
+
 /// Exit codes: stable, documented in README, the same for every command.
 pub mod exit {
     pub const OK: i32 = 0;
@@ -86,7 +120,7 @@ fn engine_unreachable(e: &bollard::errors::Error) -> bool {
 /// lock held by another, then an unreachable target; anything else is a failure on the target.
 pub fn exit_code(err: &anyhow::Error) -> i32 {
     let any = |f: &dyn Fn(&(dyn std::error::Error + 'static)) -> bool| err.chain().any(f);
-    if any(&|e| e.is::<UsageError>()) {
+    if is_usage(err) {
         exit::USAGE
     } else if any(&|e| {
         e.is::<crate::engine::lock::Locked>() || e.is::<crate::engine::lock::LockLost>()
@@ -116,6 +150,20 @@ mod tests {
             exit_code(&usage.context("deploy would refuse")),
             exit::USAGE
         );
+        let two = vec![
+            UsageError::new("--cpus", "9", "p", "f"),
+            UsageError::new("--lb-port", "80", "q", "g"),
+        ];
+        let both = UsageErrors::result(two).unwrap_err();
+        assert_eq!(exit_code(&both), exit::USAGE);
+        let text = format!("{both:#}");
+        assert!(
+            text.starts_with("2 problems:") && text.contains("\n  - invalid --lb-port"),
+            "{text}"
+        );
+        let one = UsageErrors::result(vec![UsageError::new("--cpus", "9", "p", "f")]).unwrap_err();
+        assert!(one.is::<UsageError>());
+        assert!(UsageErrors::result(vec![]).is_ok());
         let locked = anyhow::Error::new(crate::engine::lock::LockLost {
             stack: "s".into(),
             taken_by: "t".into(),

@@ -1,12 +1,16 @@
 //! Run records: what a deploy deployed, precisely enough to compare two runs one variable at a time.
 //! Records are JSON files under <state>/runs/; building, flattening and diffing them is pure.
 
+use crate::core::bench::compare::{follows_variant, knob_variable};
 use crate::error::UsageError;
 use crate::spec::Spec;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+pub mod bench;
+pub use bench::record_out as record_bench_out;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Record {
@@ -156,8 +160,8 @@ pub fn save_next(dir: &Path, spec: &Spec, r: &mut Record) -> Result<PathBuf> {
     anyhow::bail!("could not pick a free run id in {}", dir.display())
 }
 
-pub fn load(dir: &Path, id: &str) -> Result<Record> {
-    // An id is one file name in the runs folder, never a path to somewhere else.
+/// An id is one file or folder name in the state folder, never a path to somewhere else.
+pub fn check_id(id: &str) -> Result<(), UsageError> {
     if id.is_empty()
         || id.starts_with('.')
         || !id
@@ -169,19 +173,35 @@ pub fn load(dir: &Path, id: &str) -> Result<Record> {
             id,
             "not a run id (letters, digits, - _ . only)",
             "see `exectl runs list` for the recorded ids",
-        )
-        .into());
+        ));
     }
+    Ok(())
+}
+
+/// The deploy record `id`, if there is one.
+pub fn find(dir: &Path, id: &str) -> Result<Option<Record>> {
+    check_id(id)?;
     let path = dir.join(format!("{id}.json"));
-    let text = std::fs::read_to_string(&path).map_err(|_| {
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    serde_json::from_str(&text)
+        .map(Some)
+        .with_context(|| format!("reading {}", path.display()))
+}
+
+pub fn load(dir: &Path, id: &str) -> Result<Record> {
+    find(dir, id)?.ok_or_else(|| {
         UsageError::new(
             "run id",
             id,
             "no such run record",
             "see `exectl runs list` for the recorded ids",
         )
-    })?;
-    serde_json::from_str(&text).with_context(|| format!("reading {}", path.display()))
+        .into()
+    })
 }
 
 /// One difference between two records.
@@ -225,11 +245,8 @@ fn variable_of(key: &str) -> Option<String> {
     if key.starts_with(FILES) {
         return None;
     }
-    if let Some(rest) = key.strip_prefix("knobs.nginx.") {
-        return Some(format!("nginx {}", rest.replace('_', " ")));
-    }
     if let Some(k) = key.strip_prefix("knobs.") {
-        return Some(k.to_string());
+        return Some(knob_variable(k));
     }
     if let Some(rest) = key.strip_prefix("images.") {
         return Some(format!("image {}", rest.split('.').next().unwrap_or(rest)));
@@ -283,7 +300,10 @@ pub fn diff(a: &Record, b: &Record) -> Diff {
             continue;
         };
         // Knobs that only followed the variant's defaults are the variant's change.
-        if nginx_variant_changed && v.starts_with("nginx ") && follows_variant(&c.key, b) {
+        if nginx_variant_changed
+            && v.starts_with("nginx ")
+            && follows_variant(c.key.trim_start_matches("knobs."), &b.knobs)
+        {
             v = "nginx variant".into();
         }
         if !variables.contains(&v) {
@@ -291,31 +311,6 @@ pub fn diff(a: &Record, b: &Record) -> Diff {
         }
     }
     Diff { changes, variables }
-}
-
-fn follows_variant(key: &str, r: &Record) -> bool {
-    let Some(variant) = r.knobs.get("nginx.variant") else {
-        return false;
-    };
-    let Some((_, (alg, wc, rl))) = crate::spec::NginxVariant::ALL
-        .iter()
-        .find(|(n, _)| n == variant)
-        .map(|(n, v)| (n, v.defaults()))
-    else {
-        return false;
-    };
-    let expected = match key {
-        "knobs.nginx.variant" => return true,
-        "knobs.nginx.lb_algorithm" => serde_json::to_value(alg)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from)),
-        "knobs.nginx.worker_connections" => Some(wc.to_string()),
-        "knobs.nginx.worker_rlimit_nofile" => {
-            Some(rl.map(|r| r.to_string()).unwrap_or_else(|| "-".into()))
-        }
-        _ => None,
-    };
-    expected.is_some() && r.knobs.get(key.trim_start_matches("knobs.")) == expected.as_ref()
 }
 
 #[cfg(test)]

@@ -5,6 +5,12 @@
 //! is held. The same script on a layout where project i mod M is not account i mod N's (the projects
 //! in another order) is refused with 4003 and k6's exit code says so. A password given by
 //! --password-file is not printed. k6 missing is a failure, never a pass.
+//!
+//! And the way upstream runs its scenarios: the `export` lines prepare printed, evaluated by a shell,
+//! then tests/k6/upstream_run.sh smoke (what their run.sh passes k6) on tests/k6/upstream_smoke.js
+//! (what their smoke scenario reads, with the same defaults), from a checkout with no
+//! test/load/data/projects.json of its own: it passes, and without the printed BENCH_PROJECTS_FILE it
+//! fails on the missing file.
 
 mod common;
 
@@ -14,6 +20,7 @@ use std::path::Path;
 use std::process::Command;
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/k6/upstream_layout.js");
+const K6_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/k6");
 /// N accounts, K per project: M = 4 projects, and 2N virtual users so that i mod N wraps.
 const ACCOUNTS: &str = "8";
 const K: &str = "2";
@@ -125,7 +132,7 @@ async fn upstream_k6_layout_holds_every_socket() {
             ("BENCH_USER_COUNT", ACCOUNTS.to_string()),
             ("USERS_PER_PROJECT", K.to_string()),
             ("BENCH_PASSWORD", "Bench1234!".to_string()),
-            ("PROJECTS_FILE", projects.display().to_string()),
+            ("BENCH_PROJECTS_FILE", projects.display().to_string()),
         ]
         .map(|(k, v)| (k.to_string(), v)),
     );
@@ -148,14 +155,14 @@ async fn upstream_k6_layout_holds_every_socket() {
     let other = out.path().join("reversed.json");
     std::fs::write(&other, serde_json::to_vec(&reversed).unwrap()).unwrap();
     let mut wrong = env.clone();
-    wrong.insert("PROJECTS_FILE".into(), other.display().to_string());
+    wrong.insert("BENCH_PROJECTS_FILE".into(), other.display().to_string());
     let (code, counts, text) = k6(&wrong, out.path());
     assert_eq!(code, Some(99), "thresholds crossed: {text}");
     assert_eq!(counts["layout_ws_4003"], 16, "{counts:?}\n{text}");
     assert_eq!(counts["layout_ws_held"], 0, "{counts:?}\n{text}");
 
-    // A password of --password-file is not printed; the k6 user exports it, and the note names the
-    // pattern upstream's scripts would not build.
+    // A password of --password-file is not printed; the k6 user exports it. The pattern reaches
+    // upstream's scripts as BENCH_USER_PREFIX and BENCH_USER_DOMAIN.
     let pw = out.path().join("pw");
     std::fs::write(&pw, "Sekr1t-k6-pw\n").unwrap();
     let pw_out = tempfile::tempdir().unwrap();
@@ -176,15 +183,96 @@ async fn upstream_k6_layout_holds_every_socket() {
     ]);
     assert!(!printed.contains("Sekr1t"), "{printed}");
     assert!(printed.contains("# BENCH_PASSWORD: "), "{printed}");
-    assert!(printed.contains("k6pw-{i}@exelearning.net"), "{printed}");
     let mut env = exports(&printed);
     assert!(!env.contains_key("BENCH_PASSWORD"), "{printed}");
+    assert_eq!(env["BENCH_USER_PREFIX"], "k6pw-", "{printed}");
+    assert_eq!(env["BENCH_USER_DOMAIN"], "exelearning.net", "{printed}");
     env.insert("BENCH_PASSWORD".into(), "Sekr1t-k6-pw".into());
-    env.insert(
-        "BENCH_EMAIL_PATTERN".into(),
-        "k6pw-{i}@exelearning.net".into(),
-    );
     let (code, counts, text) = k6(&env, pw_out.path());
     assert_eq!(code, Some(0), "{text}");
     assert_eq!(counts["layout_ws_held"], 16, "{counts:?}\n{text}");
+}
+
+/// A checkout laid out as upstream's (test/load/scripts/run.sh, test/load/k6/smoke.js) in `root`, and
+/// `run.sh smoke` in it after a shell has evaluated `exports` (exactly the lines prepare printed), with
+/// nothing else in the environment but PATH and HOME. Exit code and output.
+fn upstream_smoke(root: &Path, exports: &str) -> (Option<i32>, String) {
+    let scripts = root.join("test/load/scripts");
+    let k6_dir = root.join("test/load/k6");
+    std::fs::create_dir_all(&scripts).unwrap();
+    std::fs::create_dir_all(&k6_dir).unwrap();
+    std::fs::copy(
+        Path::new(K6_DIR).join("upstream_run.sh"),
+        scripts.join("run.sh"),
+    )
+    .unwrap();
+    std::fs::copy(
+        Path::new(K6_DIR).join("upstream_smoke.js"),
+        k6_dir.join("smoke.js"),
+    )
+    .unwrap();
+    let env_file = root.join("printed.env");
+    std::fs::write(&env_file, exports).unwrap();
+    let out = Command::new("bash")
+        .args([
+            "-c",
+            ". \"$1\" && exec bash test/load/scripts/run.sh smoke",
+            "sh",
+        ])
+        .arg(&env_file)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", root)
+        .current_dir(root)
+        .output()
+        .expect("run bash");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine, the fixture images and k6; bash scripts/test.sh runs it"]
+async fn prepares_printed_env_runs_upstreams_smoke_unchanged() {
+    require_k6();
+    let s = Stack::new("k6smoke").await;
+    let port = Stack::port();
+    let deployed = s.x.deploy_json(&single_sqlite(&s.name, &port));
+    assert_eq!(deployed["ok"], true, "{deployed}");
+    // The default layout (one user per project) and no --out: projects.json is the stack's copy, not
+    // the checkout's test/load/data/projects.json that upstream's scripts default to.
+    let printed = s.x.ok(&[
+        "prepare",
+        "--stack",
+        &s.name,
+        "--accounts",
+        "10",
+        "--bcrypt-cost",
+        "4",
+    ]);
+    let exports: String = printed
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("export "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+
+    let checkout = tempfile::tempdir().unwrap();
+    let (code, text) = upstream_smoke(checkout.path(), &exports);
+    assert_eq!(code, Some(0), "{exports}\n{text}");
+    assert!(exports.contains("export BENCH_PROJECTS_FILE="), "{printed}");
+
+    // Without the projects file prepare printed, the same run looks for the checkout's own and fails:
+    // what today's output (PROJECTS_FILE only) did.
+    let without: String = exports
+        .lines()
+        .filter(|l| !l.starts_with("export BENCH_PROJECTS_FILE="))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let (code, text) = upstream_smoke(checkout.path(), &without);
+    assert_ne!(code, Some(0), "{text}");
+    assert!(text.contains("no such file"), "{text}");
 }

@@ -1,14 +1,20 @@
 //! Bad input to `exectl load` exits 2 with a one-line error naming the flag, before a single dial
-//! (nothing listens on the URLs used here).
+//! (nothing listens on the URLs used here): expired minted tokens included, whose refusal names the
+//! file, the time and the fix; tokens that would expire during the run are warned about.
 
 use std::path::Path;
 use std::process::Command;
 
-use exectl::load::manifest::{Account, Manifest, Project, Role};
+use exectl::load::manifest::{Account, Manifest, Project, Role, TokenEntry};
 
 const UUID: &str = "0b8e6f6e-8a43-4f55-9d3c-2f1b7b0a9e11";
 
 fn manifest(dir: &Path, accounts: usize) {
+    manifest_with_tokens(dir, accounts, None);
+}
+
+/// With `tokens: Some((iat, ttl))`, a tokens.json minted at iat for ttl seconds too.
+fn manifest_with_tokens(dir: &Path, accounts: usize, tokens: Option<(i64, i64)>) {
     let accounts: Vec<Account> = (0..accounts)
         .map(|i| Account {
             email: format!("u{i}@x.org"),
@@ -25,7 +31,24 @@ fn manifest(dir: &Path, accounts: usize) {
         uuid: UUID.into(),
         owner_email: "u0@x.org".into(),
     }];
-    Manifest::write(dir, &accounts, &projects, None).unwrap();
+    let tokens = tokens.map(|(iat, ttl)| {
+        accounts
+            .iter()
+            .enumerate()
+            .map(|(i, a)| TokenEntry {
+                email: a.email.clone(),
+                token: exectl::prepare::token::mint(b"s", i as i64 + 1, &a.email, iat, ttl),
+            })
+            .collect::<Vec<_>>()
+    });
+    Manifest::write(dir, &accounts, &projects, tokens.as_deref()).unwrap();
+}
+
+fn now_s() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
 }
 
 fn load(args: &[&str]) -> (i32, String) {
@@ -177,4 +200,56 @@ fn limits_that_cannot_hold_the_run_exit_2_with_the_fix() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("RLIMIT_NOFILE"), "{stderr}");
     assert!(stderr.contains("ulimit"), "the fix is named: {stderr}");
+}
+
+#[test]
+fn expired_tokens_exit_2_before_any_connection() {
+    let d = tempfile::tempdir().unwrap();
+    // Minted two days ago for a day.
+    manifest_with_tokens(d.path(), 2, Some((now_s() - 2 * 86_400, 86_400)));
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", server.local_addr().unwrap());
+    let out = Command::new(env!("CARGO_BIN_EXE_exectl"))
+        .args(["load", "idle", "--url", &url, "--tokens", "--hold", "5s"])
+        .arg("--manifest")
+        .arg(d.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("invalid --tokens")
+            && err.contains("tokens.json")
+            && err.contains("tokens expired at ")
+            && err.contains("(2 of 2)")
+            && err.contains("--mint-tokens"),
+        "{err}"
+    );
+    // Not one connection reached the server.
+    server.set_nonblocking(true).unwrap();
+    let accepted = server.accept();
+    assert!(
+        matches!(&accepted, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "load connected before refusing: {accepted:?}"
+    );
+}
+
+#[test]
+fn tokens_that_expire_before_the_run_ends_are_warned_about() {
+    let d = tempfile::tempdir().unwrap();
+    // Valid for another minute; the run would take an hour.
+    manifest_with_tokens(d.path(), 2, Some((now_s() - 3_540, 3_600)));
+    let out = Command::new(env!("CARGO_BIN_EXE_exectl"))
+        // Nothing listens on port 1: the run fails fast after the warning.
+        .args(["load", "idle", "--url", "http://127.0.0.1:1", "--tokens"])
+        .args(["--hold", "1h", "--users", "1", "--quiet"])
+        .arg("--manifest")
+        .arg(d.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning: the tokens in ") && err.contains("before this run could end"),
+        "{err}"
+    );
 }

@@ -52,6 +52,8 @@ async fn teardown_breaking_a_running_deploys_lock_converges() {
         err.contains("was taken over by exectl teardown"),
         "the deploy names who took its lock: {err}"
     );
+    // README's exit-code table: a lock taken from this command while it ran is 4, as a held one is.
+    assert_eq!(deploy.status.code(), Some(4), "{err}");
     // Whatever is left, the next teardown converges to nothing, and the next deploy to a ready stack.
     x.ok(&["teardown", "--stack", stack, "--purge"]);
     assert!(

@@ -160,42 +160,83 @@ mod conflicts {
         }
     }
 
+    /// The one conflict found.
+    fn one(mut v: Vec<exectl::error::UsageError>) -> exectl::error::UsageError {
+        assert_eq!(v.len(), 1, "{v:?}");
+        v.remove(0)
+    }
+
     #[test]
     fn a_foreign_container_under_one_of_the_stacks_names_is_refused() {
         let d = desired_for(&[]);
-        let e = check_conflicts(&d, &[container("exectl-exe-app-1", None, &[])], &[]).unwrap_err();
+        let e = one(check_conflicts(
+            &d,
+            &[container("exectl-exe-app-1", None, &[])],
+            &[],
+        ));
         assert_eq!(e.field, "--stack");
         assert!(
             e.problem.contains("exectl-exe-app-1") && e.problem.contains("did not create"),
             "{e}"
         );
-        let e = check_conflicts(
+        let e = one(check_conflicts(
             &d,
             &[container("exectl-exe-nginx", Some("other"), &[])],
             &[],
-        )
-        .unwrap_err();
+        ));
         assert!(e.problem.contains("belongs to stack other"), "{e}");
         // The stack's own containers are no conflict (a re-deploy).
-        check_conflicts(&d, &[container("exectl-exe-app-1", Some("exe"), &[])], &[]).unwrap();
+        assert!(
+            check_conflicts(&d, &[container("exectl-exe-app-1", Some("exe"), &[])], &[]).is_empty()
+        );
     }
 
     #[test]
     fn a_port_held_elsewhere_is_refused_with_its_flag() {
         let d = desired_for(&[]);
-        let e = check_conflicts(&d, &[container("web", None, &[8090])], &[8090]).unwrap_err();
+        let e = one(check_conflicts(
+            &d,
+            &[container("web", None, &[8090])],
+            &[8090],
+        ));
         assert_eq!((e.field.as_str(), e.value.as_str()), ("--lb-port", "8090"));
         assert!(e.problem.contains("container web"), "{e}");
-        let e = check_conflicts(&d, &[], &[22, 8090]).unwrap_err();
+        let e = one(check_conflicts(&d, &[], &[22, 8090]));
         assert!(e.problem.contains("already in use"), "{e}");
         // Our own nginx publishing it (its proxy listens) is the re-deploy case.
-        check_conflicts(
+        assert!(check_conflicts(
             &d,
             &[container("exectl-exe-nginx", Some("exe"), &[8090])],
             &[8090],
         )
-        .unwrap();
-        check_conflicts(&d, &[], &[22, 8080]).unwrap();
+        .is_empty());
+        assert!(check_conflicts(&d, &[], &[22, 8080]).is_empty());
+    }
+
+    #[test]
+    fn every_conflict_is_named() {
+        let d = desired_for(&[]);
+        let found = check_conflicts(
+            &d,
+            &[
+                container("exectl-exe-app-1", None, &[]),
+                container("exectl-exe-app-2", Some("other"), &[]),
+            ],
+            &[8090],
+        );
+        let named: Vec<(&str, &str)> = found
+            .iter()
+            .map(|e| (e.field.as_str(), e.value.as_str()))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                ("--stack", "exe"),
+                ("--stack", "exe"),
+                ("--lb-port", "8090")
+            ],
+            "{found:?}"
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Deploy's preflight on a real engine: what the target cannot give, a database engine change over kept
-//! data, and names or ports something else holds are refused with exit 2 before anything is created, by
-//! deploy and by plan alike; nothing foreign is touched.
+//! data (told from the volume's own files, with or without the stack's record), and names or ports
+//! something else holds are refused with exit 2 before anything is created, by deploy and by plan alike,
+//! every refusal at once; nothing foreign is touched.
 
 mod common;
 
@@ -87,7 +88,7 @@ async fn changing_db_over_kept_data_is_refused_before_anything_changes() {
         assert_eq!(code, Some(2), "{cmd}: {err}");
         assert!(
             err.contains("invalid --db \"postgres\"")
-                && err.contains("holds mariadb data")
+                && err.contains("holds MariaDB data")
                 && err.contains("--purge"),
             "{cmd}: {err}"
         );
@@ -186,4 +187,116 @@ async fn names_and_ports_held_elsewhere_are_found_before_anything_is_created() {
     );
     x.ok(&["teardown", "--stack", stack, "--purge"]);
     assert!(labelled(&d, stack).await.is_empty());
+}
+
+/// The stack's record file (exectl.lock.json), which README says to remove when it cannot be read.
+fn remove_record(x: &Exectl, stack: &str) {
+    let record = x.stack_dir(stack).join("bundle").join("exectl.lock.json");
+    std::fs::remove_file(&record).unwrap_or_else(|e| panic!("{}: {e}", record.display()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
+async fn the_db_guard_reads_the_data_not_the_record() {
+    let d = docker().await;
+    let s = Stack::new("pre-dbvol").await;
+    let (x, stack, port) = (&*s.x, s.name.as_str(), Stack::port());
+    let base = [
+        "single",
+        "--stack",
+        stack,
+        "--http-port",
+        &port,
+        "--nofile",
+        "20000",
+    ];
+    let deploy = |db: &'static str| x.deploy_json(&[&base[..], &["--db", db]].concat());
+    let with = |cmd: &'static str, db: &'static str| {
+        let mut args = vec![cmd];
+        args.extend(base);
+        args.extend(["--db", db, "--images", FIXTURES]);
+        args
+    };
+    for (kept, other, found) in [
+        (
+            "mariadb",
+            "postgres",
+            "holds MariaDB data (ibdata1, mysql/ found in it)",
+        ),
+        (
+            "postgres",
+            "mariadb",
+            "holds PostgreSQL data (PG_VERSION found in it)",
+        ),
+    ] {
+        deploy(kept);
+        // No record: what the volume holds still decides.
+        remove_record(x, stack);
+        let before = container_ids(&d, stack).await;
+        assert!(before.contains_key(kept), "{before:?}");
+        for cmd in ["deploy", "plan"] {
+            let (code, err) = failed(&x.run(&with(cmd, other)));
+            assert_eq!(code, Some(2), "{cmd} --db {other}: {err}");
+            assert!(
+                err.contains(&format!("invalid --db \"{other}\""))
+                    && err.contains(found)
+                    && err.contains(&format!("deploy with --db {kept}")),
+                "{cmd} --db {other}: {err}"
+            );
+        }
+        assert_eq!(
+            container_ids(&d, stack).await,
+            before,
+            "nothing changed: the {kept} container is still there"
+        );
+        let probes = docker_cli(&[
+            "ps",
+            "-aq",
+            "--filter",
+            &format!("name={stack}-db-data-probe"),
+        ]);
+        assert_eq!(probes.trim(), "", "the volume's probe container is removed");
+        // The data's own engine converges, on the same data.
+        let again = deploy(kept);
+        assert_eq!(again["ok"], true, "{again}");
+        x.ok(&["teardown", "--stack", stack, "--purge"]);
+    }
+    assert!(labelled(&d, stack).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
+async fn plan_and_deploy_name_every_refusal() {
+    let d = docker().await;
+    let s = Stack::new("pre-all").await;
+    let (x, stack) = (&*s.x, s.name.as_str());
+    // Two problems at once: more CPUs than the target has, and a port a process here listens on.
+    let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    for cmd in ["plan", "deploy"] {
+        let args = [
+            cmd,
+            "single",
+            "--db",
+            "sqlite",
+            "--stack",
+            stack,
+            "--images",
+            FIXTURES,
+            "--nofile",
+            "20000",
+            "--cpus",
+            "64",
+            "--http-port",
+            &port,
+        ];
+        let err = refused(x, &d, stack, &args, "--cpus").await;
+        assert!(
+            err.contains("2 problems")
+                && err.contains(&format!("invalid --http-port \"{port}\""))
+                && err.contains("already in use"),
+            "{cmd}: {err}"
+        );
+    }
+    drop(listener);
 }

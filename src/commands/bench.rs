@@ -30,7 +30,7 @@ const ROOM_CLEANUP: Duration = Duration::from_secs(30);
 
 /// Where bench runs live: `<state>/benches/RUN_ID/`.
 pub fn benches_dir() -> PathBuf {
-    crate::secrets::state_root().join("benches")
+    crate::runs::bench::benches_dir(&crate::secrets::state_root())
 }
 
 /// The load flags of one level, as `exectl load` would get them.
@@ -255,6 +255,8 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
         None => ("--run-id", run_id.clone(), benches_dir().join(&run_id)),
     };
     let out = BenchDir::check(&out_path, field, &value)?;
+    // A bench --out DIR is found by its id too (runs, exectl report): a symlink in the state folder.
+    crate::runs::record_bench_out(&crate::secrets::state_root(), &run_id, &out_path)?;
     let plans = level_plans(a, &stack, &levels, &run_id)?;
     let top = *levels.last().expect("at least one level");
     let first = &plans[0];
@@ -264,6 +266,12 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
     };
     preflight::ensure(needs)?;
     let (hold, ramp) = (first.hold, first.ramp);
+    // Minted tokens that expire before the last level would be refused mid-bench, counted as refusals.
+    if first.tokens && !a.json {
+        first
+            .manifest
+            .warn_if_tokens_expire_within((ramp + hold + settle) * levels.len() as u32);
+    }
     let scenario = first.scenario.name().to_string();
 
     let spec = super::target_spec(&a.target)?;

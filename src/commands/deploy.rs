@@ -66,7 +66,7 @@ pub async fn plan_cmd(args: &PlanArgs) -> Result<()> {
     // A refusal (bad input) is shown after the plan; a failure to check at all is that failure.
     let refused = match preflight::check(&target, &p.spec, &p.desired, &observed).await {
         Ok(()) => None,
-        Err(e) if e.chain().any(|c| c.is::<crate::error::UsageError>()) => Some(e),
+        Err(e) if crate::error::is_usage(&e) => Some(e),
         Err(e) => return Err(e),
     };
     let to_pull = preflight::missing_images(&target, &images_of(&p.desired)).await;

@@ -262,6 +262,8 @@ fn check_routed(args: &LoadArgs, opts: &LoadOptions) -> Result<(), UsageError> {
 
 pub fn run(args: &LoadArgs) -> Result<i32> {
     let opts = options(args)?;
+    opts.manifest
+        .warn_if_tokens_expire_within(opts.ramp + opts.hold);
     if let Some(out) = &args.out {
         check_out(out)?;
     }

@@ -248,7 +248,7 @@ pub async fn run(args: &PrepareArgs) -> Result<bool> {
     Ok(true)
 }
 
-/// The env of a k6 run against the stack just prepared; PROJECTS_FILE is the projects.json written
+/// The env of a k6 run against the stack just prepared; BENCH_PROJECTS_FILE is the projects.json written
 /// (in --out DIR when given, else the stack's copy), as an absolute path.
 fn k6_env(args: &PrepareArgs, stack: &Stack, s: &Summary) -> Result<manifest::K6Env> {
     let dir = args.out.as_deref().unwrap_or(&s.manifest);

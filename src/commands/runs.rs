@@ -1,43 +1,70 @@
 //! `exectl runs list|show|diff`: the recorded deploys and benches, and what differs between two of them.
 
 use crate::cli::{RunsArgs, RunsCommand};
-use crate::runs;
+use crate::runs::{self, bench::BenchRun, bench::Shown};
 use anyhow::Result;
 use serde_json::json;
+use std::path::Path;
 
-use crate::core::bench::{compare, Results};
-use crate::error::UsageError;
+use crate::core::bench::compare::{self, Capacity};
+use crate::core::bench::RunState;
+use crate::error::{UsageError, UsageErrors};
 
-/// Every bench with a results.json under STATE/benches, oldest first.
-fn benches() -> Vec<Results> {
-    let dir = super::bench::benches_dir();
-    let mut out: Vec<Results> = std::fs::read_dir(&dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let text = std::fs::read_to_string(e.path().join(crate::core::bench::results::RESULTS))
-                .ok()?;
-            serde_json::from_str(&text).ok()
-        })
-        .collect();
-    out.sort_by(|a, b| (a.started_unix_s, &a.run_id).cmp(&(b.started_unix_s, &b.run_id)));
-    out
+/// A run by its id: a deploy's record or a bench's results.
+enum Run {
+    Deploy(Box<runs::Record>),
+    Bench(Box<BenchRun>),
 }
 
-fn bench(id: &str) -> Option<Results> {
-    benches().into_iter().find(|r| r.run_id == id)
+/// Run `id`, or None when neither a deploy record nor a bench has that id.
+fn find(root: &Path, id: &str) -> Result<Option<Run>> {
+    if let Some(r) = runs::find(&runs::runs_dir(root), id)? {
+        return Ok(Some(Run::Deploy(Box::new(r))));
+    }
+    Ok(runs::bench::find(root, id)?.map(|b| Run::Bench(Box::new(b))))
+}
+
+fn no_such_run(root: &Path, id: &str) -> UsageError {
+    UsageError::new(
+        "run id",
+        id,
+        format!(
+            "no such run: no deploy record in {} and no bench in {}",
+            runs::runs_dir(root).display(),
+            runs::bench::benches_dir(root).display()
+        ),
+        "see `exectl runs list` for the recorded ids",
+    )
+}
+
+/// The bench's levels, its capacity as its verdict means it, and its state.
+fn bench_line(b: &BenchRun) -> String {
+    let r = &b.results;
+    format!(
+        "bench  {:<36} stack {}  {} levels {}  capacity {}  {}",
+        b.id,
+        r.stack,
+        r.scenario,
+        r.levels_asked
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(","),
+        Capacity::of(&r.verdict).text(),
+        Shown::now(r).text()
+    )
 }
 
 pub fn run(args: &RunsArgs) -> Result<()> {
-    let dir = runs::runs_dir(&crate::secrets::checked_state_root()?);
+    let root = crate::secrets::checked_state_root()?;
+    let dir = runs::runs_dir(&root);
     match &args.command {
         RunsCommand::List { json } => {
             let records: Vec<runs::Record> = runs::list_ids(&dir)
                 .iter()
                 .map(|id| runs::load(&dir, id))
                 .collect::<Result<_>>()?;
-            let benches = benches();
+            let (benches, broken) = runs::bench::list(&root);
             if *json {
                 let mut list: Vec<_> = records
                     .iter()
@@ -48,12 +75,19 @@ pub fn run(args: &RunsArgs) -> Result<()> {
                     })
                     .collect();
                 list.extend(benches.iter().map(|b| {
-                    json!({"kind": "bench", "id": b.run_id, "started_unix_s": b.started_unix_s,
-                           "stack": b.stack, "scenario": b.scenario, "levels": b.levels_asked,
-                           "capacity": b.verdict.capacity, "knee": b.verdict.knee})
+                    let r = &b.results;
+                    json!({"kind": "bench", "id": b.id, "dir": b.dir, "state": Shown::now(r).text(),
+                           "started_unix_s": r.started_unix_s, "stack": r.stack, "scenario": r.scenario,
+                           "levels": r.levels_asked, "capacity": r.verdict.capacity,
+                           "capacity_at_least": Capacity::of(&r.verdict).at_least, "knee": r.verdict.knee})
                 }));
+                list.extend(
+                    broken
+                        .iter()
+                        .map(|(id, why)| json!({"kind": "bench", "id": id, "error": why})),
+                );
                 println!("{}", serde_json::to_string_pretty(&list)?);
-            } else if records.is_empty() && benches.is_empty() {
+            } else if records.is_empty() && benches.is_empty() && broken.is_empty() {
                 println!("no runs recorded yet (every deploy and every bench records one)");
             } else {
                 for r in &records {
@@ -63,70 +97,90 @@ pub fn run(args: &RunsArgs) -> Result<()> {
                     );
                 }
                 for b in &benches {
-                    println!(
-                        "bench  {:<36} stack {}  {} levels {}  capacity {}",
-                        b.run_id,
-                        b.stack,
-                        b.scenario,
-                        b.levels_asked
-                            .iter()
-                            .map(u64::to_string)
-                            .collect::<Vec<_>>()
-                            .join(","),
-                        b.verdict.capacity.map_or("none".into(), |c| c.to_string())
-                    );
+                    println!("{}", bench_line(b));
+                }
+                for (id, why) in &broken {
+                    println!("bench  {id:<36} unreadable: {why}");
                 }
             }
         }
-        RunsCommand::Show { id } => {
-            println!("{}", serde_json::to_string_pretty(&runs::load(&dir, id)?)?);
-        }
+        RunsCommand::Show { id } => match find(&root, id)? {
+            Some(Run::Deploy(r)) => println!("{}", serde_json::to_string_pretty(&r)?),
+            Some(Run::Bench(b)) => {
+                let mut r = b.results;
+                // Shown as readers must take it: a file still `running` without its process was killed.
+                if Shown::now(&r) == Shown::Killed {
+                    eprintln!(
+                        "note: {} says running, but its process{} is gone: the bench was killed",
+                        b.dir.join(crate::core::bench::results::RESULTS).display(),
+                        r.pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+                    );
+                    r.state = RunState::Interrupted;
+                    r.pid = None;
+                }
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            }
+            None => return Err(no_such_run(&root, id).into()),
+        },
         RunsCommand::Diff { a, b, json } => {
-            match (bench(a), bench(b)) {
-                (Some(x), Some(y)) => {
-                    let d = compare::diff(&x, &y);
+            let (ra, rb) = (find(&root, a)?, find(&root, b)?);
+            let missing: Vec<UsageError> = [(a, &ra), (b, &rb)]
+                .iter()
+                .filter(|(_, r)| r.is_none())
+                .map(|(id, _)| no_such_run(&root, id))
+                .collect();
+            UsageErrors::result(missing)?;
+            match (ra.expect("found"), rb.expect("found")) {
+                (Run::Bench(x), Run::Bench(y)) => {
+                    let d = compare::diff(&x.results, &y.results);
                     if *json {
                         println!("{}", serde_json::to_string_pretty(&d)?);
-                    } else {
-                        print!("{}", compare::render(a, b, &d));
+                        return Ok(());
                     }
-                    return Ok(());
+                    for r in [&x, &y] {
+                        let shown = Shown::now(&r.results);
+                        if shown != Shown::Complete {
+                            println!("note: {} is {}: its levels end early", r.id, shown.text());
+                        }
+                    }
+                    print!("{}", compare::render(a, b, &d));
                 }
-                (Some(_), None) | (None, Some(_)) => {
-                    let (bench_id, other) = if bench(a).is_some() { (a, b) } else { (b, a) };
+                (Run::Deploy(x), Run::Deploy(y)) => {
+                    print_deploy_diff(a, b, &runs::diff(&x, &y), *json)?
+                }
+                (x, _) => {
+                    let (bench_id, other) = match x {
+                        Run::Bench(_) => (a, b),
+                        Run::Deploy(_) => (b, a),
+                    };
                     return Err(UsageError::new(
-                        "ID",
+                        "run id",
                         other,
-                        format!("{bench_id} is a bench and {other} is not"),
+                        format!("{bench_id} is a bench and {other} is a deploy"),
                         "compare two benches or two deploys (exectl runs list)",
                     )
                     .into());
                 }
-                (None, None) => {}
-            }
-            let d = runs::diff(&runs::load(&dir, a)?, &runs::load(&dir, b)?);
-            if *json {
-                println!("{}", serde_json::to_string_pretty(&d)?);
-                return Ok(());
-            }
-            println!("{a} -> {b}");
-            for c in &d.changes {
-                println!(
-                    "  {:<34} {} -> {}",
-                    runs::shown(&c.key),
-                    runs::shown(&c.a),
-                    runs::shown(&c.b)
-                );
-            }
-            match d.variables.len() {
-                0 => println!("identical: no variable changed"),
-                1 => println!("1 variable changed: {}", d.variables[0]),
-                n => println!(
-                    "WARNING: {n} variables changed ({}): this comparison does not isolate one variable",
-                    d.variables.join(", ")
-                ),
             }
         }
     }
+    Ok(())
+}
+
+fn print_deploy_diff(a: &str, b: &str, d: &runs::Diff, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(d)?);
+        return Ok(());
+    }
+    println!("{a} -> {b}");
+    for c in &d.changes {
+        println!(
+            "  {:<34} {} -> {}",
+            runs::shown(&c.key),
+            runs::shown(&c.a),
+            runs::shown(&c.b)
+        );
+    }
+    println!("{}", compare::variables_line(&d.variables));
     Ok(())
 }

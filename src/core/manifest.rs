@@ -232,13 +232,22 @@ pub fn k6_env(i: &K6Input) -> K6Env {
             "the first line of --password-file: not printed; export it yourself".to_string(),
         )),
     }
-    vars.push(("PROJECTS_FILE", i.projects_file.to_string()));
+    // Upstream's scripts (and their run.sh) read the projects from BENCH_PROJECTS_FILE, defaulting to
+    // test/load/data/projects.json beside them; the file written may be anywhere.
+    vars.push(("BENCH_PROJECTS_FILE", i.projects_file.to_string()));
     let mut notes = Vec::new();
-    if !i.default_pattern {
-        notes.push(format!(
-            "upstream's scripts log in as bench-user-<i>@exelearning.net; these accounts are {}",
+    // Upstream's scripts build `${BENCH_USER_PREFIX}${i}@${BENCH_USER_DOMAIN}`: a pattern of that shape
+    // is given to them as those two; any other cannot be.
+    match i.pattern.split_once("{i}@") {
+        _ if i.default_pattern => {}
+        Some((prefix, domain)) if !domain.contains('@') => {
+            vars.push(("BENCH_USER_PREFIX", prefix.to_string()));
+            vars.push(("BENCH_USER_DOMAIN", domain.to_string()));
+        }
+        _ => notes.push(format!(
+            "upstream's scripts log in as <BENCH_USER_PREFIX><i>@<BENCH_USER_DOMAIN>, which cannot give these accounts: {}",
             i.pattern
-        ));
+        )),
     }
     K6Env {
         vars,
@@ -389,7 +398,7 @@ mod tests {
                 "export BENCH_USER_COUNT='8'",
                 "export USERS_PER_PROJECT='2'",
                 "export BENCH_PASSWORD='it'\\''s'",
-                "export PROJECTS_FILE='/s/m/projects.json'",
+                "export BENCH_PROJECTS_FILE='/s/m/projects.json'",
             ]
         );
         let ha = k6_env(&K6Input {
@@ -399,7 +408,17 @@ mod tests {
             ..k6_input(PasswordFrom::Default)
         });
         assert!(ha.vars.iter().all(|(k, _)| *k != "HOST_HEADER"));
-        assert!(ha.notes[0].contains("team-{i}@x.org"), "{:?}", ha.notes);
+        assert!(ha.notes.is_empty(), "{:?}", ha.notes);
+        let var = |e: &K6Env, k: &str| e.vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone());
+        assert_eq!(var(&ha, "BENCH_USER_PREFIX").as_deref(), Some("team-"));
+        assert_eq!(var(&ha, "BENCH_USER_DOMAIN").as_deref(), Some("x.org"));
+        let other = k6_env(&K6Input {
+            default_pattern: false,
+            pattern: "u{i}x@x.org",
+            ..k6_input(PasswordFrom::Default)
+        });
+        assert_eq!(var(&other, "BENCH_USER_PREFIX"), None);
+        assert!(other.notes[0].contains("u{i}x@x.org"), "{:?}", other.notes);
         let j = env.json();
         assert_eq!(j["vars"]["HOST_HEADER"], "k-x.localhost");
         assert_eq!(j["vars"]["BENCH_USER_COUNT"], "8");

@@ -2,6 +2,7 @@
 //! wait for health, read back limits. Nothing here decides what to do.
 
 pub mod apply;
+pub mod db_data;
 pub use crate::core::desired;
 pub mod limits;
 pub mod lock;

@@ -8,17 +8,18 @@ use anyhow::{Context, Result};
 use bollard::query_parameters::CreateImageOptionsBuilder;
 use futures_util::StreamExt;
 
-/// Pure: compare the spec with what the target offers.
+/// Pure: compare the spec with what the target offers; every problem found.
 pub fn check_capacity(
     spec: &Spec,
     ncpu: Option<i64>,
     mem_total: Option<i64>,
     max_nofile: Option<u64>,
-) -> Result<(), UsageError> {
+) -> Vec<UsageError> {
+    let mut out = Vec::new();
     let cpus: f64 = spec.cpus.parse().unwrap_or(0.0);
     if let Some(n) = ncpu {
         if cpus > n as f64 {
-            return Err(UsageError::new(
+            out.push(UsageError::new(
                 "--cpus",
                 &spec.cpus,
                 format!("the target has {n} CPUs and the engine refuses a larger limit"),
@@ -28,7 +29,7 @@ pub fn check_capacity(
     }
     if let Some(m) = mem_total {
         if spec.memory_bytes > m as u64 {
-            return Err(UsageError::new(
+            out.push(UsageError::new(
                 "--memory",
                 &spec.memory,
                 format!("the target has {} MiB of memory", m >> 20),
@@ -36,10 +37,10 @@ pub fn check_capacity(
             ));
         }
     }
-    idle_memory(spec, mem_total)?;
+    out.extend(idle_memory(spec, mem_total));
     if let Some(max) = max_nofile {
         if spec.nofile > max {
-            return Err(UsageError::new(
+            out.push(UsageError::new(
                 "--nofile",
                 spec.nofile,
                 format!(
@@ -51,19 +52,20 @@ pub fn check_capacity(
             ));
         }
     }
-    Ok(())
+    out
 }
 
 /// The real app image needs 200–260 MiB per instance before any load: a limit below that kills it at
 /// idle, and instances whose idle memory alone exceeds the target never come up together.
-fn idle_memory(spec: &Spec, mem_total: Option<i64>) -> Result<(), UsageError> {
+fn idle_memory(spec: &Spec, mem_total: Option<i64>) -> Vec<UsageError> {
     let Some(idle) = crate::core::footprint::idle_mib(&spec.images.app) else {
-        return Ok(());
+        return Vec::new();
     };
     let (_, high) = idle;
     let about = crate::core::footprint::describe(idle);
     if spec.memory_bytes < high << 20 {
-        return Err(UsageError::new(
+        // Below the footprint, the instances' sum is beside the point.
+        return vec![UsageError::new(
             "--memory",
             &spec.memory,
             format!("{about}: this limit would have it killed before any load"),
@@ -71,13 +73,13 @@ fn idle_memory(spec: &Spec, mem_total: Option<i64>) -> Result<(), UsageError> {
                 "pass --memory {}m or more (the default is 2g)",
                 (high * 2).next_multiple_of(128)
             ),
-        ));
+        )];
     }
     if let Some(m) = mem_total {
         let need = u64::from(spec.instances) * (high << 20);
         if need > m as u64 {
             let fit = (m as u64 / (high << 20)).max(1);
-            return Err(UsageError::new(
+            return vec![UsageError::new(
                 "--instances",
                 spec.instances,
                 format!(
@@ -87,10 +89,10 @@ fn idle_memory(spec: &Spec, mem_total: Option<i64>) -> Result<(), UsageError> {
                     m >> 20
                 ),
                 format!("pass --instances {fit} or fewer, or use a larger SUT"),
-            ));
+            )];
         }
     }
-    Ok(())
+    Vec::new()
 }
 
 /// A stack whose database volume survives while its stored secrets are gone would get new passwords the
@@ -100,75 +102,58 @@ pub fn secrets_match_data(
     observed: &crate::plan::Observed,
     secrets_stored: bool,
     secrets_path: &std::path::Path,
-) -> Result<(), UsageError> {
-    let data: Vec<&String> = observed
-        .volumes
-        .iter()
-        .filter(|v| crate::naming::is_db_volume(stack, v))
-        .collect();
-    if secrets_stored || data.is_empty() {
-        return Ok(());
+) -> Option<UsageError> {
+    let data = db_volume(stack, observed)?;
+    if secrets_stored {
+        return None;
     }
-    Err(UsageError::new(
+    Some(UsageError::new(
         "--stack",
         stack,
         format!(
-            "its database volume {} exists from an earlier deploy, but its secrets ({}) are gone, so the database would refuse new passwords",
-            data[0],
+            "its database volume {data} exists from an earlier deploy, but its secrets ({}) are gone, so the database would refuse new passwords",
             secrets_path.display()
         ),
         format!("restore that file, or remove the old data with `exectl teardown --stack {stack} --purge`"),
     ))
 }
 
-/// Changing `--db` while the database volume holds the other engine's data would remove the old
-/// database and start the new one on a data folder it cannot read (it crash-loops until the wait
-/// timeout, and the stack is left with none). `previous` is the engine of the last deploy's record.
-pub fn db_matches_data(
-    spec: &Spec,
-    observed: &crate::plan::Observed,
-    previous: Option<&str>,
-) -> Result<(), UsageError> {
-    let (Some(wanted), Some(previous)) = (spec.db_service(), previous) else {
-        return Ok(());
-    };
-    let Some(volume) = observed
+/// The stack's database volume, if the target has it.
+fn db_volume<'a>(stack: &str, observed: &'a crate::plan::Observed) -> Option<&'a String> {
+    observed
         .volumes
         .iter()
-        .find(|v| crate::naming::is_db_volume(&spec.stack, v))
-    else {
-        return Ok(());
-    };
-    if wanted == previous || previous == crate::spec::Db::Sqlite.name() {
-        return Ok(());
+        .find(|v| crate::naming::is_db_volume(stack, v))
+}
+
+/// Deploying a `--db` other than the engine whose data the database volume holds would remove the old
+/// database and start the new one on a data folder it cannot read (it crash-loops until the wait
+/// timeout, and the stack is left with none). `found` is what the volume itself holds
+/// (`db_data::read`), not what a record says: a record can be lost, and then the data is still there.
+pub fn db_matches_data(
+    spec: &Spec,
+    volume: &str,
+    found: Option<&super::db_data::Found>,
+) -> Option<UsageError> {
+    let wanted = spec.db_service()?;
+    let found = found?;
+    if found.db.name() == wanted {
+        return None;
     }
-    Err(UsageError::new(
+    Some(UsageError::new(
         "--db",
         wanted,
-        format!("the stack's database volume {volume} holds {previous} data from an earlier deploy, which {wanted} cannot read"),
         format!(
-            "keep --db {previous}, or remove the old data first with `exectl teardown --stack {} --purge`",
+            "the stack's database volume {volume} holds {} data ({} found in it), which {wanted} cannot read",
+            found.engine(),
+            found.evidence
+        ),
+        format!(
+            "deploy with --db {} (the data's engine), or remove the old data first with `exectl teardown --stack {} --purge`",
+            found.db.name(),
             spec.stack
         ),
     ))
-}
-
-/// The database engine the stack's last deploy recorded (its record), if it has one. A record that
-/// cannot be read is refused rather than taken for none: the data check would be skipped.
-pub fn recorded_db(
-    bundle_dir: &std::path::Path,
-    stack: &str,
-) -> Result<Option<String>, UsageError> {
-    let record = crate::render::record::read(bundle_dir, stack).map_err(|mut e| {
-        // Not "deploy it again": this is that deploy.
-        e.fix = format!(
-            "if the stack's data is the --db you deploy, remove {} (deploy writes a new one); else \
-             remove the old data with `exectl teardown --stack {stack} --purge`",
-            bundle_dir.join(crate::render::RECORD).display()
-        );
-        e
-    })?;
-    Ok(record.map(|r| r.spec.db.name().to_string()))
 }
 
 /// A container on the target, as far as conflicts go.
@@ -184,13 +169,15 @@ pub struct Existing {
 /// Pure: names and ports the stack needs that something else holds. An unlabelled (or another stack's)
 /// container under one of the stack's names, or a published port held by another container or a process
 /// outside Docker, is found here, before anything is created; the foreign container is never touched.
+/// Every one found.
 pub fn check_conflicts(
     desired: &super::desired::Desired,
     existing: &[Existing],
     listening: &[u16],
-) -> Result<(), UsageError> {
+) -> Vec<UsageError> {
     let stack = &desired.stack;
     let ours = |e: &&Existing| e.stack.as_deref() == Some(stack.as_str());
+    let mut out = Vec::new();
     for s in &desired.services {
         if let Some(other) = existing
             .iter()
@@ -200,7 +187,7 @@ pub fn check_conflicts(
                 Some(st) => format!("it belongs to stack {st}"),
                 None => "exectl did not create it (no exectl.stack label)".to_string(),
             };
-            return Err(UsageError::new(
+            out.push(UsageError::new(
                 "--stack",
                 stack,
                 format!("a container named {} already exists and {whose}", other.name),
@@ -226,7 +213,7 @@ pub fn check_conflicts(
                 .iter()
                 .find(|e| !ours(e) && e.published.contains(&port))
             {
-                return Err(UsageError::new(
+                out.push(UsageError::new(
                     flag,
                     port,
                     format!(
@@ -235,9 +222,8 @@ pub fn check_conflicts(
                     ),
                     format!("pass another {flag}, or stop {}", other.name),
                 ));
-            }
-            if listening.contains(&port) && !held_by_us {
-                return Err(UsageError::new(
+            } else if listening.contains(&port) && !held_by_us {
+                out.push(UsageError::new(
                     flag,
                     port,
                     format!("port {port} is already in use on the target (a process outside this stack listens on it)"),
@@ -246,13 +232,16 @@ pub fn check_conflicts(
             }
         }
     }
-    Ok(())
+    out
 }
 
 pub use crate::shell::scripts::ports::parse_listening;
 
 /// Containers and listening ports on the target, then `check_conflicts`.
-pub async fn conflicts(target: &Target, desired: &super::desired::Desired) -> Result<()> {
+pub async fn conflicts(
+    target: &Target,
+    desired: &super::desired::Desired,
+) -> Result<Vec<UsageError>> {
     let containers = target
         .docker
         .list_containers(Some(
@@ -281,25 +270,50 @@ pub async fn conflicts(target: &Target, desired: &super::desired::Desired) -> Re
         .host_shell(&crate::shell::scripts::ports::listening())
         .await
         .context("reading the target's listening ports")?;
-    check_conflicts(desired, &existing, &parse_listening(&tcp))?;
-    Ok(())
+    Ok(check_conflicts(desired, &existing, &parse_listening(&tcp)))
 }
 
 /// Every check deploy makes before it changes anything (images aside: deploy pulls them, plan lists
-/// them). `plan` runs the same, so it shows what deploy would refuse.
+/// them), each refusal found: none, one (that error) or several (`UsageErrors`), all exit 2. `plan` runs
+/// the same, so it shows everything deploy would refuse. A failure to check at all is that failure.
 pub async fn check(
     target: &Target,
     spec: &Spec,
     desired: &super::desired::Desired,
     observed: &crate::plan::Observed,
 ) -> Result<()> {
+    let mut refused = Vec::new();
     let secrets_file = target.stack_dir(&spec.stack).join("secrets.env");
-    secrets_match_data(&spec.stack, observed, secrets_file.exists(), &secrets_file)?;
-    let previous = recorded_db(&target.bundle_dir(&spec.stack), &spec.stack)?;
-    db_matches_data(spec, observed, previous.as_deref())?;
-    capacity(target, spec).await?;
-    conflicts(target, desired).await?;
-    Ok(())
+    refused.extend(secrets_match_data(
+        &spec.stack,
+        observed,
+        secrets_file.exists(),
+        &secrets_file,
+    ));
+    if let (Some(volume), Some(_)) = (db_volume(&spec.stack, observed), spec.db_service()) {
+        let found = super::db_data::read(target, &spec.stack, volume, &probe_images(spec)).await?;
+        refused.extend(db_matches_data(spec, volume, found.as_ref()));
+    }
+    refused.extend(capacity(target, spec).await?);
+    refused.extend(conflicts(target, desired).await?);
+    crate::error::UsageErrors::result(refused)
+}
+
+/// Images the volume probe may use, likeliest present first: the databases' (the one that wrote the
+/// data is there), then the stack's others.
+fn probe_images(spec: &Spec) -> Vec<&str> {
+    let i = &spec.images;
+    vec![
+        &i.mariadb,
+        &i.postgres,
+        &i.redis,
+        &i.nginx,
+        &i.traefik,
+        &i.app,
+    ]
+    .into_iter()
+    .map(String::as_str)
+    .collect()
 }
 
 /// The images the stack uses that the target does not have.
@@ -313,14 +327,18 @@ pub async fn missing_images(target: &Target, images: &[String]) -> Vec<String> {
     missing
 }
 
-pub async fn capacity(target: &Target, spec: &Spec) -> Result<()> {
+pub async fn capacity(target: &Target, spec: &Spec) -> Result<Vec<UsageError>> {
     let info = target
         .docker
         .info()
         .await
         .context("reading the engine's info")?;
-    check_capacity(spec, info.ncpu, info.mem_total, target.max_nofile().await)?;
-    Ok(())
+    Ok(check_capacity(
+        spec,
+        info.ncpu,
+        info.mem_total,
+        target.max_nofile().await,
+    ))
 }
 
 /// Every image present on the target, pulling the missing ones. Returns the images it pulled.
@@ -405,7 +423,8 @@ pub async fn send_images(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::record;
+    use crate::engine::db_data::Found;
+    use crate::spec::Db;
 
     fn spec(flags: &[(&'static str, &str)]) -> Spec {
         use crate::spec::{Raw, SpecInput};
@@ -418,10 +437,18 @@ mod tests {
             match *f {
                 "--instances" => i.instances = raw,
                 "--memory" => i.memory = raw,
+                "--cpus" => i.cpus = raw,
+                "--db" => i.db = raw,
                 other => panic!("add {other}"),
             }
         }
         crate::spec::resolve(i).unwrap()
+    }
+
+    /// The one problem of a check, by field and value.
+    fn one(mut v: Vec<UsageError>) -> UsageError {
+        assert_eq!(v.len(), 1, "{v:?}");
+        v.remove(0)
     }
 
     #[test]
@@ -429,57 +456,76 @@ mod tests {
         let gib = Some(4_i64 << 30);
         assert_eq!(
             check_capacity(&spec(&[("--instances", "4")]), None, gib, None),
-            Ok(())
+            vec![]
         );
-        let e = check_capacity(&spec(&[("--memory", "128m")]), None, gib, None).unwrap_err();
+        let e = one(check_capacity(
+            &spec(&[("--memory", "128m")]),
+            None,
+            gib,
+            None,
+        ));
         assert_eq!((e.field.as_str(), e.value.as_str()), ("--memory", "128m"));
         assert!(
             e.problem.contains("200–260 MiB") && e.fix.contains("--memory 640m"),
             "{e}"
         );
         // 16 instances idle at about 4160 MiB: more than 4 GiB, whatever each one's limit.
-        let e = check_capacity(
+        let e = one(check_capacity(
             &spec(&[("--instances", "16"), ("--memory", "256m")]),
             None,
             gib,
             None,
-        );
-        let e = e.unwrap_err();
+        ));
         assert_eq!(e.field, "--memory", "256m is below the high end: {e}");
-        let e = check_capacity(
+        let e = one(check_capacity(
             &spec(&[("--instances", "16"), ("--memory", "300m")]),
             None,
             gib,
             None,
-        )
-        .unwrap_err();
+        ));
         assert_eq!((e.field.as_str(), e.value.as_str()), ("--instances", "16"));
         assert!(e.fix.contains("--instances 15 or fewer"), "{e}");
+    }
+
+    #[test]
+    fn every_capacity_problem_is_named() {
+        let mut s = spec(&[("--cpus", "64"), ("--memory", "64g"), ("--instances", "40")]);
+        s.nofile = 30000;
+        let fields: Vec<String> = check_capacity(&s, Some(2), Some(8 << 30), Some(20000))
+            .into_iter()
+            .map(|e| e.field)
+            .collect();
+        assert_eq!(fields, ["--cpus", "--memory", "--instances", "--nofile"]);
     }
 
     #[test]
     fn other_images_get_no_idle_advice() {
         let mut s = spec(&[("--memory", "64m"), ("--instances", "16")]);
         s.images.app = "exectl-fixture/standin:latest".into();
-        assert_eq!(check_capacity(&s, None, Some(1 << 30), None), Ok(()));
+        assert_eq!(check_capacity(&s, None, Some(1 << 30), None), vec![]);
     }
 
     #[test]
-    fn the_recorded_db_is_read_and_a_broken_record_refused() {
-        let d = tempfile::tempdir().unwrap();
-        assert_eq!(recorded_db(d.path(), "exe"), Ok(None));
-        let r = record::example("exe", crate::spec::Topology::Ha);
-        let file = d.path().join(crate::render::RECORD);
-        std::fs::write(&file, serde_json::to_string(&r).unwrap()).unwrap();
-        assert_eq!(recorded_db(d.path(), "exe"), Ok(Some("mariadb".into())));
-        // A record whose db is unknown is no "none recorded": the data check would be skipped.
-        let text = serde_json::to_string(&r)
-            .unwrap()
-            .replace("mariadb\"", "oracle\"");
-        std::fs::write(&file, text).unwrap();
-        let e = recorded_db(d.path(), "exe").unwrap_err();
-        assert_eq!(e.field, "--stack");
-        assert!(e.problem.contains("oracle"), "{e}");
-        assert!(e.fix.contains(&file.display().to_string()) && !e.fix.contains("deploy it again"));
+    fn the_db_is_refused_on_the_other_engines_data_only() {
+        let volume = "exectl-exe-db-data";
+        let maria = Found {
+            db: Db::Mariadb,
+            evidence: "ibdata1, mysql/".into(),
+        };
+        let pg = spec(&[("--db", "postgres")]);
+        let e = db_matches_data(&pg, volume, Some(&maria)).unwrap();
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("--db", "postgres"));
+        assert!(
+            e.problem
+                .contains("holds MariaDB data (ibdata1, mysql/ found in it)"),
+            "{e}"
+        );
+        assert!(e.fix.starts_with("deploy with --db mariadb"), "{e}");
+        assert_eq!(
+            db_matches_data(&spec(&[("--db", "mariadb")]), volume, Some(&maria)),
+            None
+        );
+        // Nothing told (a new volume, or data of neither engine): no refusal rests on a guess.
+        assert_eq!(db_matches_data(&pg, volume, None), None);
     }
 }

@@ -17,7 +17,31 @@ pub struct Manifest {
     pub accounts: Vec<Account>,
     pub projects: Vec<Project>,
     pub tokens: Option<Vec<String>>,
+    /// The earliest `exp` (unix seconds) of the tokens read, of those that carry one.
+    pub tokens_expire: Option<u64>,
 }
+
+/// A JWT's `exp` claim (unix seconds), if it is a JWT that has one. Not verified: the app does that.
+pub fn token_exp(token: &str) -> Option<u64> {
+    use base64::Engine as _;
+    let payload = token.split('.').nth(1)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()?;
+    let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let exp = &claims["exp"];
+    exp.as_u64()
+        .or_else(|| exp.as_f64().map(|f| f.max(0.0) as u64))
+}
+
+fn now_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// How to get tokens that last: the same prepare again, for longer if need be.
+const MINT_AGAIN: &str = "mint new ones: run the `exectl prepare … --mint-tokens` that wrote them again (--token-ttl sets how long they last, 7d by default), or drop --tokens to log in with the passwords";
 
 fn bad(file: &Path, value: impl std::fmt::Display, problem: impl Into<String>) -> UsageError {
     UsageError::new(
@@ -41,8 +65,14 @@ fn read_json<T: for<'de> Deserialize<'de>>(file: &Path) -> Result<T, UsageError>
 }
 
 impl Manifest {
-    /// Read and check DIR/accounts.json and DIR/projects.json, and DIR/tokens.json when `tokens`.
+    /// Read and check DIR/accounts.json and DIR/projects.json, and DIR/tokens.json when `tokens`:
+    /// tokens already expired are refused (the app would refuse every socket they open, 4001).
     pub fn read(dir: &Path, tokens: bool) -> Result<Manifest, UsageError> {
+        Self::read_at(dir, tokens, now_s())
+    }
+
+    /// `read`, with `now` as the time the tokens must still be valid at.
+    pub fn read_at(dir: &Path, tokens: bool, now: u64) -> Result<Manifest, UsageError> {
         let accounts: Vec<Account> = read_json(&dir.join(ACCOUNTS_JSON))?;
         let projects: Vec<Project> = read_json(&dir.join(PROJECTS))?;
         let check = |entries: Option<&[TokenEntry]>| {
@@ -57,12 +87,55 @@ impl Manifest {
         } else {
             None
         };
+        let exps: Vec<u64> = tokens
+            .iter()
+            .flatten()
+            .filter_map(|t| token_exp(t))
+            .collect();
+        let tokens_expire = exps.iter().copied().min();
+        if let Some(earliest) = tokens_expire.filter(|e| *e <= now) {
+            let expired = exps.iter().filter(|e| **e <= now).count();
+            return Err(UsageError::new(
+                "--tokens",
+                dir.join(TOKENS).display(),
+                format!(
+                    "tokens expired at {} ({expired} of {}): the app refuses an expired token's socket",
+                    crate::engine::lock::format_epoch(earliest),
+                    exps.len()
+                ),
+                MINT_AGAIN,
+            ));
+        }
         Ok(Manifest {
             dir: dir.to_path_buf(),
             accounts,
             projects,
             tokens,
+            tokens_expire,
         })
+    }
+
+    /// When a run of `length` from `now` would outlast the tokens: the warning to give. Not a refusal:
+    /// the app checks a token when a socket opens, so sockets open by then stay; users that dial
+    /// later are refused.
+    pub fn expiring_warning(&self, now: u64, length: std::time::Duration) -> Option<String> {
+        let exp = self.tokens_expire?;
+        let end = now + length.as_secs_f64().ceil() as u64;
+        (exp < end).then(|| {
+            format!(
+                "the tokens in {} expire at {}, before this run could end ({}): users that dial after that are refused (4001); {MINT_AGAIN}",
+                self.dir.join(TOKENS).display(),
+                crate::engine::lock::format_epoch(exp),
+                crate::engine::lock::format_epoch(end)
+            )
+        })
+    }
+
+    /// `expiring_warning` from now, printed on stderr.
+    pub fn warn_if_tokens_expire_within(&self, length: std::time::Duration) {
+        if let Some(w) = self.expiring_warning(now_s(), length) {
+            eprintln!("warning: {w}");
+        }
     }
 
     /// Write accounts.json, projects.json and tokens.json as plain files (for tests and the benchmark;
@@ -153,5 +226,52 @@ mod tests {
         }
         let missing = Manifest::read(&d.path().join("nope"), false).unwrap_err();
         assert!(missing.problem.contains("cannot read"));
+    }
+
+    #[test]
+    fn expired_tokens_are_refused_and_expiring_ones_warned_about() {
+        let d = tempfile::tempdir().unwrap();
+        let iat = 1_795_000_000; // 2026-11-18 11:06:40 UTC
+        let token = |ttl| crate::prepare::token::mint(b"s", 1, "a@x.org", iat, ttl);
+        let write_tokens = |ttl: i64| {
+            write(
+                d.path(),
+                &format!(
+                    r#"[{{"email":"a@x.org","password":"pw","projectUuid":"{U1}","role":"owner"}}]"#
+                ),
+                &format!(r#"[{{"uuid":"{U1}","ownerEmail":"a@x.org"}}]"#),
+                Some(&format!(
+                    r#"[{{"email":"a@x.org","token":"{}"}}]"#,
+                    token(ttl)
+                )),
+            )
+        };
+        write_tokens(3600);
+        assert_eq!(token_exp(&token(3600)), Some(iat as u64 + 3600));
+        let now = iat as u64 + 7200;
+        let e = Manifest::read_at(d.path(), true, now).unwrap_err();
+        assert_eq!(e.field, "--tokens");
+        assert!(e.value.ends_with("tokens.json"), "{e}");
+        assert!(
+            e.problem
+                .starts_with("tokens expired at 2026-11-18 12:06:40 UTC (1 of 1)"),
+            "{e}"
+        );
+        assert!(
+            e.fix.contains("--mint-tokens") && e.fix.contains("--token-ttl"),
+            "{e}"
+        );
+        // Without --tokens they are not read, so not judged.
+        assert!(Manifest::read_at(d.path(), false, now).is_ok());
+
+        write_tokens(3 * 3600);
+        let m = Manifest::read_at(d.path(), true, now).unwrap();
+        let hour = std::time::Duration::from_secs(3600);
+        assert_eq!(m.expiring_warning(now, hour), None);
+        let w = m.expiring_warning(now, 2 * hour).unwrap();
+        assert!(
+            w.contains("expire at 2026-11-18 14:06:40 UTC, before this run could end (2026-11-18 15:06:40 UTC)"),
+            "{w}"
+        );
     }
 }

@@ -4,6 +4,7 @@
 //! volume (SQLite's locks work across containers on one local volume), runs as the owner of the data
 //! folder (so that files it creates stay the app's), and is removed at the end.
 
+use super::client_error::ClientFailed;
 use super::sql;
 use crate::engine::desired::{LABEL_SERVICE, LABEL_STACK};
 use crate::spec::Db;
@@ -22,6 +23,8 @@ pub struct Database {
     pub db: Db,
     /// The container the client runs in.
     pub container: String,
+    /// When it started, as the engine says: another value later means it restarted meanwhile.
+    started_at: Option<String>,
     /// The one-shot container to remove at the end (SQLite).
     oneshot: Option<String>,
 }
@@ -40,14 +43,21 @@ pub struct SchemaMissing {
     pub detail: String,
 }
 
-async fn running(docker: &Docker, name: &str) -> bool {
-    docker
+/// Whether it runs, and since when.
+async fn state(docker: &Docker, name: &str) -> (bool, Option<String>) {
+    let s = docker
         .inspect_container(name, None)
         .await
         .ok()
-        .and_then(|c| c.state)
-        .and_then(|s| s.running)
-        .unwrap_or(false)
+        .and_then(|c| c.state);
+    (
+        s.as_ref().and_then(|s| s.running).unwrap_or(false),
+        s.and_then(|s| s.started_at),
+    )
+}
+
+async fn running(docker: &Docker, name: &str) -> bool {
+    state(docker, name).await.0
 }
 
 impl Database {
@@ -62,7 +72,8 @@ impl Database {
         match db {
             Db::Mariadb | Db::Postgres => {
                 let container = crate::naming::container(stack, db.name());
-                if !running(docker, &container).await {
+                let (running, started_at) = state(docker, &container).await;
+                if !running {
                     bail!(crate::error::UsageError::new(
                         "--stack",
                         stack,
@@ -74,6 +85,7 @@ impl Database {
                     docker: docker.clone(),
                     db,
                     container,
+                    started_at,
                     oneshot: None,
                 })
             }
@@ -103,10 +115,12 @@ impl Database {
                 }
                 let name = crate::naming::container(stack, "prepare-sqlite");
                 let oneshot = start_oneshot(docker, stack, &name, sqlite_image, &owner).await?;
+                let started_at = state(docker, &oneshot).await.1;
                 Ok(Database {
                     docker: docker.clone(),
                     db,
                     container: oneshot.clone(),
+                    started_at,
                     oneshot: Some(oneshot),
                 })
             }
@@ -119,14 +133,28 @@ impl Database {
         crate::sut::exec(&self.docker, &self.container, &cmd, Some(script.as_bytes())).await
     }
 
+    /// The client's failure, never quoting what the script carried (`ClientFailed`).
     fn failed(&self, out: &crate::sut::ExecOutput) -> anyhow::Error {
-        anyhow::anyhow!(
-            "{} client in {} failed (exit {}): {}",
-            self.db.name(),
-            self.container,
-            out.exit_code,
-            out.stderr.trim()
-        )
+        ClientFailed::new(self.db, &self.container, out.exit_code, &out.stderr).into()
+    }
+
+    /// After a failure: whether the database's container stopped or restarted since it was opened
+    /// (the database was lost, rather than refusing the script).
+    pub async fn lost(&self) -> Option<String> {
+        let (running, started_at) = state(&self.docker, &self.container).await;
+        if !running {
+            Some(format!(
+                "the database container {} is not running",
+                self.container
+            ))
+        } else if started_at != self.started_at {
+            Some(format!(
+                "the database container {} restarted meanwhile",
+                self.container
+            ))
+        } else {
+            None
+        }
     }
 
     /// Run a script; its output, or an error with the client's own message.

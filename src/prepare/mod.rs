@@ -8,6 +8,7 @@
 //! the same through the app's HTTP API (`api`, then `run_api` here), with the same manifest and checks.
 
 pub mod api;
+pub mod client_error;
 pub mod db;
 pub mod manifest;
 pub use crate::core::seed::{plan, sql};
@@ -514,6 +515,7 @@ mod tests {
     fn groups_of_chunks() {
         let c = |rows| sql::Chunk {
             what: "accounts",
+            statement: "INSERT INTO users",
             rows,
             sql: String::new(),
         };

@@ -72,7 +72,9 @@ pub(super) async fn seed(
     let chunks = sql::write_chunks(stack.db, plan, &hash, now_ms(), opts.batch);
     let total: u64 = chunks.iter().map(|c| c.rows as u64).sum();
     let groups = group(&chunks, ROWS_PER_EXEC);
+    let spans = row_spans(&chunks);
     let mut done = 0;
+    let mut first = 0;
     let mut out = String::new();
     progress(0, total);
     for (i, g) in groups.iter().enumerate() {
@@ -80,12 +82,23 @@ pub(super) async fn seed(
         if i + 1 == groups.len() {
             script.push_str(&sql::readback(stack.db, pattern));
         }
-        let rows: usize = g.iter().map(|c| c.rows).sum();
-        out = db
-            .run(&script)
-            .await
-            .with_context(|| format!("writing {rows} rows ({})", what(g)))?;
-        done += rows as u64;
+        out = match db.run(&script).await {
+            Ok(o) => o,
+            Err(e) => {
+                let line = e
+                    .downcast_ref::<super::client_error::ClientFailed>()
+                    .and_then(|c| c.line);
+                let at = failing(g, first, line);
+                let lost = db
+                    .lost()
+                    .await
+                    .map(|l| format!(" ({l})"))
+                    .unwrap_or_default();
+                return Err(e.context(format!("writing {}{lost}", rows_of(&at, &spans))));
+            }
+        };
+        first += g.len();
+        done += g.iter().map(|c| c.rows as u64).sum::<u64>();
         progress(done, total);
     }
     timings.write = ms(t.elapsed());
@@ -128,10 +141,59 @@ pub(super) fn group(chunks: &[sql::Chunk], max_rows: usize) -> Vec<&[sql::Chunk]
     out
 }
 
-fn what(g: &[sql::Chunk]) -> String {
-    let mut names: Vec<&str> = g.iter().map(|c| c.what).collect();
-    names.dedup();
-    names.join(", ")
+/// Each chunk's rows within its kind (accounts, projects, collaborators): first and last, from 1, and
+/// the kind's total.
+pub(super) fn row_spans(chunks: &[sql::Chunk]) -> Vec<(&sql::Chunk, usize, usize, usize)> {
+    let total = |what: &str| -> usize {
+        chunks
+            .iter()
+            .filter(|c| c.what == what)
+            .map(|c| c.rows)
+            .sum()
+    };
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    chunks
+        .iter()
+        .map(|c| {
+            let before = seen.entry(c.what).or_default();
+            let span = (c, *before + 1, *before + c.rows, total(c.what));
+            *before += c.rows;
+            span
+        })
+        .collect()
+}
+
+/// The chunks (by index) a failed exec of group `g`, whose first chunk is `first`, points to: the one
+/// holding the script line the client named, else the whole group.
+pub(super) fn failing(g: &[sql::Chunk], first: usize, line: Option<usize>) -> Vec<usize> {
+    let mut end = 0;
+    for (i, c) in g.iter().enumerate() {
+        let start = end;
+        end += c.sql.matches('\n').count();
+        if line.is_some_and(|l| l > start && l <= end) {
+            return vec![first + i];
+        }
+    }
+    (first..first + g.len()).collect()
+}
+
+/// Those chunks' rows, by kind, with their statements: `accounts 5001–10000 of 20000 (INSERT INTO
+/// users)`. Never a value.
+pub(super) fn rows_of(at: &[usize], spans: &[(&sql::Chunk, usize, usize, usize)]) -> String {
+    let mut parts: Vec<(&str, &str, usize, usize, usize)> = Vec::new();
+    for &(c, from, to, total) in at.iter().filter_map(|&i| spans.get(i)) {
+        match parts.last_mut() {
+            Some(p) if p.0 == c.what => p.3 = to,
+            _ => parts.push((c.what, c.statement, from, to, total)),
+        }
+    }
+    parts
+        .iter()
+        .map(|(what, statement, from, to, total)| {
+            format!("{what} {from}–{to} of {total} ({statement})")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn counts(r: &[&str]) -> Result<Counts> {
@@ -224,4 +286,48 @@ pub fn check_rows(plan: &Plan, out: &str) -> Result<HashMap<String, i64>> {
         );
     }
     Ok(ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_write_names_its_statement_and_rows() {
+        let c = |what, statement, rows, lines: usize| sql::Chunk {
+            what,
+            statement,
+            rows,
+            sql: "x\n".repeat(lines),
+        };
+        let chunks = vec![
+            c("accounts", "INSERT INTO users", 5000, 10),
+            c("accounts", "INSERT INTO users", 5000, 10),
+            c("accounts", "INSERT INTO users", 100, 10),
+            c(
+                "projects",
+                "INSERT INTO projects and yjs_documents",
+                2000,
+                10,
+            ),
+        ];
+        let spans = row_spans(&chunks);
+        let g = &chunks[1..];
+        // Line 15 of the exec's script is in its second chunk (lines 11..=20).
+        assert_eq!(failing(g, 1, Some(15)), vec![2]);
+        assert_eq!(
+            rows_of(&failing(g, 1, Some(15)), &spans),
+            "accounts 10001–10100 of 10100 (INSERT INTO users)"
+        );
+        // No line (a broken pipe, a lost connection without one): the whole exec.
+        assert_eq!(
+            rows_of(&failing(g, 1, None), &spans),
+            "accounts 5001–10100 of 10100 (INSERT INTO users), projects 1–2000 of 2000 (INSERT INTO projects and yjs_documents)"
+        );
+        assert_eq!(
+            failing(g, 1, Some(99)),
+            vec![1, 2, 3],
+            "beyond the chunks: the readback"
+        );
+    }
 }

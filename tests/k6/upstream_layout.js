@@ -6,8 +6,9 @@
 // thresholds count those closes: k6 exits non-zero (99) when any socket was refused.
 //
 // Env, as `exectl prepare` prints it: BASE_URL, HOST_HEADER (single: Traefik routes by Host),
-// BENCH_USER_COUNT, BENCH_PASSWORD, PROJECTS_FILE; optional BENCH_EMAIL_PATTERN, VUS (default
-// BENCH_USER_COUNT), HOLD_MS, SUMMARY_FILE (the end-of-test summary as JSON).
+// BENCH_USER_COUNT, BENCH_PASSWORD, BENCH_PROJECTS_FILE; optional BENCH_USER_PREFIX and BENCH_USER_DOMAIN
+// (the email is PREFIX + n + '@' + DOMAIN, as upstream builds it; default bench-user-, exelearning.net),
+// VUS (default BENCH_USER_COUNT), HOLD_MS, SUMMARY_FILE (the end-of-test summary as JSON).
 import http from 'k6/http';
 import ws from 'k6/ws';
 import { Counter } from 'k6/metrics';
@@ -16,13 +17,14 @@ const BASE_URL = (__ENV.BASE_URL || '').replace(/\/+$/, '');
 const HOST_HEADER = __ENV.HOST_HEADER || '';
 const USERS = parseInt(__ENV.BENCH_USER_COUNT, 10);
 const PASSWORD = __ENV.BENCH_PASSWORD;
-const PATTERN = __ENV.BENCH_EMAIL_PATTERN || 'bench-user-{i}@exelearning.net';
+const PREFIX = __ENV.BENCH_USER_PREFIX || 'bench-user-';
+const DOMAIN = __ENV.BENCH_USER_DOMAIN || 'exelearning.net';
 const VUS = parseInt(__ENV.VUS || __ENV.BENCH_USER_COUNT, 10);
 const HOLD_MS = parseInt(__ENV.HOLD_MS || '1000', 10);
-const projects = JSON.parse(open(__ENV.PROJECTS_FILE));
+const projects = JSON.parse(open(__ENV.BENCH_PROJECTS_FILE));
 
 if (!BASE_URL || !(USERS > 0) || !PASSWORD || !(VUS > 0) || projects.length === 0) {
-  throw new Error('needs BASE_URL, BENCH_USER_COUNT, BENCH_PASSWORD and a non-empty PROJECTS_FILE');
+  throw new Error('needs BASE_URL, BENCH_USER_COUNT, BENCH_PASSWORD and a non-empty BENCH_PROJECTS_FILE');
 }
 
 const held = new Counter('layout_ws_held');
@@ -48,7 +50,7 @@ export default function () {
   // Every counter gets a sample, so that no threshold is judged on no data.
   for (const c of [held, refused, denied, loginFailed, upgradeFailed]) c.add(0);
   const i = __VU - 1;
-  const email = PATTERN.replace('{i}', String(i % USERS));
+  const email = `${PREFIX}${i % USERS}@${DOMAIN}`;
   const project = projects[i % projects.length];
   const headers = { 'Content-Type': 'application/json' };
   if (HOST_HEADER) headers.Host = HOST_HEADER;

@@ -1,10 +1,13 @@
-//! `runs diff A B` on two benches: the knobs that differ (what was changed) and, level by level, how the
-//! figures moved (what it did).
+//! `runs diff A B` on two benches: the settings that differ (what was changed), the variables they come
+//! from (more than one: the comparison does not isolate one), and, level by level, how the figures moved
+//! (what it did). The stack's knobs are grouped into variables here for deploy records too.
+
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use super::results::Results;
-use super::verdict::LevelResult;
+use super::verdict::{LevelResult, Verdict};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Changed {
@@ -23,23 +26,126 @@ pub struct LevelDelta {
     pub connect_p95_ms: (Option<f64>, Option<f64>),
 }
 
+/// A bench's capacity as its verdict means it: when no level failed, the knee lies beyond the levels
+/// run and the capacity is "at least" the last one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Capacity {
+    pub users: Option<u64>,
+    pub at_least: bool,
+}
+
+impl Capacity {
+    pub fn of(v: &Verdict) -> Capacity {
+        Capacity {
+            users: v.capacity,
+            at_least: v.capacity.is_some() && v.knee.is_none(),
+        }
+    }
+
+    /// `at least 1000`, `1000`, or `none` (the first level failed, or none ran).
+    pub fn text(&self) -> String {
+        match (self.users, self.at_least) {
+            (Some(c), true) => format!("at least {c}"),
+            (Some(c), false) => c.to_string(),
+            (None, _) => "none".into(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BenchDiff {
     pub knobs: Vec<Changed>,
-    pub capacity: (Option<u64>, Option<u64>),
+    /// The independent variables the differing settings come from.
+    pub variables: Vec<String>,
+    pub capacity: (Capacity, Capacity),
     pub limiting: (Option<String>, Option<String>),
     pub levels: Vec<LevelDelta>,
 }
 
-/// The settings of a bench as flat keys: the stack's knobs, the scenario, the load's shape, the objectives.
-fn settings(r: &Results) -> std::collections::BTreeMap<String, String> {
-    let mut m: std::collections::BTreeMap<String, String> = r
+/// The variable a stack knob belongs to (`cpus`, `nginx worker connections`, `env.DB_POOL_MAX`).
+pub fn knob_variable(key: &str) -> String {
+    match key.strip_prefix("nginx.") {
+        Some(rest) => format!("nginx {}", rest.replace('_', " ")),
+        None => key.to_string(),
+    }
+}
+
+/// Whether nginx knob `key` (`nginx.worker_connections`) only followed its variant's defaults in
+/// `knobs`: when the variant changed, such a knob is the variant's change, not a variable of its own.
+pub fn follows_variant(key: &str, knobs: &BTreeMap<String, String>) -> bool {
+    let Some(variant) = knobs.get("nginx.variant") else {
+        return false;
+    };
+    let Some((alg, wc, rl)) = crate::spec::NginxVariant::ALL
+        .iter()
+        .find(|(n, _)| n == variant)
+        .map(|(_, v)| v.defaults())
+    else {
+        return false;
+    };
+    let expected = match key {
+        "nginx.variant" => return true,
+        "nginx.lb_algorithm" => serde_json::to_value(alg)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from)),
+        "nginx.worker_connections" => Some(wc.to_string()),
+        "nginx.worker_rlimit_nofile" => {
+            Some(rl.map(|r| r.to_string()).unwrap_or_else(|| "-".into()))
+        }
+        _ => None,
+    };
+    expected.is_some() && knobs.get(key) == expected.as_ref()
+}
+
+/// The variables of a bench's settings keys (see `settings`): a stack knob is its knob's, nginx's
+/// knobs that followed a variant change are that change, every other setting is one of its own.
+fn variables(changed: &[Changed], b: &Results) -> Vec<String> {
+    let variant_changed = changed.iter().any(|c| c.key == "nginx.variant");
+    let mut out: Vec<String> = Vec::new();
+    for c in changed {
+        let key = c.key.as_str();
+        let v = if let Some(k) = key.strip_prefix("slo.") {
+            format!("objective {k}")
+        } else if let Some(s) = key.strip_prefix("image.") {
+            format!("image {s}")
+        } else if b.knobs.contains_key(key) || key.starts_with("nginx.") {
+            if variant_changed && key.starts_with("nginx.") && follows_variant(key, &b.knobs) {
+                "nginx variant".to_string()
+            } else {
+                knob_variable(key)
+            }
+        } else {
+            key.trim_end_matches("_s").replace('_', " ")
+        };
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// The settings of a bench as flat keys: the stack's knobs, the scenario and its levels, the load's
+/// shape, the objectives, the images.
+fn settings(r: &Results) -> BTreeMap<String, String> {
+    let mut m: BTreeMap<String, String> = r
         .knobs
         .iter()
         .filter(|(k, _)| *k != "stack")
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     m.insert("scenario".into(), r.scenario.clone());
+    m.insert(
+        "levels".into(),
+        r.levels_asked
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(","),
+    );
+    m.insert(
+        "continue_after_fail".into(),
+        r.continue_after_fail.to_string(),
+    );
     m.insert("target".into(), r.target.clone());
     m.insert("hold_s".into(), r.hold_s.to_string());
     m.insert("ramp_s".into(), r.ramp_s.to_string());
@@ -60,7 +166,7 @@ pub fn diff(a: &Results, b: &Results) -> BenchDiff {
     let (sa, sb) = (settings(a), settings(b));
     let keys: std::collections::BTreeSet<&String> = sa.keys().chain(sb.keys()).collect();
     let none = "(unset)".to_string();
-    let knobs = keys
+    let knobs: Vec<Changed> = keys
         .into_iter()
         .filter_map(|k| {
             let (x, y) = (sa.get(k).unwrap_or(&none), sb.get(k).unwrap_or(&none));
@@ -95,8 +201,9 @@ pub fn diff(a: &Results, b: &Results) -> BenchDiff {
         })
         .collect();
     BenchDiff {
+        variables: variables(&knobs, b),
         knobs,
-        capacity: (a.verdict.capacity, b.verdict.capacity),
+        capacity: (Capacity::of(&a.verdict), Capacity::of(&b.verdict)),
         limiting: (
             a.verdict.limiting.as_ref().map(|l| l.component.clone()),
             b.verdict.limiting.as_ref().map(|l| l.component.clone()),
@@ -105,23 +212,33 @@ pub fn diff(a: &Results, b: &Results) -> BenchDiff {
     }
 }
 
+/// How many variables changed, loudly when more than one: that comparison isolates none (deploys and
+/// benches alike).
+pub fn variables_line(variables: &[String]) -> String {
+    match variables.len() {
+        0 => "identical: no variable changed".to_string(),
+        1 => format!("1 variable changed: {}", variables[0]),
+        n => format!(
+            "WARNING: {n} variables changed ({}): this comparison does not isolate one variable",
+            variables.join(", ")
+        ),
+    }
+}
+
 /// The diff for people: changed knobs, then one line per level.
 pub fn render(a_id: &str, b_id: &str, d: &BenchDiff) -> String {
     use std::fmt::Write as _;
     let opt = |v: Option<String>| v.unwrap_or_else(|| "—".into());
     let mut s = format!("{a_id} -> {b_id}\n");
-    if d.knobs.is_empty() {
-        s += "  no setting differs\n";
-    }
     for c in &d.knobs {
         let _ = writeln!(s, "  {:<34} {} -> {}", c.key, c.a, c.b);
     }
-    let cap = |c: Option<u64>| c.map_or("none".into(), |c| c.to_string());
+    let _ = writeln!(s, "{}", variables_line(&d.variables));
     let _ = writeln!(
         s,
         "capacity: {} -> {}",
-        cap(d.capacity.0),
-        cap(d.capacity.1)
+        d.capacity.0.text(),
+        d.capacity.1.text()
     );
     if d.limiting.0.is_some() || d.limiting.1.is_some() {
         let _ = writeln!(
@@ -166,6 +283,7 @@ mod tests {
         b.knobs.insert("cpus".into(), "2".into());
         b.levels.truncate(1);
         b.verdict.capacity = Some(500);
+        b.verdict.knee = None;
         let d = diff(&a, &b);
         assert_eq!(
             d.knobs,
@@ -175,12 +293,55 @@ mod tests {
                 b: "2".into()
             }]
         );
-        assert_eq!(d.capacity, (Some(200), Some(500)));
+        assert_eq!(d.variables, ["cpus"]);
+        assert_eq!(d.capacity.0.text(), "200");
+        assert_eq!(d.capacity.1.text(), "at least 500", "{:?}", d.capacity.1);
         assert_eq!(d.levels.len(), 2);
         assert_eq!(d.levels[1].passed, (Some(false), None));
         let text = render("A", "B", &d);
         assert!(text.contains("cpus") && text.contains("0.5 -> 2"), "{text}");
+        assert!(text.contains("1 variable changed: cpus"), "{text}");
+        assert!(text.contains("capacity: 200 -> at least 500"), "{text}");
         assert!(text.contains("500 users: fail -> not run"), "{text}");
         assert!(diff(&a, &a).knobs.is_empty());
+        assert!(diff(&a, &a).variables.is_empty());
+    }
+
+    #[test]
+    fn more_than_one_variable_is_warned_about() {
+        let (a, _) = super::super::report::tests::example();
+        let mut b = a.clone();
+        b.scenario = "collab".into();
+        b.levels_asked = vec![100, 200];
+        b.hold_s += 10.0;
+        b.knobs.insert("instances".into(), "4".into());
+        let d = diff(&a, &b);
+        assert_eq!(d.variables, ["hold", "instances", "levels", "scenario"]);
+        let text = render("A", "B", &d);
+        assert!(
+            text.contains("WARNING: 4 variables changed (hold, instances, levels, scenario)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn nginx_knobs_that_follow_the_variant_are_the_variant() {
+        let (a, _) = super::super::report::tests::example();
+        let (mut a, mut b) = (a.clone(), a);
+        for (r, variant, alg, wc) in [
+            (&mut a, "tuned-ip-hash", "ip_hash", "32768"),
+            (&mut b, "tuned-least-conn", "least_conn", "32768"),
+        ] {
+            r.knobs.insert("nginx.variant".into(), variant.into());
+            r.knobs.insert("nginx.lb_algorithm".into(), alg.into());
+            r.knobs.insert("nginx.worker_connections".into(), wc.into());
+        }
+        assert_eq!(diff(&a, &b).variables, ["nginx variant"]);
+        b.knobs
+            .insert("nginx.worker_connections".into(), "1024".into());
+        assert_eq!(
+            diff(&a, &b).variables,
+            ["nginx variant", "nginx worker connections"]
+        );
     }
 }

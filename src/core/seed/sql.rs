@@ -15,6 +15,8 @@ use crate::spec::Db;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chunk {
     pub what: &'static str,
+    /// Its statement's kind and tables, for errors that must not quote the rows.
+    pub statement: &'static str,
     pub rows: usize,
     pub sql: String,
 }
@@ -73,9 +75,15 @@ fn begin(db: Db) -> &'static str {
     }
 }
 
-fn transaction(db: Db, what: &'static str, rows: usize, body: String) -> Chunk {
+fn transaction(
+    db: Db,
+    (what, statement): (&'static str, &'static str),
+    rows: usize,
+    body: String,
+) -> Chunk {
     Chunk {
         what,
+        statement,
         rows,
         sql: format!("{}{}{body}COMMIT;\n", prelude(db), begin(db)),
     }
@@ -173,7 +181,12 @@ pub fn write_chunks(db: Db, plan: &Plan, hash: &str, now_ms: i64, batch: usize) 
             with = v.with,
             from = v.from,
         );
-        out.push(transaction(db, "accounts", slice.len(), body));
+        out.push(transaction(
+            db,
+            ("accounts", "INSERT INTO users"),
+            slice.len(),
+            body,
+        ));
     }
     let vis = quote(db, plan.visibility.name());
     let doc = empty_document(db);
@@ -210,7 +223,12 @@ SELECT p.id, {doc}, '0', {now_ms}, {now_ms} FROM {of_chunk}{on_doc};\n",
             on = conflict("uuid"),
             on_doc = conflict("project_id"),
         );
-        out.push(transaction(db, "projects", slice.len(), body));
+        out.push(transaction(
+            db,
+            ("projects", "INSERT INTO projects and yjs_documents"),
+            slice.len(),
+            body,
+        ));
     }
     let rows: Vec<_> = plan.collaborator_rows().collect();
     for slice in rows.chunks(batch) {
@@ -226,7 +244,12 @@ WHERE NOT EXISTS (SELECT 1 FROM project_collaborators c WHERE c.project_id = p.i
             with = v.with,
             from = v.from,
         );
-        out.push(transaction(db, "collaborators", slice.len(), body));
+        out.push(transaction(
+            db,
+            ("collaborators", "INSERT INTO project_collaborators"),
+            slice.len(),
+            body,
+        ));
     }
     out
 }
@@ -356,6 +379,10 @@ pub fn client(db: Db) -> Vec<&'static str> {
             "\t",
             "-v",
             "ON_ERROR_STOP=1",
+            // Stdin as a named script: its errors then say `psql:<stdin>:LINE:`, so a failed write
+            // can be told by its statement and rows rather than quoted.
+            "-f",
+            "-",
             "-U",
             "exelearning",
             "exelearning",
