@@ -212,27 +212,6 @@ impl Plateau {
     }
 }
 
-/// Resolves when the common hold is over (waits for it to begin first; follows a stop that moves its end).
-pub async fn hold_over(rx: &mut watch::Receiver<Option<Window>>) {
-    loop {
-        let w = *rx.borrow_and_update();
-        match w {
-            Some(w) if Instant::now() >= w.end => return,
-            Some(w) => {
-                tokio::select! {
-                    _ = tokio::time::sleep_until(w.end) => return,
-                    r = rx.changed() => if r.is_err() { std::future::pending::<()>().await },
-                }
-            }
-            None => {
-                if rx.changed().await.is_err() {
-                    std::future::pending::<()>().await;
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,23 +278,5 @@ mod tests {
         let after = q.window().unwrap();
         assert_eq!(after.start, before.start);
         assert!(after.end < before.end);
-    }
-
-    #[tokio::test]
-    async fn hold_over_waits_for_the_begin_then_the_end_and_follows_a_stop() {
-        let p = std::sync::Arc::new(armed(2));
-        let mut rx = p.subscribe();
-        let waiter = tokio::spawn(async move { hold_over(&mut rx).await });
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        assert!(!waiter.is_finished(), "no hold yet");
-        p.opened(1);
-        p.opened(2);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        assert!(!waiter.is_finished(), "a 10 s hold");
-        p.stop(2);
-        tokio::time::timeout(Duration::from_secs(2), waiter)
-            .await
-            .expect("the stop ends it")
-            .unwrap();
     }
 }

@@ -460,14 +460,23 @@ async fn hold(
     let ended: Option<Ended> = loop {
         let timer = plan.at();
         let check_at = connected_at + Duration::from_millis(alive.next_check_ms(bounds) as u64);
+        // One timer for the common hold's end and the liveness check (a timer per socket is most of an
+        // idle socket's memory); the window is read again after every wake-up and every change of it.
+        let end = window.borrow_and_update().map(|w| w.end);
+        if end.is_some_and(|e| Instant::now() >= e) {
+            break None;
+        }
+        let wake = end.map_or(check_at, |e| e.min(check_at));
         // Unbiased: a busy socket must not starve the hold timer or the action timer.
         tokio::select! {
             msg = ws.next() => match got(ctx, out, msg) {
                 Got::End(e) => break Some(e),
                 _ => alive.heard(ms(Instant::now())),
             },
-            _ = super::plateau::hold_over(&mut window) => break None,
-            _ = sleep_until(check_at) => match alive.step(ms(Instant::now()), bounds) {
+            // The hold began, or a stop moved its end: the loop reads it again. (The sender lives as long
+            // as the run, so this never errs while users hold.)
+            _ = window.changed() => {}
+            _ = sleep_until(wake) => match alive.step(ms(Instant::now()), bounds) {
                 Step::WaitUntil(_) => {}
                 Step::Ping => {
                     if ping(&mut ws, b"").await.is_err() {
