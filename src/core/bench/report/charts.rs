@@ -34,11 +34,21 @@ impl Series {
     }
 }
 
+/// One level on the time axis (seconds since the bench began): its load shaded, its common hold (all
+/// its users at once) shaded darker.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Band {
+    pub start: f64,
+    pub end: f64,
+    pub users: u64,
+    pub hold: Option<(f64, f64)>,
+}
+
 /// What the x axis is.
 #[derive(Debug, Clone, PartialEq)]
 pub enum XAxis {
-    /// Seconds since the bench began; the levels' (start, end, users) shaded.
-    Time { spans: Vec<(f64, f64, u64)> },
+    /// Seconds since the bench began, with each level's band.
+    Time { spans: Vec<Band> },
     /// One tick per level (x = the level's index), labelled with its users.
     Levels { users: Vec<u64> },
 }
@@ -90,7 +100,7 @@ fn svg(chart: &Chart, drawn: &[&Series]) -> Result<String, String> {
                 .iter()
                 .flat_map(|s| s.points.iter().map(|p| p.0))
                 .fold(1.0, f64::max);
-            let end = spans.iter().map(|s| s.1).fold(last, f64::max);
+            let end = spans.iter().map(|s| s.end).fold(last, f64::max);
             (end, None)
         }
         XAxis::Levels { users } => ((users.len().max(1) - 1) as f64 + 0.5, Some(users.clone())),
@@ -140,20 +150,31 @@ fn svg(chart: &Chart, drawn: &[&Series]) -> Result<String, String> {
         mesh.draw().map_err(|x| e(&x))?;
 
         if let XAxis::Time { spans } = &chart.x {
-            for (i, (a, b, users)) in spans.iter().enumerate() {
+            for (i, band) in spans.iter().enumerate() {
                 let shade = if i % 2 == 0 {
                     RGBColor(225, 235, 250)
                 } else {
                     RGBColor(235, 242, 252)
                 };
                 c.draw_series(std::iter::once(Rectangle::new(
-                    [(*a, 0.0), (*b, y_max)],
+                    [(band.start, 0.0), (band.end, y_max)],
                     shade.filled(),
                 )))
                 .map_err(|x| e(&x))?;
+                if let Some((a, b)) = band.hold {
+                    c.draw_series(std::iter::once(Rectangle::new(
+                        [(a, 0.0), (b, y_max)],
+                        RGBColor(205, 222, 245).filled(),
+                    )))
+                    .map_err(|x| e(&x))?;
+                }
+                let label = match band.hold {
+                    Some(_) => format!("{} · hold", band.users),
+                    None => band.users.to_string(),
+                };
                 c.draw_series(std::iter::once(Text::new(
-                    format!("{users}"),
-                    (*a, y_max * 0.98),
+                    label,
+                    (band.start, y_max * 0.98),
                     ("sans-serif", 11).into_font().color(&RGBColor(90, 90, 90)),
                 )))
                 .map_err(|x| e(&x))?;
@@ -217,7 +238,20 @@ mod tests {
             title: "CPU % per container".into(),
             y_label: "% of one CPU".into(),
             x: XAxis::Time {
-                spans: vec![(0.0, 10.0, 200), (12.0, 20.0, 500)],
+                spans: vec![
+                    Band {
+                        start: 0.0,
+                        end: 10.0,
+                        users: 200,
+                        hold: Some((3.0, 9.0)),
+                    },
+                    Band {
+                        start: 12.0,
+                        end: 20.0,
+                        users: 500,
+                        hold: None,
+                    },
+                ],
             },
             series: vec![
                 Series::line(
@@ -238,8 +272,12 @@ mod tests {
             "{f}"
         );
         assert!(
-            f.contains(">200<") || f.contains(">\n200\n<"),
-            "the level is labelled"
+            f.contains(">200 · hold<") || f.contains(">\n200 · hold\n<"),
+            "the level is labelled, with its common hold"
+        );
+        assert!(
+            f.contains(">500<") || f.contains(">\n500\n<"),
+            "a level without a hold (cut short) is labelled alone"
         );
         let empty = Chart {
             series: vec![],

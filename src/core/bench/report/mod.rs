@@ -6,6 +6,8 @@ pub mod charts;
 mod series;
 mod tables;
 
+use charts::Band;
+
 use super::results::{Results, RunState};
 use super::slo::show;
 use super::timeline::Sample;
@@ -76,14 +78,20 @@ pub fn render(r: &Results, samples: &[Sample]) -> Result<String, String> {
         .map_err(|e| format!("report template: {e:?}"))
 }
 
-/// Each level's (start, end, users) on the time axis; a level the results do not hold yet (the bench was
-/// killed during it) from the samples that carry it after the last recorded one.
-fn spans(r: &Results, samples: &[Sample]) -> Vec<(f64, f64, u64)> {
+/// Each level's band on the time axis, its common hold inside; a level the results do not hold yet (the
+/// bench was killed during it) from the samples that carry it after the last recorded one.
+fn spans(r: &Results, samples: &[Sample]) -> Vec<Band> {
     let secs = |t_ms: u64| t_ms as f64 / 1000.0;
-    let mut out: Vec<(f64, f64, u64)> = r
+    let mut out: Vec<Band> = r
         .levels
         .iter()
-        .map(|l| (secs(l.span.start_ms), secs(l.span.end_ms), l.users))
+        .map(|l| Band {
+            start: secs(l.span.start_ms),
+            end: secs(l.span.end_ms),
+            users: l.users,
+            hold: (l.span.hold_end_ms > l.span.hold_ms)
+                .then(|| (secs(l.span.hold_ms), secs(l.span.hold_end_ms))),
+        })
         .collect();
     let after = r.levels.last().map_or(0, |l| l.span.settled_ms);
     let cut: Vec<&Sample> = samples
@@ -92,7 +100,12 @@ fn spans(r: &Results, samples: &[Sample]) -> Vec<(f64, f64, u64)> {
         .collect();
     if let (Some(first), Some(last)) = (cut.first(), cut.last()) {
         if r.state != RunState::Complete {
-            out.push((secs(first.t_ms), secs(last.t_ms), first.level.unwrap_or(0)));
+            out.push(Band {
+                start: secs(first.t_ms),
+                end: secs(last.t_ms),
+                users: first.level.unwrap_or(0),
+                hold: None,
+            });
         }
     }
     out

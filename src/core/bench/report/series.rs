@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use super::super::results::Results;
 use super::super::timeline::Sample;
 use super::super::verdict::Pcts;
-use super::charts::{self, Chart, Series, XAxis};
+use super::charts::{self, Band, Chart, Series, XAxis};
 
 fn secs(t_ms: u64) -> f64 {
     t_ms as f64 / 1000.0
@@ -29,11 +29,7 @@ fn instances(samples: &[Sample]) -> Vec<String> {
     set.into_iter().map(String::from).collect()
 }
 
-pub fn time_charts(
-    r: &Results,
-    samples: &[Sample],
-    spans: &[(f64, f64, u64)],
-) -> Result<Vec<String>, String> {
+pub fn time_charts(r: &Results, samples: &[Sample], spans: &[Band]) -> Result<Vec<String>, String> {
     let x = || XAxis::Time {
         spans: spans.to_vec(),
     };

@@ -31,7 +31,9 @@ pub struct Row {
     health: String,
     cpu: String,
     leak_ok: bool,
+    /// Short when it passed ("0 left after 30.4 s"); `leak_detail` is its tooltip.
     leak: String,
+    leak_detail: String,
     why: String,
 }
 
@@ -92,7 +94,11 @@ pub fn rows(r: &Results, samples: &[Sample]) -> Vec<Row> {
                     &r.cpu_scale,
                 ),
                 leak_ok: l.leak.ok == Some(true),
-                leak: l.leak.detail.clone(),
+                leak: match l.leak.ok {
+                    Some(true) => format!("0 left after {:.1} s", l.leak.waited_ms as f64 / 1000.0),
+                    _ => l.leak.detail.clone(),
+                },
+                leak_detail: l.leak.detail.clone(),
                 why: if l.passed {
                     String::new()
                 } else {
