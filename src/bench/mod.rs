@@ -81,7 +81,7 @@ pub fn run(
         };
         let figures = figures::of(&summary);
         let checks = plan.slos.check(&figures);
-        let result = LevelResult::judge(span, figures, checks, leak, || {
+        let result = LevelResult::judge(span, figures, checks, leak, &samples, || {
             limiting::limiting_component(&span, &samples, &known)
         });
         let passed = result.passed;

@@ -190,7 +190,7 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
     let started_unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let sampler = Sampler::start(spec, stack.clone(), deployed, sample)?;
+    let sampler = Sampler::start(spec, stack.clone(), deployed, sample, None)?;
     let (knobs, nginx_capacity) = knobs(&bundle, sampler.facts.host_cpus);
     if !a.json {
         eprintln!(
@@ -262,6 +262,16 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
         host_scripts: finished.host_scripts,
     };
     save(&out_dir, &results, &finished.samples)?;
+    if let Some(what) = finished.link_lost {
+        return Err(crate::error::Unreachable {
+            what,
+            fix: format!(
+                "check sshd and the network to the SUT, then bench again; what was measured until then is in {}",
+                out_dir.display()
+            ),
+        }
+        .into());
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&results)?);
     } else {

@@ -20,6 +20,10 @@ pub enum Resource {
     NginxConnections,
     OpenFiles,
     Generator,
+    /// A container exited, restarted or was paused during the level (`incidents`).
+    Incident,
+    /// The engine's userland proxy of a published port exited or reached its nofile (`incidents`).
+    DockerProxy,
     /// Nothing measured was near its limit.
     Unknown,
 }
@@ -82,6 +86,9 @@ fn p90(mut values: Vec<f64>) -> Option<f64> {
 }
 
 pub fn limiting_component(span: &LevelSpan, samples: &[Sample], known: &Known) -> Limiting {
+    if let Some(l) = super::incidents::limiting(span, samples) {
+        return l;
+    }
     let during: Vec<&Sample> = span.during(samples).collect();
     if during.is_empty() {
         return Limiting::unknown();
@@ -278,8 +285,7 @@ mod tests {
             rss_bytes: Some(rss_mib << 20),
             mem_limit_bytes: Some(limit_mib << 20),
             restarts: Some(0),
-            open_files: None,
-            nofile: None,
+            ..ContainerSample::default()
         }
     }
 

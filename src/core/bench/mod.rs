@@ -3,6 +3,7 @@
 //! runner (`crate::bench`) measures, this decides, `report` formats.
 
 pub mod compare;
+pub mod incidents;
 pub mod levels;
 pub mod limiting;
 pub mod report;
@@ -15,5 +16,8 @@ pub use levels::{parse_levels, Levels};
 pub use limiting::{limiting_component, Known, Limiting, Resource};
 pub use results::{Results, RunState, SamplerCost};
 pub use slo::{SloCheck, Slos};
-pub use timeline::{ContainerSample, GeneratorSample, InstanceSample, LevelSpan, Sample};
+pub use timeline::{
+    ContainerSample, ContainerState, GeneratorSample, InstanceSample, LevelSpan, ProxySample,
+    Sample,
+};
 pub use verdict::{LeakCheck, LevelFigures, LevelResult, Pcts, Verdict};

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::limiting::Limiting;
 use super::slo::SloCheck;
-use super::timeline::{InstanceSample, LevelSpan};
+use super::timeline::{InstanceSample, LevelSpan, Sample};
 
 /// p50 / p95 / p99 of one latency, ms.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
@@ -143,6 +143,7 @@ impl LevelResult {
         figures: LevelFigures,
         slos: Vec<SloCheck>,
         leak: LeakCheck,
+        samples: &[Sample],
         limiting: impl FnOnce() -> Limiting,
     ) -> LevelResult {
         let mut reasons: Vec<String> = slos
@@ -150,6 +151,7 @@ impl LevelResult {
             .filter(|c| c.failed())
             .map(SloCheck::describe)
             .collect();
+        reasons.extend(super::incidents::reasons(&span, samples));
         match leak.ok {
             Some(true) => {}
             Some(false) => reasons.push(format!("leak check failed: {}", leak.detail)),
@@ -258,7 +260,7 @@ mod tests {
             users,
             ..LevelSpan::default()
         };
-        LevelResult::judge(span, figures, slos, leak, Limiting::unknown)
+        LevelResult::judge(span, figures, slos, leak, &[], Limiting::unknown)
     }
 
     #[test]

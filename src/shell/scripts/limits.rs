@@ -146,8 +146,8 @@ pub fn parse(service: &str, text: &str) -> Effective {
 
 pub(super) const MARK: &str = "@@exectl-pid ";
 
-/// Each PID's part of the batched output (empty when missing).
-pub fn split_pids(text: &str, pids: &[i64]) -> Vec<String> {
+/// Each PID's part of the batched output (empty when missing); any key a script marks its parts with.
+pub fn split_pids<K: ToString>(text: &str, pids: &[K]) -> Vec<String> {
     let mut parts: std::collections::HashMap<String, String> = Default::default();
     for chunk in text.split(MARK).skip(1) {
         let (pid, body) = chunk.split_once('\n').unwrap_or((chunk, ""));

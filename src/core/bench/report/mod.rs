@@ -469,6 +469,7 @@ pub(crate) mod tests {
                         restarts: Some(0),
                         open_files: Some(20 + users / 2),
                         nofile: Some(1024),
+                        ..ContainerSample::default()
                     })
                     .collect(),
                 instances: ["app-1", "app-2"]
@@ -489,6 +490,7 @@ pub(crate) mod tests {
                     rss_bytes: Some(30 << 20),
                 },
                 sample_ms: Some(12.0),
+                ..Sample::default()
             });
         }
         let slos = Slos::default();
@@ -520,7 +522,7 @@ pub(crate) mod tests {
                     1_000,
                 );
                 let checks = slos.check(&figures);
-                LevelResult::judge(*span, figures, checks, leak, || {
+                LevelResult::judge(*span, figures, checks, leak, &samples, || {
                     limiting_component(span, &samples, &Known::default())
                 })
             })
