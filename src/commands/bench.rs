@@ -272,19 +272,18 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
         }
         .into());
     }
+    let passed = results.levels.iter().all(|l| l.passed) && results.levels.len() == levels.len();
     if a.json {
         println!("{}", serde_json::to_string_pretty(&results)?);
+        // A failing bench says why on stderr too: exit 1 with nothing there reads as a crash.
+        if !passed {
+            eprintln!("{}", results.verdict.headline);
+        }
     } else {
         println!("{}", results.verdict.headline);
         println!("report: {}", out_dir.join(REPORT).display());
     }
-    Ok(
-        if results.levels.iter().all(|l| l.passed) && results.levels.len() == levels.len() {
-            exit::OK
-        } else {
-            exit::FAILED
-        },
-    )
+    Ok(if passed { exit::OK } else { exit::FAILED })
 }
 
 /// `exectl report RUN_ID [--out FILE]`: the HTML again, from results.json and the timeline alone.
