@@ -201,7 +201,7 @@ fn container(service: &str, before: Option<&Sample>, during: &[&Sample]) -> Vec<
     out
 }
 
-const PROXY_FIX: &str = "run the engine with \"userland-proxy\": false (exectl host tune --role sut, then restart dockerd), so that the published port goes through iptables instead";
+use super::super::doctor::{PROXY_FILES_PER_CONNECTION as PER, PROXY_FIX};
 
 /// A port's docker-proxy that exited or reached its nofile during the level.
 fn proxy(port: u16, during: &[&Sample]) -> Option<Incident> {
@@ -232,7 +232,7 @@ fn proxy(port: u16, during: &[&Sample]) -> Option<Incident> {
                     what: format!("{} exited", proxy_name(port)),
                     resource: Resource::DockerProxy,
                     more: format!(
-                        "the docker-proxy of {}:{port} is gone{seen}: it holds 6 descriptors per proxied connection (its 2 sockets and a pipe pair each way) and stops for good when an accept fails at its nofile, and the port refuses connections until its container restarts; fix: {PROXY_FIX}",
+                        "the docker-proxy of {}:{port} is gone{seen}: it holds {PER} descriptors per proxied connection (its 2 sockets and a pipe pair each way) and stops for good when an accept fails at its nofile, and the port refuses connections until its container restarts; fix: {PROXY_FIX}",
                         p.host_ip
                     ),
                 });
@@ -254,7 +254,7 @@ fn proxy(port: u16, during: &[&Sample]) -> Option<Incident> {
                     what: format!("{} at its nofile", proxy_name(port)),
                     resource: Resource::DockerProxy,
                     more: format!(
-                        "the docker-proxy of {}:{port} held {} (6 per proxied connection): at its nofile an accept fails and it stops for good; fix: {PROXY_FIX}",
+                        "the docker-proxy of {}:{port} held {} ({PER} per proxied connection): at its nofile an accept fails and it stops for good; fix: {PROXY_FIX}",
                         p.host_ip,
                         files(&p)
                     ),
