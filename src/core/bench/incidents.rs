@@ -425,6 +425,41 @@ mod tests {
         s
     }
 
+    /// A real timeline (tests/docker_proxy.rs's run): ha ×2 on an engine with 1024 open files, 300 idle
+    /// users through 127.0.0.1: docker-proxy held 699 files at 83 sockets, then stopped.
+    #[test]
+    fn a_recorded_timeline_names_docker_proxy_as_the_limit() {
+        let samples: Vec<Sample> =
+            include_str!("../../../tests/fixtures/timeline-docker-proxy.jsonl")
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+        let span = LevelSpan {
+            users: 300,
+            start_ms: 7,
+            hold_ms: 3007,
+            hold_end_ms: 3073,
+            end_ms: 3073,
+            settled_ms: 4073,
+        };
+        let l = super::super::limiting::limiting_component(&span, &samples, &Default::default());
+        assert_eq!(l.resource, Resource::DockerProxy);
+        assert_eq!(
+            l.component,
+            "docker-proxy (the engine's userland proxy of port 18474) exited"
+        );
+        assert!(
+            l.detail
+                .contains("0.0.0.0:18474 is gone (the sample before: 699 of its 1024 open files)"),
+            "{}",
+            l.detail
+        );
+        assert_eq!(
+            reasons(&span, &samples),
+            ["docker-proxy (the engine's userland proxy of port 18474) exited, 2 s into the level"]
+        );
+    }
+
     #[test]
     fn docker_proxy_dead_or_at_its_nofile_is_named_with_its_port() {
         let s = vec![
