@@ -273,4 +273,34 @@ fn an_instance_paused_or_killed_mid_level_is_named_and_fails_the_level() {
             .unwrap();
         assert!(c["cpu_pct"].is_null() && c["rss_bytes"].is_null(), "{c}");
     }
+
+    // app-2 still down when the next bench begins: that level fails too, and under --json the failing
+    // bench still says why on stderr (not only in the JSON on stdout).
+    let out = s.x.run(&[
+        "bench",
+        "--stack",
+        &s.name,
+        "--run-id",
+        "b-down",
+        "--scenario",
+        "idle",
+        "--levels",
+        "10",
+        "--hold",
+        "3s",
+        "--ramp",
+        "1s",
+        "--settle",
+        "5s",
+        "--json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let headline = r["verdict"]["headline"].as_str().unwrap();
+    assert!(
+        headline.contains("app-2 exited (exit code 137)"),
+        "{headline}"
+    );
+    assert!(stderr.contains(headline), "stderr: {stderr:?}");
 }

@@ -73,12 +73,20 @@ fn state_of(info: &ContainerInspectResponse) -> ContainerState {
 }
 
 impl Followed {
-    /// A running container as inspected (None: not running — a one-shot that finished is not followed).
+    /// A container as inspected. One already down is followed too (an instance that crashed before the
+    /// bench fails its first level), except a one-shot that finished: exit code 0, no restart policy.
     pub fn new(service: &str, info: &ContainerInspectResponse) -> Option<Followed> {
-        if !matches!(
-            state_of(info),
-            ContainerState::Running | ContainerState::Paused
-        ) {
+        let state = state_of(info);
+        let exit_code = info.state.as_ref().and_then(|s| s.exit_code);
+        let policy = info
+            .host_config
+            .as_ref()
+            .and_then(|h| h.restart_policy.as_ref())
+            .and_then(|p| p.name)
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        let down = !matches!(state, ContainerState::Running | ContainerState::Paused);
+        if down && exit_code == Some(0) && matches!(policy.as_str(), "" | "no") {
             return None;
         }
         let mut f = Followed {
@@ -91,8 +99,8 @@ impl Followed {
                 .filter(|n| *n > 0)
                 .map(|n| n as f64 / 1e9),
             app: crate::status::report::is_app(service),
-            state: ContainerState::Running,
-            exit_code: None,
+            state,
+            exit_code: exit_code.filter(|_| down),
             exits: 0,
             pauses: 0,
             restarts: None,
