@@ -125,18 +125,6 @@ fn bench_with(s: &Stack, run_id: &str, during: impl FnOnce()) -> Bench {
     }
 }
 
-fn docker_ok(args: &[&str]) {
-    let out = std::process::Command::new("docker")
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "docker {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// The level failed, and `what` is its reason, its limiting component and in the verdict's headline.
 fn named(b: &Bench, what: &str) {
     let level = &b.results["levels"][0];
@@ -226,9 +214,9 @@ fn an_instance_paused_or_killed_mid_level_is_named_and_fails_the_level() {
 
     // Paused for a few seconds mid-level, then unpaused: named paused.
     let b = bench_with(&s, "b-paused", || {
-        docker_ok(&["pause", &app2]);
+        docker_cli(&["pause", &app2]);
         std::thread::sleep(Duration::from_secs(4));
-        docker_ok(&["unpause", &app2]);
+        docker_cli(&["unpause", &app2]);
     });
     named(&b, "app-2 paused");
     let st = states(&b, "app-2");
@@ -243,7 +231,9 @@ fn an_instance_paused_or_killed_mid_level_is_named_and_fails_the_level() {
 
     // Killed mid-level: named exited with its exit code; its gone cgroup gives no figure, never the
     // host's root cgroup's.
-    let b = bench_with(&s, "b-killed", || docker_ok(&["kill", &app2]));
+    let b = bench_with(&s, "b-killed", || {
+        docker_cli(&["kill", &app2]);
+    });
     named(&b, "app-2 exited (exit code 137)");
     let st = states(&b, "app-2");
     assert!(

@@ -204,6 +204,9 @@ struct Inner {
     events: Option<mpsc::UnboundedReceiver<EventMessage>>,
     /// The last event applied (a new subscription replays from its second; what came before is skipped).
     last_event: (i64, i64),
+    /// When the last subscription was made: a stream that keeps ending is subscribed again (and every
+    /// container inspected again) at most every `events::RESUBSCRIBE`.
+    subscribed_at: Option<Instant>,
     link: link::Link,
     client: crate::app::Client,
     token: tokio::sync::OnceCell<Option<String>>,
@@ -214,6 +217,8 @@ struct Inner {
     prev_read_at: Option<Instant>,
     prev_gen_cpu: f64,
     gen_cpus: f64,
+    /// Locally: the host scripts' own CPU so far (seconds) and the running one's last reading (ns).
+    local_script_cpu: (f64, u64),
     /// The host script kept running (None until opened, and after it failed: opened again next tick).
     host: Option<Box<dyn ShellLoop>>,
     /// CPU seconds of host scripts that ended, and the running one's so far (its `times`).
@@ -227,10 +232,6 @@ struct Inner {
 
 /// Instances and nginx are probed with a short bound: a stalled one must not stall the sampling.
 const PROBE: crate::app::Timeouts = crate::app::Timeouts::all(Duration::from_millis(800));
-
-/// A host script's answer may take this long before the script counts as failed (a link that stopped
-/// carrying anything must not stall the sampler).
-const HOST_ANSWER: Duration = Duration::from_secs(10);
 
 impl Inner {
     async fn new(
@@ -273,9 +274,8 @@ impl Inner {
         let items = fleet.items();
         let (host, answer) =
             Self::ask_host(target.shell.clone(), None, sample::request(&items)).await;
-        if let Ok(text) = &answer {
-            fleet.absorb(&items, Some(&sample::parse(text, &items)), None);
-        }
+        let first = answer.as_ref().ok().map(|t| sample::parse(t, &items));
+        fleet.absorb(&items, first.as_ref(), None);
         Ok(Inner {
             target,
             spec: spec.clone(),
@@ -287,6 +287,7 @@ impl Inner {
             fleet,
             events: None,
             last_event: (0, 0),
+            subscribed_at: None,
             link,
             client: crate::app::Client::new(2, PROBE),
             token: tokio::sync::OnceCell::new(),
@@ -296,6 +297,8 @@ impl Inner {
             prev_read_at: None,
             prev_gen_cpu: metrics::cpu_seconds(),
             gen_cpus: metrics::cpu_capacity(),
+            // What the script used before the first sample (its walk of /proc) is not the generator's.
+            local_script_cpu: (0.0, first.and_then(|r| r.own_run_ns).unwrap_or(0)),
             host_scripts: u64::from(host.is_some()),
             host,
             host_cpu_ended: 0.0,
@@ -318,7 +321,10 @@ impl Inner {
         loop {
             tokio::select! {
                 _ = tick.tick() => {
-                    if self.events.is_none() && !self.link.is_lost() {
+                    let due = self
+                        .subscribed_at
+                        .is_none_or(|t| t.elapsed() >= events::RESUBSCRIBE);
+                    if self.events.is_none() && due && !self.link.is_lost() {
                         self.subscribe().await;
                     }
                     self.sample().await;
@@ -432,39 +438,6 @@ impl Inner {
         Ok(a.body.as_str().and_then(stub_status_active))
     }
 
-    /// One answer of the host script, opening it first when it is not running. Blocking work, on the
-    /// blocking pool; the script comes back with the answer, or is dropped when it failed or did not
-    /// answer within `HOST_ANSWER` (its thread is left to end on its own).
-    async fn ask_host(
-        shell: Arc<dyn crate::shell::HostShell>,
-        host: Option<Box<dyn ShellLoop>>,
-        request: String,
-    ) -> (Option<Box<dyn ShellLoop>>, Result<String>) {
-        let asked = tokio::task::spawn_blocking(move || {
-            let mut host = match host {
-                Some(h) => h,
-                None => match shell.open_loop(&sample::sample_loop()) {
-                    Ok(h) => h,
-                    Err(e) => return (None, Err(e)),
-                },
-            };
-            match host.ask(&request) {
-                Ok(answer) => (Some(host), Ok(answer)),
-                Err(e) => (None, Err(e)),
-            }
-        });
-        match tokio::time::timeout(HOST_ANSWER, asked).await {
-            Ok(asked) => asked.unwrap_or_else(|e| (None, Err(e.into()))),
-            Err(_) => (
-                None,
-                Err(anyhow::anyhow!(
-                    "the host script did not answer within {} s",
-                    HOST_ANSWER.as_secs()
-                )),
-            ),
-        }
-    }
-
     async fn sample(&mut self) {
         let started = Instant::now();
         let lost = self.link.is_lost();
@@ -515,7 +488,17 @@ impl Inner {
         if let Some(own) = read.as_ref().and_then(|r| r.own_cpu_s) {
             self.host_cpu_now = own;
         }
-        let gen_cpu = metrics::cpu_seconds();
+        // Locally the host script runs on the generator's machine and in its cgroup, under its quota:
+        // its CPU is the bench's there too (a new script starts from 0).
+        if let (Some(ns), true) = (
+            read.as_ref().and_then(|r| r.own_run_ns),
+            !self.target.is_remote(),
+        ) {
+            let (total, last) = &mut self.local_script_cpu;
+            *total += ns.checked_sub(*last).unwrap_or(ns) as f64 / 1e9;
+            *last = ns;
+        }
+        let gen_cpu = metrics::cpu_seconds() + self.local_script_cpu.0;
         let gen_pct = elapsed_ns
             .filter(|ns| *ns > 0.0)
             .map(|ns| (gen_cpu - self.prev_gen_cpu) / (ns / 1e9) / self.gen_cpus * 100.0);

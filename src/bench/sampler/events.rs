@@ -8,6 +8,9 @@ use tokio::sync::mpsc;
 
 use super::{containers, Inner};
 
+/// A stream that ended is subscribed again at a tick at most this often.
+pub(super) const RESUBSCRIBE: std::time::Duration = std::time::Duration::from_secs(5);
+
 impl Inner {
     /// Follow the engine's events about the stack's containers (from the second of the last one
     /// applied, so a gap between two subscriptions is replayed), then inspect each container once.
@@ -45,6 +48,7 @@ impl Inner {
             }
         });
         self.events = Some(rx);
+        self.subscribed_at = Some(tokio::time::Instant::now());
         self.fleet.resync(&self.target.docker).await;
     }
 

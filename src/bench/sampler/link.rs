@@ -1,12 +1,17 @@
-//! The SSH link to a remote SUT, as the sampler sees it: when the host script's channel fails, is the
-//! link itself down? The engine (its tunnel) is asked too; if it does not answer either, the link is made
+//! The host script and the link it runs over, as the sampler sees them: each answer is bounded (a link
+//! that stopped carrying anything must not stall sampling), and on a remote SUT, when the host script's
+//! channel fails, is the link itself down? The engine (its tunnel) is asked too; if it does not answer either, the link is made
 //! again once. Made again: said so, and sampling goes on. Not: the link is lost — recorded with when and
 //! why, the `on_fatal` callback told, and nothing more is asked of the SUT. The app is never blamed for it.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use anyhow::Result;
+
 use super::{Fatal, Inner};
+use crate::shell::scripts::sample;
+use crate::shell::{HostShell, ShellLoop};
 
 /// How long the engine may take to answer a ping before it counts as down with the host script.
 const PING: Duration = Duration::from_secs(5);
@@ -51,7 +56,44 @@ fn wall_clock() -> String {
     crate::engine::lock::format_epoch(now)
 }
 
+/// A host script's answer may take this long before the script counts as failed (a link that stopped
+/// carrying anything must not stall the sampler).
+const HOST_ANSWER: Duration = Duration::from_secs(10);
+
 impl Inner {
+    /// One answer of the host script, opening it first when it is not running. Blocking work, on the
+    /// blocking pool; the script comes back with the answer, or is dropped when it failed or did not
+    /// answer within `HOST_ANSWER` (its thread is left to end on its own).
+    pub(super) async fn ask_host(
+        shell: Arc<dyn HostShell>,
+        host: Option<Box<dyn ShellLoop>>,
+        request: String,
+    ) -> (Option<Box<dyn ShellLoop>>, Result<String>) {
+        let asked = tokio::task::spawn_blocking(move || {
+            let mut host = match host {
+                Some(h) => h,
+                None => match shell.open_loop(&sample::sample_loop()) {
+                    Ok(h) => h,
+                    Err(e) => return (None, Err(e)),
+                },
+            };
+            match host.ask(&request) {
+                Ok(answer) => (Some(host), Ok(answer)),
+                Err(e) => (None, Err(e)),
+            }
+        });
+        match tokio::time::timeout(HOST_ANSWER, asked).await {
+            Ok(asked) => asked.unwrap_or_else(|e| (None, Err(e.into()))),
+            Err(_) => (
+                None,
+                Err(anyhow::anyhow!(
+                    "the host script did not answer within {} s",
+                    HOST_ANSWER.as_secs()
+                )),
+            ),
+        }
+    }
+
     /// The host script failed on a remote target (`host_err`): if the engine does not answer either,
     /// connect again once; the link is lost when that fails too.
     pub(super) async fn check_link(&mut self, host_err: &anyhow::Error) {

@@ -20,6 +20,15 @@ pub fn proxy_capacity(nofile: u64) -> u64 {
 /// How to take docker-proxy out of a benchmark's way.
 pub const PROXY_FIX: &str = "turn the userland proxy off: exectl host tune --role sut (\"userland-proxy\": false in daemon.json), then restart dockerd (on a fresh machine, scripts/dockerd.sh starts it that way) — or run the load generator on another host, whose connections go through iptables";
 
+fn unread_config(name: &str) -> Check {
+    unread(
+        name,
+        "the engine's flags and daemon.json (its dockerd's /proc/PID/cmdline)",
+        None,
+        READ_FIX,
+    )
+}
+
 /// docker-proxy carries the connections made to a published port on the engine's host itself (the
 /// generator on the SUT, `local`); a generator elsewhere reaches the port through iptables.
 pub(super) fn userland_proxy(
@@ -30,12 +39,7 @@ pub(super) fn userland_proxy(
 ) -> Check {
     const NAME: &str = "userland-proxy";
     let Some(cfg) = cfg else {
-        return unread(
-            NAME,
-            "the engine's flags and daemon.json (its dockerd's /proc/PID/cmdline)",
-            None,
-            READ_FIX,
-        );
+        return unread_config(NAME);
     };
     if !cfg.userland_proxy {
         return Check::pass(
@@ -83,12 +87,7 @@ pub(super) fn userland_proxy(
 pub(super) fn default_ulimits(cfg: Option<&EngineConfig>, max_nofile: Option<u64>) -> Check {
     const NAME: &str = "default-ulimits";
     let Some(cfg) = cfg else {
-        return unread(
-            NAME,
-            "the engine's flags and daemon.json (its dockerd's /proc/PID/cmdline)",
-            None,
-            READ_FIX,
-        );
+        return unread_config(NAME);
     };
     match (cfg.default_nofile, max_nofile) {
         (Some(d), Some(m)) if d > m => Check::fail(
