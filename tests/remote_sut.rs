@@ -278,6 +278,7 @@ fn link_lost_mid_bench(r: &Remote) {
     let said = format!("{} (stack {STACK}): the SSH link was lost at ", r.url);
     assert!(seen.contains(&said), "{said:?} in:\n{seen}");
     let last = seen.lines().last().unwrap_or_default();
+    eprintln!("{last}");
     assert!(
         last.contains(&said) && last.contains("; fix: check sshd"),
         "the error names the link and the fix: {last}"
