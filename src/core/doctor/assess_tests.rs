@@ -316,61 +316,6 @@ fn nofile_versus_connections() {
 }
 
 #[test]
-fn the_userland_proxy_against_the_connections_it_would_carry() {
-    let mut f = facts();
-    f.max_nofile = Some(20_000);
-    let on = EngineConfig {
-        userland_proxy: true,
-        proxy_set_by: "the default".into(),
-        default_nofile: None,
-        config_file: "/etc/docker/daemon.json".into(),
-    };
-    f.engine_config = Some(on.clone());
-    // 6 descriptors a connection under 20000: 3331, as measured when it stopped.
-    assert_eq!(crate::core::doctor::proxy_capacity(20_000), 3331);
-    let c = check(&f, &opts(Some(10_000)), "userland-proxy");
-    assert_eq!(c.level, Level::Fail, "{c:?}");
-    assert!(
-        c.detail.contains("at most 3331 connections") && c.detail.contains("fewer than the 10000"),
-        "{}",
-        c.detail
-    );
-    assert!(c.fix.contains("\"userland-proxy\": false") && c.fix.contains("restart dockerd"));
-    assert_eq!(level(&f, &opts(Some(3_000)), "userland-proxy"), Level::Pass);
-    assert_eq!(level(&f, &opts(None), "userland-proxy"), Level::Warn);
-    // A generator on another host goes through iptables, whatever the count.
-    f.link = Link::Remote {
-        url: "ssh://root@10.0.0.2:22".into(),
-        peer: "10.0.0.2:22".into(),
-        user: "root".into(),
-        known_hosts: "/k".into(),
-        docker_socket: "/var/run/docker.sock".into(),
-    };
-    assert_eq!(
-        level(&f, &opts(Some(10_000)), "userland-proxy"),
-        Level::Pass
-    );
-    f.engine_config = None;
-    assert_eq!(level(&f, &opts(None), "userland-proxy"), Level::Warn);
-}
-
-#[test]
-fn a_default_nofile_above_the_engines_limit_fails() {
-    let mut f = facts();
-    f.max_nofile = Some(20_000);
-    let c = check(&f, &opts(None), "default-ulimits");
-    assert_eq!(c.level, Level::Fail, "{c:?}");
-    assert!(
-        c.detail.contains("1048576") && c.detail.contains("20000 open files"),
-        "{}",
-        c.detail
-    );
-    assert!(c.fix.contains("lower it to 20000"), "{}", c.fix);
-    f.max_nofile = Some(1 << 20);
-    assert_eq!(level(&f, &opts(None), "default-ulimits"), Level::Pass);
-}
-
-#[test]
 fn file_max_versus_connections() {
     let f = with_host(|h| h.file_max = Some(20_000));
     assert_eq!(level(&f, &opts(Some(10_000)), "file-max"), Level::Pass);

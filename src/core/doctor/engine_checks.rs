@@ -105,3 +105,63 @@ pub(super) fn default_ulimits(cfg: Option<&EngineConfig>, max_nofile: Option<u64
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::assess::Level;
+    use super::*;
+
+    fn config(userland_proxy: bool, default_nofile: Option<u64>) -> EngineConfig {
+        EngineConfig {
+            userland_proxy,
+            proxy_set_by: "the default".into(),
+            default_nofile,
+            config_file: "/etc/docker/daemon.json".into(),
+        }
+    }
+
+    #[test]
+    fn the_userland_proxy_against_the_connections_it_would_carry() {
+        let on = config(true, None);
+        // 6 descriptors a connection under 20000: 3331, as measured when it stopped.
+        assert_eq!(proxy_capacity(20_000), 3331);
+        let c = userland_proxy(Some(&on), Some(20_000), Some(10_000), true);
+        assert_eq!(c.level, Level::Fail, "{c:?}");
+        assert!(
+            c.detail.contains("at most 3331 connections")
+                && c.detail.contains("fewer than the 10000"),
+            "{}",
+            c.detail
+        );
+        assert!(c.fix.contains("\"userland-proxy\": false") && c.fix.contains("restart dockerd"));
+        let level = |n, local| userland_proxy(Some(&on), Some(20_000), n, local).level;
+        assert_eq!(level(Some(3_000), true), Level::Pass);
+        assert_eq!(level(None, true), Level::Warn);
+        // A generator on another host goes through iptables, whatever the count.
+        assert_eq!(level(Some(10_000), false), Level::Pass);
+        let off = userland_proxy(Some(&config(false, None)), Some(20_000), Some(10_000), true);
+        assert_eq!(off.level, Level::Pass, "{off:?}");
+        assert_eq!(userland_proxy(None, None, None, true).level, Level::Warn);
+    }
+
+    #[test]
+    fn a_default_nofile_above_the_engines_limit_fails() {
+        let high = config(false, Some(1 << 20));
+        let c = default_ulimits(Some(&high), Some(20_000));
+        assert_eq!(c.level, Level::Fail, "{c:?}");
+        assert!(
+            c.detail.contains("1048576") && c.detail.contains("20000 open files"),
+            "{}",
+            c.detail
+        );
+        assert!(c.fix.contains("lower it to 20000"), "{}", c.fix);
+        assert_eq!(
+            default_ulimits(Some(&high), Some(1 << 20)).level,
+            Level::Pass
+        );
+        assert_eq!(
+            default_ulimits(Some(&config(false, None)), Some(20_000)).level,
+            Level::Pass
+        );
+    }
+}
