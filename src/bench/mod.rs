@@ -144,6 +144,7 @@ pub fn run(
         figures.instances_min_in_hold = instances.min_in_hold;
         let checks = plan.slos.check(&figures);
         let besides = Besides {
+            incidents: crate::core::bench::incidents::reasons(&span, &samples),
             invalid: instances.foreign().into_iter().collect(),
             interrupted,
         };

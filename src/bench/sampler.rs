@@ -1,25 +1,36 @@
 //! The SUT sampler: a task on its own runtime (its own thread), so the load's runtime never waits for it.
 //! Every `--sample` tick: one request to a host script kept running (`sample::sample_loop`) for every
-//! container's cgroup figures and open files, the host's load average and the script's own CPU time;
-//! each app instance's `/api/websocket/info` and nginx's stub_status on their own addresses, found once
-//! (locally on the bridge, remotely through the SSH connection's forwards); the generator's own CPU and
-//! RSS — all stamped on the bench's one clock. Between levels it runs the leak check and reads nginx's log.
+//! container's cgroup figures and open files, the docker-proxy processes of the published ports, the
+//! host's load average and the script's own CPU time; each app instance's `/api/websocket/info` and
+//! nginx's stub_status on their own addresses, found once (locally on the bridge, remotely through the
+//! SSH connection's forwards); the generator's own CPU and RSS — all stamped on the bench's one clock.
+//! Containers are followed by id and cgroup, their state by the engine's event stream (`containers`).
+//! Between levels it runs the leak check and reads nginx's log. On an SSH target, a link that fails
+//! (the host script and the engine both) and cannot be made again is said as such (`link_lost`).
 
-use std::sync::Arc;
+mod containers;
+mod events;
+mod link;
+
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use bollard::models::EventMessage;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use crate::app::Endpoint;
 use crate::core::bench::timeline::stub_status_active;
-use crate::core::bench::{ContainerSample, GeneratorSample, InstanceSample, LeakCheck, Sample};
+use crate::core::bench::{GeneratorSample, InstanceSample, LeakCheck, Sample};
 use crate::load::metrics::{self, Live};
-use crate::shell::scripts::{limits, sample};
+use crate::shell::scripts::sample;
 use crate::shell::ShellLoop;
 use crate::status::{self, Deployed};
 use crate::sut::{Target, TargetSpec};
+use containers::{Fleet, Followed};
+
+/// Called once when the sampler cannot go on (the SSH link to the SUT is lost), with what happened.
+pub type Fatal = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// What the level running right now tells the sampler.
 #[derive(Clone)]
@@ -58,6 +69,8 @@ pub struct Finished {
     pub sample_ms_total: f64,
     /// Host scripts started (one, unless the running one failed and was started again).
     pub host_scripts: u64,
+    /// The SSH link was lost (and could not be made again): what, when and why.
+    pub link_lost: Option<String>,
 }
 
 /// The sampler's handle, used from the bench's (blocking) thread.
@@ -67,6 +80,7 @@ pub struct Sampler {
     pub t0: Instant,
     /// Facts read once at the start.
     pub facts: Facts,
+    lost: Arc<Mutex<Option<String>>>,
 }
 
 /// What the sampler learnt of the stack when it started.
@@ -77,28 +91,20 @@ pub struct Facts {
     pub host_cpus: Option<f64>,
 }
 
-/// One container the sampler reads.
-struct Probe {
-    service: String,
-    container: String,
-    pid: i64,
-    cpu_limit: Option<f64>,
-    app: bool,
-    /// Where an app instance's port or nginx's status port answers from here: found when first needed,
-    /// forgotten when a probe there fails (a restarted container may have a new address).
-    endpoint: Option<Endpoint>,
-}
-
 impl Sampler {
     /// Connect (on the sampler's own runtime), find the stack's containers, and start sampling.
     /// `timeline`: where each sample is appended as a JSON line as soon as it is taken.
+    /// `on_fatal` is called (from the sampler's thread) when it cannot go on: the SSH link is lost.
     pub fn start(
         spec: TargetSpec,
         stack: String,
         deployed: Deployed,
         every: Duration,
         timeline: Option<std::fs::File>,
+        on_fatal: Option<Fatal>,
     ) -> Result<Sampler> {
+        let lost = Arc::new(Mutex::new(None));
+        let link = link::Link::new(lost.clone(), on_fatal);
         let (tx, rx) = mpsc::unbounded_channel();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(Instant, Facts)>>();
         let thread = std::thread::Builder::new()
@@ -115,7 +121,7 @@ impl Sampler {
                     }
                 };
                 rt.block_on(async move {
-                    match Inner::new(&spec, stack, deployed, every).await {
+                    match Inner::new(&spec, stack, deployed, every, link).await {
                         Ok(mut inner) => {
                             inner.timeline = timeline;
                             let _ = ready_tx.send(Ok((inner.t0, inner.facts.clone())));
@@ -136,7 +142,14 @@ impl Sampler {
             thread: Some(thread),
             t0,
             facts,
+            lost,
         })
+    }
+
+    /// The SSH link to the SUT was lost and could not be made again: what, when and why (None: it
+    /// holds, or the target is local).
+    pub fn link_lost(&self) -> Option<String> {
+        self.lost.lock().ok()?.clone()
     }
 
     pub fn level(&self, state: Option<LevelState>) {
@@ -170,6 +183,7 @@ impl Sampler {
             sut_cpu_s: 0.0,
             sample_ms_total: 0.0,
             host_scripts: 0,
+            link_lost: self.link_lost(),
         });
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -190,24 +204,35 @@ impl Sampler {
 
 struct Inner {
     target: Target,
+    /// To connect again after a link failure.
+    spec: TargetSpec,
+    stack: String,
     deployed: Deployed,
     every: Duration,
     t0: Instant,
     facts: Facts,
-    probes: Vec<Probe>,
+    fleet: Fleet,
+    /// The engine's events about the stack's containers (None: to subscribe at the next tick).
+    events: Option<mpsc::UnboundedReceiver<EventMessage>>,
+    /// The last event applied (a new subscription replays from its second; what came before is skipped).
+    last_event: (i64, i64),
+    /// When the last subscription was made: a stream that keeps ending is subscribed again (and every
+    /// container inspected again) at most every `events::RESUBSCRIBE`.
+    subscribed_at: Option<Instant>,
+    link: link::Link,
     client: crate::app::Client,
     token: tokio::sync::OnceCell<Option<String>>,
     samples: Vec<Sample>,
     /// timeline.jsonl, appended to as samples arrive (None after a failed write: said once).
     timeline: Option<std::fs::File>,
     level: Option<LevelState>,
-    prev_cpu: Vec<Option<u64>>,
     prev_at: Option<Instant>,
     /// When the previous host command returned: the cgroup counters' clock.
     prev_read_at: Option<Instant>,
     prev_gen_cpu: f64,
     gen_cpus: f64,
-    restarts: Vec<Option<u64>>,
+    /// Locally: the host scripts' own CPU so far (seconds) and the running one's last reading (ns).
+    local_script_cpu: (f64, u64),
     /// The host script kept running (None until opened, and after it failed: opened again next tick).
     host: Option<Box<dyn ShellLoop>>,
     /// CPU seconds of host scripts that ended, and the running one's so far (its `times`).
@@ -217,7 +242,6 @@ struct Inner {
     /// Local targets: this process's children's CPU when sampling began.
     children_cpu0: Option<f64>,
     sample_ms_total: f64,
-    ticks: u64,
 }
 
 /// Instances and nginx are probed with a short bound: a stalled one must not stall the sampling.
@@ -229,38 +253,28 @@ impl Inner {
         stack: String,
         deployed: Deployed,
         every: Duration,
+        link: link::Link,
     ) -> Result<Inner> {
         let target = Target::connect(spec).await?;
         let spec_is_remote = target.is_remote();
         let observed = crate::engine::observe::observe(&target.docker, &stack).await?;
-        let mut probes = Vec::new();
+        let mut list = Vec::new();
         let mut facts = Facts::default();
         for c in &observed.containers {
             let info = target.docker.inspect_container(&c.name, None).await?;
-            let pid = info.state.as_ref().and_then(|s| s.pid).filter(|p| *p > 0);
-            let Some(pid) = pid else { continue };
-            let cpu_limit = info
-                .host_config
-                .as_ref()
-                .and_then(|h| h.nano_cpus)
-                .filter(|n| *n > 0)
-                .map(|n| n as f64 / 1e9);
-            let image = info.image.clone().unwrap_or_default();
-            facts.images.insert(c.service.clone(), image);
-            probes.push(Probe {
-                service: c.service.clone(),
-                container: c.name.clone(),
-                pid,
-                cpu_limit,
-                app: status::report::is_app(&c.service),
-                endpoint: None,
-            });
+            let Some(f) = Followed::new(&c.service, &info) else {
+                continue;
+            };
+            facts
+                .images
+                .insert(c.service.clone(), info.image.clone().unwrap_or_default());
+            list.push(f);
         }
         anyhow::ensure!(
-            !probes.is_empty(),
+            !list.is_empty(),
             "stack {stack} has no running container to sample"
         );
-        probes.sort_by(|a, b| a.service.cmp(&b.service));
+        list.sort_by(|a, b| a.service.cmp(&b.service));
         facts.host_cpus = target
             .docker
             .info()
@@ -268,33 +282,50 @@ impl Inner {
             .ok()
             .and_then(|i| i.ncpu)
             .map(|n| n as f64);
-        let n = probes.len();
+        let children_cpu0 = (!spec_is_remote).then(metrics::children_cpu_seconds);
+        // Every container's cgroup, and the front door's proxies, before the first sample.
+        let mut fleet = Fleet::new(list);
+        let items = fleet.items();
+        let (host, answer) =
+            Self::ask_host(target.shell.clone(), None, sample::request(&items)).await;
+        let first = answer.as_ref().ok().map(|t| sample::parse(t, &items));
+        fleet.absorb(&items, first.as_ref(), None);
         Ok(Inner {
             target,
+            spec: spec.clone(),
+            stack,
             deployed,
             every,
             t0: Instant::now(),
             facts,
-            probes,
+            fleet,
+            events: None,
+            last_event: (0, 0),
+            subscribed_at: None,
+            link,
             client: crate::app::Client::new(2, PROBE),
             token: tokio::sync::OnceCell::new(),
             samples: Vec::new(),
             timeline: None,
             level: None,
-            prev_cpu: vec![None; n],
             prev_at: None,
             prev_read_at: None,
             prev_gen_cpu: metrics::cpu_seconds(),
             gen_cpus: metrics::cpu_capacity(),
-            restarts: vec![None; n],
-            host: None,
+            // What the script used before the first sample (its walk of /proc) is not the generator's.
+            local_script_cpu: (0.0, first.and_then(|r| r.own_run_ns).unwrap_or(0)),
+            host_scripts: u64::from(host.is_some()),
+            host,
             host_cpu_ended: 0.0,
             host_cpu_now: 0.0,
-            host_scripts: 0,
-            children_cpu0: (!spec_is_remote).then(metrics::children_cpu_seconds),
+            children_cpu0,
             sample_ms_total: 0.0,
-            ticks: 0,
         })
+    }
+
+    /// Every container not running and every docker-proxy gone, for the progress line (None: all well).
+    fn incidents_line(&self) -> Option<String> {
+        self.fleet.incidents_line()
     }
 
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Command>) {
@@ -305,18 +336,26 @@ impl Inner {
         loop {
             tokio::select! {
                 _ = tick.tick() => {
+                    let due = self
+                        .subscribed_at
+                        .is_none_or(|t| t.elapsed() >= events::RESUBSCRIBE);
+                    if self.events.is_none() && due && !self.link.is_lost() {
+                        self.subscribe().await;
+                    }
                     self.sample().await;
                     if let Some((start, settle, _)) = &leak {
                         let last = self.samples.last().map(|s| s.instances.clone()).unwrap_or_default();
                         let zero = !last.is_empty()
                             && last.iter().all(|i| i.connections == Some(0) && i.rooms == Some(0));
                         let waited = start.elapsed();
-                        if zero || waited >= *settle {
+                        // With the link lost nothing can answer: judged at once, as could-not-run.
+                        if zero || waited >= *settle || self.link.is_lost() {
                             let (_, _, reply) = leak.take().expect("checked above");
                             let _ = reply.send(LeakCheck::judge(last, waited.as_millis() as u64));
                         }
                     }
                 }
+                ev = events::next_event(&mut self.events) => self.on_event(ev).await,
                 c = rx.recv() => match c {
                     None => return,
                     Some(Command::Level(l)) => self.level = l,
@@ -341,6 +380,7 @@ impl Inner {
                             sut_cpu_s,
                             sample_ms_total: self.sample_ms_total,
                             host_scripts: self.host_scripts,
+                            link_lost: self.link.lost(),
                         });
                         return;
                     }
@@ -349,9 +389,15 @@ impl Inner {
         }
     }
 
-    /// Find the endpoints not known yet: each app instance's port and nginx's status port.
+    /// Find the endpoints not known yet: each running app instance's port and nginx's status port.
     async fn resolve_endpoints(&mut self) {
-        for p in self.probes.iter_mut().filter(|p| p.endpoint.is_none()) {
+        use crate::core::bench::ContainerState;
+        for p in self
+            .fleet
+            .list
+            .iter_mut()
+            .filter(|p| p.endpoint.is_none() && p.state == ContainerState::Running)
+        {
             let port = if p.app {
                 crate::render::APP_PORT
             } else if p.service == "nginx" {
@@ -359,7 +405,7 @@ impl Inner {
             } else {
                 continue;
             };
-            p.endpoint = status::container_endpoint(&self.target, &p.container, port)
+            p.endpoint = status::container_endpoint(&self.target, &p.id, port)
                 .await
                 .ok();
         }
@@ -367,7 +413,7 @@ impl Inner {
 
     /// Every app instance's counts, and which probes failed (their endpoints are found again).
     async fn instances(&self) -> (Vec<InstanceSample>, Vec<usize>) {
-        let apps = self.probes.iter().enumerate().filter(|(_, p)| p.app);
+        let apps = self.fleet.list.iter().enumerate().filter(|(_, p)| p.app);
         let asked = futures_util::future::join_all(apps.map(|(i, p)| async move {
             let s = match &p.endpoint {
                 Some(ep) => Some(
@@ -399,44 +445,23 @@ impl Inner {
     }
 
     async fn nginx_active(&self) -> Result<Option<u64>, usize> {
-        let Some(i) = self.probes.iter().position(|p| p.service == "nginx") else {
+        let Some(i) = self.fleet.list.iter().position(|p| p.service == "nginx") else {
             return Ok(None);
         };
-        let ep = self.probes[i].endpoint.as_ref().ok_or(i)?;
+        let ep = self.fleet.list[i].endpoint.as_ref().ok_or(i)?;
         let a = self.client.nginx_status(ep).answer().await.map_err(|_| i)?;
         Ok(a.body.as_str().and_then(stub_status_active))
     }
 
-    /// One answer of the host script, opening it first when it is not running. Blocking work, on the
-    /// blocking pool; the script comes back with the answer, or is dropped when it failed.
-    async fn ask_host(
-        shell: Arc<dyn crate::shell::HostShell>,
-        host: Option<Box<dyn ShellLoop>>,
-        request: String,
-    ) -> (Option<Box<dyn ShellLoop>>, Result<String>) {
-        let asked = tokio::task::spawn_blocking(move || {
-            let mut host = match host {
-                Some(h) => h,
-                None => match shell.open_loop(&sample::sample_loop()) {
-                    Ok(h) => h,
-                    Err(e) => return (None, Err(e)),
-                },
-            };
-            match host.ask(&request) {
-                Ok(answer) => (Some(host), Ok(answer)),
-                Err(e) => (None, Err(e)),
-            }
-        })
-        .await;
-        asked.unwrap_or_else(|e| (None, Err(e.into())))
-    }
-
     async fn sample(&mut self) {
         let started = Instant::now();
-        let pids: Vec<i64> = self.probes.iter().map(|p| p.pid).collect();
-        self.resolve_endpoints().await;
+        let lost = self.link.is_lost();
+        if !lost {
+            self.resolve_endpoints().await;
+        }
+        let items = self.fleet.items();
         let (shell, host) = (self.target.shell.clone(), self.host.take());
-        if host.is_none() {
+        if host.is_none() && !lost {
             self.host_scripts += 1;
         }
         let (((host, answer), read_at), (instances, failed), nginx) = tokio::join!(
@@ -444,7 +469,11 @@ impl Inner {
             // holds its probe up to PROBE's 800 ms, and dividing by that wait mis-states the CPU
             // share (seen: 540 % of a 0.2-CPU quota with STANDIN_FAULT=blocking-bcrypt).
             async {
-                let r = Self::ask_host(shell, host, sample::request(&pids)).await;
+                let r = if lost {
+                    (None, Err(anyhow::anyhow!("the SSH link is lost")))
+                } else {
+                    Self::ask_host(shell, host, sample::request(&items)).await
+                };
                 (r, Instant::now())
             },
             self.instances(),
@@ -456,60 +485,35 @@ impl Inner {
         }
         self.host = host;
         for i in failed.into_iter().chain(nginx.err()) {
-            self.probes[i].endpoint = None;
+            self.fleet.list[i].endpoint = None;
         }
         let nginx = nginx.unwrap_or(None);
-        let read = answer.ok().map(|t| sample::parse(&t, &pids));
+        if let (Err(e), false) = (&answer, lost) {
+            if self.target.is_remote() {
+                self.check_link(e).await;
+            }
+        }
+        let read = answer.ok().map(|t| sample::parse(&t, &items));
         let now = Instant::now();
         let elapsed_ns = self.prev_at.map(|p| (now - p).as_nanos() as f64);
         self.prev_at = Some(now);
         let read_ns = self.prev_read_at.map(|p| (read_at - p).as_nanos() as f64);
         self.prev_read_at = Some(read_at);
-        if self.ticks.is_multiple_of(5) {
-            for (i, p) in self.probes.iter().enumerate() {
-                if let Ok(info) = self
-                    .target
-                    .docker
-                    .inspect_container(&p.container, None)
-                    .await
-                {
-                    self.restarts[i] = info.restart_count.map(|r| r.max(0) as u64);
-                }
-            }
-        }
-        self.ticks += 1;
-        let mut containers = Vec::with_capacity(self.probes.len());
-        for (i, p) in self.probes.iter().enumerate() {
-            let e = read
-                .as_ref()
-                .map(|r| limits::parse(&p.service, &r.per_pid[i]));
-            let files = read.as_ref().and_then(|r| r.open_files[i]);
-            let usage = e.as_ref().and_then(|e| e.cpu_usage_ns);
-            let cpu_pct = match (self.prev_cpu[i], usage, read_ns) {
-                (Some(a), Some(b), Some(ns)) if ns > 0.0 => {
-                    Some(b.saturating_sub(a) as f64 / ns * 100.0)
-                }
-                _ => None,
-            };
-            self.prev_cpu[i] = usage;
-            containers.push(ContainerSample {
-                service: p.service.clone(),
-                cpu_pct,
-                cpu_limit: e.as_ref().and_then(|e| e.cpus).or(p.cpu_limit),
-                rss_bytes: e.as_ref().and_then(|e| e.rss_bytes),
-                mem_limit_bytes: e.as_ref().and_then(|e| e.memory),
-                restarts: self.restarts[i],
-                open_files: files.map(|f| f.0),
-                // The limit of the process those files are counted in (nginx's workers have their own).
-                nofile: files
-                    .and_then(|f| f.1)
-                    .or(e.as_ref().and_then(|e| e.nofile_soft)),
-            });
-        }
+        let (containers, proxies) = self.fleet.absorb(&items, read.as_ref(), read_ns);
         if let Some(own) = read.as_ref().and_then(|r| r.own_cpu_s) {
             self.host_cpu_now = own;
         }
-        let gen_cpu = metrics::cpu_seconds();
+        // Locally the host script runs on the generator's machine and in its cgroup, under its quota:
+        // its CPU is the bench's there too (a new script starts from 0).
+        if let (Some(ns), true) = (
+            read.as_ref().and_then(|r| r.own_run_ns),
+            !self.target.is_remote(),
+        ) {
+            let (total, last) = &mut self.local_script_cpu;
+            *total += ns.checked_sub(*last).unwrap_or(ns) as f64 / 1e9;
+            *last = ns;
+        }
+        let gen_cpu = metrics::cpu_seconds() + self.local_script_cpu.0;
         let gen_pct = elapsed_ns
             .filter(|ns| *ns > 0.0)
             .map(|ns| (gen_cpu - self.prev_gen_cpu) / (ns / 1e9) / self.gen_cpus * 100.0);
@@ -548,8 +552,13 @@ impl Inner {
                 .view(generator.open_sockets, logins)
                 .map(|v| crate::core::plateau::ramp_status(&v))
                 .unwrap_or_default();
+            // An instance down or paused is said on every line while it lasts.
+            let incidents = self
+                .incidents_line()
+                .map(|i| format!(" — {i}"))
+                .unwrap_or_default();
             eprintln!(
-                "[{:>5.0}s] {label}: {} users, {at_once}, held {} failures {}, busiest {busiest}",
+                "[{:>5.0}s] {label}: {} users, {at_once}, held {} failures {}, busiest {busiest}{incidents}",
                 self.t0.elapsed().as_secs_f64(),
                 l.users,
                 Live::get(&l.live.held),
@@ -567,6 +576,7 @@ impl Inner {
             load_avg: read.as_ref().and_then(|r| r.load_avg),
             generator,
             sample_ms: Some(took),
+            proxies,
         };
         if let Some(t) = self.timeline.as_mut() {
             if let Err(e) = super::files::append(t, &sample) {
@@ -582,15 +592,18 @@ impl Inner {
     async fn nginx_not_enough(&self, since: i64) -> u64 {
         use bollard::query_parameters::LogsOptionsBuilder;
         use futures_util::StreamExt;
-        let Some(p) = self.probes.iter().find(|p| p.service == "nginx") else {
+        let Some(p) = self.fleet.list.iter().find(|p| p.service == "nginx") else {
             return 0;
         };
+        if self.link.is_lost() {
+            return 0;
+        }
         let opts = LogsOptionsBuilder::default()
             .stderr(true)
             .stdout(true)
             .since(since as i32)
             .build();
-        let mut logs = self.target.docker.logs(&p.container, Some(opts));
+        let mut logs = self.target.docker.logs(&p.id, Some(opts));
         let mut n = 0;
         while let Some(Ok(line)) = logs.next().await {
             n += line

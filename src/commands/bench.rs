@@ -295,7 +295,20 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let timeline = out.open_timeline()?;
-    let sampler = Sampler::start(spec, stack.clone(), deployed, sample, Some(timeline))?;
+    // A lost link to the SUT stops the running level at once; the bench then exits 3 naming it.
+    let stop = Arc::new(Stop::default());
+    let on_lost: crate::bench::sampler::Fatal = {
+        let stop = Arc::clone(&stop);
+        Arc::new(move |what: &str| stop.stop(format!("the link to the SUT was lost: {what}")))
+    };
+    let sampler = Sampler::start(
+        spec,
+        stack.clone(),
+        deployed,
+        sample,
+        Some(timeline),
+        Some(on_lost),
+    )?;
     let record = recorded(&bundle);
     let cleanup = record.room_cleanup.unwrap_or(ROOM_CLEANUP);
     if settle < cleanup && !a.json {
@@ -350,7 +363,6 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
     };
     // Written before level 1: a bench killed during it leaves its results (running) and its timeline.
     out.save(&results, &[])?;
-    let stop = Arc::new(Stop::default());
     {
         let stop = Arc::clone(&stop);
         crate::interrupt::on_signal(move |name| stop.stop(format!("{name} received")))?;
@@ -414,13 +426,26 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
     if let Some(e) = lock_lost {
         return Err(e);
     }
+    if let Some(what) = finished.link_lost {
+        return Err(crate::error::Unreachable {
+            what,
+            fix: format!(
+                "check sshd and the network to the SUT, then bench again; what was measured until then is in {}",
+                out.path.display()
+            ),
+        }
+        .into());
+    }
+    let passed = results.levels.iter().all(|l| l.passed) && results.levels.len() == levels.len();
     if a.json {
         println!("{}", serde_json::to_string_pretty(&results)?);
+        // A failing bench says why on stderr too: exit 1 with nothing there reads as a crash.
+        if !passed {
+            eprintln!("{}", results.verdict.headline);
+        }
     } else {
         println!("{}", results.verdict.headline);
         println!("report: {}", out.path.join(REPORT).display());
     }
-    let all_passed =
-        results.levels.iter().all(|l| l.passed) && results.levels.len() == levels.len();
-    Ok(if all_passed { exit::OK } else { exit::FAILED })
+    Ok(if passed { exit::OK } else { exit::FAILED })
 }

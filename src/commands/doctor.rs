@@ -102,8 +102,9 @@ pub async fn gather(spec: &TargetSpec) -> Facts {
         .and_then(|e| e.docker_root_dir.clone())
         .unwrap_or_default();
     let host_facts = crate::shell::scripts::facts::host_facts(&root);
-    let (max_nofile, host, containers) = tokio::join!(
+    let (max_nofile, engine_config, host, containers) = tokio::join!(
         within(target.max_nofile()),
+        within(target.engine_config()),
         within(target.host_shell(&host_facts)),
         containers(&target.docker),
     );
@@ -111,6 +112,7 @@ pub async fn gather(spec: &TargetSpec) -> Facts {
         link,
         engine,
         max_nofile: max_nofile.ok().flatten(),
+        engine_config: engine_config.ok().flatten(),
         host: host
             .and_then(|r| r.map_err(|e| format!("{e:#}")))
             .map(|out| facts::parse_host(&out)),

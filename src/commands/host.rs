@@ -115,7 +115,10 @@ async fn tune(a: &TuneArgs) -> Result<i32> {
     let target = crate::commands::connect(&a.target).await?;
 
     let current = read_host_file(&target, &paths.daemon_json).await?;
-    let merge = daemon_json::merge(current.as_deref(), host::WANTED_DAEMON_JSON).map_err(|e| {
+    let (wanted, capped) =
+        daemon_json::capped_nofile(host::WANTED_DAEMON_JSON, target.max_nofile().await)
+            .map_err(|e| anyhow!(e))?;
+    let merge = daemon_json::merge(current.as_deref(), &wanted).map_err(|e| {
         anyhow!(
             "{} on {} is {e}; fix it or move it away, then run again (nothing was changed)",
             paths.daemon_json.display(),
@@ -161,7 +164,8 @@ async fn tune(a: &TuneArgs) -> Result<i32> {
     if mode == Mode::Check {
         target.remove_host_dir(&dir).await?;
     }
-    let (settings, notes) = report::parse_lines(&result?);
+    let (settings, mut notes) = report::parse_lines(&result?);
+    notes.extend(capped);
     let daemon = paths.daemon_json.display().to_string();
     let settings = report::detail_daemon_json(settings, &daemon, &merge);
     let r = Report::new(

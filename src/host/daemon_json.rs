@@ -83,6 +83,35 @@ fn deep_merge(base: &mut Value, over: &Value) {
     }
 }
 
+/// `wanted` with its `default-ulimits.nofile` no higher than `max` (the most open files a container may
+/// have on this host: the engine's hard limit and fs.nr_open), and a note saying so when it was lowered.
+/// A default above it makes every container that sets no ulimits of its own fail to start ("error
+/// setting rlimit type 7: operation not permitted": measured on a 20000-file engine with 1048576).
+pub fn capped_nofile(wanted: &str, max: Option<u64>) -> Result<(String, Option<String>), String> {
+    let mut v: Value =
+        serde_json::from_str(wanted).map_err(|e| format!("exectl's daemon.json: {e}"))?;
+    let (Some(max), Some(nofile)) = (max, v.pointer_mut("/default-ulimits/nofile")) else {
+        return Ok((wanted.to_string(), None));
+    };
+    let mut lowered = None;
+    for key in ["Soft", "Hard"] {
+        if let Some(n) = nofile.get(key).and_then(Value::as_u64).filter(|n| *n > max) {
+            lowered = Some(n);
+            nofile[key] = Value::from(max);
+        }
+    }
+    let Some(was) = lowered else {
+        return Ok((wanted.to_string(), None));
+    };
+    let note = format!(
+        "default-ulimits nofile is {max}, not exectl's {was}: the engine here allows a container at most {max} open          files (dockerd's hard limit and fs.nr_open), and a default above that makes every container that sets          no ulimits fail to start (\"error setting rlimit type 7\"). For more, raise dockerd's limit          (LimitNOFILE= in docker.service, or `ulimit -Hn` where it is started) and fs.nr_open, restart dockerd,          then run host tune again"
+    );
+    Ok((
+        serde_json::to_string_pretty(&v).expect("a Value prints") + "\n",
+        Some(note),
+    ))
+}
+
 /// A value as one line for reports: compact JSON, or `absent`.
 pub fn show(v: Option<&Value>) -> String {
     v.map_or_else(|| "absent".to_string(), |v| v.to_string())
@@ -147,6 +176,29 @@ mod tests {
             .unwrap_err()
             .contains("not valid JSON"));
         assert_eq!(merge(Some("[1]"), WANTED).unwrap_err(), "not a JSON object");
+    }
+
+    #[test]
+    fn the_default_nofile_is_capped_at_what_the_engine_allows() {
+        let (text, note) = capped_nofile(WANTED, Some(20_000)).unwrap();
+        let v = value(&text);
+        assert_eq!(v["default-ulimits"]["nofile"]["Soft"], 20_000);
+        assert_eq!(v["default-ulimits"]["nofile"]["Hard"], 20_000);
+        assert_eq!(v["userland-proxy"], false);
+        let note = note.unwrap();
+        assert!(
+            note.contains("is 20000, not exectl's 1048576") && note.contains("LimitNOFILE"),
+            "{note}"
+        );
+        // Room enough, or nothing known: exectl's file as it is.
+        assert_eq!(
+            capped_nofile(WANTED, Some(1 << 20)).unwrap(),
+            (WANTED.to_string(), None)
+        );
+        assert_eq!(
+            capped_nofile(WANTED, None).unwrap(),
+            (WANTED.to_string(), None)
+        );
     }
 
     #[test]

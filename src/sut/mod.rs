@@ -305,6 +305,16 @@ impl Target {
             .ok()?;
         scripts::limits::parse_max_nofile(&out)
     }
+
+    /// How the engine's dockerd was started (its flags and daemon.json). None when it cannot be read.
+    pub async fn engine_config(&self) -> Option<crate::core::doctor::facts::EngineConfig> {
+        let socket = self.engine_socket.as_deref()?;
+        let out = self
+            .host_shell(&scripts::dockerd::engine_config(socket))
+            .await
+            .ok()?;
+        scripts::dockerd::parse_engine_config(&out)
+    }
 }
 
 /// A client of the local engine named by DOCKER_HOST (empty is unset, as for docker), not yet

@@ -44,12 +44,22 @@ impl Sut {
         Sut::start(name, index, Some(images))
     }
 
+    /// Like `up_with_images`, with more of sut.sh's environment (SUT_NOFILE, SUT_DAEMON_JSON).
+    pub fn up_with_env(name: &str, index: u8, images: &[&str], env: &[(&str, &str)]) -> Sut {
+        Sut::start_with(name, index, Some(images), env)
+    }
+
     fn start(name: &str, index: u8, images: Option<&[&str]>) -> Sut {
+        Sut::start_with(name, index, images, &[])
+    }
+
+    fn start_with(name: &str, index: u8, images: Option<&[&str]>, env: &[(&str, &str)]) -> Sut {
         let mut cmd = Command::new("bash");
         cmd.args([SCRIPT, "up", name, &index.to_string()]);
         if let Some(images) = images {
             cmd.env("SUT_IMAGES", images.join(" "));
         }
+        cmd.envs(env.iter().copied());
         let out = cmd.output().expect("run tests/sut/sut.sh");
         if !out.status.success() {
             // Leave nothing half made behind.

@@ -18,6 +18,8 @@
 #
 # Environment: SUT_IMAGES="tag tag..." overrides the images loaded (default: images/fixtures.yaml's plus
 # exectl-fixture/debian:bookworm; absent ones are skipped with a message). SUT_ROOT overrides /tmp/exectl-sut.
+# SUT_NOFILE=N starts the SUT's engine with N open files (soft and hard; docker-proxy and containers inherit it);
+# SUT_DAEMON_JSON='"userland-proxy": false' adds keys to its daemon.json.
 # Needs root, iproute2, nsenter, openssh-server (scripts/packages.sh) and the host engine (scripts/dockerd.sh).
 set -euo pipefail
 
@@ -239,14 +241,19 @@ cmd_up() {
   # ID from /etc/docker/key.json, shared with the host engine; give this one its own key (so its own ID).
   local major
   major=$(dockerd --version | sed -n 's/^Docker version \([0-9]*\)\..*/\1/p')
+  # SUT_DAEMON_JSON: more keys for it, a JSON object's members ('"userland-proxy": false').
+  local keys=${SUT_DAEMON_JSON:-}
   if [ -n "$major" ] && [ "$major" -lt 23 ]; then
-    printf '{"deprecated-key-path": "%s"}\n' "$DIR/key.json" >"$DIR/daemon.json"
-  else
-    echo '{}' >"$DIR/daemon.json"
+    keys="\"deprecated-key-path\": \"$DIR/key.json\"${keys:+, $keys}"
   fi
+  printf '{%s}\n' "$keys" >"$DIR/daemon.json"
+  # SUT_NOFILE: the engine's open-files limit (soft and hard), below this shell's: docker-proxy and the
+  # containers inherit it (tests of what gives out first).
+  local nofile=${SUT_NOFILE:-}
+  [ -z "$nofile" ] || [[ $nofile =~ ^[0-9]+$ ]] || die "SUT_NOFILE must be a number, got '$nofile'"
   # setsid + nohup as in scripts/dockerd.sh: the engine outlives this script; no descriptor stays open
   # on the caller's pipes (a test reading this script's output would wait for ever otherwise).
-  setsid nohup nsenter --net="$NSPATH" dockerd \
+  setsid nohup prlimit ${nofile:+--nofile=$nofile:$nofile} -- nsenter --net="$NSPATH" dockerd \
     --config-file "$DIR/daemon.json" \
     --data-root "$DIR/data" \
     --exec-root "$DIR/run" \

@@ -117,9 +117,7 @@ mod tests {
             cpu_limit: limit,
             rss_bytes: None,
             mem_limit_bytes: None,
-            restarts: None,
-            open_files: None,
-            nofile: None,
+            ..ContainerSample::default()
         }
     }
 

@@ -25,6 +25,10 @@ pub enum Resource {
     Generator,
     /// The level failed only its leak check: no resource ran out, the app kept what it should drop.
     Leak,
+    /// A container exited, restarted or was paused during the level (`incidents`).
+    Incident,
+    /// The engine's userland proxy of a published port exited or reached its nofile (`incidents`).
+    DockerProxy,
     /// Nothing measured was near its limit.
     Unknown,
 }
@@ -105,6 +109,9 @@ fn p90(mut values: Vec<f64>) -> Option<f64> {
 }
 
 pub fn limiting_component(span: &LevelSpan, samples: &[Sample], known: &Known) -> Limiting {
+    if let Some(l) = super::incidents::limiting(span, samples) {
+        return l;
+    }
     let during: Vec<&Sample> = span.during(samples).collect();
     if during.is_empty() {
         return Limiting::unknown();

@@ -17,8 +17,7 @@ fn container(
         rss_bytes: Some(rss_mib << 20),
         mem_limit_bytes: Some(limit_mib << 20),
         restarts: Some(0),
-        open_files: None,
-        nofile: None,
+        ..ContainerSample::default()
     }
 }
 

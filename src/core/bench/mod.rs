@@ -4,6 +4,7 @@
 
 pub mod compare;
 pub mod cpu;
+pub mod incidents;
 pub mod levels;
 pub mod limiting;
 pub mod report;
@@ -17,5 +18,8 @@ pub use levels::{parse_levels, Levels};
 pub use limiting::{limiting_component, Known, Limiting, Resource};
 pub use results::{Results, RunState, SamplerCost};
 pub use slo::{SloCheck, Slos};
-pub use timeline::{AtOnce, ContainerSample, GeneratorSample, InstanceSample, LevelSpan, Sample};
+pub use timeline::{
+    AtOnce, ContainerSample, ContainerState, GeneratorSample, InstanceSample, LevelSpan,
+    ProxySample, Sample,
+};
 pub use verdict::{Besides, LeakCheck, LevelFigures, LevelResult, Pcts, Verdict};

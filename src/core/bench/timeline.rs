@@ -3,8 +3,33 @@
 
 use serde::{Deserialize, Serialize};
 
+/// A container's state as the engine's events left it when it was sampled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ContainerState {
+    Running,
+    Paused,
+    Exited,
+    /// Exited, and the engine will start it again (its restart policy).
+    Restarting,
+    /// Removed from the engine.
+    Gone,
+}
+
+impl ContainerState {
+    pub fn name(self) -> &'static str {
+        match self {
+            ContainerState::Running => "running",
+            ContainerState::Paused => "paused",
+            ContainerState::Exited => "exited",
+            ContainerState::Restarting => "restarting",
+            ContainerState::Gone => "gone",
+        }
+    }
+}
+
 /// One container at one instant.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ContainerSample {
     /// The compose service (app-1, nginx, postgres, …).
     pub service: String,
@@ -17,6 +42,33 @@ pub struct ContainerSample {
     pub restarts: Option<u64>,
     /// Open files of the container's process holding the most, and that process's limit (nofile),
     /// when read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_files: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nofile: Option<u64>,
+    /// Its state (from the engine's event stream), None in timelines older than it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<ContainerState>,
+    /// The exit code of its last exit, kept after a restart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    /// Exits (and pauses) seen since the bench began: a rise between two samples is an exit even when a
+    /// restart policy had it running again by the second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exits: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pauses: Option<u64>,
+}
+
+/// One docker-proxy process: the engine's userland proxy of a published port (0.0.0.0 and :: have one
+/// each), which carries the connections made to that port on the host's loopback.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ProxySample {
+    pub port: u16,
+    /// The address it listens on ("0.0.0.0", "::").
+    pub host_ip: String,
+    /// It stops for good on an error accepting a connection (EMFILE at its nofile): then false.
+    pub alive: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_files: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -71,6 +123,9 @@ pub struct Sample {
     /// What the SUT sample cost: the sampling command's own wall time, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample_ms: Option<f64>,
+    /// The docker-proxy processes of the stack's published ports (none with the userland proxy off).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub proxies: Vec<ProxySample>,
 }
 
 /// One level's place on the clock (ms since the bench began).

@@ -164,8 +164,9 @@ pub struct LevelResult {
 /// What else than the objectives and the leak check decides a level.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Besides {
-    /// Reasons the level cannot count, whatever its figures: another client's connections, an instance
-    /// that exited or was paused, ….
+    /// An instance that exited, restarted or was paused during the level (`incidents::reasons`).
+    pub incidents: Vec<String>,
+    /// Reasons the level cannot count, whatever its figures: another client's connections.
     pub invalid: Vec<String>,
     /// The bench was stopped while the level ran (SIGINT/SIGTERM, a lost SUT link): why.
     pub interrupted: Option<String>,
@@ -225,6 +226,9 @@ impl LevelResult {
                 }
             })
             .collect();
+        // An instance that exited, restarted or was paused failed the level like an objective: the
+        // limiting component is looked for (and names it).
+        reasons.extend(besides.incidents.iter().cloned());
         let capacity = !reasons.is_empty();
         reasons.extend(besides.invalid.iter().cloned());
         if let Some(why) = &besides.interrupted {
@@ -504,7 +508,7 @@ mod tests {
             0,
             Besides {
                 invalid: vec!["invalid: another client".into()],
-                interrupted: None,
+                ..Besides::default()
             },
         );
         assert!(!invalid.passed && invalid.limiting.is_none(), "{invalid:?}");
@@ -512,8 +516,8 @@ mod tests {
             ok,
             0,
             Besides {
-                invalid: vec![],
                 interrupted: Some("SIGINT received".into()),
+                ..Besides::default()
             },
         );
         assert!(stopped.interrupted && !stopped.passed && stopped.limiting.is_none());

@@ -115,6 +115,15 @@ pub fn assess(f: &Facts, o: &Options) -> Vec<Check> {
         o.limits.as_ref(),
     ));
     out.push(nofile(f.max_nofile, n));
+    let local = matches!(f.link, Link::Local);
+    let cfg = f.engine_config.as_ref();
+    out.push(super::engine_checks::userland_proxy(
+        cfg,
+        f.max_nofile,
+        n,
+        local,
+    ));
+    out.push(super::engine_checks::default_ulimits(cfg, f.max_nofile));
     out.push(file_max(host.file_max, n, why));
     out.push(ephemeral_ports(host.port_range, n, why));
     out.push(somaxconn(host.somaxconn, why));

@@ -1,5 +1,5 @@
 //! `doctor`'s verdicts, as data: facts in, checks out.
-use super::super::facts::Container;
+use super::super::facts::{Container, EngineConfig};
 use super::*;
 
 fn host() -> Host {
@@ -31,6 +31,12 @@ fn facts() -> Facts {
             docker_root_dir: Some("/var/lib/docker".into()),
         }),
         max_nofile: Some(1 << 20),
+        engine_config: Some(EngineConfig {
+            userland_proxy: false,
+            proxy_set_by: "\"userland-proxy\": false in /etc/docker/daemon.json".into(),
+            default_nofile: Some(1 << 20),
+            config_file: "/etc/docker/daemon.json".into(),
+        }),
         host: Ok(host()),
         containers: Ok(vec![Container {
             name: "exectl-exe-nginx".into(),
@@ -76,6 +82,8 @@ fn a_tuned_host_passes_everything_in_a_fixed_order() {
             "engine-version",
             "cpu-memory",
             "nofile",
+            "userland-proxy",
+            "default-ulimits",
             "file-max",
             "ephemeral-ports",
             "somaxconn",

@@ -72,6 +72,19 @@ pub struct Engine {
     pub docker_root_dir: Option<String>,
 }
 
+/// How the engine was started: its flags and daemon.json, as far as doctor needs them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineConfig {
+    /// Published ports go through docker-proxy (on, the default) or only through iptables (off).
+    pub userland_proxy: bool,
+    /// What set it: "the default", "dockerd's --userland-proxy=false", "\"userland-proxy\": false in FILE".
+    pub proxy_set_by: String,
+    /// The containers' default nofile (hard), when the engine sets one.
+    pub default_nofile: Option<u64>,
+    /// Its configuration file (read or not).
+    pub config_file: String,
+}
+
 /// A running container of the target's engine.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Container {
@@ -88,6 +101,8 @@ pub struct Facts {
     pub engine: Result<Engine, String>,
     /// The hard open-files limit a container may ask for (engine's hard limit and fs.nr_open).
     pub max_nofile: Option<u64>,
+    /// How the engine was started (None: its process could not be read).
+    pub engine_config: Option<EngineConfig>,
     /// The host script's facts, or why it failed.
     pub host: Result<Host, String>,
     /// Running containers, newest first, or why they could not be listed.
@@ -101,6 +116,7 @@ impl Facts {
             link,
             engine: Err("not reached".into()),
             max_nofile: None,
+            engine_config: None,
             host: Err("not reached".into()),
             containers: Err("not reached".into()),
         }

@@ -4,23 +4,18 @@
 use super::super::Script;
 use serde::Serialize;
 
-/// fs.nr_open, then the "Max open files" line of the engine's process: the dockerd whose command line
-/// names the socket, else the one of /var/run/docker.pid, else the only one ($1 = the socket).
-const ENGINE_LIMITS_BODY: &str = r#"cat /proc/sys/fs/nr_open
-pid=""
-for d in /proc/[0-9]*; do
-  [ "$(cat "$d/comm" 2>/dev/null)" = dockerd ] || continue
-  if tr '\0' ' ' < "$d/cmdline" 2>/dev/null | grep -q -- "$1"; then pid=${d#/proc/}; fi
-  [ -n "$any" ] || any=${d#/proc/}
-done
-[ -n "$pid" ] || pid=$(cat /var/run/docker.pid 2>/dev/null || echo "$any")
-[ -n "$pid" ] && grep '^Max open files' "/proc/$pid/limits"
+/// fs.nr_open, then the "Max open files" line of the engine's process ($1 = the socket).
+const ENGINE_LIMITS_BODY: &str = r#"[ -n "$pid" ] && grep '^Max open files' "/proc/$pid/limits"
 true
 "#;
 
 /// The engine's limits; `socket` picks the dockerd among several. Read with `parse_max_nofile`.
 pub fn engine_limits(socket: &str) -> Script {
-    Script::new(ENGINE_LIMITS_BODY).arg(socket)
+    Script::new(format!(
+        "cat /proc/sys/fs/nr_open\n{}{ENGINE_LIMITS_BODY}",
+        super::dockerd::FIND_DOCKERD
+    ))
+    .arg(socket)
 }
 
 /// The hard open-files limit a container may ask for: the engine's own hard limit (a container's rlimit
@@ -184,8 +179,8 @@ pub fn parse(service: &str, text: &str) -> Effective {
 
 pub(super) const MARK: &str = "@@exectl-pid ";
 
-/// Each PID's part of the batched output (empty when missing).
-pub fn split_pids(text: &str, pids: &[i64]) -> Vec<String> {
+/// Each PID's part of the batched output (empty when missing); any key a script marks its parts with.
+pub fn split_pids<K: ToString>(text: &str, pids: &[K]) -> Vec<String> {
     let mut parts: std::collections::HashMap<String, String> = Default::default();
     for chunk in text.split(MARK).skip(1) {
         let (pid, body) = chunk.split_once('\n').unwrap_or((chunk, ""));

@@ -2,6 +2,7 @@
 //! with the parser of its output beside it. Pure: tests check the exact scripts and read recorded
 //! outputs; running them is `HostShell`'s job.
 
+pub mod dockerd;
 pub mod facts;
 pub mod files;
 pub mod limits;

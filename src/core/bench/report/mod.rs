@@ -161,6 +161,7 @@ pub(crate) mod tests {
                         restarts: Some(0),
                         open_files: Some(20 + users / 2),
                         nofile: Some(1024),
+                        ..ContainerSample::default()
                     })
                     .collect(),
                 instances: ["app-1", "app-2"]
@@ -181,6 +182,7 @@ pub(crate) mod tests {
                     rss_bytes: Some(30 << 20),
                 },
                 sample_ms: Some(12.0),
+                ..Sample::default()
             });
         }
         let slos = Slos::default();

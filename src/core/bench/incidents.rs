@@ -1,0 +1,493 @@
+//! What happened to the stack during a level besides its load: a container that exited, restarted or was
+//! paused, or the docker-proxy of a published port that exited or reached its nofile. Any of them fails
+//! the level — it measured a broken stack, not a capacity — and is named before any resource. Pure: the
+//! samples in, the words out.
+
+use super::limiting::{Limiting, Resource};
+use super::timeline::{ContainerState, LevelSpan, ProxySample, Sample};
+
+/// docker-proxy is at its nofile from this share of it: the accept that reaches it stops the proxy.
+pub const PROXY_NEAR_NOFILE: f64 = 0.95;
+
+/// One incident of a level, at the first sample that showed it.
+#[derive(Debug, Clone, PartialEq)]
+struct Incident {
+    t_ms: u64,
+    service: String,
+    /// "app-2 exited (exit code 137)": the component as the verdict names it.
+    what: String,
+    resource: Resource,
+    /// What it means, and the fix when there is one.
+    more: String,
+}
+
+/// The level's reasons to fail, one per incident, in the order they happened.
+pub fn reasons(span: &LevelSpan, samples: &[Sample]) -> Vec<String> {
+    incidents(span, samples)
+        .iter()
+        .map(|i| format!("{}, {}", i.what, into_level(span, i.t_ms)))
+        .collect()
+}
+
+/// The first incident as the level's limiting component (None: nothing happened).
+pub fn limiting(span: &LevelSpan, samples: &[Sample]) -> Option<Limiting> {
+    let first = incidents(span, samples).into_iter().next()?;
+    Some(Limiting {
+        resource: first.resource,
+        detail: format!(
+            "{} {}: {}",
+            first.what,
+            into_level(span, first.t_ms),
+            first.more
+        ),
+        component: first.what,
+        services: vec![first.service],
+        share: 1.0,
+        generator_bound: false,
+    })
+}
+
+/// One line for the progress: every container not running and every proxy gone in `sample` (None: all
+/// well).
+pub fn progress(sample: &Sample) -> Option<String> {
+    let mut out: Vec<String> = sample
+        .containers
+        .iter()
+        .filter_map(|c| match c.state? {
+            ContainerState::Running => None,
+            ContainerState::Exited | ContainerState::Restarting => Some(format!(
+                "{} {}{}",
+                c.service,
+                c.state?.name(),
+                c.exit_code
+                    .map(|e| format!(" (exit code {e})"))
+                    .unwrap_or_default()
+            )),
+            s => Some(format!("{} {}", c.service, s.name())),
+        })
+        .collect();
+    out.extend(
+        sample
+            .proxies
+            .iter()
+            .filter(|p| !p.alive)
+            .map(|p| format!("{} exited", proxy_name(p.port))),
+    );
+    (!out.is_empty()).then(|| out.join(", "))
+}
+
+fn into_level(span: &LevelSpan, t_ms: u64) -> String {
+    format!(
+        "{:.0} s into the level",
+        t_ms.saturating_sub(span.start_ms) as f64 / 1000.0
+    )
+}
+
+pub fn proxy_name(port: u16) -> String {
+    format!("docker-proxy (the engine's userland proxy of port {port})")
+}
+
+/// The samples of the level and its leak check, and the one before them (what the counters rose from).
+fn window<'a>(span: &LevelSpan, samples: &'a [Sample]) -> (Option<&'a Sample>, Vec<&'a Sample>) {
+    let end = span.settled_ms.max(span.end_ms);
+    let before = samples.iter().rfind(|s| s.t_ms < span.start_ms);
+    let during = samples
+        .iter()
+        .filter(|s| s.t_ms >= span.start_ms && s.t_ms <= end)
+        .collect();
+    (before, during)
+}
+
+fn incidents(span: &LevelSpan, samples: &[Sample]) -> Vec<Incident> {
+    let (before, during) = window(span, samples);
+    let mut services: Vec<&str> = Vec::new();
+    for s in &during {
+        for c in &s.containers {
+            if !services.contains(&c.service.as_str()) {
+                services.push(&c.service);
+            }
+        }
+    }
+    let mut out: Vec<Incident> = services
+        .iter()
+        .flat_map(|service| container(service, before, &during))
+        .collect();
+    let mut ports: Vec<u16> = during
+        .iter()
+        .flat_map(|s| s.proxies.iter().map(|p| p.port))
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    out.extend(ports.into_iter().filter_map(|p| proxy(p, &during)));
+    out.sort_by_key(|i| i.t_ms);
+    out
+}
+
+/// A container's exits (with their restart) and pauses during the level.
+fn container(service: &str, before: Option<&Sample>, during: &[&Sample]) -> Vec<Incident> {
+    let series: Vec<(u64, &super::timeline::ContainerSample)> = during
+        .iter()
+        .filter_map(|s| Some((s.t_ms, s.container(service)?)))
+        .collect();
+    // The counters run from the bench's start: 0 when no sample came before the level.
+    let base = |f: fn(&super::timeline::ContainerSample) -> Option<u64>| {
+        before
+            .and_then(|b| b.container(service))
+            .and_then(f)
+            .unwrap_or(0)
+    };
+    let (exits0, pauses0) = (base(|c| c.exits), base(|c| c.pauses));
+    let mut out = Vec::new();
+    let down = |c: &super::timeline::ContainerSample| {
+        matches!(
+            c.state,
+            Some(ContainerState::Exited | ContainerState::Restarting | ContainerState::Gone)
+        )
+    };
+    if let Some(i) = series
+        .iter()
+        .position(|(_, c)| down(c) || c.exits.unwrap_or(0) > exits0)
+    {
+        let (t_ms, c) = series[i];
+        let exits = series
+            .iter()
+            .filter_map(|(_, c)| c.exits)
+            .max()
+            .unwrap_or(0)
+            .saturating_sub(exits0);
+        let code = c
+            .exit_code
+            .map(|e| format!(" (exit code {e})"))
+            .unwrap_or_default();
+        let times = if exits > 1 {
+            format!(" {exits} times")
+        } else {
+            String::new()
+        };
+        let after = &series[i..];
+        let what = if after
+            .iter()
+            .any(|(_, c)| c.state == Some(ContainerState::Gone))
+        {
+            format!("{service} was removed")
+        } else if after
+            .iter()
+            .any(|(_, c)| c.state == Some(ContainerState::Running))
+        {
+            format!("{service} exited{times}{code} and restarted")
+        } else {
+            format!("{service} exited{times}{code}")
+        };
+        out.push(Incident {
+            t_ms,
+            service: service.to_string(),
+            what,
+            resource: Resource::Incident,
+            more: "the level measured the stack with it down, not its capacity".into(),
+        });
+    }
+    if let Some((t_ms, _)) = series
+        .iter()
+        .find(|(_, c)| c.state == Some(ContainerState::Paused) || c.pauses.unwrap_or(0) > pauses0)
+    {
+        out.push(Incident {
+            t_ms: *t_ms,
+            service: service.to_string(),
+            what: format!("{service} paused"),
+            resource: Resource::Incident,
+            more: "a paused container keeps its sockets open and answers nothing: the level measured a frozen instance".into(),
+        });
+    }
+    out
+}
+
+use super::super::doctor::{PROXY_FILES_PER_CONNECTION as PER, PROXY_FIX};
+
+/// A port's docker-proxy that exited or reached its nofile during the level.
+fn proxy(port: u16, during: &[&Sample]) -> Option<Incident> {
+    let of_port = |s: &'_ Sample| -> Vec<ProxySample> {
+        s.proxies
+            .iter()
+            .filter(|p| p.port == port)
+            .cloned()
+            .collect()
+    };
+    let files = |p: &ProxySample| match (p.open_files, p.nofile) {
+        (Some(o), Some(n)) => format!("{o} of its {n} open files"),
+        _ => "its open files unread".into(),
+    };
+    // Each listening address (0.0.0.0, ::) has its own proxy: the last sample of each alive.
+    let mut last_alive: Vec<ProxySample> = Vec::new();
+    for s in during {
+        for p in of_port(s) {
+            if !p.alive {
+                let seen = last_alive
+                    .iter()
+                    .find(|l| l.host_ip == p.host_ip)
+                    .map(|l| format!(" (the sample before: {})", files(l)))
+                    .unwrap_or_default();
+                return Some(Incident {
+                    t_ms: s.t_ms,
+                    service: "docker-proxy".into(),
+                    what: format!("{} exited", proxy_name(port)),
+                    resource: Resource::DockerProxy,
+                    more: format!(
+                        "the docker-proxy of {}:{port} is gone{seen}: it holds {PER} descriptors per proxied connection (its 2 sockets and a pipe pair each way) and stops for good when an accept fails at its nofile, and the port refuses connections until its container restarts; fix: {PROXY_FIX}",
+                        p.host_ip
+                    ),
+                });
+            }
+            last_alive.retain(|l| l.host_ip != p.host_ip);
+            last_alive.push(p);
+        }
+    }
+    for s in during {
+        for p in of_port(s) {
+            let share = match (p.open_files, p.nofile.filter(|n| *n > 0)) {
+                (Some(o), Some(n)) => o as f64 / n as f64,
+                _ => continue,
+            };
+            if share >= PROXY_NEAR_NOFILE {
+                return Some(Incident {
+                    t_ms: s.t_ms,
+                    service: "docker-proxy".into(),
+                    what: format!("{} at its nofile", proxy_name(port)),
+                    resource: Resource::DockerProxy,
+                    more: format!(
+                        "the docker-proxy of {}:{port} held {} ({PER} per proxied connection): at its nofile an accept fails and it stops for good; fix: {PROXY_FIX}",
+                        p.host_ip,
+                        files(&p)
+                    ),
+                });
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::timeline::{ContainerSample, ProxySample};
+    use super::*;
+
+    const SPAN: LevelSpan = LevelSpan {
+        users: 100,
+        start_ms: 1000,
+        hold_ms: 3000,
+        hold_end_ms: 8000,
+        end_ms: 9000,
+        settled_ms: 11_000,
+    };
+
+    fn app(state: ContainerState, exits: u64, pauses: u64, code: Option<i64>) -> ContainerSample {
+        ContainerSample {
+            service: "app-2".into(),
+            state: Some(state),
+            exits: Some(exits),
+            pauses: Some(pauses),
+            exit_code: code,
+            ..ContainerSample::default()
+        }
+    }
+
+    fn at(t_ms: u64, c: ContainerSample) -> Sample {
+        Sample {
+            t_ms,
+            containers: vec![
+                ContainerSample {
+                    service: "app-1".into(),
+                    state: Some(ContainerState::Running),
+                    exits: Some(0),
+                    pauses: Some(0),
+                    ..ContainerSample::default()
+                },
+                c,
+            ],
+            ..Sample::default()
+        }
+    }
+
+    use ContainerState::*;
+
+    #[test]
+    fn a_killed_instance_is_named_exited_with_its_code_and_fails_first() {
+        let s = vec![
+            at(0, app(Running, 0, 0, None)),
+            at(2000, app(Running, 0, 0, None)),
+            at(5000, app(Exited, 1, 0, Some(137))),
+            at(6000, app(Exited, 1, 0, Some(137))),
+        ];
+        assert_eq!(
+            reasons(&SPAN, &s),
+            ["app-2 exited (exit code 137), 4 s into the level"]
+        );
+        let l = limiting(&SPAN, &s).unwrap();
+        assert_eq!(l.component, "app-2 exited (exit code 137)");
+        assert_eq!(
+            (l.resource, l.services.clone()),
+            (Resource::Incident, vec!["app-2".to_string()])
+        );
+        assert!(l.detail.contains("4 s into the level"), "{}", l.detail);
+        // The same exit in an earlier level's window is not this level's... unless it is still down.
+        let later = LevelSpan {
+            start_ms: 20_000,
+            end_ms: 25_000,
+            settled_ms: 26_000,
+            ..SPAN
+        };
+        assert!(reasons(&later, &s).is_empty());
+        let mut still = s.clone();
+        still.push(at(21_000, app(Exited, 1, 0, Some(137))));
+        assert_eq!(
+            reasons(&later, &still),
+            ["app-2 exited (exit code 137), 1 s into the level"]
+        );
+    }
+
+    #[test]
+    fn an_exit_between_two_samples_counts_and_a_restart_is_said() {
+        // A restart policy had it running again by the next sample: only the counter shows the exit.
+        let s = vec![
+            at(0, app(Running, 0, 0, None)),
+            at(3000, app(Running, 1, 0, Some(1))),
+            at(4000, app(Running, 1, 0, Some(1))),
+        ];
+        assert_eq!(
+            reasons(&SPAN, &s),
+            ["app-2 exited (exit code 1) and restarted, 2 s into the level"]
+        );
+        let s = vec![
+            at(2000, app(Restarting, 1, 0, Some(2))),
+            at(3000, app(Running, 3, 0, Some(2))),
+        ];
+        assert_eq!(
+            reasons(&SPAN, &s),
+            ["app-2 exited 3 times (exit code 2) and restarted, 1 s into the level"]
+        );
+        let s = vec![at(2000, app(Gone, 1, 0, Some(0)))];
+        assert_eq!(
+            reasons(&SPAN, &s),
+            ["app-2 was removed, 1 s into the level"]
+        );
+    }
+
+    #[test]
+    fn a_paused_instance_is_named_paused() {
+        let s = vec![
+            at(1000, app(Running, 0, 0, None)),
+            at(4000, app(Paused, 0, 1, None)),
+            at(7000, app(Running, 0, 1, None)),
+        ];
+        assert_eq!(reasons(&SPAN, &s), ["app-2 paused, 3 s into the level"]);
+        assert_eq!(limiting(&SPAN, &s).unwrap().component, "app-2 paused");
+        assert_eq!(progress(&s[1]).as_deref(), Some("app-2 paused"));
+        assert_eq!(progress(&s[2]), None);
+        // Paused and back between two samples: the counter says so.
+        let s = vec![
+            at(1000, app(Running, 0, 0, None)),
+            at(2000, app(Running, 0, 1, None)),
+        ];
+        assert_eq!(reasons(&SPAN, &s), ["app-2 paused, 1 s into the level"]);
+    }
+
+    #[test]
+    fn old_timelines_and_healthy_levels_have_no_incident() {
+        let old = Sample {
+            t_ms: 2000,
+            containers: vec![ContainerSample {
+                service: "app-1".into(),
+                ..ContainerSample::default()
+            }],
+            ..Sample::default()
+        };
+        let old = [old];
+        assert!(reasons(&SPAN, &old).is_empty());
+        assert!(limiting(&SPAN, &old).is_none());
+        let fine = vec![at(2000, app(Running, 0, 0, None))];
+        assert!(reasons(&SPAN, &fine).is_empty());
+    }
+
+    fn proxies(t_ms: u64, v4: Option<(u64, bool)>) -> Sample {
+        let mut s = at(t_ms, app(Running, 0, 0, None));
+        s.proxies = [("0.0.0.0", v4), ("::", Some((9, true)))]
+            .into_iter()
+            .filter_map(|(ip, p)| {
+                let (open, alive) = p?;
+                Some(ProxySample {
+                    port: 18471,
+                    host_ip: ip.into(),
+                    alive,
+                    open_files: alive.then_some(open),
+                    nofile: Some(20_000),
+                })
+            })
+            .collect();
+        s
+    }
+
+    /// A real timeline (tests/docker_proxy.rs's run): ha ×2 on an engine with 1024 open files, 300 idle
+    /// users through 127.0.0.1: docker-proxy held 699 files at 83 sockets, then stopped.
+    #[test]
+    fn a_recorded_timeline_names_docker_proxy_as_the_limit() {
+        let samples: Vec<Sample> =
+            include_str!("../../../tests/fixtures/timeline-docker-proxy.jsonl")
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+        let span = LevelSpan {
+            users: 300,
+            start_ms: 7,
+            hold_ms: 3007,
+            hold_end_ms: 3073,
+            end_ms: 3073,
+            settled_ms: 4073,
+        };
+        let l = super::super::limiting::limiting_component(&span, &samples, &Default::default());
+        assert_eq!(l.resource, Resource::DockerProxy);
+        assert_eq!(
+            l.component,
+            "docker-proxy (the engine's userland proxy of port 18474) exited"
+        );
+        assert!(
+            l.detail
+                .contains("0.0.0.0:18474 is gone (the sample before: 699 of its 1024 open files)"),
+            "{}",
+            l.detail
+        );
+        assert_eq!(
+            reasons(&span, &samples),
+            ["docker-proxy (the engine's userland proxy of port 18474) exited, 2 s into the level"]
+        );
+    }
+
+    #[test]
+    fn docker_proxy_dead_or_at_its_nofile_is_named_with_its_port() {
+        let s = vec![
+            proxies(2000, Some((9_000, true))),
+            proxies(3000, Some((19_997, true))),
+            proxies(4000, Some((0, false))),
+        ];
+        let l = limiting(&SPAN, &s).unwrap();
+        assert_eq!(
+            l.component,
+            "docker-proxy (the engine's userland proxy of port 18471) exited"
+        );
+        assert_eq!(l.resource, Resource::DockerProxy);
+        assert!(
+            l.detail.contains("19997 of its 20000 open files")
+                && l.detail.contains("userland-proxy"),
+            "{}",
+            l.detail
+        );
+        assert_eq!(
+            progress(&s[2]).as_deref(),
+            Some("docker-proxy (the engine's userland proxy of port 18471) exited")
+        );
+        let near = vec![proxies(2000, Some((19_500, true)))];
+        assert_eq!(
+            reasons(&SPAN, &near),
+            ["docker-proxy (the engine's userland proxy of port 18471) at its nofile, 1 s into the level"]
+        );
+        assert!(reasons(&SPAN, &[proxies(2000, Some((4_000, true)))]).is_empty());
+    }
+}
