@@ -323,7 +323,7 @@ async fn login_burst_on_a_small_cpu_quota_fails_on_login_p95_with_the_instances_
         "the verdict says so too"
     );
     let lim = &fl["limiting"];
-    assert_eq!(lim["component"], "the app's CPU", "{lim:#}");
+    assert_eq!(lim["component"], "app instances' CPU", "{lim:#}");
     let share = lim["share"].as_f64().unwrap();
     assert!((0.8..=MAX_SHARE).contains(&share), "{lim:#}");
     // The last level fails on both, and the healthy run's probe at the fault's knee was in time.

@@ -138,9 +138,11 @@ fn bench_over_ssh(r: &Remote) {
     assert!(samples >= 8, "{sampler}");
     assert_eq!(sampler["host_scripts"], 1, "{sampler}");
     assert!(sampler["sut_cpu_pct"].as_f64().unwrap() > 0.0, "{sampler}");
-    // The bench's own connection runs a few commands (facts, limits) besides the sampler's one.
+    // The bench's own connection runs a few commands once (facts, limits, the stack's lock taken and
+    // given back, nginx's worker count, the ready-and-idle check) besides the sampler's one; none per
+    // sample (39 samples took 7 sessions).
     assert!(
-        sessions < 6 && (sessions as u64) < samples / 2,
+        sessions <= 10 && (sessions as u64) < samples / 3,
         "{sessions} exec sessions on the SUT for {samples} samples"
     );
     let timeline = std::fs::read_to_string(dir.path().join("timeline.jsonl")).unwrap();
@@ -237,7 +239,7 @@ fn link_lost_mid_bench(r: &Remote) {
             "the bench ended before every socket was open:\n{seen}"
         );
         seen.push_str(&line);
-        if line.contains("level 1/1: 20 users, open 20 ") {
+        if line.contains("level 1/1: 20 users, open 20/20 at once") {
             break;
         }
     }
@@ -470,9 +472,30 @@ async fn ha_stack_on_a_remote_sut_over_ssh() {
     // Nothing of this stack was ever created on the local engine.
     assert!(labelled(&local, STACK).await.is_empty());
 
+    // The lost link left the bench's lock on the SUT (it could not be given back over a dead link); the
+    // next command from this machine takes it over, its holder's pid being gone, and gives it back.
+    let lock = format!("/opt/exectl/.locks/{STACK}.lock");
+    let left = std::fs::read_to_string(&lock).expect("the bench's lock, left by the lost link");
+    assert!(left.contains(r#""command":"exectl bench""#), "{left}");
+    let out = r.run(&[
+        "prepare",
+        "--stack",
+        STACK,
+        "--accounts",
+        "200",
+        "--projects",
+        "100",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!("taking over the lock of stack {STACK}"))
+            && err.contains("held by exectl bench"),
+        "{err}"
+    );
+
     // The stack's lock lives on the SUT too: another machine's deploy holds it, so teardown is refused
     // naming the holder and changes nothing; --break-lock takes it.
-    let lock = format!("/opt/exectl/.locks/{STACK}.lock");
     assert!(
         !std::path::Path::new(&lock).exists(),
         "released after each command"

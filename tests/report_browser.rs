@@ -231,7 +231,7 @@ async fn a_real_benchs_report_draws_every_series_in_chromium() {
     let list = s.x.ok(&["runs", "list"]);
     assert!(list.lines().any(|l| l.starts_with("deploy ")), "{list}");
     assert!(
-        list.contains("bench  bench-a") && list.contains("capacity 60"),
+        list.contains("bench  bench-a") && list.contains("capacity at least 60"),
         "{list}"
     );
     let diff = s.x.ok(&["runs", "diff", "bench-a", "bench-b"]);

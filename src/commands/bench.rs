@@ -386,9 +386,12 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
         results.verdict = Verdict::of(&results.levels, &levels);
         results.duration_s = t0.elapsed().as_secs_f64();
         out.save(&results, d.samples)?;
-        // A `--break-lock` from someone else: stop before the next level.
+        // A `--break-lock` from someone else: stop before the next level. A check that could not
+        // read the lock (the SUT's link is down) is that failure, said once the run ends.
         if let Err(e) = lock.still_held() {
-            stop.stop("the stack's lock was taken over");
+            if e.downcast_ref::<crate::engine::lock::LockLost>().is_some() {
+                stop.stop("the stack's lock was taken over");
+            }
             lock_lost = Some(e);
         }
         Ok(())
@@ -423,9 +426,7 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
     }
     crate::shell::atomic::write(&out.path.join(TIMELINE), lines.as_bytes(), 0o644)?;
     out.save(&results, &finished.samples)?;
-    if let Some(e) = lock_lost {
-        return Err(e);
-    }
+    // A lost link first: it also fails the lock's check, and is what the user must fix (exit 3).
     if let Some(what) = finished.link_lost {
         return Err(crate::error::Unreachable {
             what,
@@ -435,6 +436,9 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
             ),
         }
         .into());
+    }
+    if let Some(e) = lock_lost {
+        return Err(e);
     }
     let passed = results.levels.iter().all(|l| l.passed) && results.levels.len() == levels.len();
     if a.json {
