@@ -213,7 +213,8 @@ fn a_stopped_bench_keeps_what_it_measured_and_one_bench_runs_per_stack() {
     assert_eq!(early["state"], "running", "{early:#}");
     assert_eq!(u(&early["pid"]), b.id() as u64);
 
-    // A second bench, a deploy and a teardown are refused while it runs, naming it.
+    // A second bench and a teardown are refused while it runs, naming it (a deploy takes the same lock:
+    // tests/deploy_engine.rs::a_held_lock_stops_a_second_deploy_at_once_and_names_its_holder).
     for args in [
         vec![
             "bench", "--stack", &s.name, "--levels", "10", "--hold", "1s",

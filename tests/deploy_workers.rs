@@ -14,23 +14,28 @@ fn nginx_limits(report: &serde_json::Value) -> &serde_json::Value {
         .unwrap_or_else(|| panic!("no nginx limits: {report:#}"))
 }
 
+/// ha ×2 at 0.5 CPU and 256 MiB per instance.
+fn small_ha<'a>(stack: &'a str, port: &'a str) -> Vec<&'a str> {
+    vec![
+        "ha",
+        "--stack",
+        stack,
+        "--lb-port",
+        port,
+        "--cpus",
+        "0.5",
+        "--memory",
+        "256m",
+    ]
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the Docker engine and the fixture images; bash scripts/test.sh runs it"]
 async fn worker_processes_are_rendered_counted_and_checked() {
     let d = docker().await;
     let s = Stack::new("workers").await;
     let (x, stack, port) = (&*s.x, s.name.as_str(), Stack::port());
-    let mut base = vec![
-        "ha",
-        "--stack",
-        stack,
-        "--lb-port",
-        &port,
-        "--cpus",
-        "0.5",
-        "--memory",
-        "256m",
-    ];
+    let mut base = small_ha(stack, &port);
     base.extend(HA_LIMITS);
     let conf = || read(&x.stack_dir(stack).join("bundle/nginx/nginx.conf"));
 
@@ -95,5 +100,54 @@ async fn worker_processes_are_rendered_counted_and_checked() {
     assert!(
         stderr.contains("limits in effect differ from the spec in nginx"),
         "{stderr}"
+    );
+}
+
+/// nginx's load over its workers (issue #20 §2, found by the C10k run): the tuned variants listen with
+/// `reuseport`, a socket per worker, so the kernel spreads connections over the workers. With one
+/// shared socket and `multi_accept`, one worker took nearly all of them and refused past its own
+/// worker_connections while the others sat idle. Here 2 workers of 400 connections (200 proxied
+/// sockets each): 300 users need both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine and the fixture images; bash scripts/test.sh runs it"]
+async fn the_tuned_lb_spreads_sockets_over_its_workers() {
+    docker().await;
+    let s = Stack::new("spread").await;
+    let (x, stack, port) = (&*s.x, s.name.as_str(), Stack::port());
+    let mut args = small_ha(stack, &port);
+    args.extend([
+        "--nofile",
+        "4096",
+        "--worker-processes",
+        "2",
+        "--worker-connections",
+        "400",
+        "--worker-rlimit-nofile",
+        "800",
+    ]);
+    let d = x.deploy_json(&args);
+    assert_eq!(d["ok"], true, "{d:#}");
+    let conf = read(&x.stack_dir(stack).join("bundle/nginx/nginx.conf"));
+    assert!(conf.contains("\n        listen 80 reuseport;\n"), "{conf}");
+    x.ok(&[
+        "prepare",
+        "--stack",
+        stack,
+        "--accounts",
+        "300",
+        "--mint-tokens",
+        "--json",
+    ]);
+    let out = x.run(&[
+        "load", "idle", "--stack", stack, "--users", "300", "--tokens", "--ramp", "3s", "--hold",
+        "5s", "--json",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let j: serde_json::Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", failed(&out).1));
+    assert_eq!(
+        (out.status.code(), &j["plateau"]["min_open"]),
+        (Some(0), &serde_json::json!(300)),
+        "all 300 at once through 2 workers of 200 proxied sockets: {j:#}"
     );
 }

@@ -9,6 +9,7 @@ pub mod figures;
 pub mod files;
 pub mod sampler;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -45,11 +46,14 @@ pub struct Plan {
 pub struct Stop {
     why: Mutex<Option<String>>,
     running: Mutex<Option<Arc<Live>>>,
+    /// Set with `why`: the sampler's leak check polls it (it runs on the sampler's thread).
+    asked: Arc<AtomicBool>,
 }
 
 impl Stop {
     pub fn stop(&self, why: impl Into<String>) {
         self.why.lock().unwrap().get_or_insert_with(|| why.into());
+        self.asked.store(true, Ordering::Release);
         if let Some(live) = self.running.lock().unwrap().as_ref() {
             live.stop();
         }
@@ -77,13 +81,26 @@ pub struct Done<'a> {
     pub samples: &'a [Sample],
 }
 
-/// Run every level (the caller saves after each: `after_level`). Returns the levels run.
-pub fn run(
+/// What ran: the levels judged, and the error that ended the bench early, if one did (the caller still
+/// saves what was measured before saying it).
+pub struct Ran {
+    pub levels: Vec<LevelResult>,
+    pub failed: Option<anyhow::Error>,
+}
+
+/// Run every level (the caller saves after each: `after_level`).
+pub fn run(plan: Plan, sampler: &Sampler, after_level: impl FnMut(Done) -> Result<()>) -> Ran {
+    let mut levels = Vec::new();
+    let failed = run_levels(plan, sampler, after_level, &mut levels).err();
+    Ran { levels, failed }
+}
+
+fn run_levels(
     plan: Plan,
     sampler: &Sampler,
     mut after_level: impl FnMut(Done) -> Result<()>,
-) -> Result<Vec<LevelResult>> {
-    let mut out: Vec<LevelResult> = Vec::new();
+    out: &mut Vec<LevelResult>,
+) -> Result<()> {
     let of = plan.levels.len();
     for (index, mut opts) in plan.levels.into_iter().enumerate() {
         if plan.stop.why().is_some() {
@@ -110,11 +127,12 @@ pub fn run(
         let summary = summary?;
         let end_ms = sampler.now_ms();
         sampler.level(None);
-        let interrupted = plan.stop.why();
-        let leak = match &interrupted {
+        let leak = match plan.stop.why() {
             Some(_) => LeakCheck::not_run("the bench was stopped"),
-            None => sampler.leak_check(plan.settle),
+            None => sampler.leak_check(plan.settle, plan.stop.asked.clone()),
         };
+        // Read after the leak check: a stop during it leaves the level unjudged too.
+        let interrupted = plan.stop.why();
         let settled_ms = sampler.now_ms();
         let samples = sampler.snapshot();
         // The common hold, on the bench's clock: the generator's own instants (none: an empty hold).
@@ -144,7 +162,10 @@ pub fn run(
         figures.instances_min_in_hold = instances.min_in_hold;
         let checks = plan.slos.check(&figures);
         let besides = Besides {
-            incidents: crate::core::bench::incidents::reasons(&span, &samples),
+            incidents: crate::core::bench::incidents::reasons(&span, &samples)
+                .into_iter()
+                .chain(instances.unseen())
+                .collect(),
             invalid: instances.foreign().into_iter().collect(),
             interrupted,
         };
@@ -163,7 +184,7 @@ pub fn run(
             break;
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 fn unix_now() -> i64 {

@@ -11,7 +11,9 @@
 mod containers;
 mod events;
 mod link;
+mod progress;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,7 +23,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::core::bench::timeline::stub_status_active;
-use crate::core::bench::{GeneratorSample, InstanceSample, LeakCheck, Sample};
+use crate::core::bench::{InstanceSample, LeakCheck, Sample};
 use crate::load::metrics::{self, Live};
 use crate::shell::scripts::sample;
 use crate::shell::ShellLoop;
@@ -51,11 +53,20 @@ pub struct LevelState {
 enum Command {
     Level(Option<LevelState>),
     /// Wait until every instance is at 0 connections and 0 rooms (checked each tick), at most `settle`.
-    Leak(Duration, oneshot::Sender<LeakCheck>),
+    /// Cut short when its flag is set (a stop asked).
+    Leak(Duration, Arc<AtomicBool>, oneshot::Sender<LeakCheck>),
     /// nginx's "worker_connections are not enough" lines since a unix time.
     NginxNotEnough(i64, oneshot::Sender<u64>),
     Snapshot(oneshot::Sender<Vec<Sample>>),
     Stop(oneshot::Sender<Finished>),
+}
+
+/// A leak check under way.
+struct Leak {
+    start: Instant,
+    settle: Duration,
+    stop: Arc<AtomicBool>,
+    reply: oneshot::Sender<LeakCheck>,
 }
 
 /// What the sampler hands back at the end.
@@ -156,9 +167,11 @@ impl Sampler {
         let _ = self.tx.send(Command::Level(state));
     }
 
-    pub fn leak_check(&self, settle: Duration) -> LeakCheck {
+    /// Wait up to `settle` for every instance at 0 connections and 0 rooms; cut short (not run) when
+    /// `stop` is set.
+    pub fn leak_check(&self, settle: Duration, stop: Arc<AtomicBool>) -> LeakCheck {
         let (tx, rx) = oneshot::channel();
-        let _ = self.tx.send(Command::Leak(settle, tx));
+        let _ = self.tx.send(Command::Leak(settle, stop, tx));
         rx.blocking_recv()
             .unwrap_or_else(|_| LeakCheck::judge(vec![], 0))
     }
@@ -332,7 +345,7 @@ impl Inner {
         let mut tick = tokio::time::interval(self.every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         // A leak check waits over ticks (sampling goes on), judged on each tick's instance counts.
-        let mut leak: Option<(Instant, Duration, oneshot::Sender<LeakCheck>)> = None;
+        let mut leak: Option<Leak> = None;
         loop {
             tokio::select! {
                 _ = tick.tick() => {
@@ -343,15 +356,18 @@ impl Inner {
                         self.subscribe().await;
                     }
                     self.sample().await;
-                    if let Some((start, settle, _)) = &leak {
+                    if let Some(l) = &leak {
                         let last = self.samples.last().map(|s| s.instances.clone()).unwrap_or_default();
                         let zero = !last.is_empty()
                             && last.iter().all(|i| i.connections == Some(0) && i.rooms == Some(0));
-                        let waited = start.elapsed();
+                        let waited = l.start.elapsed();
+                        if l.stop.load(Ordering::Acquire) {
+                            let l = leak.take().expect("checked above");
+                            let _ = l.reply.send(LeakCheck::not_run("the bench was stopped during it"));
                         // With the link lost nothing can answer: judged at once, as could-not-run.
-                        if zero || waited >= *settle || self.link.is_lost() {
-                            let (_, _, reply) = leak.take().expect("checked above");
-                            let _ = reply.send(LeakCheck::judge(last, waited.as_millis() as u64));
+                        } else if zero || waited >= l.settle || self.link.is_lost() {
+                            let l = leak.take().expect("checked above");
+                            let _ = l.reply.send(LeakCheck::judge(last, waited.as_millis() as u64));
                         }
                     }
                 }
@@ -359,7 +375,9 @@ impl Inner {
                 c = rx.recv() => match c {
                     None => return,
                     Some(Command::Level(l)) => self.level = l,
-                    Some(Command::Leak(settle, reply)) => leak = Some((Instant::now(), settle, reply)),
+                    Some(Command::Leak(settle, stop, reply)) => {
+                        leak = Some(Leak { start: Instant::now(), settle, stop, reply })
+                    }
                     Some(Command::NginxNotEnough(since, reply)) => {
                         let _ = reply.send(self.nginx_not_enough(since).await);
                     }
@@ -518,52 +536,16 @@ impl Inner {
             .filter(|ns| *ns > 0.0)
             .map(|ns| (gen_cpu - self.prev_gen_cpu) / (ns / 1e9) / self.gen_cpus * 100.0);
         self.prev_gen_cpu = gen_cpu;
-        let generator = match &self.level {
-            Some(l) => {
-                let ramp = l.ramp.as_secs_f64();
-                let frac = if ramp <= 0.0 {
-                    1.0
-                } else {
-                    (l.started.elapsed().as_secs_f64() / ramp).min(1.0)
-                };
-                GeneratorSample {
-                    target_users: (l.users as f64 * frac).round() as u64,
-                    open_sockets: Live::get(&l.live.open),
-                    failures: Live::get(&l.live.failed),
-                    cpu_pct: gen_pct,
-                    rss_bytes: Some(metrics::rss_bytes().1),
-                }
+        let generator = progress::generator(self.level.as_ref(), gen_pct);
+        if let Some(l) = &self.level {
+            if let Some(label) = &l.progress {
+                let at = self.t0.elapsed().as_secs_f64();
+                let incidents = self.incidents_line();
+                eprintln!(
+                    "{}",
+                    progress::line(l, label, at, &containers, &generator, incidents)
+                );
             }
-            None => GeneratorSample {
-                cpu_pct: gen_pct,
-                rss_bytes: Some(metrics::rss_bytes().1),
-                ..GeneratorSample::default()
-            },
-        };
-        if let (Some(l), Some(label)) = (
-            &self.level,
-            self.level.as_ref().and_then(|l| l.progress.as_ref()),
-        ) {
-            let busiest = crate::core::bench::timeline::busiest(&containers, &l.cpu);
-            let logins = (!l.tokens).then(|| Live::get(&l.live.logins_ok));
-            let at_once = l
-                .live
-                .plateau
-                .view(generator.open_sockets, logins)
-                .map(|v| crate::core::plateau::ramp_status(&v))
-                .unwrap_or_default();
-            // An instance down or paused is said on every line while it lasts.
-            let incidents = self
-                .incidents_line()
-                .map(|i| format!(" — {i}"))
-                .unwrap_or_default();
-            eprintln!(
-                "[{:>5.0}s] {label}: {} users, {at_once}, held {} failures {}, busiest {busiest}{incidents}",
-                self.t0.elapsed().as_secs_f64(),
-                l.users,
-                Live::get(&l.live.held),
-                generator.failures
-            );
         }
         let took = started.elapsed().as_secs_f64() * 1000.0;
         self.sample_ms_total += took;

@@ -2,7 +2,8 @@
 //! stack's lock, wait for the stack to be healthy and idle, then run the levels against it with the
 //! sampler on — the timeline appended as samples arrive, results.json and report.html written before
 //! level 1, after every level, at the end and on SIGINT/SIGTERM — and print the verdict. Exit 0 when
-//! every level passed, 1 when one failed or the bench was interrupted.
+//! every level passed, 1 when one failed or the bench was interrupted, 2 for bad flags (before any
+//! connection), 3 when the link to the SUT was lost, 4 when the stack's lock is held or was taken over.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,7 +18,7 @@ use crate::cli::{duration_flag, BenchArgs, LoadArgs};
 use crate::core::bench::results::{REPORT, TIMELINE};
 use crate::core::bench::timeline::busiest;
 use crate::core::bench::{
-    parse_levels, AppThreads, CpuScale, LevelResult, Results, RunState, SamplerCost, Slos, Verdict,
+    parse_levels, AppThreads, CpuScale, Results, RunState, SamplerCost, Slos, Verdict,
 };
 use crate::error::{exit, UsageError};
 use crate::load::{preflight, LoadOptions};
@@ -67,7 +68,10 @@ fn level_plans(
         .iter()
         .map(|users| {
             super::load::options(&level_args(a, stack, *users, run_id)).map_err(|e| {
-                if e.field == "--users" && e.problem.contains("accounts (one per user)") {
+                // bench has no --users: a level's count is one of --levels.
+                if e.field != "--users" {
+                    e
+                } else if e.problem.contains("accounts (one per user)") {
                     UsageError::new(
                         "--levels",
                         &a.levels,
@@ -75,7 +79,12 @@ fn level_plans(
                         "prepare at least as many accounts as the top level",
                     )
                 } else {
-                    e
+                    UsageError::new(
+                        "--levels",
+                        &a.levels,
+                        format!("the {users} users level: {}", e.problem),
+                        e.fix.replace("give --users", "start --levels at"),
+                    )
                 }
             })
         })
@@ -214,7 +223,9 @@ async fn ready_and_idle(
         if problems.is_empty() {
             return Ok(());
         }
-        let waiting_for_idle = problems.iter().all(|p| p.contains("is not idle"));
+        let waiting_for_idle = problems
+            .iter()
+            .all(|p| p.contains(crate::core::status::NOT_IDLE));
         if !waiting_for_idle || tokio::time::Instant::now() >= deadline {
             anyhow::bail!(
                 "stack {stack} is not ready for a bench{}: {}; fix: {}",
@@ -255,8 +266,6 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
         None => ("--run-id", run_id.clone(), benches_dir().join(&run_id)),
     };
     let out = BenchDir::check(&out_path, field, &value)?;
-    // A bench --out DIR is found by its id too (runs, exectl report): a symlink in the state folder.
-    crate::runs::record_bench_out(&crate::secrets::state_root(), &run_id, &out_path)?;
     let plans = level_plans(a, &stack, &levels, &run_id)?;
     let top = *levels.last().expect("at least one level");
     let first = &plans[0];
@@ -294,6 +303,9 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
     let started_unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
+    // A bench --out DIR is found by its id too (runs, exectl report): a symlink in the state folder,
+    // made once every check passed.
+    crate::runs::record_bench_out(&crate::secrets::state_root(), &run_id, &out_path)?;
     let timeline = out.open_timeline()?;
     // A lost link to the SUT stops the running level at once; the bench then exits 3 naming it.
     let stop = Arc::new(Stop::default());
@@ -380,30 +392,34 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
         generator_local,
     };
     let mut lock_lost = None;
-    let ran: Result<Vec<LevelResult>> = bench::run(plan, &sampler, |d| {
+    let ran = bench::run(plan, &sampler, |d| {
         progress(&d, &cpu_scale, a.json);
         results.levels.push(d.result.clone());
         results.verdict = Verdict::of(&results.levels, &levels);
         results.duration_s = t0.elapsed().as_secs_f64();
         out.save(&results, d.samples)?;
-        // A `--break-lock` from someone else: stop before the next level. A check that could not
-        // read the lock (the SUT's link is down) is that failure, said once the run ends.
-        if let Err(e) = lock.still_held() {
-            if e.downcast_ref::<crate::engine::lock::LockLost>().is_some() {
+        // A `--break-lock` from someone else: stop before the next level. A check that could not read
+        // the lock is a blip of the link (the sampler says when it is lost for good): checked again
+        // after the next level.
+        match lock.still_held() {
+            Err(e) if e.downcast_ref::<crate::engine::lock::LockLost>().is_some() => {
                 stop.stop("the stack's lock was taken over");
+                lock_lost = Some(e);
             }
-            lock_lost = Some(e);
+            Err(e) => {
+                eprintln!("warning: could not check the stack's lock after this level: {e:#}")
+            }
+            Ok(()) => {}
         }
         Ok(())
     });
     let finished = sampler.stop();
-    let ran = ran?;
-    results.levels = ran;
+    results.levels = ran.levels;
     results.verdict = Verdict::of(&results.levels, &levels);
     results.duration_s = t0.elapsed().as_secs_f64();
-    results.state = match stop.why() {
-        Some(_) => RunState::Interrupted,
-        None => RunState::Complete,
+    results.state = match (stop.why(), &ran.failed) {
+        (None, None) => RunState::Complete,
+        _ => RunState::Interrupted,
     };
     results.pid = None;
     let n = finished.samples.len() as u64;
@@ -426,7 +442,8 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
     }
     crate::shell::atomic::write(&out.path.join(TIMELINE), lines.as_bytes(), 0o644)?;
     out.save(&results, &finished.samples)?;
-    // A lost link first: it also fails the lock's check, and is what the user must fix (exit 3).
+    // A lost link first: what else failed after it (a save, the lock's check) followed from it, and
+    // it is what the user must fix (exit 3).
     if let Some(what) = finished.link_lost {
         return Err(crate::error::Unreachable {
             what,
@@ -439,6 +456,12 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
     }
     if let Some(e) = lock_lost {
         return Err(e);
+    }
+    if let Some(e) = ran.failed {
+        return Err(e.context(format!(
+            "the bench stopped; what was measured until then is in {}",
+            out.path.display()
+        )));
     }
     let passed = results.levels.iter().all(|l| l.passed) && results.levels.len() == levels.len();
     if a.json {

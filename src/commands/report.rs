@@ -12,15 +12,7 @@ use crate::core::bench::{report, RunState};
 use crate::error::{exit, UsageError};
 
 pub fn run(run: &str, from: Option<&Path>, out: Option<&Path>) -> Result<i32> {
-    if run.is_empty() || run.contains('/') || run.starts_with('.') {
-        return Err(UsageError::new(
-            "RUN_ID",
-            run,
-            "not a bench run id",
-            "give the id `exectl bench` printed (exectl runs list)",
-        )
-        .into());
-    }
+    crate::runs::check_id(run)?;
     let dir = match from {
         Some(d) => d.to_path_buf(),
         None => super::bench::benches_dir().join(run),
@@ -39,8 +31,8 @@ pub fn run(run: &str, from: Option<&Path>, out: Option<&Path>) -> Result<i32> {
         )
         .into());
     }
-    if results.state == RunState::Running && !results.pid.is_some_and(crate::engine::lock::alive) {
-        // Killed (kill -9, a crash): what it wrote is all there is.
+    if crate::runs::bench::Shown::now(&results) == crate::runs::bench::Shown::Killed {
+        // Killed (kill -9, a crash): what it wrote is all there is. Said as `runs list` says it.
         results.state = RunState::Interrupted;
     }
     let html = report::render(&results, &samples).map_err(|e| anyhow::anyhow!(e))?;

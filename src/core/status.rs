@@ -2,6 +2,9 @@
 
 use serde::Serialize;
 
+/// The words of an instance's "not idle" problem: bench waits on those (and refuses any other problem).
+pub const NOT_IDLE: &str = "is not idle";
+
 /// One container of the stack. JSON field names are part of the documented, stable shape.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ServiceStatus {
@@ -131,7 +134,7 @@ pub fn assess(mut r: Report, expect_idle: bool, expect_healthy: bool) -> Report 
             problems.push(format!("{}: /api/websocket/info failed: {e}", i.name));
         } else if expect_idle && !is_idle(i) {
             problems.push(format!(
-                "{} is not idle: {} connections, {} rooms (a leak if no load is running)",
+                "{} {NOT_IDLE}: {} connections, {} rooms (a leak if no load is running)",
                 i.name,
                 i.total_connections.unwrap_or(0),
                 i.rooms_count.unwrap_or(0)

@@ -12,3 +12,8 @@ pub mod probe;
 pub mod remote_lock;
 pub mod teardown;
 pub mod wait;
+
+/// A `die` event's exit code (its actor's `exitCode` attribute), for whoever follows the engine's events.
+pub fn exit_code(actor: &bollard::models::EventActor) -> Option<i64> {
+    actor.attributes.as_ref()?.get("exitCode")?.parse().ok()
+}

@@ -244,12 +244,7 @@ impl RestartWatch {
         let task = tokio::spawn(async move {
             while let Some(Ok(e)) = events.next().await {
                 let Some(actor) = e.actor else { continue };
-                let code = actor
-                    .attributes
-                    .as_ref()
-                    .and_then(|a| a.get("exitCode"))
-                    .and_then(|c| c.parse().ok())
-                    .unwrap_or(-1);
+                let code = super::exit_code(&actor).unwrap_or(-1);
                 if let Some(id) = actor.id {
                     let at = e.time_nano.unwrap_or(i64::MAX);
                     seen.lock()

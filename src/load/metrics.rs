@@ -121,6 +121,13 @@ impl Live {
     pub fn opened(&self) {
         let open = self.open.fetch_add(1, Ordering::AcqRel) + 1;
         self.plateau.opened(open);
+        self.recount();
+    }
+
+    /// The hold may have begun with a count another task lowered meanwhile (a close that saw no hold
+    /// yet): the count now is in the hold's lowest too.
+    fn recount(&self) {
+        self.plateau.closed(self.open.load(Ordering::Acquire));
     }
 
     /// An open socket closed.
@@ -137,6 +144,7 @@ impl Live {
     /// A user's dial is over, connected or not.
     pub fn dial_over(&self) {
         self.plateau.dial_over(self.open.load(Ordering::Acquire));
+        self.recount();
     }
 }
 

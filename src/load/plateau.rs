@@ -147,6 +147,18 @@ impl Plateau {
         self.stopped.load(Ordering::Acquire)
     }
 
+    /// Resolves once the run is stopped (at once if it already was): a login or a dial in flight is
+    /// dropped then, not finished into a socket opened after the stop.
+    pub async fn until_stopped(&self) {
+        // Subscribed before the check: a stop between the two still changes the window.
+        let mut rx = self.window.subscribe();
+        while !self.stopped() {
+            if rx.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
     pub fn window(&self) -> Option<Window> {
         *self.window.borrow()
     }
@@ -225,6 +237,28 @@ mod tests {
             Instant::now(),
         );
         p
+    }
+
+    #[tokio::test]
+    async fn until_stopped_waits_for_a_stop_and_not_for_the_hold() {
+        let p = std::sync::Arc::new(armed(2));
+        let waiting = tokio::spawn({
+            let p = p.clone();
+            async move { p.until_stopped().await }
+        });
+        p.opened(1);
+        p.opened(2);
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "the hold began: no stop yet");
+        p.stop(2);
+        tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("a stop ends the wait")
+            .unwrap();
+        // Already stopped: at once.
+        tokio::time::timeout(Duration::from_secs(5), p.until_stopped())
+            .await
+            .expect("at once");
     }
 
     #[test]

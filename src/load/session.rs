@@ -173,11 +173,14 @@ pub async fn run_user(ctx: Arc<Ctx>, i: usize, permit: OwnedSemaphorePermit) -> 
         Some(tokens) => tokens[i].clone(),
         None => {
             let start = Instant::now();
-            let r = Box::pin(
+            let login = Box::pin(
                 ctx.http
                     .login(&opts.endpoint, &account.email, &account.password),
-            )
-            .await;
+            );
+            let r = tokio::select! {
+                r = login => r,
+                () = ctx.live.plateau.until_stopped() => return stopped(&ctx, out),
+            };
             out.login_us = Some(us(start.elapsed()));
             out.login_done_us = Some(us(ctx.t0.elapsed()));
             match r {
@@ -204,7 +207,11 @@ pub async fn run_user(ctx: Arc<Ctx>, i: usize, permit: OwnedSemaphorePermit) -> 
     }
 
     let start = Instant::now();
-    let dialed = Box::pin(ctx.http.dial(&opts.endpoint, &account.project_uuid, &token)).await;
+    let dial = Box::pin(ctx.http.dial(&opts.endpoint, &account.project_uuid, &token));
+    let dialed = tokio::select! {
+        r = dial => r,
+        () = ctx.live.plateau.until_stopped() => return stopped(&ctx, out),
+    };
     Live::dec(&ctx.live.dialing);
     drop(permit);
     let ws = match dialed {
@@ -224,12 +231,19 @@ pub async fn run_user(ctx: Arc<Ctx>, i: usize, permit: OwnedSemaphorePermit) -> 
     ctx.live.opened();
     ctx.live.dial_over();
 
+    // The socket counts as closed inside `hold`, the moment its end is known.
     Box::pin(hold(&ctx, i, ws, &token, connected_at, &mut out)).await;
-
-    ctx.live.closed();
     if out.held {
         Live::inc(&ctx.live.held);
     }
+    out
+}
+
+/// The run was stopped (SIGINT, a lost SUT link) while this user logged in or dialed: it ends there.
+fn stopped(ctx: &Ctx, mut out: UserOutcome) -> UserOutcome {
+    out.failure = Some("interrupted".into());
+    Live::dec(&ctx.live.dialing);
+    ctx.live.dial_over();
     out
 }
 
@@ -546,6 +560,9 @@ async fn hold(
         None => Box::pin(final_check(ctx, &mut ws, out, &mut alive, connected_at)).await,
         e => e,
     };
+    // Closed for the plateau now: a socket that dropped near the hold's end must lower its count
+    // before the REST action in flight and the close handshake (up to CLOSE_GRACE) are waited for.
+    ctx.live.closed();
     out.longest_silence_ms = Some(alive.longest_silence_ms(ms(Instant::now())));
 
     // A REST action still in flight at the end of the hold finishes (bounded by its own timeout).

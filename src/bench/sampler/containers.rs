@@ -222,12 +222,7 @@ impl Fleet {
             }
             "die" => {
                 f.exits += 1;
-                f.exit_code = ev
-                    .actor
-                    .as_ref()
-                    .and_then(|a| a.attributes.as_ref())
-                    .and_then(|a| a.get("exitCode"))
-                    .and_then(|c| c.parse().ok());
+                f.exit_code = ev.actor.as_ref().and_then(crate::engine::exit_code);
                 f.gone();
                 f.state = ContainerState::Exited;
                 // Its restart policy may start it again: the engine says so at once.

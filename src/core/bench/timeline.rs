@@ -181,6 +181,10 @@ pub struct AtOnce {
     /// had open, and the largest excess: another client on the stack.
     pub foreign_samples: u64,
     pub foreign_max: u64,
+    /// Samples of the common hold in which they counted fewer than the generator had open, and the
+    /// largest shortfall: sockets open at the generator that no instance held (a proxy between).
+    pub unseen_samples: u64,
+    pub unseen_max: u64,
 }
 
 pub fn at_once(span: &LevelSpan, samples: &[Sample]) -> AtOnce {
@@ -197,12 +201,30 @@ pub fn at_once(span: &LevelSpan, samples: &[Sample]) -> AtOnce {
                 a.foreign_samples += 1;
                 a.foreign_max = a.foreign_max.max(excess);
             }
+            let short = s.generator.open_sockets.saturating_sub(sum);
+            if short > 0 {
+                a.unseen_samples += 1;
+                a.unseen_max = a.unseen_max.max(short);
+            }
         }
     }
     a
 }
 
 impl AtOnce {
+    /// Why the level fails when the app held fewer sockets than the generator had open during its hold
+    /// (two samples at least, as for `foreign`): the users were not all at the app at once.
+    pub fn unseen(&self) -> Option<String> {
+        (self.unseen_samples >= 2).then(|| {
+            format!(
+                "the app instances counted up to {} fewer connections than the generator had open, in {} samples of the hold (as few as {} in all): sockets open at the generator that no instance held",
+                self.unseen_max,
+                self.unseen_samples,
+                self.min_in_hold.map_or("?".into(), crate::core::plateau::group)
+            )
+        })
+    }
+
     /// Why the level cannot count when another client held connections on the stack during its hold
     /// (two samples at least: one can be a socket closing between the two counts).
     pub fn foreign(&self) -> Option<String> {
@@ -287,5 +309,49 @@ mod tests {
             None,
             "an instance that did not answer is no zero"
         );
+    }
+
+    #[test]
+    fn the_instances_holding_fewer_or_more_than_the_generator_is_said() {
+        // (t, the instances' sum, the generator's open sockets) over a hold from 1 s to 5 s.
+        let at = |t_ms, app: u64, open: u64| Sample {
+            t_ms,
+            instances: vec![InstanceSample {
+                service: "app-1".into(),
+                connections: Some(app),
+                rooms: Some(1),
+            }],
+            generator: GeneratorSample {
+                open_sockets: open,
+                ..GeneratorSample::default()
+            },
+            ..Sample::default()
+        };
+        let span = LevelSpan {
+            users: 100,
+            start_ms: 0,
+            hold_ms: 1000,
+            hold_end_ms: 5000,
+            end_ms: 6000,
+            settled_ms: 7000,
+        };
+        let matched: Vec<Sample> = (1..=5).map(|s| at(s * 1000, 100, 100)).collect();
+        let a = at_once(&span, &matched);
+        assert_eq!((a.peak, a.min_in_hold), (Some(100), Some(100)));
+        assert_eq!((a.unseen(), a.foreign()), (None, None));
+        // One sample short (a socket closing between the two counts) is no finding; two are.
+        let mut short = matched.clone();
+        short[1] = at(2000, 99, 100);
+        assert_eq!(at_once(&span, &short).unseen(), None);
+        short[2] = at(3000, 60, 100);
+        let a = at_once(&span, &short);
+        assert_eq!(
+            a.unseen().unwrap(),
+            "the app instances counted up to 40 fewer connections than the generator had open, in 2 samples of the hold (as few as 60 in all): sockets open at the generator that no instance held"
+        );
+        assert_eq!(a.foreign(), None);
+        // Outside the hold (the ramp, the close) the counts may differ.
+        let ramping = vec![at(500, 10, 50), at(5500, 0, 100), at(5800, 0, 100)];
+        assert_eq!(at_once(&span, &ramping).unseen(), None);
     }
 }

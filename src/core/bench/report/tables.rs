@@ -19,7 +19,7 @@ pub struct Row {
     held: String,
     /// "400 / 400 for 20.0 s", "peak 1,722 / 10,000".
     at_once: String,
-    /// The instances' own sum at its peak.
+    /// The instances' own sum: its lowest during the common hold / its peak.
     instances: String,
     /// "5.0 s · 79 logins/s".
     ramp: String,
@@ -81,7 +81,11 @@ pub fn rows(r: &Results, samples: &[Sample]) -> Vec<Row> {
                 passed: l.passed,
                 held: format!("{} / {}", f.held, f.users),
                 at_once,
-                instances: f.instances_peak.map_or("—".into(), group),
+                instances: match (f.instances_min_in_hold, f.instances_peak) {
+                    (Some(min), Some(peak)) => format!("{} / {}", group(min), group(peak)),
+                    (None, Some(peak)) => group(peak),
+                    _ => "—".into(),
+                },
                 ramp,
                 refused: f.refused,
                 stalled: f.stalled,
