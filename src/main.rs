@@ -1,7 +1,7 @@
 use clap::Parser;
 use exectl::cli::{Cli, Command};
 use exectl::commands;
-use exectl::error::exit;
+use exectl_core::error::exit;
 
 fn main() {
     let cli = Cli::parse();

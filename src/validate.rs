@@ -1,11 +1,11 @@
 //! Checks of a rendered bundle: the pure ones (re-parse into typed models, cross-references, lock hashes)
 //! and the ones that run real tools (nginx -t, docker-compose config -q).
 
-use crate::render::{self, Bundle};
+use exectl_core::render::{self, Bundle};
 use std::path::Path;
 use std::process::Command;
 
-pub use crate::core::checks::{at, pure_checks, Check, Outcome};
+pub use exectl_core::checks::{at, pure_checks, Check, Outcome};
 
 /// Run `nginx -t` on the rendered nginx.conf. Upstream names are made resolvable for nginx alone by
 /// bind-mounting a hosts file in a private mount namespace, so the file tested is the file deployed; where

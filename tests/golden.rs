@@ -1,10 +1,10 @@
 //! Golden files: every variant renders exactly the reviewed bytes in tests/golden/<variant>/.
 //! After an intended template change: `UPDATE_GOLDEN=1 cargo test --test golden`, then review the diff.
 
-use exectl::core::spec_settings::SETTINGS;
-use exectl::render::{self, Templates};
-use exectl::secrets::Secrets;
-use exectl::spec::{self, Raw, SpecInput};
+use exectl::state::secrets::Secrets;
+use exectl_core::render::{self, Templates};
+use exectl_core::spec::{self, Raw, SpecInput};
+use exectl_core::spec_settings::SETTINGS;
 use std::path::Path;
 
 /// Fixed secrets, so the golden .env and lock hashes are stable.
@@ -65,7 +65,7 @@ fn every_variant_matches_its_golden_files() {
         let dir = root.join(&name);
         if update {
             let _ = std::fs::remove_dir_all(&dir);
-            bundle.write_to(&dir).unwrap();
+            exectl::state::bundle::write(&bundle, &dir).unwrap();
             continue;
         }
         for f in &bundle.files {
@@ -100,7 +100,7 @@ fn only_the_first_instance_bootstraps_the_admin() {
         let spec = spec::resolve(input(&flags)).unwrap();
         let bundle = render::render(&spec, &secrets(), &Templates::embedded()).unwrap();
         let compose =
-            exectl::core::compose::parse(bundle.get(render::COMPOSE).unwrap().text()).unwrap();
+            exectl_core::compose::parse(bundle.get(render::COMPOSE).unwrap().text()).unwrap();
         for app in spec.app_services() {
             let env = &compose.services[&app].environment;
             let has = (

@@ -1,10 +1,10 @@
 //! Plan as data: a rendered spec and an observed engine state in, actions out. No daemon.
 
 use exectl::engine::desired::Desired;
-use exectl::plan::{plan, Action, Observed, ObservedContainer};
-use exectl::render::Templates;
-use exectl::secrets::Secrets;
-use exectl::spec::{self, Raw, SpecInput};
+use exectl::state::secrets::Secrets;
+use exectl_core::plan::{plan, Action, Observed, ObservedContainer};
+use exectl_core::render::Templates;
+use exectl_core::spec::{self, Raw, SpecInput};
 use std::path::Path;
 
 fn desired_for(flags: &[(&'static str, &str)]) -> Desired {
@@ -26,7 +26,7 @@ fn desired_for(flags: &[(&'static str, &str)]) -> Desired {
     let secrets = Secrets::parse(
         "APP_SECRET=a\nAPI_JWT_SECRET=b\nDB_PASSWORD=c\nDB_ROOT_PASSWORD=d\nADMIN_PASSWORD=e\n",
     );
-    exectl::pipeline::desired_state(
+    exectl_core::pipeline::desired_state(
         &spec,
         &secrets,
         &Templates::embedded(),
@@ -161,7 +161,7 @@ mod conflicts {
     }
 
     /// The one conflict found.
-    fn one(mut v: Vec<exectl::error::UsageError>) -> exectl::error::UsageError {
+    fn one(mut v: Vec<exectl_core::error::UsageError>) -> exectl_core::error::UsageError {
         assert_eq!(v.len(), 1, "{v:?}");
         v.remove(0)
     }
@@ -302,7 +302,7 @@ fn waves_start_each_service_after_what_it_depends_on() {
 /// The compose template names volumes and the network by naming's one rule.
 #[test]
 fn the_template_names_objects_by_the_same_rule() {
-    use exectl::naming;
+    use exectl_core::naming;
     let d = desired_for(&[]);
     for v in ["app-data", "db-data", "redis-data"] {
         assert!(

@@ -273,14 +273,14 @@ fn prepare(x: &Exectl, stack: &str, args: &[&str]) -> serde_json::Value {
 async fn through_the_api(x: &Exectl, stack: &str, door: &Endpoint) -> String {
     let client = Client::new(4, Timeouts::all(Duration::from_secs(30)));
     let secrets = read(&x.stack_dir(stack).join("secrets.env"));
-    let admin_pw = exectl::core::secrets::Secrets::parse(&secrets)
+    let admin_pw = exectl_core::secrets::Secrets::parse(&secrets)
         .get("ADMIN_PASSWORD")
         .to_string();
     // Traefik may take a moment to route a new stack's Host.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     let admin = loop {
         match client
-            .login(door, exectl::render::ADMIN_EMAIL, &admin_pw)
+            .login(door, exectl_core::render::ADMIN_EMAIL, &admin_pw)
             .await
         {
             Ok(l) => break l.token,

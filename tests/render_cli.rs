@@ -1,7 +1,7 @@
 //! `exectl render` and `exectl validate` as a user runs them: real binary, real files, real nginx -t.
 
 use assert_cmd::Command;
-use exectl::compose;
+use exectl_core::compose;
 use std::path::Path;
 
 struct Env {
@@ -734,8 +734,8 @@ fn yaml_duplicates_nulls_and_unknown_image_keys_name_their_line() {
 
 #[test]
 fn runs_diff_prints_one_line_per_change_and_plain_file_keys() {
-    use exectl::runs::{self, EngineRecord, ExectlRecord, Record};
-    use exectl::spec::{self, Raw, SpecInput};
+    use exectl::state::runs::{self, EngineRecord, ExectlRecord, Record};
+    use exectl_core::spec::{self, Raw, SpecInput};
     let env = Env::new();
     let record = |note: &str, env_hash: &str| {
         let s = spec::resolve(SpecInput {

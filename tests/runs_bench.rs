@@ -156,22 +156,22 @@ fn diff_names_a_missing_id_for_benches_and_deploys() {
     // A deploy record and a missing id: the same.
     let runs = state.path().join("runs");
     std::fs::create_dir_all(&runs).unwrap();
-    let spec = exectl::spec::resolve(exectl::spec::SpecInput {
-        topology: Some(exectl::spec::Raw::flag("topology", "ha")),
+    let spec = exectl_core::spec::resolve(exectl_core::spec::SpecInput {
+        topology: Some(exectl_core::spec::Raw::flag("topology", "ha")),
         ..Default::default()
     })
     .unwrap();
-    let record = exectl::runs::Record {
+    let record = exectl::state::runs::Record {
         id: "E-ha-2-tuned-least-conn-001".into(),
         created: "2026-12-01 10:00:00 UTC".into(),
         created_epoch: 1_796_000_000,
         stack: "exe".into(),
-        knobs: exectl::runs::knobs(&spec),
+        knobs: exectl::state::runs::knobs(&spec),
         spec: serde_json::to_value(&spec).unwrap(),
         files: Default::default(),
         images: Default::default(),
         engine: Default::default(),
-        exectl: exectl::runs::ExectlRecord::current(),
+        exectl: exectl::state::runs::ExectlRecord::current(),
         changed: 0,
         seconds: 0.0,
     };
@@ -242,7 +242,7 @@ fn a_bench_written_to_out_is_found_by_its_id() {
     let elsewhere = tempfile::tempdir().unwrap();
     let out_dir = elsewhere.path().join("my-bench");
     // What `bench --out DIR` does once it knows its run id and folder.
-    exectl::runs::record_bench_out(state.path(), "B-out", &out_dir).unwrap();
+    exectl::state::benches::record_out(state.path(), "B-out", &out_dir).unwrap();
     bench(&out_dir, "B-out", all_passed);
     bench(&state.path().join("benches/B-home"), "B-home", |_| {});
     let listed = ok(state.path(), &["runs", "list"]);

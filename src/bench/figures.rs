@@ -1,8 +1,8 @@
 //! A level's figures from the load engine's summary: what the objectives are checked against.
 
-use crate::core::bench::{LevelFigures, Pcts};
 use crate::load::metrics::Percentiles;
 use crate::load::Summary;
+use exectl_core::bench::{LevelFigures, Pcts};
 
 fn pcts(p: &Percentiles) -> Option<Pcts> {
     (p.count > 0).then(|| Pcts::new(p.p50, p.p95, p.p99))

@@ -6,7 +6,6 @@
 //! a bench cut short keeps what it measured.
 
 pub mod figures;
-pub mod files;
 pub mod sampler;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,11 +14,11 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::core::bench::limiting::{self, Known};
-use crate::core::bench::timeline::at_once;
-use crate::core::bench::{Besides, CpuScale, LeakCheck, LevelResult, LevelSpan, Sample, Slos};
 use crate::load::metrics::Live;
 use crate::load::{runner, LoadOptions};
+use exectl_core::bench::limiting::{self, Known};
+use exectl_core::bench::timeline::at_once;
+use exectl_core::bench::{Besides, CpuScale, LeakCheck, LevelResult, LevelSpan, Sample, Slos};
 use sampler::{LevelState, Sampler};
 
 /// What one level needs besides its user count.
@@ -162,7 +161,7 @@ fn run_levels(
         figures.instances_min_in_hold = instances.min_in_hold;
         let checks = plan.slos.check(&figures);
         let besides = Besides {
-            incidents: crate::core::bench::incidents::reasons(&span, &samples)
+            incidents: exectl_core::bench::incidents::reasons(&span, &samples)
                 .into_iter()
                 .chain(instances.unseen())
                 .collect(),

@@ -22,14 +22,14 @@ use bollard::models::EventMessage;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use crate::core::bench::timeline::stub_status_active;
-use crate::core::bench::{InstanceSample, LeakCheck, Sample};
 use crate::load::metrics::{self, Live};
 use crate::shell::scripts::sample;
 use crate::shell::ShellLoop;
 use crate::status::{self, Deployed};
 use crate::sut::{Target, TargetSpec};
 use containers::{Fleet, Followed};
+use exectl_core::bench::timeline::stub_status_active;
+use exectl_core::bench::{InstanceSample, LeakCheck, Sample};
 
 /// Called once when the sampler cannot go on (the SSH link to the SUT is lost), with what happened.
 pub type Fatal = Arc<dyn Fn(&str) + Send + Sync>;
@@ -47,7 +47,7 @@ pub struct LevelState {
     /// Minted tokens: no logins to count.
     pub tokens: bool,
     /// The CPU scale the progress line shows.
-    pub cpu: crate::core::bench::CpuScale,
+    pub cpu: exectl_core::bench::CpuScale,
 }
 
 enum Command {
@@ -409,7 +409,7 @@ impl Inner {
 
     /// Find the endpoints not known yet: each running app instance's port and nginx's status port.
     async fn resolve_endpoints(&mut self) {
-        use crate::core::bench::ContainerState;
+        use exectl_core::bench::ContainerState;
         for p in self
             .fleet
             .list
@@ -417,9 +417,9 @@ impl Inner {
             .filter(|p| p.endpoint.is_none() && p.state == ContainerState::Running)
         {
             let port = if p.app {
-                crate::render::APP_PORT
+                exectl_core::render::APP_PORT
             } else if p.service == "nginx" {
-                crate::render::NGINX_STATUS_PORT
+                exectl_core::render::NGINX_STATUS_PORT
             } else {
                 continue;
             };
@@ -561,7 +561,7 @@ impl Inner {
             proxies,
         };
         if let Some(t) = self.timeline.as_mut() {
-            if let Err(e) = super::files::append(t, &sample) {
+            if let Err(e) = crate::state::bench_dir::append(t, &sample) {
                 eprintln!(
                     "exectl bench: {e:#}; the timeline is kept in memory and written at the end"
                 );

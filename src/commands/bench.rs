@@ -11,19 +11,19 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Result;
 
-use crate::bench::files::BenchDir;
 use crate::bench::sampler::Sampler;
 use crate::bench::{self, Done, Stop};
 use crate::cli::{duration_flag, BenchArgs, LoadArgs};
-use crate::core::bench::results::{REPORT, TIMELINE};
-use crate::core::bench::timeline::busiest;
-use crate::core::bench::{
-    parse_levels, AppThreads, CpuScale, Results, RunState, SamplerCost, Slos, Verdict,
-};
-use crate::error::{exit, UsageError};
 use crate::load::{preflight, LoadOptions};
+use crate::state::bench_dir::BenchDir;
 use crate::status::{self, report as status_report, Deployed};
 use crate::sut::Target;
+use exectl_core::bench::results::{REPORT, TIMELINE};
+use exectl_core::bench::timeline::busiest;
+use exectl_core::bench::{
+    parse_levels, AppThreads, CpuScale, Results, RunState, SamplerCost, Slos, Verdict,
+};
+use exectl_core::error::{exit, UsageError};
 
 const MAX_WAIT: Duration = Duration::from_secs(24 * 3600);
 /// The real app drops an empty room this long after its last client left (contract §2).
@@ -31,7 +31,7 @@ const ROOM_CLEANUP: Duration = Duration::from_secs(30);
 
 /// Where bench runs live: `<state>/benches/RUN_ID/`.
 pub fn benches_dir() -> PathBuf {
-    crate::runs::bench::benches_dir(&crate::secrets::state_root())
+    crate::state::benches_dir(&crate::state::root())
 }
 
 /// The load flags of one level, as `exectl load` would get them.
@@ -103,10 +103,11 @@ struct Recorded {
 }
 
 fn recorded(bundle: &std::path::Path) -> Recorded {
-    let text = std::fs::read_to_string(bundle.join(crate::render::RECORD)).unwrap_or_default();
+    let text =
+        std::fs::read_to_string(bundle.join(exectl_core::render::RECORD)).unwrap_or_default();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
     let spec = &v["spec"];
-    let mut knobs = crate::runs::flattened(spec);
+    let mut knobs = crate::state::runs::flattened(spec);
     knobs.retain(|key, _| !key.starts_with("images.") && !key.starts_with("secret_env"));
     Recorded {
         knobs,
@@ -130,7 +131,7 @@ impl Recorded {
     fn cpu_scale(&self, host_cpus: Option<f64>) -> CpuScale {
         CpuScale {
             host_cpus,
-            app_threads: crate::core::footprint::app_threads(
+            app_threads: exectl_core::footprint::app_threads(
                 &self.app_image,
                 self.fault.as_deref(),
             )
@@ -156,10 +157,10 @@ async fn nginx_workers(target: &Target, stack: &str) -> Option<u32> {
 
 /// The newest deploy record of this stack, if any.
 fn deploy_run_id(stack: &str) -> Option<String> {
-    let dir = crate::runs::runs_dir(&crate::secrets::state_root());
+    let dir = crate::state::runs_dir(&crate::state::root());
     let mut newest: Option<(u64, String)> = None;
-    for id in crate::runs::list_ids(&dir) {
-        if let Ok(r) = crate::runs::load(&dir, &id) {
+    for id in crate::state::runs::list_ids(&dir) {
+        if let Ok(r) = crate::state::runs::load(&dir, &id) {
             if r.stack == stack && newest.as_ref().is_none_or(|(t, _)| r.created_epoch >= *t) {
                 newest = Some((r.created_epoch, r.id));
             }
@@ -225,7 +226,7 @@ async fn ready_and_idle(
         }
         let waiting_for_idle = problems
             .iter()
-            .all(|p| p.contains(crate::core::status::NOT_IDLE));
+            .all(|p| p.contains(exectl_core::status::NOT_IDLE));
         if !waiting_for_idle || tokio::time::Instant::now() >= deadline {
             anyhow::bail!(
                 "stack {stack} is not ready for a bench{}: {}; fix: {}",
@@ -257,7 +258,7 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
         Duration::from_secs(60),
     )?;
     let settle = duration_flag("--settle", &a.settle, Duration::ZERO, MAX_WAIT)?;
-    let stack = crate::spec::resolve_stack_name(a.stack.as_deref())?;
+    let stack = exectl_core::spec::resolve_stack_name(a.stack.as_deref())?;
     let run_id = super::run_id(a.run_id.as_deref(), "B-IDLE-HA2-001", |now| {
         format!("B-{}-{now}", a.scenario)
     })?;
@@ -305,7 +306,7 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
         .map_or(0, |d| d.as_secs());
     // A bench --out DIR is found by its id too (runs, exectl report): a symlink in the state folder,
     // made once every check passed.
-    crate::runs::record_bench_out(&crate::secrets::state_root(), &run_id, &out_path)?;
+    crate::state::benches::record_out(&crate::state::root(), &run_id, &out_path)?;
     let timeline = out.open_timeline()?;
     // A lost link to the SUT stops the running level at once; the bench then exits 3 naming it.
     let stop = Arc::new(Stop::default());
@@ -326,8 +327,8 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
     if settle < cleanup && !a.json {
         eprintln!(
             "warning: --settle {} is shorter than the app's {} room cleanup (an empty room is dropped that long after its last client left): a leak check may fail on rooms only waiting to be dropped",
-            crate::core::units::show(settle),
-            crate::core::units::show(cleanup)
+            exectl_core::units::show(settle),
+            exectl_core::units::show(cleanup)
         );
     }
     let host_cpus = sampler.facts.host_cpus;
@@ -445,7 +446,7 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
     // A lost link first: what else failed after it (a save, the lock's check) followed from it, and
     // it is what the user must fix (exit 3).
     if let Some(what) = finished.link_lost {
-        return Err(crate::error::Unreachable {
+        return Err(exectl_core::error::Unreachable {
             what,
             fix: format!(
                 "check sshd and the network to the SUT, then bench again; what was measured until then is in {}",

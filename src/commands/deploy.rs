@@ -4,12 +4,12 @@ use super::{load_templates, spec_from};
 use crate::cli::{DeployArgs, PlanArgs};
 use crate::engine::desired::Desired;
 use crate::engine::{apply, limits, observe, preflight};
-use crate::plan::{self, Plan};
-use crate::render::{self, Bundle};
-use crate::spec::Spec;
 use crate::sut::Target;
+use exectl_core::plan::{self, Plan};
+use exectl_core::render::{self, Bundle};
+use exectl_core::spec::Spec;
 
-use crate::{runs, secrets};
+use crate::state::{runs, secrets};
 use anyhow::{bail, Result};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -25,14 +25,14 @@ struct Staged {
 }
 
 fn stage(
-    file: crate::spec::SpecInput,
+    file: exectl_core::spec::SpecInput,
     args: &crate::cli::SpecArgs,
     target: &Target,
 ) -> Result<Staged> {
     let spec = spec_from(file, args)?;
     let templates = load_templates(args)?;
     let secrets = secrets::load_or_generate(&target.stack_dir(&spec.stack), false)?;
-    let crate::pipeline::Rendered { bundle, desired } = crate::pipeline::desired_state(
+    let exectl_core::pipeline::Rendered { bundle, desired } = exectl_core::pipeline::desired_state(
         &spec,
         &secrets,
         &templates,
@@ -66,7 +66,7 @@ pub async fn plan_cmd(args: &PlanArgs) -> Result<()> {
     // A refusal (bad input) is shown after the plan; a failure to check at all is that failure.
     let refused = match preflight::check(&target, &p.spec, &p.desired, &observed).await {
         Ok(()) => None,
-        Err(e) if crate::error::is_usage(&e) => Some(e),
+        Err(e) if exectl_core::error::is_usage(&e) => Some(e),
         Err(e) => return Err(e),
     };
     let to_pull = preflight::missing_images(&target, &images_of(&p.desired)).await;
@@ -163,7 +163,7 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
     let before = observe::observe(&target.docker, &stack).await?;
     preflight::check(&target, &p.spec, &p.desired, &before).await?;
     if args.load_images && !target.is_remote() {
-        bail!(crate::error::UsageError::new(
+        bail!(exectl_core::error::UsageError::new(
             "--load-images",
             "true",
             "the target is the local engine, which already has the local images",
@@ -182,7 +182,7 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
         crate::engine::remote_lock::lock_stack(&target, &stack, "exectl deploy", args.break_lock)
             .await?;
     secrets::save_if_absent(&target.stack_dir(&stack), &p.secrets)?;
-    p.bundle.write_to(&target.bundle_dir(&stack))?;
+    crate::state::bundle::write(&p.bundle, &target.bundle_dir(&stack))?;
     target.upload_bundle(&stack, &p.bundle).await?;
 
     let observed = observe::observe(&target.docker, &stack).await?;
@@ -321,7 +321,7 @@ async fn record_run(target: &Target, p: &Staged, changed: usize, seconds: f64) -
             },
         );
     }
-    let dir = runs::runs_dir(&secrets::state_root());
+    let dir = crate::state::runs_dir(&crate::state::root());
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()
@@ -367,7 +367,7 @@ fn opt(v: Option<u64>) -> String {
 }
 
 /// --wait-timeout: more than zero, at most a day.
-fn parse_timeout(text: &str) -> Result<Duration, crate::error::UsageError> {
+fn parse_timeout(text: &str) -> Result<Duration, exectl_core::error::UsageError> {
     crate::cli::duration_flag(
         "--wait-timeout",
         text,

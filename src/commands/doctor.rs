@@ -3,15 +3,15 @@
 //! failure, 2 on a bad flag.
 
 use crate::cli::TargetArgs;
-use crate::doctor::facts::{self, Container, Engine, Facts, Link, Stage};
-use crate::doctor::options::{self, Given};
-use crate::doctor::{assess, Report};
 use crate::sut::ssh::SshError;
 use crate::sut::{Target, TargetSpec};
 use anyhow::Result;
 use bollard::query_parameters::ListContainersOptionsBuilder;
 use bollard::Docker;
 use clap::Args;
+use exectl_core::doctor::facts::{self, Container, Engine, Facts, Link, Stage};
+use exectl_core::doctor::options::{self, Given};
+use exectl_core::doctor::{assess, Report};
 use std::future::Future;
 use std::time::Duration;
 
@@ -56,15 +56,15 @@ pub async fn run(args: &DoctorArgs) -> Result<i32> {
 }
 
 /// The flags, checked, with the deployed stack's recorded limits (read from local state: no connection).
-fn read_options(args: &DoctorArgs, spec: &TargetSpec) -> Result<crate::doctor::Options> {
+fn read_options(args: &DoctorArgs, spec: &TargetSpec) -> Result<exectl_core::doctor::Options> {
     let stack = args
         .stack
         .as_deref()
-        .map(|s| crate::spec::resolve_stack_name(Some(s)))
+        .map(|s| exectl_core::spec::resolve_stack_name(Some(s)))
         .transpose()?;
     let record = match &stack {
         None => None,
-        Some(s) => Some(crate::render::record::require(
+        Some(s) => Some(crate::state::record::require(
             &spec.bundle_dir(s),
             s,
             "deploy it first, name a deployed stack, or give --instances, --cpus and --memory",
@@ -142,7 +142,7 @@ fn failed_link(remote: bool, e: &anyhow::Error) -> Link {
         // The engine's API, or the local engine.
         Some(SshError::EngineApi { .. }) | None => Stage::EngineApi,
     };
-    let (detail, fix) = crate::doctor::assess::split_fix(&e.to_string());
+    let (detail, fix) = exectl_core::doctor::assess::split_fix(&e.to_string());
     let causes: Vec<String> = e.chain().skip(1).map(|c| c.to_string()).collect();
     let mut message = detail;
     if !causes.is_empty() {

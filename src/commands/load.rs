@@ -9,8 +9,8 @@ use anyhow::{Context, Result};
 
 use crate::cli::LoadArgs;
 use crate::cli::{count_flag, duration_flag};
-use crate::error::UsageError;
 use crate::load::{endpoint, preflight, runner, AllowList, LoadOptions, Manifest, Scenario};
+use exectl_core::error::UsageError;
 
 /// Dials in flight by default: enough for a fast ramp, far below an accept queue (the MQTT seed's
 /// simultaneous dials overflowed it).
@@ -83,8 +83,8 @@ pub fn options(args: &LoadArgs) -> Result<LoadOptions, UsageError> {
     let stack_dir = |stack: &str| target.stack_dir(stack);
     let endpoint = match (&args.stack, &args.url) {
         (Some(stack), _) => {
-            let stack = crate::spec::resolve_stack_name(Some(stack))?;
-            let record = crate::render::record::read(&target.bundle_dir(&stack), &stack)?;
+            let stack = exectl_core::spec::resolve_stack_name(Some(stack))?;
+            let record = crate::state::record::read(&target.bundle_dir(&stack), &stack)?;
             endpoint::from_stack(&stack, record.as_ref(), target_ip)?
         }
         (None, Some(url)) => {
@@ -114,7 +114,7 @@ pub fn options(args: &LoadArgs) -> Result<LoadOptions, UsageError> {
     // With --stack and no --manifest, the stack's newest manifest (or --pattern's).
     let manifest_dir = match (&args.stack, &args.manifest) {
         (Some(stack), None) => {
-            crate::prepare::store::locate(stack, &stack_dir(stack), args.pattern.as_deref())?
+            crate::state::manifests::locate(stack, &stack_dir(stack), args.pattern.as_deref())?
         }
         (_, Some(dir)) => dir.clone(),
         (None, None) => std::path::PathBuf::from("manifest"),
@@ -215,7 +215,7 @@ fn recorded_front_doors(stacks_root: Option<&Path>) -> Vec<endpoint::FrontDoor> 
         .filter_map(|e| {
             let stack = e.file_name().to_string_lossy().into_owned();
             // A hint: a stack whose record cannot be read is left out of it.
-            let record = crate::render::record::read(&e.path().join("bundle"), &stack).ok()??;
+            let record = crate::state::record::read(&e.path().join("bundle"), &stack).ok()??;
             Some(endpoint::FrontDoor::from_record(&record))
         })
         .collect();
@@ -251,7 +251,7 @@ fn check_routed(args: &LoadArgs, opts: &LoadOptions) -> Result<(), UsageError> {
     // This target's stacks: <state>/<target key>/<stack>/bundle/ with each one's record.
     let root = super::target_spec(&args.target)
         .ok()
-        .map(|t| crate::secrets::state_root().join(t.key()));
+        .map(|t| crate::state::root().join(t.key()));
     Err(endpoint::not_routed(
         field,
         &value,

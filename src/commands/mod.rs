@@ -14,10 +14,10 @@ pub mod teardown;
 pub mod validate;
 
 use crate::cli::SpecArgs;
-use crate::error::UsageError;
-use crate::render::Templates;
-use crate::spec::{self, Spec};
 use anyhow::Result;
+use exectl_core::error::UsageError;
+use exectl_core::render::Templates;
+use exectl_core::spec::{self, Spec};
 use std::path::{Path, PathBuf};
 
 /// exectl.yaml, then flags, then the images file: the validated spec.
@@ -72,7 +72,7 @@ fn read_images_file(path: &Path) -> Result<Vec<(String, spec::Raw)>, UsageError>
 
 pub fn load_templates(args: &SpecArgs) -> Result<Templates> {
     match &args.templates {
-        Some(dir) => Ok(Templates::with_overrides(dir)?),
+        Some(dir) => Ok(crate::cli::templates::with_overrides(dir)?),
         None => Ok(Templates::embedded()),
     }
 }
@@ -83,8 +83,8 @@ pub const LOCAL_TARGET: &str = crate::sut::LOCAL_KEY;
 /// The target named by the flags, EXECTL_TARGET or ./exectl.yaml's `target:` (commands without a spec).
 pub fn target_spec(
     args: &crate::cli::TargetArgs,
-) -> Result<crate::sut::TargetSpec, crate::error::UsageError> {
-    crate::secrets::checked_state_root()?;
+) -> Result<crate::sut::TargetSpec, exectl_core::error::UsageError> {
+    crate::state::checked_root()?;
     let file = read_spec_file(None)?;
     crate::sut::resolve(args, file.target.as_ref())
 }
@@ -95,7 +95,7 @@ pub async fn connect_with_spec(
     args: &crate::cli::TargetArgs,
     spec_args: &SpecArgs,
 ) -> Result<(spec::SpecInput, crate::sut::Target)> {
-    crate::secrets::checked_state_root()?;
+    crate::state::checked_root()?;
     let file = read_spec_file(spec_args.config.as_deref())?;
     let target = crate::sut::resolve(args, file.target.as_ref())?;
     // Every bad value is refused before the connection (exit 2, the engine untouched).

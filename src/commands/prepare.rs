@@ -2,12 +2,13 @@
 //! seed it, print the summary. Exit 0 when every check passed; 1 otherwise.
 
 use crate::cli::{count_flag, PrepareArgs};
-use crate::core::manifest;
-use crate::error::UsageError;
 use crate::prepare::plan::{self, EmailPattern, Visibility};
-use crate::prepare::store::{self, Migration};
 use crate::prepare::{self, Options, Stack, Summary, Via};
+use crate::state::manifests as store;
+use crate::state::manifests::Migration;
 use anyhow::{Context, Result};
+use exectl_core::error::UsageError;
+use exectl_core::manifest;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
@@ -23,7 +24,7 @@ const MAX_SCHEMA_TIMEOUT: Duration = Duration::from_secs(86_400);
 
 /// A token's lifetime in whole seconds (its exp claim), at least 1s.
 fn token_ttl(value: &str) -> Result<Duration, UsageError> {
-    let ttl = crate::core::units::whole_seconds_in(value, Duration::from_secs(1), MAX_TOKEN_TTL);
+    let ttl = exectl_core::units::whole_seconds_in(value, Duration::from_secs(1), MAX_TOKEN_TTL);
     crate::cli::checked("--token-ttl", value, ttl).map(Duration::from_secs)
 }
 
@@ -124,7 +125,7 @@ pub fn options(args: &PrepareArgs) -> Result<Options, UsageError> {
 }
 
 pub async fn run(args: &PrepareArgs) -> Result<bool> {
-    let stack_name = crate::spec::resolve_stack_name(args.stack.as_deref())?;
+    let stack_name = exectl_core::spec::resolve_stack_name(args.stack.as_deref())?;
     // Every flag is checked before anything is read or written.
     let via = Via::parse(&args.via)?;
     if args.reset && via == Via::Api {

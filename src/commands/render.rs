@@ -2,16 +2,17 @@
 
 use super::{load_spec, load_templates, LOCAL_TARGET};
 use crate::cli::RenderArgs;
+use crate::state::secrets;
 use crate::validate::{self, Outcome};
-use crate::{render, secrets};
 use anyhow::{bail, Result};
+use exectl_core::render;
 use serde_json::json;
 
 pub fn run(args: &RenderArgs) -> Result<()> {
     let spec = load_spec(&args.spec)?;
     let templates = load_templates(&args.spec)?;
     check_out(&args.out)?;
-    let dir = secrets::stack_dir(&secrets::checked_state_root()?, LOCAL_TARGET, &spec.stack);
+    let dir = crate::state::stack_dir(&crate::state::checked_root()?, LOCAL_TARGET, &spec.stack);
     let secrets = secrets::load_or_generate(&dir, true)?;
     let bundle = render::render(&spec, &secrets, &templates)?;
     let faults: Vec<_> = validate::pure_checks(&bundle)
@@ -26,7 +27,7 @@ pub fn run(args: &RenderArgs) -> Result<()> {
             c.detail
         );
     }
-    bundle.write_to(&args.out)?;
+    crate::state::bundle::write(&bundle, &args.out)?;
     if args.json {
         let files: Vec<_> = bundle
             .files
@@ -55,9 +56,9 @@ pub fn run(args: &RenderArgs) -> Result<()> {
 }
 
 /// `--out` must be a folder or creatable as one: refused before anything is written.
-fn check_out(out: &std::path::Path) -> Result<(), crate::error::UsageError> {
+fn check_out(out: &std::path::Path) -> Result<(), exectl_core::error::UsageError> {
     let bad = |problem: String| {
-        crate::error::UsageError::new(
+        exectl_core::error::UsageError::new(
             "--out",
             out.display(),
             problem,
@@ -83,7 +84,7 @@ fn check_out(out: &std::path::Path) -> Result<(), crate::error::UsageError> {
 }
 
 /// One line that names the knobs that matter most.
-pub fn describe(spec: &crate::spec::Spec) -> String {
+pub fn describe(spec: &exectl_core::spec::Spec) -> String {
     match &spec.nginx {
         Some(n) => format!(
             "ha, {} instances, {}, nginx {} ({}, worker_connections {})",

@@ -6,13 +6,13 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::bench::files;
-use crate::core::bench::results::REPORT;
-use crate::core::bench::{report, RunState};
-use crate::error::{exit, UsageError};
+use crate::state::bench_dir as files;
+use exectl_core::bench::results::REPORT;
+use exectl_core::bench::{report, RunState};
+use exectl_core::error::{exit, UsageError};
 
 pub fn run(run: &str, from: Option<&Path>, out: Option<&Path>) -> Result<i32> {
-    crate::runs::check_id(run)?;
+    crate::state::runs::check_id(run)?;
     let dir = match from {
         Some(d) => d.to_path_buf(),
         None => super::bench::benches_dir().join(run),
@@ -31,7 +31,7 @@ pub fn run(run: &str, from: Option<&Path>, out: Option<&Path>) -> Result<i32> {
         )
         .into());
     }
-    if crate::runs::bench::Shown::now(&results) == crate::runs::bench::Shown::Killed {
+    if crate::state::benches::Shown::now(&results) == crate::state::benches::Shown::Killed {
         // Killed (kill -9, a crash): what it wrote is all there is. Said as `runs list` says it.
         results.state = RunState::Interrupted;
     }

@@ -1,14 +1,15 @@
 //! `exectl runs list|show|diff`: the recorded deploys and benches, and what differs between two of them.
 
 use crate::cli::{RunsArgs, RunsCommand};
-use crate::runs::{self, bench::BenchRun, bench::Shown};
+use crate::state::benches::{self, BenchRun, Shown};
+use crate::state::runs;
 use anyhow::Result;
 use serde_json::json;
 use std::path::Path;
 
-use crate::core::bench::compare::{self, Capacity};
-use crate::core::bench::RunState;
-use crate::error::{UsageError, UsageErrors};
+use exectl_core::bench::compare::{self, Capacity};
+use exectl_core::bench::RunState;
+use exectl_core::error::{UsageError, UsageErrors};
 
 /// A run by its id: a deploy's record or a bench's results.
 enum Run {
@@ -18,10 +19,10 @@ enum Run {
 
 /// Run `id`, or None when neither a deploy record nor a bench has that id.
 fn find(root: &Path, id: &str) -> Result<Option<Run>> {
-    if let Some(r) = runs::find(&runs::runs_dir(root), id)? {
+    if let Some(r) = runs::find(&crate::state::runs_dir(root), id)? {
         return Ok(Some(Run::Deploy(Box::new(r))));
     }
-    Ok(runs::bench::find(root, id)?.map(|b| Run::Bench(Box::new(b))))
+    Ok(benches::find(root, id)?.map(|b| Run::Bench(Box::new(b))))
 }
 
 fn no_such_run(root: &Path, id: &str) -> UsageError {
@@ -30,8 +31,8 @@ fn no_such_run(root: &Path, id: &str) -> UsageError {
         id,
         format!(
             "no such run: no deploy record in {} and no bench in {}",
-            runs::runs_dir(root).display(),
-            runs::bench::benches_dir(root).display()
+            crate::state::runs_dir(root).display(),
+            crate::state::benches_dir(root).display()
         ),
         "see `exectl runs list` for the recorded ids",
     )
@@ -56,15 +57,15 @@ fn bench_line(b: &BenchRun) -> String {
 }
 
 pub fn run(args: &RunsArgs) -> Result<()> {
-    let root = crate::secrets::checked_state_root()?;
-    let dir = runs::runs_dir(&root);
+    let root = crate::state::checked_root()?;
+    let dir = crate::state::runs_dir(&root);
     match &args.command {
         RunsCommand::List { json } => {
             let records: Vec<runs::Record> = runs::list_ids(&dir)
                 .iter()
                 .map(|id| runs::load(&dir, id))
                 .collect::<Result<_>>()?;
-            let (benches, broken) = runs::bench::list(&root);
+            let (benches, broken) = benches::list(&root);
             if *json {
                 let mut list: Vec<_> = records
                     .iter()
@@ -112,7 +113,7 @@ pub fn run(args: &RunsArgs) -> Result<()> {
                 if Shown::now(&r) == Shown::Killed {
                     eprintln!(
                         "note: {} says running, but its process{} is gone: the bench was killed",
-                        b.dir.join(crate::core::bench::results::RESULTS).display(),
+                        b.dir.join(exectl_core::bench::results::RESULTS).display(),
                         r.pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
                     );
                     r.state = RunState::Interrupted;

@@ -1,9 +1,9 @@
 //! `exectl status`: the stack's state in one command with an exit code (the seed's manual checks).
 
 use crate::cli::{duration_flag, StatusArgs};
-use crate::error::exit;
 use crate::status::{self, report};
 use anyhow::Result;
+use exectl_core::error::exit;
 use std::io::IsTerminal;
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ const MAX_WAIT: Duration = Duration::from_secs(3600);
 /// Returns the exit code: 0 when the verdict is ok or warn, 1 when it is fail (a service missing or
 /// not running, an instance that does not answer, or an --expect-* check that does not hold).
 pub async fn run(args: &StatusArgs) -> Result<i32> {
-    let stack = crate::spec::resolve_stack_name(args.stack.as_deref())?;
+    let stack = exectl_core::spec::resolve_stack_name(args.stack.as_deref())?;
     let settle = duration_flag("--settle", &args.settle, Duration::ZERO, MAX_WAIT)?;
     let interval = duration_flag("--interval", &args.interval, MIN_INTERVAL, MAX_WAIT)?;
     let target = super::connect(&args.target).await?;

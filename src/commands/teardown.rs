@@ -5,7 +5,7 @@ use crate::engine::teardown;
 use anyhow::Result;
 
 pub async fn run(args: &TeardownArgs) -> Result<()> {
-    let stack = crate::spec::resolve_stack_name(args.stack.as_deref())?;
+    let stack = exectl_core::spec::resolve_stack_name(args.stack.as_deref())?;
     let target = super::connect(&args.target).await?;
     // Taking the lock makes the stack's folder; a teardown of a stack never deployed leaves none.
     let dir = target.stack_dir(&stack);

@@ -2,21 +2,22 @@
 
 use super::{load_spec, load_templates, LOCAL_TARGET};
 use crate::cli::ValidateArgs;
+use crate::state::secrets;
 use crate::validate::{self, Outcome};
-use crate::{render, secrets};
 use anyhow::Result;
+use exectl_core::render;
 use serde_json::json;
 
 /// Returns whether every check passed.
 pub fn run(args: &ValidateArgs) -> Result<bool> {
     let spec = load_spec(&args.spec)?;
     let templates = load_templates(&args.spec)?;
-    let dir = secrets::stack_dir(&secrets::checked_state_root()?, LOCAL_TARGET, &spec.stack);
+    let dir = crate::state::stack_dir(&crate::state::checked_root()?, LOCAL_TARGET, &spec.stack);
     // Validation must not create state: reuse stored secrets, else use throw-away ones.
     let secrets = secrets::load_or_generate(&dir, false)?;
     let bundle = render::render(&spec, &secrets, &templates)?;
     let tmp = tempfile::tempdir()?;
-    bundle.write_to(tmp.path())?;
+    crate::state::bundle::write(&bundle, tmp.path())?;
 
     let mut checks = validate::pure_checks(&bundle);
     checks.extend(validate::nginx_check(&bundle, &spec.app_services()));

@@ -5,8 +5,6 @@
 use super::desired::{duration_ns, Desired, DesiredService, LABEL_HASH, LABEL_PARTS, LABEL_STACK};
 use super::probe::Prober;
 use super::wait::{wait_ready, Readiness, RestartWatch, Wanted};
-use crate::core::readiness::{Ready, ReadyBy, Restart, STABLE};
-use crate::plan::{Action, Plan};
 use crate::sut::Target;
 use anyhow::{bail, Context, Result};
 use bollard::models::{
@@ -16,6 +14,8 @@ use bollard::models::{
 };
 use bollard::query_parameters::{CreateContainerOptionsBuilder, RemoveContainerOptionsBuilder};
 use bollard::Docker;
+use exectl_core::plan::{Action, Plan};
+use exectl_core::readiness::{Ready, ReadyBy, Restart, STABLE};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -133,7 +133,7 @@ pub fn container_body(s: &DesiredService, network: &str) -> Result<ContainerCrea
 
 /// "2g", "512m", "1.5g" → bytes.
 pub fn memory_bytes(text: &str) -> Result<i64> {
-    crate::spec::memory_size(text)
+    exectl_core::spec::memory_size(text)
         .map(|b| b as i64)
         .ok_or_else(|| anyhow::anyhow!("cannot read memory size {text:?}"))
 }
@@ -238,7 +238,11 @@ pub async fn apply(
     }
     for a in &plan.actions {
         if let Action::Remove { service, .. } = a {
-            remove_container(docker, &crate::naming::container(&desired.stack, service)).await?;
+            remove_container(
+                docker,
+                &exectl_core::naming::container(&desired.stack, service),
+            )
+            .await?;
             progress(Event {
                 service: service.clone(),
                 what: "removed".into(),
@@ -302,7 +306,7 @@ pub async fn apply(
         .filter(|s| s.probe.is_some())
         .map(|s| s.name.as_str())
         .collect();
-    let rest = crate::core::readiness::final_waits(&plan.wait_at_end, &probed, &readied);
+    let rest = exectl_core::readiness::final_waits(&plan.wait_at_end, &probed, &readied);
     readied.retain(|r| !rest.contains(&r.service));
     let rest = rest.iter().map(|name| waiter.wait(service(name), true));
     for r in futures_util::future::join_all(rest).await {

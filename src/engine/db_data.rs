@@ -6,7 +6,6 @@
 //! the same on the local engine and through the SSH tunnel, with no shell in the image and no access to
 //! the engine's data root on the host.
 
-use crate::spec::Db;
 use crate::sut::Target;
 use anyhow::{Context, Result};
 use bollard::models::{ContainerCreateBody, HostConfig};
@@ -14,6 +13,7 @@ use bollard::query_parameters::{
     ContainerArchiveInfoOptionsBuilder, CreateContainerOptionsBuilder, ListImagesOptions,
     RemoveContainerOptionsBuilder,
 };
+use exectl_core::spec::Db;
 use std::collections::HashMap;
 
 /// Where the probe container sees the volume.
@@ -81,7 +81,7 @@ pub async fn read(
     };
     let name = format!(
         "{}-{}",
-        crate::naming::container(stack, "db-data-probe"),
+        exectl_core::naming::container(stack, "db-data-probe"),
         std::process::id()
     );
     let body = ContainerCreateBody {

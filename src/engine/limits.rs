@@ -2,11 +2,11 @@
 //! limit, and the LB's worker processes), so a deploy never silently runs with other limits than asked.
 
 use super::desired::DesiredService;
-use crate::core::readiness::LABEL_ROLE;
 use crate::shell::scripts::limits::{container_limits, nginx_workers as workers_script};
-use crate::spec::WorkerProcesses;
 use crate::sut::Target;
 use anyhow::{Context, Result};
+use exectl_core::readiness::LABEL_ROLE;
+use exectl_core::spec::WorkerProcesses;
 
 pub use crate::shell::scripts::limits::{parse, parse_nginx_workers, split_pids, Effective};
 

@@ -103,7 +103,7 @@ pub(crate) fn alive(pid: u32) -> bool {
 impl StackLock {
     pub fn acquire(dir: &Path, stack: &str, command: &str, break_lock: bool) -> Result<StackLock> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let path = dir.join("exectl.lock");
+        let path = crate::state::lock_file(dir);
         let me = Holder::me(command);
         let mine = serde_json::to_string(&me)?;
         for _ in 0..2 {

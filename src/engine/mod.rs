@@ -3,7 +3,7 @@
 
 pub mod apply;
 pub mod db_data;
-pub use crate::core::desired;
+pub use exectl_core::desired;
 pub mod limits;
 pub mod lock;
 pub mod observe;

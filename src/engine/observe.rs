@@ -1,12 +1,12 @@
 //! Read the objects carrying a stack's label from the engine.
 
 use super::desired::{LABEL_HASH, LABEL_PARTS, LABEL_SERVICE, LABEL_STACK};
-use crate::plan::{Observed, ObservedContainer};
 use anyhow::Result;
 use bollard::query_parameters::{
     ListContainersOptionsBuilder, ListNetworksOptionsBuilder, ListVolumesOptionsBuilder,
 };
 use bollard::Docker;
+use exectl_core::plan::{Observed, ObservedContainer};
 use std::collections::HashMap;
 
 /// A container's name as a listing gives it (`["/exectl-exe-app-1"]`), without the leading slash.

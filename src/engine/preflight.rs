@@ -1,11 +1,11 @@
 //! Checks before anything is created: the images are on the target (else pulled), and the target can
 //! give what the spec asks (CPUs, memory, open files). Each failure names the flag that fixes it.
 
-use crate::error::UsageError;
-use crate::spec::Spec;
 use crate::sut::Target;
 use anyhow::{Context, Result};
 use bollard::query_parameters::CreateImageOptionsBuilder;
+use exectl_core::error::UsageError;
+use exectl_core::spec::Spec;
 use futures_util::StreamExt;
 
 /// Pure: compare the spec with what the target offers; every problem found.
@@ -58,11 +58,11 @@ pub fn check_capacity(
 /// The real app image needs 200–260 MiB per instance before any load: a limit below that kills it at
 /// idle, and instances whose idle memory alone exceeds the target never come up together.
 fn idle_memory(spec: &Spec, mem_total: Option<i64>) -> Vec<UsageError> {
-    let Some(idle) = crate::core::footprint::idle_mib(&spec.images.app) else {
+    let Some(idle) = exectl_core::footprint::idle_mib(&spec.images.app) else {
         return Vec::new();
     };
     let (_, high) = idle;
-    let about = crate::core::footprint::describe(idle);
+    let about = exectl_core::footprint::describe(idle);
     if spec.memory_bytes < high << 20 {
         // Below the footprint, the instances' sum is beside the point.
         return vec![UsageError::new(
@@ -99,7 +99,7 @@ fn idle_memory(spec: &Spec, mem_total: Option<i64>) -> Vec<UsageError> {
 /// old data refuses (the app then never turns healthy). Refuse before anything changes.
 pub fn secrets_match_data(
     stack: &str,
-    observed: &crate::plan::Observed,
+    observed: &exectl_core::plan::Observed,
     secrets_stored: bool,
     secrets_path: &std::path::Path,
 ) -> Option<UsageError> {
@@ -119,11 +119,11 @@ pub fn secrets_match_data(
 }
 
 /// The stack's database volume, if the target has it.
-fn db_volume<'a>(stack: &str, observed: &'a crate::plan::Observed) -> Option<&'a String> {
+fn db_volume<'a>(stack: &str, observed: &'a exectl_core::plan::Observed) -> Option<&'a String> {
     observed
         .volumes
         .iter()
-        .find(|v| crate::naming::is_db_volume(stack, v))
+        .find(|v| exectl_core::naming::is_db_volume(stack, v))
 }
 
 /// Deploying a `--db` other than the engine whose data the database volume holds would remove the old
@@ -280,10 +280,10 @@ pub async fn check(
     target: &Target,
     spec: &Spec,
     desired: &super::desired::Desired,
-    observed: &crate::plan::Observed,
+    observed: &exectl_core::plan::Observed,
 ) -> Result<()> {
     let mut refused = Vec::new();
-    let secrets_file = target.stack_dir(&spec.stack).join("secrets.env");
+    let secrets_file = crate::state::secrets_file(&target.stack_dir(&spec.stack));
     refused.extend(secrets_match_data(
         &spec.stack,
         observed,
@@ -296,7 +296,7 @@ pub async fn check(
     }
     refused.extend(capacity(target, spec).await?);
     refused.extend(conflicts(target, desired).await?);
-    crate::error::UsageErrors::result(refused)
+    exectl_core::error::UsageErrors::result(refused)
 }
 
 /// Images the volume probe may use, likeliest present first: the databases' (the one that wrote the
@@ -424,10 +424,10 @@ pub async fn send_images(
 mod tests {
     use super::*;
     use crate::engine::db_data::Found;
-    use crate::spec::Db;
+    use exectl_core::spec::Db;
 
     fn spec(flags: &[(&'static str, &str)]) -> Spec {
-        use crate::spec::{Raw, SpecInput};
+        use exectl_core::spec::{Raw, SpecInput};
         let mut i = SpecInput {
             topology: Some(Raw::flag("topology", "ha")),
             ..Default::default()
@@ -442,7 +442,7 @@ mod tests {
                 other => panic!("add {other}"),
             }
         }
-        crate::spec::resolve(i).unwrap()
+        exectl_core::spec::resolve(i).unwrap()
     }
 
     /// The one problem of a check, by field and value.

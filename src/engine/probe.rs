@@ -3,8 +3,8 @@
 //! connection remotely), judged by `core::readiness`; or the container's own healthcheck command
 //! through the engine's exec.
 
-use crate::core::readiness::{judge, Expect, HttpProbe, Probe};
 use crate::sut::Target;
+use exectl_core::readiness::{judge, Expect, HttpProbe, Probe};
 use std::time::Duration;
 
 /// A probe that takes longer than this is a "not yet": the next one follows at the probe interval.

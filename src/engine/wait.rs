@@ -3,12 +3,12 @@
 
 use super::desired::{DesiredService, LABEL_STACK};
 use super::probe::{interval, Prober};
-use crate::core::readiness::{restarts_during, Probe, ReadyBy, Restart, CRASH_LOOP};
 use crate::sut::Target;
 use anyhow::Result;
 use bollard::models::{ContainerStateStatusEnum, HealthStatusEnum};
 use bollard::query_parameters::{EventsOptionsBuilder, LogsOptionsBuilder};
 use bollard::Docker;
+use exectl_core::readiness::{restarts_during, Probe, ReadyBy, Restart, CRASH_LOOP};
 use futures_util::StreamExt;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -7,7 +7,7 @@ pub mod daemon_json;
 pub mod report;
 pub mod sysctl;
 
-use crate::error::UsageError;
+use exectl_core::error::UsageError;
 use std::path::{Path, PathBuf};
 
 /// The host's folder for exectl's host state (recorded previous values) under `root`.

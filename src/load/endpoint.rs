@@ -8,8 +8,8 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 
 use reqwest::Url;
 
-use crate::core::record::StackRecord;
-use crate::error::UsageError;
+use exectl_core::error::UsageError;
+use exectl_core::record::StackRecord;
 
 /// Which addresses load may be sent to.
 #[derive(Debug, Clone, Default)]
@@ -241,8 +241,8 @@ pub fn from_stack(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::record;
-    use crate::spec::Topology;
+    use exectl_core::record;
+    use exectl_core::spec::Topology;
 
     #[test]
     fn loopback_is_allowed() {

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::core::manifest::{self, ACCOUNTS_JSON, PROJECTS, TOKENS};
-pub use crate::core::manifest::{Account, Project, Role, TokenEntry};
-use crate::error::UsageError;
+use exectl_core::error::UsageError;
+use exectl_core::manifest::{self, ACCOUNTS_JSON, PROJECTS, TOKENS};
+pub use exectl_core::manifest::{Account, Project, Role, TokenEntry};
 
 /// A validated manifest. `tokens[i]` is the token of `accounts[i]` when read with tokens.
 #[derive(Debug, Clone)]

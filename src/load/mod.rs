@@ -8,7 +8,7 @@
 
 pub mod delivery;
 pub mod endpoint;
-pub use crate::core::frame;
+pub use exectl_core::frame;
 pub mod liveness;
 pub mod manifest;
 pub mod metrics;

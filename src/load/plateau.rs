@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::core::plateau::{PlateauFigures, RampView};
+use exectl_core::plateau::{PlateauFigures, RampView};
 
 /// The common hold, once it began.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

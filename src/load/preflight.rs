@@ -2,7 +2,7 @@
 //! per connection to the same front door; the MQTT seed hit 16,384) versus the number of users. A run
 //! that cannot fit fails here with the fix, not halfway through with EMFILE or EADDRNOTAVAIL.
 
-use crate::error::UsageError;
+use exectl_core::error::UsageError;
 
 /// File descriptors the generator itself needs besides one per user socket: stdio, the runtime, the
 /// HTTP pool, the probe, /proc reads.

@@ -111,7 +111,7 @@ fn progress_line(ctx: &Ctx, n: usize) -> String {
         let at_once = l
             .plateau
             .view(g(&l.open), logins)
-            .map(|v| crate::core::plateau::ramp_status(&v))
+            .map(|v| exectl_core::plateau::ramp_status(&v))
             .unwrap_or_default();
         s += &format!(
             " connected {} {at_once} held {} stalled {}",

@@ -10,7 +10,7 @@ use super::delivery::{self, Deliveries, Member};
 use super::metrics::{Hist, Percentiles};
 use super::session::{Ctx, Ended, UserOutcome};
 use super::Scenario;
-use crate::core::plateau::PlateauFigures;
+use exectl_core::plateau::PlateauFigures;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Settings {

@@ -28,8 +28,8 @@
 use super::plan::Plan;
 use super::{token, Counts, Progress, Stack};
 use crate::app::{Client, Endpoint, LoginError, Timeouts};
-use crate::error::UsageError;
 use anyhow::{bail, Context, Result};
+use exectl_core::error::UsageError;
 use futures_util::StreamExt;
 use reqwest::StatusCode;
 use serde::Serialize;
@@ -322,8 +322,13 @@ async fn create_project(
 async fn admin_token(api: &Api, stack: &Stack, password: &str, wait: Duration) -> Result<String> {
     let deadline = Instant::now() + wait;
     loop {
-        match super::verify::login(&api.client, &api.door, crate::render::ADMIN_EMAIL, password)
-            .await
+        match super::verify::login(
+            &api.client,
+            &api.door,
+            exectl_core::render::ADMIN_EMAIL,
+            password,
+        )
+        .await
         {
             Ok(t) => return Ok(t),
             Err(_) if Instant::now() < deadline => {
@@ -332,7 +337,7 @@ async fn admin_token(api: &Api, stack: &Stack, password: &str, wait: Duration) -
             Err(e) => {
                 return Err(e.context(format!(
                 "the stack's admin ({}) cannot log in through {} (is the app up? docker logs {})",
-                crate::render::ADMIN_EMAIL,
+                exectl_core::render::ADMIN_EMAIL,
                 api.door.addr,
                 stack.app_container()
             )))

@@ -5,7 +5,7 @@
 //! error codes and SQL names, and the script line it named (so the runner can name the statement and the
 //! rows instead).
 
-use crate::spec::Db;
+use exectl_core::spec::Db;
 use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq)]

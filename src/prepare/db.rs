@@ -7,13 +7,13 @@
 use super::client_error::ClientFailed;
 use super::sql;
 use crate::engine::desired::{LABEL_SERVICE, LABEL_STACK};
-use crate::spec::Db;
 use anyhow::{bail, Context, Result};
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, CreateImageOptionsBuilder, RemoveContainerOptionsBuilder,
 };
 use bollard::Docker;
+use exectl_core::spec::Db;
 use futures_util::StreamExt;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -71,10 +71,10 @@ impl Database {
     ) -> Result<Database> {
         match db {
             Db::Mariadb | Db::Postgres => {
-                let container = crate::naming::container(stack, db.name());
+                let container = exectl_core::naming::container(stack, db.name());
                 let (running, started_at) = state(docker, &container).await;
                 if !running {
-                    bail!(crate::error::UsageError::new(
+                    bail!(exectl_core::error::UsageError::new(
                         "--stack",
                         stack,
                         format!("its database container {container} is not running"),
@@ -91,7 +91,7 @@ impl Database {
             }
             Db::Sqlite => {
                 if !running(docker, app_container).await {
-                    bail!(crate::error::UsageError::new(
+                    bail!(exectl_core::error::UsageError::new(
                         "--stack",
                         stack,
                         format!("its app container {app_container} is not running"),
@@ -113,7 +113,7 @@ impl Database {
                         out.stderr.trim()
                     );
                 }
-                let name = crate::naming::container(stack, "prepare-sqlite");
+                let name = exectl_core::naming::container(stack, "prepare-sqlite");
                 let oneshot = start_oneshot(docker, stack, &name, sqlite_image, &owner).await?;
                 let started_at = state(docker, &oneshot).await.1;
                 Ok(Database {
@@ -245,7 +245,7 @@ async fn start_oneshot(
             })?;
         }
     }
-    let volume = crate::naming::volume(stack, "app-data");
+    let volume = exectl_core::naming::volume(stack, "app-data");
     let body = ContainerCreateBody {
         image: Some(image.to_string()),
         entrypoint: Some(vec!["sleep".into()]),

@@ -3,10 +3,10 @@
 //! They hold the password and tokens: mode 0600, written whole then renamed.
 
 use super::plan::Plan;
-pub use crate::core::manifest::{
+use anyhow::Result;
+pub use exectl_core::manifest::{
     accounts_csv, Account, Project, TokenEntry, ACCOUNTS_CSV, ACCOUNTS_JSON, ALL, PROJECTS, TOKENS,
 };
-use anyhow::Result;
 use std::path::{Path, PathBuf};
 
 pub fn projects(plan: &Plan) -> Vec<Project> {

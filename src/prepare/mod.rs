@@ -3,7 +3,7 @@
 //! their project's WebSocket.
 //!
 //! Pure core: `plan` (who, which project, which role), `sql` (the scripts per dialect), `manifest`
-//! (files), `store` (one manifest folder per pattern in the stack's folder), `token` (JWTs). The edge: `db` (exec into the database client), `verify` (HTTP and
+//! (files), `token` (JWTs). The edge: `db` (exec into the database client), `verify` (HTTP and
 //! WebSocket through the front door), and `run` here, which strings them together. `--via api` does
 //! the same through the app's HTTP API (`api`, then `run_api` here), with the same manifest and checks.
 
@@ -11,23 +11,23 @@ pub mod api;
 pub mod client_error;
 pub mod db;
 pub mod manifest;
-pub use crate::core::seed::{plan, sql};
+pub use exectl_core::seed::{plan, sql};
 mod reset;
 mod seeding;
-pub mod store;
 pub mod token;
 pub mod verify;
 
+use crate::state::manifests as store;
 pub use reset::{reset, Kept, ResetSummary};
 pub use seeding::check_rows;
 #[cfg(test)]
 use seeding::group;
 use seeding::seed;
 
-use crate::error::UsageError;
-use crate::spec::{Db, Topology};
 use crate::sut::Target;
 use anyhow::{bail, Context, Result};
+use exectl_core::error::UsageError;
+use exectl_core::spec::{Db, Topology};
 use plan::{Plan, Role};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
@@ -53,7 +53,7 @@ impl Stack {
     /// Read the deployed stack's record; a UsageError when it is not deployed or its record is broken.
     pub fn read(target: &Target, name: &str) -> Result<Stack> {
         let bundle = target.bundle_dir(name);
-        let record = crate::render::record::require(
+        let record = crate::state::record::require(
             &bundle,
             name,
             "deploy it first: exectl deploy single|ha --stack NAME …",
@@ -101,17 +101,19 @@ impl Stack {
 
     pub fn app_container(&self) -> String {
         match self.topology {
-            Topology::Single => crate::naming::container(&self.name, "app"),
-            Topology::Ha => crate::naming::container(&self.name, "app-1"),
+            Topology::Single => exectl_core::naming::container(&self.name, "app"),
+            Topology::Ha => exectl_core::naming::container(&self.name, "app-1"),
         }
     }
 
     /// A secret of the stack's .env (never printed).
     pub fn secret(&self, name: &str) -> Result<String> {
-        let path = self.bundle.join(crate::render::ENV);
+        let path = self.bundle.join(exectl_core::render::ENV);
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("reading {}", path.display()))?;
-        let v = crate::secrets::Secrets::parse(&text).get(name).to_string();
+        let v = crate::state::secrets::Secrets::parse(&text)
+            .get(name)
+            .to_string();
         if v.is_empty() {
             bail!("{} has no {name}", path.display());
         }

@@ -2,6 +2,7 @@
 //! describes rows in the database.
 
 use super::*;
+use crate::state::manifests as store;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ResetSummary {

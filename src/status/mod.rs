@@ -1,7 +1,7 @@
 //! `status`: observe a deployed stack (containers, health, resources, limits in effect, and each app
 //! instance's own WebSocket counts) into a `Report`. Effects here; the verdict is pure (`report`).
 
-pub use crate::core::status as report;
+pub use exectl_core::status as report;
 
 use crate::engine::desired::parse_env;
 use crate::engine::{limits, observe};
@@ -22,16 +22,16 @@ pub struct Deployed {
 
 pub fn read_deployed(target: &Target, stack: &str) -> Result<Deployed> {
     let bundle = target.bundle_dir(stack);
-    let record = crate::render::record::require(
+    let record = crate::state::record::require(
         &bundle,
         stack,
         "deploy it first (exectl deploy ...), or name a deployed stack",
     )?;
-    let env = std::fs::read_to_string(bundle.join(crate::render::ENV)).unwrap_or_default();
-    let compose_path = bundle.join(crate::render::COMPOSE);
+    let env = std::fs::read_to_string(bundle.join(exectl_core::render::ENV)).unwrap_or_default();
+    let compose_path = bundle.join(exectl_core::render::COMPOSE);
     let compose = std::fs::read_to_string(&compose_path)
         .with_context(|| format!("reading {}", compose_path.display()))?;
-    let compose = crate::compose::parse(&compose)
+    let compose = exectl_core::compose::parse(&compose)
         .map_err(|e| anyhow::anyhow!("{}: {}", compose_path.display(), e.message))?;
     Ok(Deployed {
         services: compose.services.into_keys().collect(),
@@ -193,7 +193,7 @@ pub async fn instance_status(
     deployed: &Deployed,
     token: &tokio::sync::OnceCell<Option<String>>,
 ) -> InstanceStatus {
-    match container_endpoint(target, container, crate::render::APP_PORT).await {
+    match container_endpoint(target, container, exectl_core::render::APP_PORT).await {
         Ok(ep) => instance_info(client, &ep, service, deployed, token).await,
         Err(e) => InstanceStatus {
             error: Some(format!("{e:#}")),
@@ -269,7 +269,7 @@ async fn admin_token(
     password: Option<&str>,
 ) -> Option<String> {
     let login = client
-        .login(ep, crate::render::ADMIN_EMAIL, password?)
+        .login(ep, exectl_core::render::ADMIN_EMAIL, password?)
         .await;
     login.ok().map(|l| l.token)
 }

@@ -2,7 +2,7 @@
 //! the variable's value in, the engine's address (or the problem, worded) out.
 
 use super::DEFAULT_DOCKER_SOCKET;
-use crate::error::UsageError;
+use exectl_core::error::UsageError;
 
 /// Where the local engine answers.
 #[derive(Debug, Clone, PartialEq, Eq)]

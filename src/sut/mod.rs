@@ -7,10 +7,10 @@ pub mod ssh;
 
 pub use exec::{exec, ExecOutput};
 
-use crate::error::UsageError;
 use crate::shell::{scripts, HostShell, Output, Script};
 use anyhow::{Context, Result};
 use bollard::Docker;
+use exectl_core::error::UsageError;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,7 +19,7 @@ use std::time::Duration;
 /// Where stack folders live on a remote SUT (bind-mount sources must be paths there).
 pub const REMOTE_STACKS_ROOT: &str = "/opt/exectl";
 /// The oldest engine API exectl is tested against (Docker 20.10).
-pub use crate::core::doctor::assess::MIN_API;
+pub use exectl_core::doctor::assess::MIN_API;
 pub const DEFAULT_DOCKER_SOCKET: &str = "/var/run/docker.sock";
 /// The state key of the local engine (`TargetSpec::key`).
 pub const LOCAL_KEY: &str = "local";
@@ -49,12 +49,12 @@ impl TargetSpec {
 
     /// The local folder of a stack's state on this target (secrets, lock, bundle copy, manifest).
     pub fn stack_dir(&self, stack: &str) -> PathBuf {
-        crate::secrets::stack_dir(&crate::secrets::state_root(), &self.key(), stack)
+        crate::state::stack_dir(&crate::state::root(), &self.key(), stack)
     }
 
     /// The local copy of a stack's rendered bundle on this target (what status, prepare, load read).
     pub fn bundle_dir(&self, stack: &str) -> PathBuf {
-        self.stack_dir(stack).join("bundle")
+        crate::state::bundle_dir(&self.stack_dir(stack))
     }
 
     /// "the local engine" or the SSH URL, for messages.
@@ -91,7 +91,7 @@ impl TargetSpec {
 /// The target flags, checked: flag over EXECTL_TARGET over exectl.yaml's `target:`; local when none.
 pub fn resolve(
     args: &crate::cli::TargetArgs,
-    file_target: Option<&crate::spec::Raw>,
+    file_target: Option<&exectl_core::spec::Raw>,
 ) -> Result<TargetSpec, UsageError> {
     let env = std::env::var("EXECTL_TARGET")
         .ok()
@@ -176,7 +176,7 @@ impl Target {
                 docker
                     .negotiate_version()
                     .await
-                    .map_err(|e| crate::error::Unreachable {
+                    .map_err(|e| exectl_core::error::Unreachable {
                         what: format!("the Docker engine at {at} does not answer ({e})"),
                         fix: "start it (dockerd, or `bash scripts/dockerd.sh`) or set DOCKER_HOST"
                             .into(),
@@ -283,7 +283,11 @@ impl Target {
 
     /// Send the rendered bundle to the target's host (remote targets; a local one reads the local copy).
     /// `.env` holds secrets: mode 0600.
-    pub async fn upload_bundle(&self, stack: &str, bundle: &crate::render::Bundle) -> Result<()> {
+    pub async fn upload_bundle(
+        &self,
+        stack: &str,
+        bundle: &exectl_core::render::Bundle,
+    ) -> Result<()> {
         if !self.is_remote() {
             return Ok(());
         }
@@ -307,7 +311,7 @@ impl Target {
     }
 
     /// How the engine's dockerd was started (its flags and daemon.json). None when it cannot be read.
-    pub async fn engine_config(&self) -> Option<crate::core::doctor::facts::EngineConfig> {
+    pub async fn engine_config(&self) -> Option<exectl_core::doctor::facts::EngineConfig> {
         let socket = self.engine_socket.as_deref()?;
         let out = self
             .host_shell(&scripts::dockerd::engine_config(socket))
@@ -330,7 +334,7 @@ fn local_engine() -> Result<(Docker, docker_host::LocalEngine)> {
             Docker::connect_with_http(url, 120, bollard::API_DEFAULT_VERSION)
         }
     };
-    let docker = docker.map_err(|e| crate::error::Unreachable {
+    let docker = docker.map_err(|e| exectl_core::error::Unreachable {
         what: format!("the Docker engine at {engine} does not answer ({e})"),
         fix: "start it (dockerd, or `bash scripts/dockerd.sh`) or set DOCKER_HOST".into(),
     })?;

@@ -9,8 +9,8 @@ use bollard::models::{ContainerInspectResponse, ContainerStateStatusEnum, EventM
 use bollard::Docker;
 
 use crate::app::Endpoint;
-use crate::core::bench::{ContainerSample, ContainerState, ProxySample};
 use crate::shell::scripts::{limits, sample, sample::Item};
+use exectl_core::bench::{ContainerSample, ContainerState, ProxySample};
 
 /// The engine's events the sampler follows (healthchecks' exec events and the like are left out).
 pub const EVENTS: [&str; 5] = ["start", "die", "pause", "unpause", "destroy"];
@@ -407,7 +407,7 @@ impl Fleet {
                 ..ProxySample::default()
             })
             .collect();
-        crate::core::bench::incidents::progress(&crate::core::bench::Sample {
+        exectl_core::bench::incidents::progress(&exectl_core::bench::Sample {
             containers,
             proxies,
             ..Default::default()

@@ -1,9 +1,9 @@
 //! What a sample says of the generator, and the progress line printed with it while a level runs.
 
 use super::LevelState;
-use crate::core::bench::timeline::{busiest, ContainerSample};
-use crate::core::bench::GeneratorSample;
 use crate::load::metrics::{self, Live};
+use exectl_core::bench::timeline::{busiest, ContainerSample};
+use exectl_core::bench::GeneratorSample;
 
 /// The generator at this sample: while a level runs, the users its ramp has reached, its open sockets
 /// and failures; always its CPU (`cpu_pct`, of its own CPUs) and RSS.
@@ -47,7 +47,7 @@ pub(super) fn line(
         .live
         .plateau
         .view(generator.open_sockets, logins)
-        .map(|v| crate::core::plateau::ramp_status(&v))
+        .map(|v| exectl_core::plateau::ramp_status(&v))
         .unwrap_or_default();
     let incidents = incidents.map(|i| format!(" — {i}")).unwrap_or_default();
     format!(

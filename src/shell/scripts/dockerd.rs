@@ -2,8 +2,8 @@
 //! (its flags and its daemon.json) — what `docker info` does not say, such as whether published ports
 //! go through docker-proxy (the userland proxy) and the containers' default ulimits.
 
-use crate::core::doctor::facts::EngineConfig;
 use crate::shell::Script;
+use exectl_core::doctor::facts::EngineConfig;
 
 /// Sets `pid` to the engine's process: the dockerd whose command line names the socket ($1), else the
 /// one of /var/run/docker.pid, else the only one.

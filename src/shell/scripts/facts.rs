@@ -2,7 +2,7 @@
 //! filesystem of Docker's data root.
 
 use super::super::Script;
-pub use crate::core::doctor::facts::{parse_host, Host};
+pub use exectl_core::doctor::facts::{parse_host, Host};
 
 /// Prints one `key=value` per line (and `mount=POINT TYPE` per mount) in one round trip; $1 is Docker's
 /// data root. Missing files print nothing, so their facts stay absent.

@@ -1,6 +1,6 @@
 //! `ssh://user@host[:port]`, parsed and checked (pure).
 
-use crate::error::UsageError;
+use exectl_core::error::UsageError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SshUrl {

@@ -1,0 +1,309 @@
+//! report.html: one self-contained file (inline CSS and SVG, no scripts, no network) built from
+//! results.json and the timeline alone, so `exectl report RUN_ID` rebuilds the same bytes. `tables` makes
+//! its tables, `series` its charts' data, `charts` draws them.
+
+pub mod charts;
+mod series;
+mod tables;
+
+use charts::Band;
+
+use super::results::{Results, RunState};
+use super::slo::show;
+use super::timeline::Sample;
+
+const TEMPLATE: &str = include_str!("report.html.tera");
+
+/// The HTML of the report.
+pub fn render(r: &Results, samples: &[Sample]) -> Result<String, String> {
+    let rows = tables::rows(r, samples);
+    let objectives = tables::objectives(r);
+
+    let spans = spans(r, samples);
+    let time_charts = series::time_charts(r, samples, &spans)?;
+    let level_charts = series::level_charts(r)?;
+    let capacity = match (r.verdict.capacity, r.verdict.knee) {
+        (Some(c), Some(_)) => format!("Capacity: {c} users"),
+        (Some(c), None) => format!("Capacity: at least {c} users"),
+        (None, Some(_)) => "Capacity: below the first level".to_string(),
+        (None, None) => "Capacity: not measured yet".to_string(),
+    };
+    let state = match r.state {
+        RunState::Complete => None,
+        RunState::Running => Some("Running: this report was written while the bench runs; it is rebuilt after every level".to_string()),
+        RunState::Interrupted => Some(match r.verdict.interrupted {
+            Some(u) => format!("Interrupted during the {u} users level: the figures of that level are partial, and it counts for nothing"),
+            None => "Interrupted: the bench was stopped (or killed) before its end; what it measured until then is here".to_string(),
+        }),
+    };
+    let sampler = format!(
+        "{} samples by {} host script{}, {} ms each on average{}",
+        r.sampler.samples,
+        r.sampler.host_scripts,
+        if r.sampler.host_scripts == 1 { "" } else { "s" },
+        show(r.sampler.mean_sample_ms),
+        r.sampler
+            .sut_cpu_pct
+            .map(|c| format!(", {} % of one SUT core", show(c)))
+            .unwrap_or_default()
+    );
+
+    let mut ctx = tera::Context::new();
+    ctx.insert("r", r);
+    ctx.insert("rows", &rows);
+    ctx.insert("objectives", &objectives);
+    ctx.insert("time_charts", &time_charts);
+    ctx.insert("level_charts", &level_charts);
+    ctx.insert("capacity", &capacity);
+    ctx.insert("state", &state);
+    ctx.insert("served", super::verdict::served_word(&r.scenario));
+    ctx.insert("cpu_scale", &r.cpu_scale.describe(samples));
+    ctx.insert("sampler", &sampler);
+    ctx.insert(
+        "levels_asked",
+        &r.levels_asked
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    ctx.insert(
+        "started",
+        &format!("started at unix time {}", r.started_unix_s),
+    );
+    let mut t = tera::Tera::default();
+    t.add_raw_template("report.html", TEMPLATE)
+        .map_err(|e| format!("report template: {e}"))?;
+    t.render("report.html", &ctx)
+        .map_err(|e| format!("report template: {e:?}"))
+}
+
+/// Each level's band on the time axis, its common hold inside; a level the results do not hold yet (the
+/// bench was killed during it) from the samples that carry it after the last recorded one.
+fn spans(r: &Results, samples: &[Sample]) -> Vec<Band> {
+    let secs = |t_ms: u64| t_ms as f64 / 1000.0;
+    let mut out: Vec<Band> = r
+        .levels
+        .iter()
+        .map(|l| Band {
+            start: secs(l.span.start_ms),
+            end: secs(l.span.end_ms),
+            users: l.users,
+            hold: (l.span.hold_end_ms > l.span.hold_ms)
+                .then(|| (secs(l.span.hold_ms), secs(l.span.hold_end_ms))),
+        })
+        .collect();
+    let after = r.levels.last().map_or(0, |l| l.span.settled_ms);
+    let cut: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| s.t_ms > after && s.level.is_some())
+        .collect();
+    if let (Some(first), Some(last)) = (cut.first(), cut.last()) {
+        if r.state != RunState::Complete {
+            out.push(Band {
+                start: secs(first.t_ms),
+                end: secs(last.t_ms),
+                users: first.level.unwrap_or(0),
+                hold: None,
+            });
+        }
+    }
+    out
+}
+
+/// Tests here, and a fixed two-level bench for the shell's tests (feature `fixtures`).
+#[cfg(any(test, feature = "fixtures"))]
+pub mod tests {
+    use super::super::limiting::{limiting_component, Known};
+    use super::super::slo::Slos;
+    use super::super::timeline::{ContainerSample, GeneratorSample, InstanceSample, LevelSpan};
+    use super::super::verdict::{LeakCheck, LevelFigures, LevelResult, Pcts, Verdict};
+    use super::super::SamplerCost;
+    use super::*;
+
+    /// Two levels on ha ×2: 200 passes, 500 fails on login p95 with the instances at their CPU quota.
+    pub fn example() -> (Results, Vec<Sample>) {
+        let mut samples = vec![];
+        let spans = [
+            LevelSpan {
+                users: 200,
+                start_ms: 0,
+                hold_ms: 4_000,
+                hold_end_ms: 9_000,
+                end_ms: 10_000,
+                settled_ms: 12_000,
+            },
+            LevelSpan {
+                users: 500,
+                start_ms: 12_000,
+                hold_ms: 16_000,
+                hold_end_ms: 23_000,
+                end_ms: 24_000,
+                settled_ms: 26_000,
+            },
+        ];
+        for t in 0..26u64 {
+            let level = spans
+                .iter()
+                .find(|s| t * 1000 >= s.start_ms && t * 1000 <= s.end_ms);
+            let users = level.map_or(0, |l| l.users);
+            let cpu = if users == 500 { 49.0 } else { 10.0 };
+            samples.push(Sample {
+                t_ms: t * 1000,
+                level: level.map(|l| l.users),
+                containers: ["app-1", "app-2", "nginx"]
+                    .iter()
+                    .map(|s| ContainerSample {
+                        service: s.to_string(),
+                        cpu_pct: Some(if *s == "nginx" { 5.0 } else { cpu }),
+                        cpu_limit: Some(0.5),
+                        rss_bytes: Some(40 << 20),
+                        mem_limit_bytes: Some(512 << 20),
+                        restarts: Some(0),
+                        open_files: Some(20 + users / 2),
+                        nofile: Some(1024),
+                        ..ContainerSample::default()
+                    })
+                    .collect(),
+                instances: ["app-1", "app-2"]
+                    .iter()
+                    .map(|s| InstanceSample {
+                        service: s.to_string(),
+                        connections: Some(users / 2),
+                        rooms: Some(users / 2),
+                    })
+                    .collect(),
+                nginx_active: Some(users),
+                load_avg: Some(0.5),
+                generator: GeneratorSample {
+                    target_users: users,
+                    open_sockets: users,
+                    failures: 0,
+                    cpu_pct: Some(20.0),
+                    rss_bytes: Some(30 << 20),
+                },
+                sample_ms: Some(12.0),
+                ..Sample::default()
+            });
+        }
+        let slos = Slos::default();
+        let levels: Vec<LevelResult> = spans
+            .iter()
+            .map(|span| {
+                let figures = LevelFigures {
+                    users: span.users,
+                    held: span.users,
+                    login_ms: Some(if span.users == 500 {
+                        Pcts::new(900.0, 7_000.0, 9_000.0)
+                    } else {
+                        Pcts::new(40.0, 90.0, 120.0)
+                    }),
+                    connect_ms: Some(Pcts::new(1.0, 3.0, 5.0)),
+                    failures: [(
+                        "login_timeout".to_string(),
+                        if span.users == 500 { 3 } else { 0 },
+                    )]
+                    .into(),
+                    ..LevelFigures::default()
+                };
+                let leak = LeakCheck::judge(
+                    vec![InstanceSample {
+                        service: "app-1".into(),
+                        connections: Some(0),
+                        rooms: Some(0),
+                    }],
+                    1_000,
+                );
+                let checks = slos.check(&figures);
+                LevelResult::judge(*span, figures, checks, leak, Default::default(), || {
+                    limiting_component(span, &samples, &Known::default())
+                })
+            })
+            .collect();
+        let verdict = Verdict::of(&levels, &[200, 500, 1000]);
+        let r = Results {
+            run_id: "bench-test".into(),
+            state: super::super::RunState::Complete,
+            pid: None,
+            exectl_version: "0.1.0".into(),
+            stack: "exe".into(),
+            target: "local".into(),
+            scenario: "login-burst".into(),
+            started_unix_s: 1_795_000_000,
+            duration_s: 26.0,
+            deploy_run_id: Some("deploy-1".into()),
+            knobs: [
+                ("instances".to_string(), "2".to_string()),
+                ("cpus".into(), "0.5".into()),
+            ]
+            .into(),
+            images: [("app-1".to_string(), "sha256:abc".to_string())].into(),
+            levels_asked: vec![200, 500, 1000],
+            hold_s: 6.0,
+            ramp_s: 4.0,
+            sample_s: 1.0,
+            settle_s: 45.0,
+            slos,
+            continue_after_fail: false,
+            levels,
+            verdict,
+            sampler: SamplerCost {
+                samples: 26,
+                mean_sample_ms: 12.0,
+                sut_cpu_pct: Some(0.4),
+                host_scripts: 1,
+            },
+            generator_cpus: 2.0,
+            cpu_scale: Default::default(),
+            generator_local: true,
+        };
+        (r, samples)
+    }
+
+    #[test]
+    fn the_report_leads_with_the_verdict_and_draws_every_chart_from_its_data_alone() {
+        let (r, samples) = example();
+        assert_eq!(r.verdict.capacity, Some(200));
+        let html = render(&r, &samples).unwrap();
+        let verdict = html.find("id=\"verdict\"").unwrap();
+        assert!(
+            verdict < html.find("id=\"levels\"").unwrap(),
+            "the verdict comes first"
+        );
+        assert!(html.contains("Capacity: 200 users"), "{html}");
+        assert!(
+            html.contains("Limiting component: <strong>app instances&#x27; CPU</strong>"),
+            "{html}"
+        );
+        for id in [
+            "users",
+            "cpu",
+            "rss",
+            "files",
+            "nginx",
+            "load",
+            "generator-cpu",
+            "generator-rss",
+            "latency",
+            "failures",
+        ] {
+            let at = html
+                .find(&format!("<figure class=\"chart\" id=\"{id}\""))
+                .unwrap_or_else(|| panic!("{id}"));
+            let fig = &html[at..at + html[at..].find("</figure>").unwrap()];
+            assert!(fig.contains("<svg"), "{id} drew nothing");
+        }
+        assert!(html.contains("data-series=\"target users|open sockets (generator)|app-1 connections|app-2 connections|all instances\""));
+        // Self-contained: no scripts, no links to fetch.
+        assert!(
+            !html.contains("<script")
+                && !html.contains("src=\"http")
+                && !html.contains("href=\"http")
+        );
+        assert_eq!(
+            render(&r, &samples).unwrap(),
+            html,
+            "the same input gives the same bytes"
+        );
+    }
+}

@@ -1,0 +1,155 @@
+//! The report's tables: one row per level (its result, how many were open at once and for how long, the
+//! ramp that got there, latencies, the busiest container on the bench's CPU scale, the leak check) and
+//! the objectives level by level.
+
+use serde::Serialize;
+
+use super::super::results::Results;
+use super::super::slo::show;
+use super::super::timeline::{busiest, Sample};
+use super::super::verdict::Pcts;
+use crate::plateau::{duration, group};
+
+#[derive(Serialize)]
+pub struct Row {
+    users: u64,
+    /// "pass", "fail" or "interrupted".
+    result: &'static str,
+    passed: bool,
+    held: String,
+    /// "400 / 400 for 20.0 s", "peak 1,722 / 10,000".
+    at_once: String,
+    /// The instances' own sum: its lowest during the common hold / its peak.
+    instances: String,
+    /// "5.0 s · 79 logins/s".
+    ramp: String,
+    refused: u64,
+    stalled: u64,
+    login: String,
+    connect: String,
+    delivery: String,
+    health: String,
+    cpu: String,
+    leak_ok: bool,
+    /// Short when it passed ("0 left after 30.4 s"); `leak_detail` is its tooltip.
+    leak: String,
+    leak_detail: String,
+    why: String,
+}
+
+#[derive(Serialize)]
+pub struct Cell {
+    text: String,
+    class: &'static str,
+}
+
+#[derive(Serialize)]
+pub struct Objective {
+    key: String,
+    bound: String,
+    cells: Vec<Cell>,
+}
+
+fn p95(p: &Option<Pcts>) -> String {
+    p.map(|p| format!("{} ms", show(p.p95)))
+        .unwrap_or_else(|| "—".into())
+}
+
+pub fn rows(r: &Results, samples: &[Sample]) -> Vec<Row> {
+    r.levels
+        .iter()
+        .map(|l| {
+            let f = &l.figures;
+            let (at_once, ramp) = match &f.plateau {
+                Some(p) => (
+                    p.at_once(),
+                    match (p.ramp_s, p.logins_per_s) {
+                        (Some(t), Some(rate)) => format!("{} · {rate:.0} logins/s", duration(t)),
+                        (Some(t), None) => duration(t),
+                        (None, _) => "—".into(),
+                    },
+                ),
+                None => ("—".into(), "—".into()),
+            };
+            Row {
+                users: l.users,
+                result: match (l.passed, l.interrupted) {
+                    (_, true) => "interrupted",
+                    (true, _) => "pass",
+                    _ => "fail",
+                },
+                passed: l.passed,
+                held: format!("{} / {}", f.held, f.users),
+                at_once,
+                instances: match (f.instances_min_in_hold, f.instances_peak) {
+                    (Some(min), Some(peak)) => format!("{} / {}", group(min), group(peak)),
+                    (None, Some(peak)) => group(peak),
+                    _ => "—".into(),
+                },
+                ramp,
+                refused: f.refused,
+                stalled: f.stalled,
+                login: p95(&f.login_ms),
+                connect: p95(&f.connect_ms),
+                delivery: p95(&f.delivery_ms),
+                health: p95(&f.health_ms),
+                cpu: busiest(
+                    l.span.during(samples).flat_map(|s| &s.containers),
+                    &r.cpu_scale,
+                ),
+                leak_ok: l.leak.ok == Some(true),
+                leak: match l.leak.ok {
+                    Some(true) => format!("0 left after {:.1} s", l.leak.waited_ms as f64 / 1000.0),
+                    _ => l.leak.detail.clone(),
+                },
+                leak_detail: l.leak.detail.clone(),
+                why: if l.passed {
+                    String::new()
+                } else {
+                    l.reasons.join("; ")
+                },
+            }
+        })
+        .collect()
+}
+
+pub fn objectives(r: &Results) -> Vec<Objective> {
+    let keys: Vec<(String, String)> = r
+        .levels
+        .iter()
+        .flat_map(|l| l.slos.iter().map(|c| (c.key.clone(), c.bound.clone())))
+        .fold(Vec::new(), |mut keys, k| {
+            if !keys.iter().any(|(key, _)| *key == k.0) {
+                keys.push(k);
+            }
+            keys
+        });
+    keys.into_iter()
+        .map(|(key, bound)| Objective {
+            cells: r
+                .levels
+                .iter()
+                .map(|l| match l.slos.iter().find(|c| c.key == key) {
+                    Some(c) => Cell {
+                        text: match c.measured {
+                            Some(m) if c.unit.is_empty() => show(m),
+                            Some(m) => format!("{} {}", show(m), c.unit),
+                            None => "not measured".into(),
+                        },
+                        class: match c.ok {
+                            Some(true) => "ok",
+                            Some(false) => "bad",
+                            None => "",
+                        },
+                    },
+                    None => Cell {
+                        text: "—".into(),
+                        class: "",
+                    },
+                })
+                .collect(),
+            key,
+            bound,
+        })
+        .collect()
+}

@@ -1,0 +1,609 @@
+//! Command-line definitions (clap derive). Parsing only: values stay text here and are validated in
+//! `spec::resolve`, so flag and exectl.yaml errors read the same. Numeric flags are read by
+//! `core::units` through the helpers at the end (the one place a flag's value becomes its UsageError).
+//! Their value names say their kind (DURATION, SIZE, N, CPUS): tests/bad_values.rs walks them all.
+
+pub mod templates;
+
+use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand};
+use exectl_core::error::UsageError;
+use exectl_core::spec::{Raw, SpecInput};
+use exectl_core::spec_settings::{Kind as SettingKind, Setting, SETTINGS};
+use exectl_core::units::{self, Invalid};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "exectl",
+    version,
+    about = "Reproducible C10k benchmark stacks for eXeLearning"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Render the stack's files (compose.yaml, .env, nginx.conf, Traefik config, exectl.lock.json).
+    Render(RenderArgs),
+    /// Render into a temporary folder and check every file (typed re-parse, nginx -t, docker-compose).
+    Validate(ValidateArgs),
+    /// Render, check the target, and converge its engine on the stack (create / recreate / keep / remove).
+    Deploy(DeployArgs),
+    /// Show what deploy would do, without changing anything.
+    Plan(PlanArgs),
+    /// Remove the stack's containers and network; its volumes too with --purge.
+    Teardown(TeardownArgs),
+    /// Health, resources, limits in effect and per-instance WebSocket counts (the leak check).
+    Status(StatusArgs),
+    /// Recorded deploys: list, show, and diff two of them.
+    Runs(RunsArgs),
+    /// Generate load on a stack: idle sockets, a login burst, collaboration or the editing mix.
+    Load(LoadArgs),
+    /// Run the benchmark: levels of users, the SUT sampled on one clock, a leak check after each level,
+    /// the capacity and the limiting component, and an HTML report.
+    Bench(BenchArgs),
+    /// Rebuild a bench's report.html from its results.json and timeline.
+    Report(ReportArgs),
+    /// Seed benchmark accounts and projects into a deployed stack's database, write the manifest, verify.
+    Prepare(PrepareArgs),
+    /// Tune (or check, or restore) the host's kernel and engine settings for a C10k benchmark.
+    Host(crate::commands::host::HostArgs),
+    /// Find what would distort a benchmark on the target: SSH, engine, capacity, limits, neighbours, disks.
+    Doctor(crate::commands::doctor::DoctorArgs),
+}
+
+/// Which engine: the local one, or a SUT over SSH (shared by every command that touches a target).
+#[derive(Debug, Args, Clone)]
+pub struct TargetArgs {
+    /// Where the stack runs: `local` (this machine's engine) or ssh://USER@HOST[:PORT]
+    /// [default: $EXECTL_TARGET, else exectl.yaml's `target:`, else local].
+    #[arg(long, value_name = "URL")]
+    pub target: Option<String>,
+    /// SSH private key; only this one is tried [default: ssh-agent, then ~/.ssh/id_ed25519, id_ecdsa, id_rsa].
+    #[arg(long, value_name = "FILE")]
+    pub identity: Option<PathBuf>,
+    /// known_hosts file the SUT's host key is checked against [default: ~/.ssh/known_hosts].
+    #[arg(long, value_name = "FILE")]
+    pub known_hosts: Option<PathBuf>,
+    /// Trust an unknown SSH host key and record it (a changed key is always refused).
+    #[arg(long)]
+    pub accept_new_host_key: bool,
+    /// The Docker engine's socket on the SUT (rootless or second engines).
+    #[arg(long, value_name = "PATH", default_value = "/var/run/docker.sock")]
+    pub docker_socket: String,
+    /// Give up an SSH connection attempt after this long.
+    #[arg(
+        long,
+        default_value = "10s",
+        value_name = "DURATION",
+        allow_hyphen_values = true
+    )]
+    pub connect_timeout: String,
+}
+
+impl Default for TargetArgs {
+    fn default() -> Self {
+        TargetArgs {
+            target: None,
+            identity: None,
+            known_hosts: None,
+            accept_new_host_key: false,
+            docker_socket: crate::sut::DEFAULT_DOCKER_SOCKET.to_string(),
+            connect_timeout: "10s".to_string(),
+        }
+    }
+}
+
+/// `exectl prepare`: values stay text here and are checked in `commands::prepare` (exit 2 naming the flag).
+#[derive(Debug, Args)]
+pub struct PrepareArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Deployed stack to seed [default: exe].
+    #[arg(long)]
+    pub stack: Option<String>,
+    /// Accounts to make (required unless --reset).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub accounts: Option<String>,
+    /// Projects (M): account a joins project a mod M [default: accounts / users-per-project, rounded up].
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub projects: Option<String>,
+    /// Most members per project (K): the owner plus collaborators [default: accounts / projects, rounded up].
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub users_per_project: Option<String>,
+    /// Password of every account [default: Bench1234!]; written to the manifest only, never printed.
+    #[arg(long, conflicts_with = "password_file")]
+    pub password: Option<String>,
+    /// Read the password from the first line of this file.
+    #[arg(long, value_name = "FILE")]
+    pub password_file: Option<PathBuf>,
+    /// Projects' visibility: private (members only) or public (anyone joins).
+    #[arg(long, default_value = "private")]
+    pub visibility: String,
+    /// Account emails; {i} is the account number from 0.
+    #[arg(long, default_value = "bench-user-{i}@exelearning.net")]
+    pub email_pattern: String,
+    /// bcrypt cost of the password hash [default: 10, the app's].
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub bcrypt_cost: Option<String>,
+    /// Also write the manifest files here (the stack's folder always keeps one per --email-pattern).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Also write tokens.json: a JWT per account, signed with the stack's API_JWT_SECRET.
+    #[arg(long)]
+    pub mint_tokens: bool,
+    /// Lifetime of the minted tokens, e.g. 3600s, 12h, 7d [default: 7d, as the app's login].
+    #[arg(
+        long,
+        requires = "mint_tokens",
+        value_name = "DURATION",
+        allow_hyphen_values = true
+    )]
+    pub token_ttl: Option<String>,
+    /// Remove the accounts (and their projects) that prepare made with this --email-pattern, and that
+    /// pattern's manifest (in the stack's folder, and in --out DIR if given).
+    #[arg(long, conflicts_with_all = ["accounts", "projects", "users_per_project", "mint_tokens"])]
+    pub reset: bool,
+    /// Rows per transaction [default: 5000].
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub batch_size: Option<String>,
+    /// How long to wait for the app's tables to appear [default: 60s].
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub schema_timeout: Option<String>,
+    /// Take over the stack's lock even if another exectl holds it.
+    #[arg(long)]
+    pub break_lock: bool,
+    /// How to make the rows: sql (straight into the database, in bulk) or api (the app's admin HTTP API
+    /// through the front door; slower, same manifest).
+    #[arg(long, default_value = "sql")]
+    pub via: String,
+    /// Print a machine-readable summary (and no progress).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `exectl bench`: values stay text here and are checked in `commands::bench` (exit 2 naming the flag).
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Deployed (and prepared) stack to measure [default: exe].
+    #[arg(long)]
+    pub stack: Option<String>,
+    /// idle, login-burst, collab or editing.
+    #[arg(long, default_value = "idle")]
+    pub scenario: String,
+    /// User counts, ascending, e.g. 100,500,1000,2500.
+    #[arg(long, value_name = "N,N,...")]
+    pub levels: String,
+    /// How long each level holds its sockets [default: 30s].
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub hold: Option<String>,
+    /// Start each level's users evenly over this long [default: 0 for login-burst, else 10s].
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub ramp: Option<String>,
+    /// SUT sampling period, 200ms..60s.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "1s",
+        allow_hyphen_values = true
+    )]
+    pub sample: String,
+    /// After each level, how long every instance may take to reach 0 connections and 0 rooms.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "45s",
+        allow_hyphen_values = true
+    )]
+    pub settle: String,
+    /// An objective, KEY=VALUE (repeat): held=99.9, refused=0, stalled=0, login_p95=5s, connect_p95=2s,
+    /// delivery_p95=1s, frame_errors=0, health_p95=1s (the defaults).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub slo: Vec<String>,
+    /// Run every level even after one fails.
+    #[arg(long)]
+    pub continue_after_fail: bool,
+    /// Connection attempts in flight at most, per level [default: as exectl load].
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub dial_concurrency: Option<String>,
+    /// collab/editing: mean time between a user's actions.
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub interval: Option<String>,
+    /// Use the minted tokens of tokens.json instead of logging in.
+    #[arg(long)]
+    pub tokens: bool,
+    /// The manifest prepare wrote for this --email-pattern instead of the newest.
+    #[arg(long)]
+    pub pattern: Option<String>,
+    /// This bench's id [default: B-SCENARIO-UNIXTIME].
+    #[arg(long)]
+    pub run_id: Option<String>,
+    /// Print results.json on stdout (no progress lines).
+    #[arg(long)]
+    pub json: bool,
+    /// Folder for results.json, timeline.jsonl and report.html [default: STATE/benches/RUN_ID].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// `exectl report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The bench's run id (its folder under STATE/benches).
+    #[arg(value_name = "RUN_ID")]
+    pub run_id: String,
+    /// Read the bench from this folder instead (a bench run with --out).
+    #[arg(long, value_name = "DIR")]
+    pub from: Option<PathBuf>,
+    /// Write the HTML here [default: report.html beside results.json].
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+/// `exectl load`: values stay text here and are checked in `commands::load` (exit 2 naming the flag).
+#[derive(Debug, Args, Clone)]
+pub struct LoadArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// idle, login-burst, collab or editing.
+    #[arg(value_name = "SCENARIO")]
+    pub scenario: String,
+    /// Deployed stack whose front door gets the load.
+    #[arg(long, conflicts_with = "url")]
+    pub stack: Option<String>,
+    /// Front door to load: loopback (http://127.0.0.1:8090, http://exe.localhost:8080 — a `*.localhost`
+    /// name is dialled on 127.0.0.1 and sent as Host) or the stack's target only.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Host header to send with --url (a Host-routed front door such as Traefik reached by address).
+    #[arg(long, value_name = "NAME", requires = "url")]
+    pub host_header: Option<String>,
+    /// Folder with accounts.json, projects.json (and tokens.json) written by `exectl prepare`
+    /// [default: with --stack, the stack's newest manifest, else ./manifest].
+    #[arg(long, value_name = "DIR")]
+    pub manifest: Option<PathBuf>,
+    /// With --stack: the manifest prepare wrote for this --email-pattern instead of the newest.
+    #[arg(long, requires = "stack", conflicts_with = "manifest")]
+    pub pattern: Option<String>,
+    /// Users (accounts 0..N of the manifest) [default: every account].
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub users: Option<String>,
+    /// Start users evenly over this long, e.g. 30s [default: 0 for login-burst, else 10s].
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub ramp: Option<String>,
+    /// Connection attempts in flight at most [default: every user for login-burst, else 64].
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub dial_concurrency: Option<String>,
+    /// How long each socket must stay open after it connects [default: 30s].
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub hold: Option<String>,
+    /// Mean time between a user's actions; waits are uniform in [D/2, 2D] [default: 1s collab, 10s editing].
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub interval: Option<String>,
+    /// Use the minted tokens of tokens.json instead of logging in.
+    #[arg(long)]
+    pub tokens: bool,
+    /// Run id tagging the summary [default: SCENARIO-USERS-UNIXTIME].
+    #[arg(long)]
+    pub run_id: Option<String>,
+    /// Print the summary as JSON on stdout (the text summary goes to stderr).
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the JSON summary to this file.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// No per-second progress line on stderr.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DeployArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub spec: SpecArgs,
+    /// How long to wait for every service to be healthy.
+    #[arg(
+        long,
+        default_value = "300s",
+        value_name = "DURATION",
+        allow_hyphen_values = true
+    )]
+    pub wait_timeout: String,
+    /// Send missing images from the local engine to a remote target.
+    #[arg(long)]
+    pub load_images: bool,
+    /// Take over the stack's lock even if another exectl holds it.
+    #[arg(long)]
+    pub break_lock: bool,
+    /// Print a machine-readable summary (and no progress).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub spec: SpecArgs,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TeardownArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Stack name [default: exe].
+    #[arg(long)]
+    pub stack: Option<String>,
+    /// Also remove the stack's volumes (its data) and local state.
+    #[arg(long)]
+    pub purge: bool,
+    /// Take over the stack's lock even if another exectl holds it.
+    #[arg(long)]
+    pub break_lock: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    #[command(flatten)]
+    pub spec: SpecArgs,
+    /// Folder to write the bundle into.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Print a machine-readable summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    #[command(flatten)]
+    pub spec: SpecArgs,
+    /// Print a machine-readable report.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Everything that defines a stack. Flags override exectl.yaml.
+#[derive(Debug, Args, Default)]
+pub struct SpecArgs {
+    /// Spec file (default: ./exectl.yaml when present).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The topology and one flag per spec setting (`core::spec_settings::SETTINGS`).
+    #[command(flatten)]
+    pub settings: SettingFlags,
+    /// Any other app environment variable, e.g. --set DB_POOL_MAX=50 (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE", allow_hyphen_values = true)]
+    pub set: Vec<String>,
+    /// An app environment variable whose value is kept out of every record and output: it goes only to
+    /// the stack's 0600 .env, e.g. --set-secret SMTP_PASSWORD=... (repeatable). Plain --set values are
+    /// recorded in run records and exectl.lock.json.
+    #[arg(
+        long = "set-secret",
+        value_name = "KEY=VALUE",
+        allow_hyphen_values = true
+    )]
+    pub set_secret: Vec<String>,
+    /// YAML file mapping app/mariadb/postgres/redis/nginx/traefik to image references.
+    #[arg(long, value_name = "FILE")]
+    pub images: Option<PathBuf>,
+    /// Folder of template overrides (same relative names as the embedded ones, e.g. nginx/nginx.conf.tera).
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
+}
+
+impl SpecArgs {
+    /// The flags as raw spec input (images file not read here).
+    pub fn to_input(&self) -> SpecInput {
+        SpecInput {
+            env: self.set.iter().map(|s| Raw::flag("--set", s)).collect(),
+            secret_env: self
+                .set_secret
+                .iter()
+                .map(|s| Raw::flag("--set-secret", s))
+                .collect(),
+            ..self.settings.0.clone()
+        }
+    }
+}
+
+/// The spec settings given as flags: one clap argument per row of `SETTINGS` (ids are the exectl.yaml
+/// keys), read back as `Raw` values that name their flag.
+#[derive(Debug, Clone, Default)]
+pub struct SettingFlags(pub SpecInput);
+
+fn setting_arg(s: &Setting) -> Option<Arg> {
+    let arg = Arg::new(s.key).help(s.help);
+    let valued = |arg: Arg| {
+        arg.value_name(
+            s.value_name
+                .map(String::from)
+                .unwrap_or_else(|| s.key.to_uppercase()),
+        )
+        .action(ArgAction::Set)
+        .value_parser(clap::value_parser!(String))
+    };
+    Some(match (s.kind, s.long()) {
+        (SettingKind::Positional, _) => valued(arg),
+        (SettingKind::Word, Some(long)) => valued(arg.long(long)),
+        (SettingKind::Number, Some(long)) => valued(arg.long(long)).allow_hyphen_values(true),
+        (SettingKind::Switch, Some(long)) => arg.long(long).action(ArgAction::SetTrue),
+        _ => return None,
+    })
+}
+
+impl Args for SettingFlags {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        SETTINGS
+            .iter()
+            .filter_map(setting_arg)
+            .fold(cmd, |cmd, arg| cmd.arg(arg))
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl FromArgMatches for SettingFlags {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut input = SpecInput::default();
+        for s in SETTINGS {
+            let value = match s.kind {
+                SettingKind::FileOnly => None,
+                SettingKind::Switch => m.get_flag(s.key).then(|| "true".to_string()),
+                _ => m.get_one::<String>(s.key).cloned(),
+            };
+            *(s.slot)(&mut input) = value.map(|v| Raw::flag(s.flag, v));
+        }
+        Ok(SettingFlags(input))
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Stack name [default: exe].
+    #[arg(long)]
+    pub stack: Option<String>,
+    /// Print the stable JSON report.
+    #[arg(long)]
+    pub json: bool,
+    /// Refresh until interrupted.
+    #[arg(long)]
+    pub watch: bool,
+    /// Refresh interval with --watch.
+    #[arg(
+        long,
+        default_value = "2s",
+        value_name = "DURATION",
+        allow_hyphen_values = true
+    )]
+    pub interval: String,
+    /// Exit 1 unless every instance reports 0 connections and 0 rooms (within --settle).
+    #[arg(long)]
+    pub expect_idle: bool,
+    /// How long --expect-idle waits for sockets to close and rooms to be cleaned up.
+    #[arg(
+        long,
+        default_value = "45s",
+        value_name = "DURATION",
+        allow_hyphen_values = true
+    )]
+    pub settle: String,
+    /// Exit 1 unless every service is healthy (or running, without a healthcheck).
+    #[arg(long)]
+    pub expect_healthy: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    #[command(subcommand)]
+    pub command: RunsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RunsCommand {
+    /// Every recorded run.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One record in full.
+    Show { id: String },
+    /// The variables that differ between two runs.
+    Diff {
+        a: String,
+        b: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// A flag's value as read by `core::units`, or the flag's UsageError (exit 2) naming the value.
+pub fn checked<T>(flag: &str, text: &str, parsed: Result<T, Invalid>) -> Result<T, UsageError> {
+    parsed.map_err(|i| UsageError::new(flag, text, i.problem, i.fix))
+}
+
+/// A duration flag within `min..=max`.
+pub fn duration_flag(
+    flag: &str,
+    text: &str,
+    min: Duration,
+    max: Duration,
+) -> Result<Duration, UsageError> {
+    checked(flag, text, units::duration_in(text, min, max))
+}
+
+/// A whole-number flag within `min..=max`.
+pub fn count_flag(flag: &str, text: &str, min: u64, max: u64) -> Result<u64, UsageError> {
+    checked(flag, text, units::count_in(text, min, max))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use exectl_core::spec::Origin;
+
+    /// Every flag of the table parses into its own setting, named by its flag; numbers may be negative
+    /// (the checker refuses them with exit 2, naming the flag).
+    #[test]
+    fn every_setting_flag_reaches_its_setting() {
+        let mut argv = vec![
+            "exectl".to_string(),
+            "render".into(),
+            "--out".into(),
+            "x".into(),
+        ];
+        for s in SETTINGS {
+            match (s.kind, s.long()) {
+                (SettingKind::Positional, _) => argv.push(format!("v-{}", s.key)),
+                (SettingKind::Switch, _) => argv.push(s.flag.into()),
+                (SettingKind::Number, _) => argv.extend([s.flag.into(), format!("-{}", s.key)]),
+                (_, Some(_)) => argv.extend([s.flag.into(), format!("v-{}", s.key)]),
+                (_, None) => {}
+            }
+        }
+        let Command::Render(args) = Cli::try_parse_from(&argv).unwrap().command else {
+            panic!("not render")
+        };
+        let mut input = args.spec.to_input();
+        for s in SETTINGS {
+            let want = match s.kind {
+                SettingKind::FileOnly => None,
+                SettingKind::Switch => Some("true".to_string()),
+                SettingKind::Number => Some(format!("-{}", s.key)),
+                _ => Some(format!("v-{}", s.key)),
+            };
+            let got = (s.slot)(&mut input).take();
+            assert_eq!(got.as_ref().map(|r| r.value.clone()), want, "{}", s.key);
+            if let Some(r) = got {
+                assert_eq!(r.origin, Origin::Flag(s.flag));
+            }
+        }
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,186 @@
+//! A bench's folder: results.json (written before level 1, after every level and at the end),
+//! timeline.jsonl (appended by the sampler as each sample arrives, so a bench killed with -9 keeps every
+//! sample taken) and report.html (rebuilt from those two). Checked and opened before any load, so a bad
+//! `--out` is refused before a single connection.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use exectl_core::bench::results::{REPORT, RESULTS, TIMELINE};
+use exectl_core::bench::{report, Results, Sample};
+use exectl_core::error::UsageError;
+
+pub struct BenchDir {
+    pub path: PathBuf,
+}
+
+impl BenchDir {
+    /// The folder checked, and nothing made yet: refused (naming `field` and `value`, exit 2) when it is
+    /// a file, already holds a bench, or could not be created and written (checked on it, or on the
+    /// folder it would be made in).
+    pub fn check(path: &Path, field: &str, value: &str) -> Result<BenchDir, UsageError> {
+        let bad = |problem: String, fix: &str| UsageError::new(field, value, problem, fix);
+        if path.exists() && !path.is_dir() {
+            return Err(bad(
+                format!("{} is a file, not a folder", path.display()),
+                "give a folder for the bench's results.json, timeline.jsonl and report.html",
+            ));
+        }
+        if path.join(RESULTS).exists() || path.join(TIMELINE).exists() {
+            return Err(bad(
+                format!("a bench already wrote its results in {}", path.display()),
+                "give another --run-id (or --out), or remove that folder",
+            ));
+        }
+        let existing = path
+            .ancestors()
+            .find(|a| a.exists())
+            .unwrap_or(Path::new("/"));
+        if !existing.is_dir() {
+            return Err(bad(
+                format!(
+                    "{} is a file: no folder can be made under it",
+                    existing.display()
+                ),
+                "give a folder path",
+            ));
+        }
+        tempfile::tempfile_in(existing).map_err(|e| {
+            bad(
+                format!("cannot write in {}: {e}", existing.display()),
+                "give a folder you can write",
+            )
+        })?;
+        Ok(BenchDir {
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The folder made, and timeline.jsonl in it, new, for the sampler to append to.
+    pub fn open_timeline(&self) -> Result<File> {
+        std::fs::create_dir_all(&self.path)
+            .with_context(|| format!("creating {}", self.path.display()))?;
+        let path = self.path.join(TIMELINE);
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .open(&path)
+            .with_context(|| format!("creating {}", path.display()))
+    }
+
+    /// results.json and report.html, each written whole (the timeline is the sampler's to append).
+    pub fn save(&self, r: &Results, samples: &[Sample]) -> Result<()> {
+        let mut json = serde_json::to_string_pretty(r)?;
+        json.push('\n');
+        crate::shell::atomic::write(&self.path.join(RESULTS), json.as_bytes(), 0o644)?;
+        let html = report::render(r, samples).map_err(|e| anyhow::anyhow!(e))?;
+        crate::shell::atomic::write(&self.path.join(REPORT), html.as_bytes(), 0o644)
+    }
+}
+
+/// Append one sample as a line of the timeline (written at once: a process killed later keeps it).
+pub fn append(timeline: &mut File, s: &Sample) -> Result<()> {
+    let mut line = serde_json::to_string(s)?;
+    line.push('\n');
+    timeline
+        .write_all(line.as_bytes())
+        .context("appending to timeline.jsonl")
+}
+
+/// A bench folder read back: its results and its timeline. A line of the timeline that is not a sample
+/// is named by its number; a last line cut short (the process was killed while writing it) is left out.
+pub fn read(dir: &Path, run: &str) -> Result<(Results, Vec<Sample>), UsageError> {
+    let results_path = dir.join(RESULTS);
+    let text = std::fs::read_to_string(&results_path).map_err(|e| {
+        UsageError::new(
+            "RUN_ID",
+            run,
+            format!("cannot read {}: {e}", results_path.display()),
+            "give a bench run id from `exectl runs list`",
+        )
+    })?;
+    let results: Results = serde_json::from_str(&text).map_err(|e| {
+        UsageError::new(
+            "RUN_ID",
+            run,
+            format!("{} is not a bench's results: {e}", results_path.display()),
+            "re-run the bench",
+        )
+    })?;
+    let path = dir.join(TIMELINE);
+    let timeline = std::fs::read_to_string(&path).unwrap_or_default();
+    Ok((results, parse_timeline(&timeline, &path, run)?))
+}
+
+fn parse_timeline(text: &str, path: &Path, run: &str) -> Result<Vec<Sample>, UsageError> {
+    let complete = text.ends_with('\n');
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::with_capacity(lines.len());
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str(line) {
+            Ok(s) => out.push(s),
+            Err(_) if i + 1 == lines.len() && !complete => break,
+            Err(e) => {
+                return Err(UsageError::new(
+                    "RUN_ID",
+                    run,
+                    format!("{} line {}: not a sample ({e})", path.display(), i + 1),
+                    "fix or remove that line (each line is one JSON sample), then run exectl report again",
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_line_is_named_and_a_cut_last_line_is_left_out() {
+        let good = serde_json::to_string(&Sample::default()).unwrap();
+        let p = Path::new("/b/timeline.jsonl");
+        let ok = parse_timeline(&format!("{good}\n{good}\n"), p, "B").unwrap();
+        assert_eq!(ok.len(), 2);
+        let killed = parse_timeline(&format!("{good}\n{{\"t_ms\": 12"), p, "B").unwrap();
+        assert_eq!(killed.len(), 1, "a kill -9 mid-line loses that line only");
+        let e = parse_timeline(&format!("{good}\nnot json\n{good}\n"), p, "B").unwrap_err();
+        assert_eq!(e.field, "RUN_ID");
+        assert!(
+            e.problem
+                .starts_with("/b/timeline.jsonl line 2: not a sample"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_file_or_a_used_folder_is_refused_before_anything_is_written() {
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("passwd");
+        std::fs::write(&file, "root:x:0:0\n").unwrap();
+        let e = BenchDir::check(&file, "--out", "passwd").err().unwrap();
+        assert!(e.problem.contains("is a file, not a folder"), "{e}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "root:x:0:0\n");
+        let under = BenchDir::check(&file.join("b1"), "--out", "passwd/b1")
+            .err()
+            .unwrap();
+        assert!(
+            under.problem.contains("no folder can be made under it"),
+            "{under}"
+        );
+        let dir = d.path().join("b1");
+        let b = BenchDir::check(&dir, "--out", "b1").unwrap();
+        assert!(!dir.exists(), "checked, nothing made");
+        let mut t = b.open_timeline().unwrap();
+        append(&mut t, &Sample::default()).unwrap();
+        let again = BenchDir::check(&dir, "--out", "b1").err().unwrap();
+        assert!(again.problem.contains("already wrote"), "{again}");
+    }
+}

@@ -1,0 +1,122 @@
+//! The state folder, and the one place its layout is spelled out. Every path under it is built here or
+//! by the typed store of its part; commands, operations and tests ask these, never `join` a name.
+//!
+//! ```text
+//! <root>/                          $EXECTL_STATE_DIR, $XDG_STATE_HOME/exectl or ~/.local/state/exectl
+//!   <target key>/<stack>/          one stack on one target (`local`, `ssh-USER@HOST-PORT`): stack_dir
+//!     secrets.env                  its secrets, 0600 (secrets)
+//!     exectl.lock                  who deploys, prepares or benches it now (engine::lock)
+//!     bundle/                      the rendered files as deployed, exectl.lock.json the stack record (bundle, record)
+//!     manifests/<pattern>/         accounts and projects for load and k6, pattern.json (manifests)
+//!   runs/<RUN_ID>.json             run records of deploys (runs)
+//!   benches/<RUN_ID>/              results.json, timeline.jsonl, report.html, or a link to --out (benches, bench_dir)
+//! ```
+
+pub mod bench_dir;
+pub mod benches;
+pub mod bundle;
+pub mod manifests;
+pub mod record;
+pub mod runs;
+pub mod secrets;
+
+use std::path::{Path, PathBuf};
+
+/// Where exectl keeps local state: $EXECTL_STATE_DIR, else $XDG_STATE_HOME/exectl, else ~/.local/state/exectl.
+/// Commands call `checked_root` once first; this one is for paths derived after that check.
+pub fn root() -> PathBuf {
+    state_root_from(|n| std::env::var_os(n)).2
+}
+
+/// The state root, refused (exit 2) when relative: secrets would land wherever the command runs, e.g.
+/// inside a git work tree.
+pub fn checked_root() -> Result<PathBuf, exectl_core::error::UsageError> {
+    let (var, value, root) = state_root_from(|n| std::env::var_os(n));
+    if root.is_relative() {
+        return Err(exectl_core::error::UsageError::new(
+            var,
+            value.to_string_lossy(),
+            "a relative state folder would put the stacks' secrets below the current folder",
+            format!("set {var} to an absolute path (or unset it)"),
+        ));
+    }
+    Ok(root)
+}
+
+/// The variable that chose the state root, its value, and the root; pure over `var`.
+fn state_root_from(
+    var: impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> (&'static str, std::ffi::OsString, PathBuf) {
+    let set = |n: &str| var(n).filter(|d| !d.is_empty());
+    if let Some(d) = set("EXECTL_STATE_DIR") {
+        return ("EXECTL_STATE_DIR", d.clone(), PathBuf::from(d));
+    }
+    if let Some(d) = set("XDG_STATE_HOME") {
+        return ("XDG_STATE_HOME", d.clone(), PathBuf::from(d).join("exectl"));
+    }
+    let home = set("HOME").unwrap_or_else(|| "/root".into());
+    (
+        "HOME",
+        home.clone(),
+        PathBuf::from(home).join(".local/state/exectl"),
+    )
+}
+
+/// The state folder of one stack on one target.
+pub fn stack_dir(root: &Path, target_key: &str, stack: &str) -> PathBuf {
+    root.join(target_key).join(stack)
+}
+
+/// The local copy of a stack's rendered bundle (what status, prepare, load and bench read).
+pub fn bundle_dir(stack_dir: &Path) -> PathBuf {
+    stack_dir.join("bundle")
+}
+
+/// The stack's secrets file (mode 0600).
+pub fn secrets_file(stack_dir: &Path) -> PathBuf {
+    stack_dir.join("secrets.env")
+}
+
+/// The stack's lock file.
+pub fn lock_file(stack_dir: &Path) -> PathBuf {
+    stack_dir.join("exectl.lock")
+}
+
+/// Deploys' run records.
+pub fn runs_dir(root: &Path) -> PathBuf {
+    root.join("runs")
+}
+
+/// Bench runs, one folder (or link) each.
+pub fn benches_dir(root: &Path) -> PathBuf {
+    root.join("benches")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_root_names_the_variable_that_chose_it() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |n: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == n)
+                    .map(|(_, v)| std::ffi::OsString::from(v))
+            }
+        };
+        let (var, _, root) =
+            state_root_from(env(&[("EXECTL_STATE_DIR", "rel/dir"), ("HOME", "/h")]));
+        assert_eq!((var, root), ("EXECTL_STATE_DIR", PathBuf::from("rel/dir")));
+        let (var, value, root) =
+            state_root_from(env(&[("EXECTL_STATE_DIR", ""), ("XDG_STATE_HOME", "x")]));
+        assert_eq!((var, root), ("XDG_STATE_HOME", PathBuf::from("x/exectl")));
+        assert_eq!(value, "x");
+        let (var, _, root) = state_root_from(env(&[("HOME", "/h")]));
+        assert_eq!(
+            (var, root),
+            ("HOME", PathBuf::from("/h/.local/state/exectl"))
+        );
+    }
+}
