@@ -1,17 +1,19 @@
-//! Command-line definitions (clap derive). Parsing only: values stay text here and are validated in
-//! `spec::resolve`, so flag and exectl.yaml errors read the same. Numeric flags are read by
-//! `core::units` through the helpers at the end (the one place a flag's value becomes its UsageError).
-//! Their value names say their kind (DURATION, SIZE, N, CPUS): tests/bad_values.rs walks them all.
+//! The command line: clap's definitions (here and in `host`, `spec`, `target`), and the one place flags
+//! become options (`options`, over `values`, `spec` and `target`): values stay text in the definitions
+//! and are read by `exectl_core::units` and `spec::resolve`, so flag and exectl.yaml errors read the
+//! same. Value names say their kind (DURATION, SIZE, N, CPUS): tests/bad_values.rs walks them all.
+//! Nothing below `cli` sees clap: operations take options structs.
 
+pub mod host;
+pub mod spec;
+pub mod target;
 pub mod templates;
+pub mod values;
 
-use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand};
-use exectl_core::error::UsageError;
-use exectl_core::spec::{Raw, SpecInput};
-use exectl_core::spec_settings::{Kind as SettingKind, Setting, SETTINGS};
-use exectl_core::units::{self, Invalid};
+use clap::{Args, Parser, Subcommand};
+use spec::SpecArgs;
 use std::path::PathBuf;
-use std::time::Duration;
+use target::TargetArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -50,51 +52,9 @@ pub enum Command {
     /// Seed benchmark accounts and projects into a deployed stack's database, write the manifest, verify.
     Prepare(PrepareArgs),
     /// Tune (or check, or restore) the host's kernel and engine settings for a C10k benchmark.
-    Host(crate::commands::host::HostArgs),
+    Host(crate::cli::host::HostArgs),
     /// Find what would distort a benchmark on the target: SSH, engine, capacity, limits, neighbours, disks.
-    Doctor(crate::commands::doctor::DoctorArgs),
-}
-
-/// Which engine: the local one, or a SUT over SSH (shared by every command that touches a target).
-#[derive(Debug, Args, Clone)]
-pub struct TargetArgs {
-    /// Where the stack runs: `local` (this machine's engine) or ssh://USER@HOST[:PORT]
-    /// [default: $EXECTL_TARGET, else exectl.yaml's `target:`, else local].
-    #[arg(long, value_name = "URL")]
-    pub target: Option<String>,
-    /// SSH private key; only this one is tried [default: ssh-agent, then ~/.ssh/id_ed25519, id_ecdsa, id_rsa].
-    #[arg(long, value_name = "FILE")]
-    pub identity: Option<PathBuf>,
-    /// known_hosts file the SUT's host key is checked against [default: ~/.ssh/known_hosts].
-    #[arg(long, value_name = "FILE")]
-    pub known_hosts: Option<PathBuf>,
-    /// Trust an unknown SSH host key and record it (a changed key is always refused).
-    #[arg(long)]
-    pub accept_new_host_key: bool,
-    /// The Docker engine's socket on the SUT (rootless or second engines).
-    #[arg(long, value_name = "PATH", default_value = "/var/run/docker.sock")]
-    pub docker_socket: String,
-    /// Give up an SSH connection attempt after this long.
-    #[arg(
-        long,
-        default_value = "10s",
-        value_name = "DURATION",
-        allow_hyphen_values = true
-    )]
-    pub connect_timeout: String,
-}
-
-impl Default for TargetArgs {
-    fn default() -> Self {
-        TargetArgs {
-            target: None,
-            identity: None,
-            known_hosts: None,
-            accept_new_host_key: false,
-            docker_socket: crate::sut::DEFAULT_DOCKER_SOCKET.to_string(),
-            connect_timeout: "10s".to_string(),
-        }
-    }
+    Doctor(crate::cli::host::DoctorArgs),
 }
 
 /// `exectl prepare`: values stay text here and are checked in `commands::prepare` (exit 2 naming the flag).
@@ -375,108 +335,6 @@ pub struct ValidateArgs {
     pub json: bool,
 }
 
-/// Everything that defines a stack. Flags override exectl.yaml.
-#[derive(Debug, Args, Default)]
-pub struct SpecArgs {
-    /// Spec file (default: ./exectl.yaml when present).
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// The topology and one flag per spec setting (`core::spec_settings::SETTINGS`).
-    #[command(flatten)]
-    pub settings: SettingFlags,
-    /// Any other app environment variable, e.g. --set DB_POOL_MAX=50 (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE", allow_hyphen_values = true)]
-    pub set: Vec<String>,
-    /// An app environment variable whose value is kept out of every record and output: it goes only to
-    /// the stack's 0600 .env, e.g. --set-secret SMTP_PASSWORD=... (repeatable). Plain --set values are
-    /// recorded in run records and exectl.lock.json.
-    #[arg(
-        long = "set-secret",
-        value_name = "KEY=VALUE",
-        allow_hyphen_values = true
-    )]
-    pub set_secret: Vec<String>,
-    /// YAML file mapping app/mariadb/postgres/redis/nginx/traefik to image references.
-    #[arg(long, value_name = "FILE")]
-    pub images: Option<PathBuf>,
-    /// Folder of template overrides (same relative names as the embedded ones, e.g. nginx/nginx.conf.tera).
-    #[arg(long, value_name = "DIR")]
-    pub templates: Option<PathBuf>,
-}
-
-impl SpecArgs {
-    /// The flags as raw spec input (images file not read here).
-    pub fn to_input(&self) -> SpecInput {
-        SpecInput {
-            env: self.set.iter().map(|s| Raw::flag("--set", s)).collect(),
-            secret_env: self
-                .set_secret
-                .iter()
-                .map(|s| Raw::flag("--set-secret", s))
-                .collect(),
-            ..self.settings.0.clone()
-        }
-    }
-}
-
-/// The spec settings given as flags: one clap argument per row of `SETTINGS` (ids are the exectl.yaml
-/// keys), read back as `Raw` values that name their flag.
-#[derive(Debug, Clone, Default)]
-pub struct SettingFlags(pub SpecInput);
-
-fn setting_arg(s: &Setting) -> Option<Arg> {
-    let arg = Arg::new(s.key).help(s.help);
-    let valued = |arg: Arg| {
-        arg.value_name(
-            s.value_name
-                .map(String::from)
-                .unwrap_or_else(|| s.key.to_uppercase()),
-        )
-        .action(ArgAction::Set)
-        .value_parser(clap::value_parser!(String))
-    };
-    Some(match (s.kind, s.long()) {
-        (SettingKind::Positional, _) => valued(arg),
-        (SettingKind::Word, Some(long)) => valued(arg.long(long)),
-        (SettingKind::Number, Some(long)) => valued(arg.long(long)).allow_hyphen_values(true),
-        (SettingKind::Switch, Some(long)) => arg.long(long).action(ArgAction::SetTrue),
-        _ => return None,
-    })
-}
-
-impl Args for SettingFlags {
-    fn augment_args(cmd: clap::Command) -> clap::Command {
-        SETTINGS
-            .iter()
-            .filter_map(setting_arg)
-            .fold(cmd, |cmd, arg| cmd.arg(arg))
-    }
-
-    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
-        Self::augment_args(cmd)
-    }
-}
-
-impl FromArgMatches for SettingFlags {
-    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
-        let mut input = SpecInput::default();
-        for s in SETTINGS {
-            let value = match s.kind {
-                SettingKind::FileOnly => None,
-                SettingKind::Switch => m.get_flag(s.key).then(|| "true".to_string()),
-                _ => m.get_one::<String>(s.key).cloned(),
-            };
-            *(s.slot)(&mut input) = value.map(|v| Raw::flag(s.flag, v));
-        }
-        Ok(SettingFlags(input))
-    }
-
-    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
-        *self = Self::from_arg_matches(m)?;
-        Ok(())
-    }
-}
-
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     #[command(flatten)]
@@ -538,30 +396,11 @@ pub enum RunsCommand {
     },
 }
 
-/// A flag's value as read by `core::units`, or the flag's UsageError (exit 2) naming the value.
-pub fn checked<T>(flag: &str, text: &str, parsed: Result<T, Invalid>) -> Result<T, UsageError> {
-    parsed.map_err(|i| UsageError::new(flag, text, i.problem, i.fix))
-}
-
-/// A duration flag within `min..=max`.
-pub fn duration_flag(
-    flag: &str,
-    text: &str,
-    min: Duration,
-    max: Duration,
-) -> Result<Duration, UsageError> {
-    checked(flag, text, units::duration_in(text, min, max))
-}
-
-/// A whole-number flag within `min..=max`.
-pub fn count_flag(flag: &str, text: &str, min: u64, max: u64) -> Result<u64, UsageError> {
-    checked(flag, text, units::count_in(text, min, max))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use exectl_core::spec::Origin;
+    use exectl_core::spec_settings::{Kind as SettingKind, SETTINGS};
 
     /// Every flag of the table parses into its own setting, named by its flag; numbers may be negative
     /// (the checker refuses them with exit 2, naming the flag).

@@ -13,7 +13,8 @@ use anyhow::Result;
 
 use crate::bench::sampler::Sampler;
 use crate::bench::{self, Done, Stop};
-use crate::cli::{duration_flag, BenchArgs, LoadArgs};
+use crate::cli::values::duration_flag;
+use crate::cli::{BenchArgs, LoadArgs};
 use crate::load::{preflight, LoadOptions};
 use crate::state::bench_dir::BenchDir;
 use crate::status::{self, report as status_report, Deployed};
@@ -259,7 +260,7 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
     )?;
     let settle = duration_flag("--settle", &a.settle, Duration::ZERO, MAX_WAIT)?;
     let stack = exectl_core::spec::resolve_stack_name(a.stack.as_deref())?;
-    let run_id = super::run_id(a.run_id.as_deref(), "B-IDLE-HA2-001", |now| {
+    let run_id = crate::cli::values::run_id(a.run_id.as_deref(), "B-IDLE-HA2-001", |now| {
         format!("B-{}-{now}", a.scenario)
     })?;
     let (field, value, out_path) = match &a.out {
@@ -284,7 +285,7 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
     }
     let scenario = first.scenario.name().to_string();
 
-    let spec = super::target_spec(&a.target)?;
+    let spec = crate::cli::target::target_spec(&a.target)?;
     let target_name = spec.describe();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

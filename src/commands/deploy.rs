@@ -1,6 +1,6 @@
 //! `exectl deploy` and `exectl plan`: render, preflight, converge the target's engine on the bundle.
 
-use super::{load_templates, spec_from};
+use crate::cli::spec::{load_templates, spec_from};
 use crate::cli::{DeployArgs, PlanArgs};
 use crate::engine::desired::Desired;
 use crate::engine::{apply, limits, observe, preflight};
@@ -26,7 +26,7 @@ struct Staged {
 
 fn stage(
     file: exectl_core::spec::SpecInput,
-    args: &crate::cli::SpecArgs,
+    args: &crate::cli::spec::SpecArgs,
     target: &Target,
 ) -> Result<Staged> {
     let spec = spec_from(file, args)?;
@@ -368,7 +368,7 @@ fn opt(v: Option<u64>) -> String {
 
 /// --wait-timeout: more than zero, at most a day.
 fn parse_timeout(text: &str) -> Result<Duration, exectl_core::error::UsageError> {
-    crate::cli::duration_flag(
+    crate::cli::values::duration_flag(
         "--wait-timeout",
         text,
         Duration::from_millis(1),

@@ -2,48 +2,23 @@
 //! then the pure `doctor::assess` and its report. Exit 0 when nothing fails (warnings allowed), 1 on a
 //! failure, 2 on a bad flag.
 
-use crate::cli::TargetArgs;
+use crate::cli::host::DoctorArgs;
 use crate::sut::ssh::SshError;
 use crate::sut::{Target, TargetSpec};
 use anyhow::Result;
 use bollard::query_parameters::ListContainersOptionsBuilder;
 use bollard::Docker;
-use clap::Args;
 use exectl_core::doctor::facts::{self, Container, Engine, Facts, Link, Stage};
 use exectl_core::doctor::options::{self, Given};
 use exectl_core::doctor::{assess, Report};
 use std::future::Future;
 use std::time::Duration;
 
-#[derive(Debug, Args)]
-pub struct DoctorArgs {
-    /// Connections the benchmark will hold (checked against ports, files, conntrack).
-    #[arg(long, value_name = "N", allow_hyphen_values = true)]
-    pub connections: Option<String>,
-    /// A deployed stack whose app limits (instances × cpus, memory) are compared with the engine.
-    #[arg(long)]
-    pub stack: Option<String>,
-    /// App instances to compare with the engine [default: the stack's, else 1].
-    #[arg(long, value_name = "N", allow_hyphen_values = true)]
-    pub instances: Option<String>,
-    /// CPU limit per app instance [default: the stack's, else 2].
-    #[arg(long, value_name = "CPUS", allow_hyphen_values = true)]
-    pub cpus: Option<String>,
-    /// Memory limit per app instance, e.g. 512m, 2g [default: the stack's, else 2g].
-    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
-    pub memory: Option<String>,
-    /// Print {target, checks: [{name, level, detail, fix}], summary: {pass, warn, fail}}.
-    #[arg(long)]
-    pub json: bool,
-    #[command(flatten)]
-    pub target: TargetArgs,
-}
-
 /// How long one engine or host call may take before doctor reports it as not answering.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub async fn run(args: &DoctorArgs) -> Result<i32> {
-    let spec = crate::commands::target_spec(&args.target)?;
+    let spec = crate::cli::target::target_spec(&args.target)?;
     let opts = read_options(args, &spec)?;
     let facts = gather(&spec).await;
     let report = Report::new(spec.describe(), assess(&facts, &opts));

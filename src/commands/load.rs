@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
+use crate::cli::values::{count_flag, duration_flag};
 use crate::cli::LoadArgs;
-use crate::cli::{count_flag, duration_flag};
 use crate::load::{endpoint, preflight, runner, AllowList, LoadOptions, Manifest, Scenario};
 use exectl_core::error::UsageError;
 
@@ -77,7 +77,7 @@ pub fn options(args: &LoadArgs) -> Result<LoadOptions, UsageError> {
         scenario.default_interval(),
         Duration::from_millis(10),
     )?;
-    let target = super::target_spec(&args.target)?;
+    let target = crate::cli::target::target_spec(&args.target)?;
     // Load goes to loopback or the target's own address, nowhere else.
     let target_ip = target.address()?;
     let stack_dir = |stack: &str| target.stack_dir(stack);
@@ -142,7 +142,7 @@ pub fn options(args: &LoadArgs) -> Result<LoadOptions, UsageError> {
         None => DEFAULT_DIAL_CONCURRENCY,
     }
     .min(users);
-    let run_id = super::run_id(args.run_id.as_deref(), "E7-IDLE-1000-001", |now| {
+    let run_id = crate::cli::values::run_id(args.run_id.as_deref(), "E7-IDLE-1000-001", |now| {
         format!("{}-{users}-{now}", scenario.name())
     })?;
     Ok(LoadOptions {
@@ -249,7 +249,7 @@ fn check_routed(args: &LoadArgs, opts: &LoadOptions) -> Result<(), UsageError> {
         (None, None, url) => ("--url", url.clone().unwrap_or_default()),
     };
     // This target's stacks: <state>/<target key>/<stack>/bundle/ with each one's record.
-    let root = super::target_spec(&args.target)
+    let root = crate::cli::target::target_spec(&args.target)
         .ok()
         .map(|t| crate::state::root().join(t.key()));
     Err(endpoint::not_routed(

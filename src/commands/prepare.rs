@@ -1,7 +1,8 @@
 //! `exectl prepare`: check the flags (exit 2 naming the flag, nothing written), find the deployed stack,
 //! seed it, print the summary. Exit 0 when every check passed; 1 otherwise.
 
-use crate::cli::{count_flag, PrepareArgs};
+use crate::cli::values::count_flag;
+use crate::cli::PrepareArgs;
 use crate::prepare::plan::{self, EmailPattern, Visibility};
 use crate::prepare::{self, Options, Stack, Summary, Via};
 use crate::state::manifests as store;
@@ -25,13 +26,13 @@ const MAX_SCHEMA_TIMEOUT: Duration = Duration::from_secs(86_400);
 /// A token's lifetime in whole seconds (its exp claim), at least 1s.
 fn token_ttl(value: &str) -> Result<Duration, UsageError> {
     let ttl = exectl_core::units::whole_seconds_in(value, Duration::from_secs(1), MAX_TOKEN_TTL);
-    crate::cli::checked("--token-ttl", value, ttl).map(Duration::from_secs)
+    crate::cli::values::checked("--token-ttl", value, ttl).map(Duration::from_secs)
 }
 
 fn schema_timeout(value: &Option<String>) -> Result<Duration, UsageError> {
     match value {
         None => Ok(DEFAULT_SCHEMA_TIMEOUT),
-        Some(t) => crate::cli::duration_flag(
+        Some(t) => crate::cli::values::duration_flag(
             "--schema-timeout",
             t,
             Duration::from_millis(1),

@@ -1,6 +1,7 @@
 //! `exectl render`: spec → bundle on disk. Nothing is written when the spec or a template is at fault.
 
-use super::{load_spec, load_templates, LOCAL_TARGET};
+use super::LOCAL_TARGET;
+use crate::cli::spec::{load_spec, load_templates};
 use crate::cli::RenderArgs;
 use crate::state::secrets;
 use crate::validate::{self, Outcome};

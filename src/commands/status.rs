@@ -1,6 +1,7 @@
 //! `exectl status`: the stack's state in one command with an exit code (the seed's manual checks).
 
-use crate::cli::{duration_flag, StatusArgs};
+use crate::cli::values::duration_flag;
+use crate::cli::StatusArgs;
 use crate::status::{self, report};
 use anyhow::Result;
 use exectl_core::error::exit;

@@ -1,6 +1,7 @@
 //! `exectl validate`: render into a temporary folder and check every file with real tools.
 
-use super::{load_spec, load_templates, LOCAL_TARGET};
+use super::LOCAL_TARGET;
+use crate::cli::spec::{load_spec, load_templates};
 use crate::cli::ValidateArgs;
 use crate::state::secrets;
 use crate::validate::{self, Outcome};

@@ -88,64 +88,6 @@ impl TargetSpec {
     }
 }
 
-/// The target flags, checked: flag over EXECTL_TARGET over exectl.yaml's `target:`; local when none.
-pub fn resolve(
-    args: &crate::cli::TargetArgs,
-    file_target: Option<&exectl_core::spec::Raw>,
-) -> Result<TargetSpec, UsageError> {
-    let env = std::env::var("EXECTL_TARGET")
-        .ok()
-        .filter(|v| !v.is_empty());
-    let (field, value) = match (&args.target, env, file_target) {
-        (Some(v), _, _) => ("--target".to_string(), v.clone()),
-        (None, Some(v), _) => ("EXECTL_TARGET".to_string(), v),
-        (None, None, Some(raw)) => (raw.origin.to_string(), raw.value.clone()),
-        (None, None, None) => ("--target".to_string(), "local".to_string()),
-    };
-    let url = ssh::url::parse(&field, &value)?;
-    // ssh2 takes whole milliseconds in a u32 (0 is "no timeout"): 1ms..=1h.
-    let timeout = crate::cli::duration_flag(
-        "--connect-timeout",
-        &args.connect_timeout,
-        std::time::Duration::from_millis(1),
-        std::time::Duration::from_secs(3600),
-    )?;
-    if !args.docker_socket.starts_with('/') {
-        return Err(UsageError::new(
-            "--docker-socket",
-            &args.docker_socket,
-            "not an absolute path on the SUT",
-            "give e.g. /var/run/docker.sock or /run/user/1000/docker.sock",
-        ));
-    }
-    if let Some(id) = &args.identity {
-        if !id.is_file() {
-            return Err(UsageError::new(
-                "--identity",
-                id.display(),
-                "no such file",
-                "give the path of a private key (e.g. ~/.ssh/id_ed25519)",
-            ));
-        }
-    }
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_default();
-    Ok(TargetSpec {
-        ssh: url.map(|url| ssh::ConnectOptions {
-            url,
-            identity: args.identity.clone(),
-            known_hosts: args
-                .known_hosts
-                .clone()
-                .unwrap_or_else(|| home.join(".ssh/known_hosts")),
-            accept_new_host_key: args.accept_new_host_key,
-            timeout,
-        }),
-        docker_socket: args.docker_socket.clone(),
-    })
-}
-
 pub struct Target {
     pub docker: Docker,
     pub spec: TargetSpec,

@@ -1,0 +1,169 @@
+//! The spec's flags, and the one reading of a spec: exectl.yaml, then the flags (one per setting of
+//! `exectl_core::spec_settings`), then the images file, resolved and checked (exit 2 naming the field).
+
+use anyhow::Result;
+use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches};
+use exectl_core::error::UsageError;
+use exectl_core::render::Templates;
+use exectl_core::spec::{self, Raw, Spec, SpecInput};
+use exectl_core::spec_settings::{Kind as SettingKind, Setting, SETTINGS};
+use std::path::{Path, PathBuf};
+
+fn setting_arg(s: &Setting) -> Option<Arg> {
+    let arg = Arg::new(s.key).help(s.help);
+    let valued = |arg: Arg| {
+        arg.value_name(
+            s.value_name
+                .map(String::from)
+                .unwrap_or_else(|| s.key.to_uppercase()),
+        )
+        .action(ArgAction::Set)
+        .value_parser(clap::value_parser!(String))
+    };
+    Some(match (s.kind, s.long()) {
+        (SettingKind::Positional, _) => valued(arg),
+        (SettingKind::Word, Some(long)) => valued(arg.long(long)),
+        (SettingKind::Number, Some(long)) => valued(arg.long(long)).allow_hyphen_values(true),
+        (SettingKind::Switch, Some(long)) => arg.long(long).action(ArgAction::SetTrue),
+        _ => return None,
+    })
+}
+
+/// The spec settings given as flags: one clap argument per row of `SETTINGS` (ids are the exectl.yaml
+/// keys), read back as `Raw` values that name their flag.
+#[derive(Debug, Clone, Default)]
+pub struct SettingFlags(pub SpecInput);
+
+impl Args for SettingFlags {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        SETTINGS
+            .iter()
+            .filter_map(setting_arg)
+            .fold(cmd, |cmd, arg| cmd.arg(arg))
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl FromArgMatches for SettingFlags {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut input = SpecInput::default();
+        for s in SETTINGS {
+            let value = match s.kind {
+                SettingKind::FileOnly => None,
+                SettingKind::Switch => m.get_flag(s.key).then(|| "true".to_string()),
+                _ => m.get_one::<String>(s.key).cloned(),
+            };
+            *(s.slot)(&mut input) = value.map(|v| Raw::flag(s.flag, v));
+        }
+        Ok(SettingFlags(input))
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+/// Everything that defines a stack. Flags override exectl.yaml.
+#[derive(Debug, Args, Default)]
+pub struct SpecArgs {
+    /// Spec file (default: ./exectl.yaml when present).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The topology and one flag per spec setting (`core::spec_settings::SETTINGS`).
+    #[command(flatten)]
+    pub settings: SettingFlags,
+    /// Any other app environment variable, e.g. --set DB_POOL_MAX=50 (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE", allow_hyphen_values = true)]
+    pub set: Vec<String>,
+    /// An app environment variable whose value is kept out of every record and output: it goes only to
+    /// the stack's 0600 .env, e.g. --set-secret SMTP_PASSWORD=... (repeatable). Plain --set values are
+    /// recorded in run records and exectl.lock.json.
+    #[arg(
+        long = "set-secret",
+        value_name = "KEY=VALUE",
+        allow_hyphen_values = true
+    )]
+    pub set_secret: Vec<String>,
+    /// YAML file mapping app/mariadb/postgres/redis/nginx/traefik to image references.
+    #[arg(long, value_name = "FILE")]
+    pub images: Option<PathBuf>,
+    /// Folder of template overrides (same relative names as the embedded ones, e.g. nginx/nginx.conf.tera).
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
+}
+
+impl SpecArgs {
+    /// The flags as raw spec input (images file not read here).
+    pub fn to_input(&self) -> SpecInput {
+        SpecInput {
+            env: self.set.iter().map(|s| Raw::flag("--set", s)).collect(),
+            secret_env: self
+                .set_secret
+                .iter()
+                .map(|s| Raw::flag("--set-secret", s))
+                .collect(),
+            ..self.settings.0.clone()
+        }
+    }
+}
+
+pub fn load_templates(args: &SpecArgs) -> Result<Templates> {
+    match &args.templates {
+        Some(dir) => Ok(crate::cli::templates::with_overrides(dir)?),
+        None => Ok(Templates::embedded()),
+    }
+}
+
+/// Read the images file of `--images FILE`.
+fn read_images_file(path: &Path) -> Result<Vec<(String, spec::Raw)>, UsageError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        UsageError::new(
+            "--images",
+            path.display(),
+            format!("cannot read it: {e}"),
+            "give the path of a readable images file",
+        )
+    })?;
+    spec::parse_images_file(path, &text)
+}
+
+/// Read exectl.yaml: the given path (must exist), else ./exectl.yaml if present, else nothing.
+pub fn read_spec_file(explicit: Option<&Path>) -> Result<spec::SpecInput, UsageError> {
+    let path = match explicit {
+        Some(p) => p.to_path_buf(),
+        None => {
+            let p = PathBuf::from("exectl.yaml");
+            if !p.exists() {
+                return Ok(spec::SpecInput::default());
+            }
+            p
+        }
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        UsageError::new(
+            "--config",
+            path.display(),
+            format!("cannot read it: {e}"),
+            "give the path of a readable exectl.yaml",
+        )
+    })?;
+    spec::parse_spec_file(&path, &text)
+}
+
+/// The validated spec from an exectl.yaml already read, overridden by the flags and the images file.
+pub fn spec_from(file: spec::SpecInput, args: &SpecArgs) -> Result<Spec> {
+    let mut flags = args.to_input();
+    if let Some(path) = &args.images {
+        flags.images = read_images_file(path)?;
+    }
+    Ok(spec::resolve(file.overridden_by(flags))?)
+}
+
+/// exectl.yaml, then flags, then the images file: the validated spec.
+pub fn load_spec(args: &SpecArgs) -> Result<Spec> {
+    spec_from(read_spec_file(args.config.as_deref())?, args)
+}

@@ -1,0 +1,76 @@
+//! Flag values as options: the one place a flag's text becomes its value or its UsageError (exit 2),
+//! read by `exectl_core::units`. Their value names say their kind (DURATION, SIZE, N, CPUS).
+
+use exectl_core::error::UsageError;
+use exectl_core::units::{self, Invalid};
+use std::time::Duration;
+
+/// A whole-number flag within `min..=max`.
+pub fn count_flag(flag: &str, text: &str, min: u64, max: u64) -> Result<u64, UsageError> {
+    checked(flag, text, units::count_in(text, min, max))
+}
+
+/// A duration flag within `min..=max`.
+pub fn duration_flag(
+    flag: &str,
+    text: &str,
+    min: Duration,
+    max: Duration,
+) -> Result<Duration, UsageError> {
+    checked(flag, text, units::duration_in(text, min, max))
+}
+
+/// A flag's value as read by `core::units`, or the flag's UsageError (exit 2) naming the value.
+pub fn checked<T>(flag: &str, text: &str, parsed: Result<T, Invalid>) -> Result<T, UsageError> {
+    parsed.map_err(|i| UsageError::new(flag, text, i.problem, i.fix))
+}
+
+/// `--run-id` checked (a run id names a folder or a record: letters, digits, '.', '_' and '-', at most
+/// 100, not starting with '.'), or `default` of the current unix time when none was given.
+pub fn run_id(
+    given: Option<&str>,
+    example: &str,
+    default: impl FnOnce(u64) -> String,
+) -> Result<String, UsageError> {
+    let Some(id) = given else {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        return Ok(default(now));
+    };
+    let ok = !id.is_empty()
+        && id.len() <= 100
+        && !id.starts_with('.')
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+    if !ok {
+        return Err(UsageError::new(
+            "--run-id",
+            id,
+            "only letters, digits, '.', '_' and '-' (at most 100, not starting with '.')",
+            format!("e.g. --run-id {example}"),
+        ));
+    }
+    Ok(id.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_run_id_is_a_safe_folder_name_or_the_default() {
+        let default = |now: u64| format!("X-{now}");
+        assert_eq!(
+            crate::cli::values::run_id(Some("E7-idle_1.a"), "E", default).unwrap(),
+            "E7-idle_1.a"
+        );
+        let id = crate::cli::values::run_id(None, "E", default).unwrap();
+        let now: u64 = id.strip_prefix("X-").unwrap().parse().unwrap();
+        assert!(now > 1_700_000_000, "{id}");
+        for bad in ["", ".hidden", "..", "a b", "a/b", &"x".repeat(101)] {
+            let e = crate::cli::values::run_id(Some(bad), "B-1", default).unwrap_err();
+            assert_eq!(e.field, "--run-id", "{bad:?}");
+            assert!(e.to_string().contains("e.g. --run-id B-1"), "{e}");
+        }
+    }
+}
