@@ -14,6 +14,7 @@ pub mod error;
 pub mod host;
 pub mod interrupt;
 pub mod load;
+pub mod ops;
 pub mod prepare;
 pub mod shell;
 pub mod state;

@@ -5,6 +5,7 @@
 //! Nothing below `cli` sees clap: operations take options structs.
 
 pub mod host;
+pub mod options;
 pub mod spec;
 pub mod target;
 pub mod templates;

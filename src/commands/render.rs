@@ -46,7 +46,7 @@ pub fn run(args: &RenderArgs) -> Result<()> {
         println!(
             "rendered stack {} ({}) into {}",
             spec.stack,
-            describe(&spec),
+            spec.describe(),
             args.out.display()
         );
         for f in &bundle.files {
@@ -82,19 +82,4 @@ fn check_out(out: &std::path::Path) -> Result<(), exectl_core::error::UsageError
         }
     }
     Ok(())
-}
-
-/// One line that names the knobs that matter most.
-pub fn describe(spec: &exectl_core::spec::Spec) -> String {
-    match &spec.nginx {
-        Some(n) => format!(
-            "ha, {} instances, {}, nginx {} ({}, worker_connections {})",
-            spec.instances,
-            spec.db.name(),
-            n.variant.name(),
-            n.lb_algorithm.directive(),
-            n.worker_connections
-        ),
-        None => format!("single, {}, Traefik Host {}", spec.db.name(), spec.host),
-    }
 }

@@ -15,7 +15,7 @@ pub fn run(run: &str, from: Option<&Path>, out: Option<&Path>) -> Result<i32> {
     crate::state::runs::check_id(run)?;
     let dir = match from {
         Some(d) => d.to_path_buf(),
-        None => super::bench::benches_dir().join(run),
+        None => crate::state::benches_dir(&crate::state::root()).join(run),
     };
     let (mut results, samples) = files::read(&dir, run)?;
     if results.run_id != run {

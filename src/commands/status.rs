@@ -1,8 +1,9 @@
-//! `exectl status`: the stack's state in one command with an exit code (the seed's manual checks).
+//! `exectl status`: the stack's state in one command with an exit code (the seed's manual checks); the
+//! operation is `ops::status`, this prints it (once, or every --interval with --watch).
 
 use crate::cli::values::duration_flag;
 use crate::cli::StatusArgs;
-use crate::status::{self, report};
+use crate::status::report;
 use anyhow::Result;
 use exectl_core::error::exit;
 use std::io::IsTerminal;
@@ -20,21 +21,13 @@ pub async fn run(args: &StatusArgs) -> Result<i32> {
     let settle = duration_flag("--settle", &args.settle, Duration::ZERO, MAX_WAIT)?;
     let interval = duration_flag("--interval", &args.interval, MIN_INTERVAL, MAX_WAIT)?;
     let target = super::connect(&args.target).await?;
-    let deployed = status::read_deployed(&target, &stack)?;
+    let opts = crate::ops::status::StatusOptions {
+        expect_idle: args.expect_idle,
+        expect_healthy: args.expect_healthy,
+        settle,
+    };
     loop {
-        let deadline = tokio::time::Instant::now() + settle;
-        // --expect-idle waits up to --settle for sockets to close and rooms to be cleaned up.
-        let r = loop {
-            let r = report::assess(
-                status::observe_stack(&target, &stack, &deployed).await?,
-                args.expect_idle,
-                args.expect_healthy,
-            );
-            if r.verdict != "fail" || !args.expect_idle || tokio::time::Instant::now() >= deadline {
-                break r;
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        };
+        let r = crate::ops::status::status(&target, &stack, &opts).await?;
         print(&r, args.json)?;
         if !args.watch {
             return Ok(if r.verdict == "fail" {

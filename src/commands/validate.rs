@@ -34,11 +34,7 @@ pub fn run(args: &ValidateArgs) -> Result<bool> {
         });
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        println!(
-            "validating stack {} ({})",
-            spec.stack,
-            super::render::describe(&spec)
-        );
+        println!("validating stack {} ({})", spec.stack, spec.describe());
         for c in &checks {
             let tag = match c.outcome {
                 Outcome::Pass => "PASS",

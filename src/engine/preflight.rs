@@ -383,7 +383,7 @@ pub async fn images(target: &Target, images: &[String]) -> Result<Vec<String>> {
 pub async fn send_images(
     target: &Target,
     images: &[String],
-    progress: bool,
+    on_send: &(dyn Fn(&str) + Sync),
 ) -> Result<Vec<String>> {
     let missing = missing_images(target, images).await;
     if missing.is_empty() {
@@ -402,9 +402,7 @@ pub async fn send_images(
             )
             .into());
         }
-        if progress {
-            eprintln!("sending image {image} to {}", target.describe());
-        }
+        on_send(image);
         let tar = local.docker.export_image(image);
         let mut load = target.docker.import_image_stream(
             bollard::query_parameters::ImportImageOptionsBuilder::default()

@@ -132,10 +132,9 @@ impl Manifest {
     }
 
     /// `expiring_warning` from now, printed on stderr.
-    pub fn warn_if_tokens_expire_within(&self, length: std::time::Duration) {
-        if let Some(w) = self.expiring_warning(now_s(), length) {
-            eprintln!("warning: {w}");
-        }
+    /// The warning to give when minted tokens expire before a run of `length` ends (from now).
+    pub fn tokens_expiring_within(&self, length: std::time::Duration) -> Option<String> {
+        self.expiring_warning(now_s(), length)
     }
 
     /// Write accounts.json, projects.json and tokens.json as plain files (for tests and the benchmark;

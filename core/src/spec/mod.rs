@@ -245,6 +245,24 @@ pub struct Spec {
 }
 
 impl Spec {
+    /// One line that names the knobs that matter most.
+    pub fn describe(&self) -> String {
+        let spec = self;
+        match &spec.nginx {
+            Some(n) => format!(
+                "ha, {} instances, {}, nginx {} ({}, worker_connections {})",
+                spec.instances,
+                spec.db.name(),
+                n.variant.name(),
+                n.lb_algorithm.directive(),
+                n.worker_connections
+            ),
+            None => format!("single, {}, Traefik Host {}", spec.db.name(), spec.host),
+        }
+    }
+}
+
+impl Spec {
     /// App service names: `app` for single, `app-1..app-N` for ha.
     pub fn app_services(&self) -> Vec<String> {
         match self.topology {

@@ -1,0 +1,247 @@
+//! `exectl load`'s flags as `LoadOptions` (and each bench level's: `LoadFlags` is what both commands
+//! give): every value checked, the manifest and the stack's record read, the front door allowed (exit 2
+//! on any bad input, before a single dial).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::cli::target::TargetArgs;
+use crate::cli::values::{count_flag, duration_flag};
+use crate::cli::LoadArgs;
+use crate::load::{endpoint, AllowList, LoadOptions, Manifest, Scenario};
+use exectl_core::error::UsageError;
+
+/// The load flags of `exectl load`, and of one level of `exectl bench` (which has no --users: a level).
+#[derive(Debug, Clone, Default)]
+pub struct LoadFlags {
+    pub target: TargetArgs,
+    pub scenario: String,
+    pub stack: Option<String>,
+    pub url: Option<String>,
+    pub host_header: Option<String>,
+    pub manifest: Option<PathBuf>,
+    pub pattern: Option<String>,
+    pub users: Option<String>,
+    pub ramp: Option<String>,
+    pub dial_concurrency: Option<String>,
+    pub hold: Option<String>,
+    pub interval: Option<String>,
+    pub tokens: bool,
+    pub run_id: Option<String>,
+    pub quiet: bool,
+}
+
+impl LoadFlags {
+    pub fn of(a: &LoadArgs) -> LoadFlags {
+        LoadFlags {
+            target: a.target.clone(),
+            scenario: a.scenario.clone(),
+            stack: a.stack.clone(),
+            url: a.url.clone(),
+            host_header: a.host_header.clone(),
+            manifest: a.manifest.clone(),
+            pattern: a.pattern.clone(),
+            users: a.users.clone(),
+            ramp: a.ramp.clone(),
+            dial_concurrency: a.dial_concurrency.clone(),
+            hold: a.hold.clone(),
+            interval: a.interval.clone(),
+            tokens: a.tokens,
+            run_id: a.run_id.clone(),
+            quiet: a.quiet,
+        }
+    }
+}
+
+/// Dials in flight by default: enough for a fast ramp, far below an accept queue (the MQTT seed's
+/// simultaneous dials overflowed it).
+pub const DEFAULT_DIAL_CONCURRENCY: usize = 64;
+pub const DEFAULT_RAMP: Duration = Duration::from_secs(10);
+pub const DEFAULT_HOLD: Duration = Duration::from_secs(30);
+
+/// Longest --ramp, --hold and --interval: far beyond any run, short of what an Instant can add.
+const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
+/// Most --users and --dial-concurrency (the manifest bounds --users further).
+const MAX_USERS: u64 = 10_000_000;
+
+fn duration(
+    flag: &str,
+    value: &Option<String>,
+    default: Duration,
+    min: Duration,
+) -> Result<Duration, UsageError> {
+    match value {
+        None => Ok(default),
+        Some(v) => duration_flag(flag, v, min, MAX_DURATION),
+    }
+}
+
+fn count(flag: &str, value: &Option<String>) -> Result<Option<usize>, UsageError> {
+    value
+        .as_deref()
+        .map(|v| count_flag(flag, v, 1, MAX_USERS).map(|n| n as usize))
+        .transpose()
+}
+
+/// The flags, checked, as a run (no network, no limits yet).
+pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
+    let scenario = Scenario::parse(&args.scenario).ok_or_else(|| {
+        UsageError::new(
+            "scenario",
+            &args.scenario,
+            "unknown scenario",
+            "use idle, login-burst, collab or editing",
+        )
+    })?;
+    // Every numeric flag is read before anything else is (no file, no network).
+    let users_flag = count("--users", &args.users)?;
+    let dial_flag = count("--dial-concurrency", &args.dial_concurrency)?;
+    let default_ramp = if scenario == Scenario::LoginBurst {
+        Duration::ZERO
+    } else {
+        DEFAULT_RAMP
+    };
+    let ramp = duration("--ramp", &args.ramp, default_ramp, Duration::ZERO)?;
+    let hold = duration("--hold", &args.hold, DEFAULT_HOLD, Duration::ZERO)?;
+    if scenario.uses_socket() && hold.is_zero() {
+        return Err(UsageError::new(
+            "--hold",
+            args.hold.as_deref().unwrap_or(""),
+            "a socket must be held for some time",
+            "give e.g. --hold 30s",
+        ));
+    }
+    // Below 10ms the waits are timer noise.
+    let interval = duration(
+        "--interval",
+        &args.interval,
+        scenario.default_interval(),
+        Duration::from_millis(10),
+    )?;
+    let target = crate::cli::target::target_spec(&args.target)?;
+    // Load goes to loopback or the target's own address, nowhere else.
+    let target_ip = target.address()?;
+    let stack_dir = |stack: &str| target.stack_dir(stack);
+    let endpoint = match (&args.stack, &args.url) {
+        (Some(stack), _) => {
+            let stack = exectl_core::spec::resolve_stack_name(Some(stack))?;
+            let record = crate::state::record::read(&target.bundle_dir(&stack), &stack)?;
+            endpoint::from_stack(&stack, record.as_ref(), target_ip)?
+        }
+        (None, Some(url)) => {
+            let e = endpoint::from_url(url, &AllowList::loopback_only().allow(target_ip))?;
+            match &args.host_header {
+                Some(h) => endpoint::with_host_header(e, h)?,
+                None => e,
+            }
+        }
+        (None, None) => {
+            return Err(UsageError::new(
+                "--url",
+                "",
+                "no target",
+                endpoint::FRONT_DOOR_FIX,
+            ))
+        }
+    };
+    if args.tokens && scenario == Scenario::LoginBurst {
+        return Err(UsageError::new(
+            "--tokens",
+            "true",
+            "login-burst measures logins; minted tokens skip them",
+            "drop --tokens",
+        ));
+    }
+    // With --stack and no --manifest, the stack's newest manifest (or --pattern's).
+    let manifest_dir = match (&args.stack, &args.manifest) {
+        (Some(stack), None) => {
+            crate::state::manifests::locate(stack, &stack_dir(stack), args.pattern.as_deref())?
+        }
+        (_, Some(dir)) => dir.clone(),
+        (None, None) => std::path::PathBuf::from("manifest"),
+    };
+    let manifest = Manifest::read(&manifest_dir, args.tokens)?;
+    let users = users_flag.unwrap_or(manifest.accounts.len());
+    if users > manifest.accounts.len() {
+        return Err(UsageError::new(
+            "--users",
+            users,
+            format!(
+                "the manifest in {} has only {} accounts (one per user)",
+                manifest_dir.display(),
+                manifest.accounts.len()
+            ),
+            "prepare more accounts, or lower --users",
+        ));
+    }
+    if scenario == Scenario::Collab {
+        check_rooms(&manifest, users)?;
+    }
+    let dial_concurrency = match dial_flag {
+        Some(n) => n,
+        None if scenario == Scenario::LoginBurst => users,
+        None => DEFAULT_DIAL_CONCURRENCY,
+    }
+    .min(users);
+    let run_id = crate::cli::values::run_id(args.run_id.as_deref(), "E7-IDLE-1000-001", |now| {
+        format!("{}-{users}-{now}", scenario.name())
+    })?;
+    Ok(LoadOptions {
+        scenario,
+        endpoint,
+        manifest,
+        users,
+        ramp,
+        dial_concurrency,
+        hold,
+        interval,
+        tokens: args.tokens,
+        liveness: crate::load::liveness::Bounds::default(),
+        run_id,
+        progress: !args.quiet,
+        live: None,
+    })
+}
+
+/// collab relays frames between the members of a room: a layout where no room of the first `users`
+/// accounts has two members would exchange nothing, and pass on nothing measured.
+fn check_rooms(manifest: &Manifest, users: usize) -> Result<(), UsageError> {
+    // The first account whose project an earlier account is in: users up to it make a room of two.
+    let mut seen = std::collections::HashSet::new();
+    let pair_at = manifest
+        .accounts
+        .iter()
+        .position(|a| !seen.insert(a.project_uuid.as_str()));
+    match pair_at {
+        Some(i) if i < users => Ok(()),
+        Some(i) => Err(UsageError::new(
+            "--users",
+            users,
+            format!(
+                "collab needs two users in a room, and the first {users} accounts of the manifest in {} are each in a project of their own",
+                manifest.dir.display()
+            ),
+            format!("give --users {} or more", i + 1),
+        )),
+        None => Err(UsageError::new(
+            "--users-per-project",
+            1,
+            format!(
+                "collab relays frames between the members of a project's room, and every account of the manifest in {} has a project of its own: no frame could reach anyone",
+                manifest.dir.display()
+            ),
+            "prepare the accounts again with --users-per-project 2 or more (e.g. exectl prepare --accounts N --users-per-project 4)",
+        )),
+    }
+}
+
+pub fn check_out(path: &Path) -> Result<(), UsageError> {
+    std::fs::File::create(path).map(drop).map_err(|e| {
+        UsageError::new(
+            "--out",
+            path.display(),
+            format!("cannot write: {e}"),
+            "give a writable file path",
+        )
+    })
+}

@@ -1,0 +1,220 @@
+//! `exectl prepare`'s flags as the seeding run's `Options` (or a reset's): every value checked (exit 2
+//! naming the flag, the password never shown), nothing read from the target or written.
+
+use crate::cli::values::count_flag;
+use crate::cli::PrepareArgs;
+use crate::prepare::plan::{self, EmailPattern, Visibility};
+use crate::prepare::{Options, Via};
+use exectl_core::error::UsageError;
+use std::time::Duration;
+
+pub const DEFAULT_COST: u32 = 10;
+pub const DEFAULT_BATCH: usize = 5000;
+pub const DEFAULT_TOKEN_TTL: Duration = Duration::from_secs(7 * 86_400);
+pub const DEFAULT_SCHEMA_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Longest --token-ttl: ten years (a JWT's exp is seconds since 1970 in an i64).
+const MAX_TOKEN_TTL: Duration = Duration::from_secs(3650 * 86_400);
+/// Longest --schema-timeout.
+const MAX_SCHEMA_TIMEOUT: Duration = Duration::from_secs(86_400);
+
+/// A token's lifetime in whole seconds (its exp claim), at least 1s.
+fn token_ttl(value: &str) -> Result<Duration, UsageError> {
+    let ttl = exectl_core::units::whole_seconds_in(value, Duration::from_secs(1), MAX_TOKEN_TTL);
+    crate::cli::values::checked("--token-ttl", value, ttl).map(Duration::from_secs)
+}
+
+fn schema_timeout(value: &Option<String>) -> Result<Duration, UsageError> {
+    match value {
+        None => Ok(DEFAULT_SCHEMA_TIMEOUT),
+        Some(t) => crate::cli::values::duration_flag(
+            "--schema-timeout",
+            t,
+            Duration::from_millis(1),
+            MAX_SCHEMA_TIMEOUT,
+        ),
+    }
+}
+
+fn password(args: &PrepareArgs) -> Result<String, UsageError> {
+    let pw = match (&args.password, &args.password_file) {
+        (Some(p), _) => p.clone(),
+        (None, Some(f)) => {
+            let text = std::fs::read_to_string(f).map_err(|e| {
+                UsageError::new(
+                    "--password-file",
+                    f.display(),
+                    format!("cannot read: {e}"),
+                    "give a readable file whose first line is the password",
+                )
+            })?;
+            text.lines().next().unwrap_or_default().to_string()
+        }
+        (None, None) => plan::DEFAULT_PASSWORD.to_string(),
+    };
+    // The app's api/v1 asks for 4 characters at least; bcrypt reads 72 bytes at most.
+    if pw.len() < 4 || pw.len() > 72 {
+        return Err(UsageError::new(
+            if args.password_file.is_some() {
+                "--password-file"
+            } else {
+                "--password"
+            },
+            "(not shown)",
+            format!("a password of {} bytes", pw.len()),
+            "use a password of 4 to 72 bytes",
+        ));
+    }
+    Ok(pw)
+}
+
+/// The flags as a seeding run, without touching anything. `stack_dir` is filled in once the stack is known.
+pub fn options(args: &PrepareArgs) -> Result<Options, UsageError> {
+    let pattern = EmailPattern::parse(&args.email_pattern)?;
+    let Some(accounts) = &args.accounts else {
+        return Err(UsageError::new(
+            "--accounts",
+            "",
+            "how many accounts to make is not given",
+            "pass --accounts N (or --reset to remove what prepare made)",
+        ));
+    };
+    let accounts = count_flag("--accounts", accounts, 0, 10_000_000)?;
+    let projects = args
+        .projects
+        .as_deref()
+        .map(|v| count_flag("--projects", v, 0, 10_000_000))
+        .transpose()?;
+    let k = args
+        .users_per_project
+        .as_deref()
+        .map(|v| count_flag("--users-per-project", v, 0, 10_000_000))
+        .transpose()?;
+    let shape = plan::shape(accounts, projects, k)?;
+    pattern.check_length(shape.accounts)?;
+    let visibility = Visibility::parse(&args.visibility)?;
+    let bcrypt_cost = match &args.bcrypt_cost {
+        Some(c) => count_flag("--bcrypt-cost", c, 4, 31)? as u32,
+        None => DEFAULT_COST,
+    };
+    let batch = match &args.batch_size {
+        Some(b) => count_flag("--batch-size", b, 1, 100_000)? as usize,
+        None => DEFAULT_BATCH,
+    };
+    let token_ttl = match (args.mint_tokens, &args.token_ttl) {
+        (false, _) => None,
+        (true, None) => Some(DEFAULT_TOKEN_TTL),
+        (true, Some(t)) => Some(token_ttl(t)?),
+    };
+    let schema_timeout = schema_timeout(&args.schema_timeout)?;
+    Ok(Options {
+        via: Via::parse(&args.via)?,
+        plan: plan::plan(shape, &pattern, visibility),
+        password: password(args)?,
+        bcrypt_cost,
+        stack_dir: Default::default(),
+        out: args.out.clone(),
+        token_ttl,
+        batch,
+        schema_timeout,
+    })
+}
+
+/// What `exectl prepare` is asked: seed (the options), or remove what it made (`--reset`).
+pub enum Asked {
+    Seed(Options),
+    Reset(crate::ops::prepare::ResetOptions),
+}
+
+/// The flags, checked: a seeding run, or a reset.
+pub fn prepare(args: &PrepareArgs) -> Result<Asked, UsageError> {
+    let via = Via::parse(&args.via)?;
+    if !args.reset {
+        return options(args).map(Asked::Seed);
+    }
+    if via == Via::Api {
+        return Err(UsageError::new(
+            "--via",
+            "api",
+            "--reset removes rows through SQL only",
+            "run --reset without --via api (it removes only what the SQL path made; see prepare/README.md)",
+        ));
+    }
+    Ok(Asked::Reset(crate::ops::prepare::ResetOptions {
+        pattern: EmailPattern::parse(&args.email_pattern)?,
+        schema_timeout: schema_timeout(&args.schema_timeout)?,
+        out: args.out.clone(),
+        break_lock: args.break_lock,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn args(extra: &[&str]) -> PrepareArgs {
+        let mut v = vec!["exectl", "prepare"];
+        v.extend(extra);
+        match crate::cli::Cli::parse_from(v).command {
+            crate::cli::Command::Prepare(a) => a,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn bad_flags_name_the_field() {
+        for (flags, field) in [
+            (vec!["--accounts", "0"], "--accounts"),
+            (vec!["--accounts", "-3"], "--accounts"),
+            (
+                vec!["--accounts", "10", "--users-per-project", "0"],
+                "--users-per-project",
+            ),
+            (
+                vec!["--accounts", "3", "--users-per-project", "4"],
+                "--users-per-project",
+            ),
+            (
+                vec!["--accounts", "10", "--bcrypt-cost", "3"],
+                "--bcrypt-cost",
+            ),
+            (
+                vec!["--accounts", "10", "--visibility", "open"],
+                "--visibility",
+            ),
+            (vec!["--accounts", "10", "--password", "abc"], "--password"),
+            (
+                vec!["--accounts", "10", "--mint-tokens", "--token-ttl", "soon"],
+                "--token-ttl",
+            ),
+            (vec![], "--accounts"),
+            (vec!["--accounts", "10", "--via", "http"], "--via"),
+        ] {
+            let e = options(&args(&flags)).unwrap_err();
+            assert_eq!(e.field, field, "{flags:?}: {e}");
+            assert!(!e.to_string().contains("Bench"), "never the password");
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        let o = options(&args(&["--accounts", "1000", "--projects", "250"])).unwrap();
+        assert_eq!(o.plan.shape.users_per_project, 4);
+        assert_eq!(o.bcrypt_cost, 10);
+        assert_eq!(o.password, "Bench1234!");
+        assert_eq!(o.token_ttl, None);
+        assert_eq!(o.via, Via::Sql);
+        let a = options(&args(&["--accounts", "4", "--via", "api"])).unwrap();
+        assert_eq!(a.via, Via::Api);
+        let t = options(&args(&[
+            "--accounts",
+            "2",
+            "--mint-tokens",
+            "--token-ttl",
+            "2d",
+        ]))
+        .unwrap();
+        assert_eq!(t.token_ttl, Some(Duration::from_secs(172_800)));
+    }
+}

@@ -1,0 +1,423 @@
+//! `bench`: the stack's lock taken, the stack waited for healthy and idle, then the levels run against it
+//! with the sampler on — the timeline appended as samples arrive, results.json and report.html written
+//! before level 1, after every level, at the end and when stopped — and the results returned. A lost
+//! link to the SUT is `Unreachable` (exit 3), a lock taken over `LockLost` (4); a failing level is not
+//! an error: it is in the results.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Result;
+
+use super::{Event, Progress};
+use crate::bench::sampler::Sampler;
+use crate::bench::{self, Done, Stop};
+use crate::load::{preflight, LoadOptions};
+use crate::state::bench_dir::BenchDir;
+use crate::status::{self, report as status_report, Deployed};
+use crate::sut::{Target, TargetSpec};
+use exectl_core::bench::results::{REPORT, TIMELINE};
+use exectl_core::bench::timeline::busiest;
+use exectl_core::bench::{AppThreads, CpuScale, Results, RunState, SamplerCost, Slos, Verdict};
+
+/// The real app drops an empty room this long after its last client left (contract §2).
+const ROOM_CLEANUP: Duration = Duration::from_secs(30);
+
+/// A bench, checked: `cli::options::bench` makes one from flags, a program its own.
+pub struct BenchOptions {
+    pub run_id: String,
+    pub stack: String,
+    /// The bench's folder (checked: not a file, no bench in it yet, writable).
+    pub out: BenchDir,
+    /// The levels as given, for the opening line.
+    pub levels_text: String,
+    /// Users of each level, ascending.
+    pub levels: Vec<u64>,
+    /// The load of each level (its users, its run id).
+    pub plans: Vec<LoadOptions>,
+    pub slos: Slos,
+    pub sample: Duration,
+    /// How long the leak check (and the wait for an idle stack before level 1) may wait.
+    pub settle: Duration,
+    pub continue_after_fail: bool,
+    /// A progress line every sample while a level runs (on stderr).
+    pub sample_lines: bool,
+    /// Stops the bench from outside (a signal handler, a program): the running level ends now.
+    pub stop: Arc<Stop>,
+}
+
+/// What a bench measured, and where its report is.
+pub struct BenchOutcome {
+    pub results: Results,
+    pub report: PathBuf,
+}
+
+impl BenchOutcome {
+    /// Every level ran and passed.
+    pub fn passed(&self) -> bool {
+        self.results.levels.iter().all(|l| l.passed)
+            && self.results.levels.len() == self.results.levels_asked.len()
+    }
+}
+
+pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Result<BenchOutcome> {
+    let BenchOptions {
+        run_id,
+        stack,
+        out,
+        levels_text,
+        levels,
+        plans,
+        slos,
+        sample,
+        settle,
+        continue_after_fail,
+        sample_lines,
+        stop,
+    } = o;
+    let top = *levels.last().expect("at least one level");
+    let first = &plans[0];
+    let needs = preflight::Needs {
+        sockets: if first.scenario.uses_socket() { top } else { 0 },
+        http: plans.last().map_or(1, |p| p.dial_concurrency as u64 + 1),
+    };
+    preflight::ensure(needs)?;
+    let (hold, ramp) = (first.hold, first.ramp);
+    // Minted tokens that expire before the last level would be refused mid-bench, counted as refusals.
+    if first.tokens {
+        let length = (ramp + hold + settle) * levels.len() as u32;
+        if let Some(w) = first.manifest.tokens_expiring_within(length) {
+            progress.event(Event::Note(&format!("warning: {w}")));
+        }
+    }
+    let scenario = first.scenario.name().to_string();
+
+    let target_name = spec.describe();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let target = rt.block_on(Target::connect(spec))?;
+    let deployed = status::read_deployed(&target, &stack)?;
+    let deployed_nginx = deployed.services.iter().any(|s| s == "nginx");
+    // One bench (or deploy, prepare, teardown) of the stack at a time, from any machine.
+    let lock = rt.block_on(crate::engine::remote_lock::lock_stack(
+        &target,
+        &stack,
+        "exectl bench",
+        false,
+    ))?;
+    rt.block_on(ready_and_idle(&target, &stack, &deployed, settle))?;
+    let bundle = spec.bundle_dir(&stack);
+    let started_unix_s = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    // A bench --out DIR is found by its id too (runs, exectl report): a symlink in the state folder,
+    // made once every check passed.
+    crate::state::benches::record_out(&crate::state::root(), &run_id, &out.path)?;
+    let timeline = out.open_timeline()?;
+    // A lost link to the SUT stops the running level at once; the bench then exits 3 naming it.
+    let on_lost: crate::bench::sampler::Fatal = {
+        let stop = Arc::clone(&stop);
+        Arc::new(move |what: &str| stop.stop(format!("the link to the SUT was lost: {what}")))
+    };
+    let sampler = Sampler::start(
+        spec.clone(),
+        stack.clone(),
+        deployed,
+        sample,
+        Some(timeline),
+        Some(on_lost),
+    )?;
+    let record = recorded(&bundle);
+    let cleanup = record.room_cleanup.unwrap_or(ROOM_CLEANUP);
+    if settle < cleanup {
+        progress.event(Event::Note(&format!(
+            "warning: --settle {} is shorter than the app's {} room cleanup (an empty room is dropped that long after its last client left): a leak check may fail on rooms only waiting to be dropped",
+            exectl_core::units::show(settle),
+            exectl_core::units::show(cleanup)
+        )));
+    }
+    let host_cpus = sampler.facts.host_cpus;
+    let workers = match deployed_nginx {
+        true => rt.block_on(nginx_workers(&target, &stack)),
+        false => None,
+    };
+    let (nginx_capacity, cpu_scale) = (record.nginx_capacity(workers), record.cpu_scale(host_cpus));
+    let generator_local = !target.is_remote();
+    progress.event(Event::Step(&format!(
+        "exectl bench {run_id}: {scenario} on {stack} ({target_name}), levels {levels_text}, hold {:?} of all users at once, ramp {:?}; results in {}",
+        hold,
+        ramp,
+        out.path.display()
+    )));
+    let mut results = Results {
+        run_id: run_id.clone(),
+        state: RunState::Running,
+        pid: Some(std::process::id()),
+        exectl_version: env!("CARGO_PKG_VERSION").into(),
+        stack: stack.clone(),
+        target: target_name,
+        scenario,
+        started_unix_s,
+        duration_s: 0.0,
+        deploy_run_id: deploy_run_id(&stack),
+        knobs: record.knobs,
+        images: sampler.facts.images.clone(),
+        levels_asked: levels.clone(),
+        hold_s: hold.as_secs_f64(),
+        ramp_s: ramp.as_secs_f64(),
+        sample_s: sample.as_secs_f64(),
+        settle_s: settle.as_secs_f64(),
+        slos: slos.clone(),
+        continue_after_fail,
+        levels: vec![],
+        verdict: Verdict::of(&[], &levels),
+        sampler: SamplerCost::default(),
+        generator_cpus: crate::load::metrics::cpu_capacity(),
+        cpu_scale: cpu_scale.clone(),
+        generator_local,
+    };
+    // Written before level 1: a bench killed during it leaves its results (running) and its timeline.
+    out.save(&results, &[])?;
+    let t0 = std::time::Instant::now();
+    let plan = bench::Plan {
+        levels: plans,
+        slos,
+        settle,
+        continue_after_fail,
+        nginx_capacity,
+        progress: sample_lines,
+        stop: Arc::clone(&stop),
+        cpu: cpu_scale.clone(),
+        generator_local,
+    };
+    let mut lock_lost = None;
+    let ran = bench::run(plan, &sampler, |d| {
+        progress.event(Event::Step(&level_line(&d, &cpu_scale)));
+        results.levels.push(d.result.clone());
+        results.verdict = Verdict::of(&results.levels, &levels);
+        results.duration_s = t0.elapsed().as_secs_f64();
+        out.save(&results, d.samples)?;
+        // A `--break-lock` from someone else: stop before the next level. A check that could not read
+        // the lock is a blip of the link (the sampler says when it is lost for good): checked again
+        // after the next level.
+        match lock.still_held() {
+            Err(e) if e.downcast_ref::<crate::engine::lock::LockLost>().is_some() => {
+                stop.stop("the stack's lock was taken over");
+                lock_lost = Some(e);
+            }
+            Err(e) => progress.event(Event::Note(&format!(
+                "warning: could not check the stack's lock after this level: {e:#}"
+            ))),
+            Ok(()) => {}
+        }
+        Ok(())
+    });
+    let finished = sampler.stop();
+    results.levels = ran.levels;
+    results.verdict = Verdict::of(&results.levels, &levels);
+    results.duration_s = t0.elapsed().as_secs_f64();
+    results.state = match (stop.why(), &ran.failed) {
+        (None, None) => RunState::Complete,
+        _ => RunState::Interrupted,
+    };
+    results.pid = None;
+    let n = finished.samples.len() as u64;
+    results.sampler = SamplerCost {
+        samples: n,
+        mean_sample_ms: if n == 0 {
+            0.0
+        } else {
+            finished.sample_ms_total / n as f64
+        },
+        sut_cpu_pct: (results.duration_s > 0.0)
+            .then(|| finished.sut_cpu_s / results.duration_s * 100.0),
+        host_scripts: finished.host_scripts,
+    };
+    // The timeline once more, whole: complete even if an append failed along the way.
+    let mut lines = String::new();
+    for s in &finished.samples {
+        lines.push_str(&serde_json::to_string(s)?);
+        lines.push('\n');
+    }
+    crate::shell::atomic::write(&out.path.join(TIMELINE), lines.as_bytes(), 0o644)?;
+    out.save(&results, &finished.samples)?;
+    // A lost link first: what else failed after it (a save, the lock's check) followed from it, and
+    // it is what the user must fix (exit 3).
+    if let Some(what) = finished.link_lost {
+        return Err(exectl_core::error::Unreachable {
+            what,
+            fix: format!(
+                "check sshd and the network to the SUT, then bench again; what was measured until then is in {}",
+                out.path.display()
+            ),
+        }
+        .into());
+    }
+    if let Some(e) = lock_lost {
+        return Err(e);
+    }
+    if let Some(e) = ran.failed {
+        return Err(e.context(format!(
+            "the bench stopped; what was measured until then is in {}",
+            out.path.display()
+        )));
+    }
+    let report = out.path.join(REPORT);
+    Ok(BenchOutcome { results, report })
+}
+
+/// What the bench takes from the stack's record: its knobs (for results.json and `runs diff`), nginx's
+/// worker_connections, and what the app instances run (for the CPU scale).
+struct Recorded {
+    knobs: std::collections::BTreeMap<String, String>,
+    worker_connections: Option<u64>,
+    app_image: String,
+    fault: Option<String>,
+    /// The stand-in's own room cleanup (`STANDIN_ROOM_CLEANUP_MS`), when the stack sets it.
+    room_cleanup: Option<Duration>,
+}
+
+fn recorded(bundle: &std::path::Path) -> Recorded {
+    let text =
+        std::fs::read_to_string(bundle.join(exectl_core::render::RECORD)).unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    let spec = &v["spec"];
+    let mut knobs = crate::state::runs::flattened(spec);
+    knobs.retain(|key, _| !key.starts_with("images.") && !key.starts_with("secret_env"));
+    Recorded {
+        knobs,
+        worker_connections: spec["nginx"]["worker_connections"].as_u64(),
+        app_image: spec["images"]["app"].as_str().unwrap_or_default().into(),
+        fault: spec["env"]["STANDIN_FAULT"].as_str().map(String::from),
+        room_cleanup: spec["env"]["STANDIN_ROOM_CLEANUP_MS"]
+            .as_str()
+            .and_then(|ms| ms.parse().ok())
+            .map(Duration::from_millis),
+    }
+}
+
+impl Recorded {
+    /// nginx's connections: worker_connections × the worker processes it really runs (counted in its
+    /// cgroup: `auto` is one per CPU nginx sees, the host's).
+    fn nginx_capacity(&self, workers: Option<u32>) -> Option<u64> {
+        Some(self.worker_connections? * workers? as u64)
+    }
+
+    fn cpu_scale(&self, host_cpus: Option<f64>) -> CpuScale {
+        CpuScale {
+            host_cpus,
+            app_threads: exectl_core::footprint::app_threads(
+                &self.app_image,
+                self.fault.as_deref(),
+            )
+            .map(|(cpus, why)| AppThreads {
+                cpus,
+                why: why.into(),
+            }),
+        }
+    }
+}
+
+/// The LB's worker processes, counted (None when they could not be: its capacity is then not judged).
+async fn nginx_workers(target: &Target, stack: &str) -> Option<u32> {
+    let observed = crate::engine::observe::observe(&target.docker, stack)
+        .await
+        .ok()?;
+    let nginx = observed.containers.iter().find(|c| c.service == "nginx")?;
+    crate::engine::limits::nginx_workers(target, &nginx.name)
+        .await
+        .ok()
+        .flatten()
+}
+
+/// The newest deploy record of this stack, if any.
+fn deploy_run_id(stack: &str) -> Option<String> {
+    let dir = crate::state::runs_dir(&crate::state::root());
+    let mut newest: Option<(u64, String)> = None;
+    for id in crate::state::runs::list_ids(&dir) {
+        if let Ok(r) = crate::state::runs::load(&dir, &id) {
+            if r.stack == stack && newest.as_ref().is_none_or(|(t, _)| r.created_epoch >= *t) {
+                newest = Some((r.created_epoch, r.id));
+            }
+        }
+    }
+    newest.map(|n| n.1)
+}
+
+/// The line said when a level ends.
+fn level_line(d: &Done, cpu: &CpuScale) -> String {
+    let l = d.result;
+    let busiest = busiest(l.span.during(d.samples).flat_map(|s| &s.containers), cpu);
+    let at_once = l
+        .figures
+        .plateau
+        .as_ref()
+        .map(|p| format!(", {}", p.describe()))
+        .unwrap_or_default();
+    format!(
+        "level {}/{}: {} users, {} {}/{}{at_once}, failures {}, busiest {} — {}",
+        d.index + 1,
+        d.of,
+        l.users,
+        l.figures.served_word(),
+        l.figures.held,
+        l.figures.users,
+        l.figures.failures.values().sum::<u64>(),
+        busiest,
+        if l.passed {
+            "pass".to_string()
+        } else {
+            format!("FAIL: {}", l.reasons.join("; "))
+        }
+    )
+}
+
+/// Before level 1: every service of the stack running (none unhealthy), every instance answering, and
+/// none holding a connection or a room (waited for up to `settle`): a bench measures its own users only.
+async fn ready_and_idle(
+    target: &Target,
+    stack: &str,
+    deployed: &Deployed,
+    settle: Duration,
+) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + settle;
+    loop {
+        let r = status_report::assess(
+            status::observe_stack(target, stack, deployed).await?,
+            true,
+            false,
+        );
+        let mut problems = r.problems.clone();
+        problems.extend(
+            r.services
+                .iter()
+                .filter(|s| s.health == "unhealthy")
+                .map(|s| format!("{} is unhealthy (Docker's healthcheck fails)", s.name)),
+        );
+        if problems.is_empty() {
+            return Ok(());
+        }
+        let waiting_for_idle = problems
+            .iter()
+            .all(|p| p.contains(exectl_core::status::NOT_IDLE));
+        if !waiting_for_idle || tokio::time::Instant::now() >= deadline {
+            anyhow::bail!(
+                "stack {stack} is not ready for a bench{}: {}; fix: {}",
+                if waiting_for_idle {
+                    format!(" after waiting {:?} (--settle)", settle)
+                } else {
+                    String::new()
+                },
+                problems.join("; "),
+                if waiting_for_idle {
+                    "another client (or a bench that was killed) still holds sockets, or the app leaks them (see exectl status): stop the client or wait for its sockets and rooms to close, or deploy again to start the instances afresh"
+                } else {
+                    "see `exectl status`, and deploy again to converge"
+                }
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}

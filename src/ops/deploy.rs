@@ -1,0 +1,307 @@
+//! `deploy` and `plan`: the spec staged (secrets, bundle, desired state), preflight (nothing is created
+//! before it passes), the lock, the bundle written and uploaded, the plan applied, readiness waited for,
+//! the limits in effect read back, and the run record written.
+
+use super::{Event, Progress};
+use crate::engine::desired::Desired;
+use crate::engine::{apply, limits, observe, preflight};
+use crate::state::{runs, secrets};
+use crate::sut::Target;
+use anyhow::{bail, Result};
+use exectl_core::error::UsageError;
+use exectl_core::plan::{self, Plan};
+use exectl_core::render::{self, Bundle, Templates};
+use exectl_core::spec::Spec;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// How to deploy, besides the spec.
+#[derive(Debug, Clone)]
+pub struct DeployOptions {
+    /// The templates to render (the embedded ones, or with `--templates` overrides).
+    pub templates: Templates,
+    /// How long to wait for every service to be ready.
+    pub wait_timeout: Duration,
+    /// Send the images the stack uses to a remote target first (`--load-images`).
+    pub load_images: bool,
+    /// Take the stack's lock even from another holder (`--break-lock`).
+    pub break_lock: bool,
+}
+
+impl DeployOptions {
+    pub const DEFAULT_WAIT: Duration = Duration::from_secs(300);
+
+    pub fn new(templates: Templates) -> DeployOptions {
+        DeployOptions {
+            templates,
+            wait_timeout: Self::DEFAULT_WAIT,
+            load_images: false,
+            break_lock: false,
+        }
+    }
+}
+
+/// What a deploy did. `ok()` when every service is ready, none restarted and every limit is in effect.
+#[derive(Debug, Serialize)]
+pub struct DeployOutcome {
+    pub stack: String,
+    pub run_id: String,
+    pub plan: Plan,
+    pub ready: Vec<exectl_core::readiness::Ready>,
+    pub restarts: Vec<exectl_core::readiness::Restart>,
+    pub pulled: Vec<String>,
+    pub loaded: Vec<String>,
+    pub limits: Vec<crate::shell::scripts::limits::Effective>,
+    pub changed: usize,
+    pub seconds: f64,
+}
+
+impl DeployOutcome {
+    pub fn ok(&self) -> bool {
+        self.restarts.is_empty() && self.mismatched().is_empty()
+    }
+
+    /// The services whose limits in effect differ from the spec.
+    pub fn mismatched(&self) -> Vec<&crate::shell::scripts::limits::Effective> {
+        self.limits
+            .iter()
+            .filter(|e| !e.mismatches.is_empty())
+            .collect()
+    }
+}
+
+/// What `plan` found: the plan, the images the target lacks, and what deploy's preflight would refuse.
+#[derive(Debug)]
+pub struct PlanOutcome {
+    pub plan: Plan,
+    pub to_pull: Vec<String>,
+    /// Bad input deploy would refuse (exit 2), said after the plan.
+    pub refused: Option<anyhow::Error>,
+}
+
+/// Everything deploy and plan share: the spec, its bundle and the desired state for a target.
+struct Staged<'a> {
+    spec: &'a Spec,
+    bundle: Bundle,
+    secrets: secrets::Secrets,
+    desired: Desired,
+}
+
+fn stage<'a>(target: &Target, spec: &'a Spec, templates: &Templates) -> Result<Staged<'a>> {
+    let secrets = secrets::load_or_generate(&target.stack_dir(&spec.stack), false)?;
+    let exectl_core::pipeline::Rendered { bundle, desired } = exectl_core::pipeline::desired_state(
+        spec,
+        &secrets,
+        templates,
+        &target.host_bundle_dir(&spec.stack),
+    )?;
+    Ok(Staged {
+        spec,
+        bundle,
+        secrets,
+        desired,
+    })
+}
+
+/// The plan for `spec` on `target`, and what deploy's preflight would refuse; changes nothing.
+pub async fn plan(target: &Target, spec: &Spec, templates: &Templates) -> Result<PlanOutcome> {
+    let p = stage(target, spec, templates)?;
+    let observed = observe::observe(&target.docker, &spec.stack).await?;
+    // A refusal (bad input) is reported after the plan; a failure to check at all is that failure.
+    let refused = match preflight::check(target, spec, &p.desired, &observed).await {
+        Ok(()) => None,
+        Err(e) if exectl_core::error::is_usage(&e) => Some(e),
+        Err(e) => return Err(e),
+    };
+    let to_pull = preflight::missing_images(target, &images_of(&p.desired)).await;
+    let plan = plan::plan(&p.desired, &observed).map_err(anyhow::Error::msg)?;
+    Ok(PlanOutcome {
+        plan,
+        to_pull,
+        refused,
+    })
+}
+
+/// Converge `target` on `spec`. Safe to interrupt: the next deploy observes what exists and converges.
+pub async fn deploy(
+    target: &Target,
+    spec: &Spec,
+    opts: &DeployOptions,
+    progress: &dyn Progress,
+) -> Result<DeployOutcome> {
+    let started = Instant::now();
+    let p = stage(target, spec, &opts.templates)?;
+    let stack = spec.stack.as_str();
+
+    // Preflight: nothing is created before these pass.
+    let before = observe::observe(&target.docker, stack).await?;
+    preflight::check(target, spec, &p.desired, &before).await?;
+    if opts.load_images && !target.is_remote() {
+        bail!(UsageError::new(
+            "--load-images",
+            "true",
+            "the target is the local engine, which already has the local images",
+            "drop --load-images (it sends images to a remote --target)",
+        ));
+    }
+    let images = images_of(&p.desired);
+    let loaded = if opts.load_images {
+        preflight::send_images(target, &images, &|image| {
+            progress.event(Event::Note(&format!(
+                "sending image {image} to {}",
+                target.describe()
+            )))
+        })
+        .await?
+    } else {
+        Vec::new()
+    };
+    let pulled = preflight::images(target, &images).await?;
+
+    let lock =
+        crate::engine::remote_lock::lock_stack(target, stack, "exectl deploy", opts.break_lock)
+            .await?;
+    secrets::save_if_absent(&target.stack_dir(stack), &p.secrets)?;
+    crate::state::bundle::write(&p.bundle, &target.bundle_dir(stack))?;
+    target.upload_bundle(stack, &p.bundle).await?;
+
+    let observed = observe::observe(&target.docker, stack).await?;
+    let plan = plan::plan(&p.desired, &observed).map_err(anyhow::Error::msg)?;
+    progress.event(Event::Step(&format!(
+        "deploying stack {stack} ({}) on {}",
+        spec.describe(),
+        target.describe()
+    )));
+    for line in plan_lines(&plan) {
+        progress.event(Event::Step(&line));
+    }
+    let on_step = |e: apply::Event| {
+        progress.event(Event::Service {
+            service: &e.service,
+            what: &e.what,
+        })
+    };
+    let held = || lock.still_held();
+    let apply::Applied { ready, restarts } = apply::apply(
+        target,
+        &p.desired,
+        &plan,
+        opts.wait_timeout,
+        &on_step,
+        &held,
+    )
+    .await?;
+    let workers = spec.nginx.as_ref().map(|n| n.worker_processes);
+    let limits = limits::read_back(target, &p.desired.services, workers).await?;
+    let changed = plan.actions.iter().filter(|a| a.changes()).count();
+    let seconds = started.elapsed().as_secs_f64();
+    let run_id = record_run(target, &p, changed, seconds).await?;
+    Ok(DeployOutcome {
+        stack: stack.to_string(),
+        run_id,
+        plan,
+        ready,
+        restarts,
+        pulled,
+        loaded,
+        limits,
+        changed,
+        seconds,
+    })
+}
+
+/// The plan as lines for people: what is created, and each action.
+pub fn plan_lines(plan: &Plan) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(n) = &plan.create_network {
+        lines.push(format!("  create   network {n}"));
+    }
+    for v in &plan.create_volumes {
+        lines.push(format!("  create   volume {v}"));
+    }
+    for a in &plan.actions {
+        lines.push(format!("  {}", a.describe()));
+    }
+    lines
+}
+
+/// Every image the stack's services use, once each.
+fn images_of(desired: &Desired) -> Vec<String> {
+    let mut images: Vec<String> = desired
+        .services
+        .iter()
+        .map(|s| s.service.image.clone())
+        .collect();
+    images.sort();
+    images.dedup();
+    images
+}
+
+/// Write this deploy's run record; returns its id.
+async fn record_run(
+    target: &Target,
+    p: &Staged<'_>,
+    changed: usize,
+    seconds: f64,
+) -> Result<String> {
+    let version = target.docker.version().await?;
+    let info = target.docker.info().await?;
+    let mut images = BTreeMap::new();
+    for s in &p.desired.services {
+        let digest = match target.docker.inspect_image(&s.service.image).await {
+            Ok(i) => i
+                .repo_digests
+                .and_then(|d| d.first().cloned())
+                .or(i.id)
+                .unwrap_or_default(),
+            Err(_) => "unknown".into(),
+        };
+        images.insert(
+            s.name.clone(),
+            runs::ImageRecord {
+                reference: s.service.image.clone(),
+                digest,
+            },
+        );
+    }
+    let dir = crate::state::runs_dir(&crate::state::root());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs();
+    let mut record = runs::Record {
+        id: String::new(),
+        created: crate::engine::lock::format_epoch(now),
+        created_epoch: now,
+        stack: p.spec.stack.clone(),
+        knobs: {
+            // Where it ran is a variable of the run like any knob.
+            let mut k = runs::knobs(p.spec);
+            k.insert("target".into(), target.key.clone());
+            k
+        },
+        spec: serde_json::to_value(p.spec)?,
+        files: p
+            .bundle
+            .files
+            .iter()
+            .filter(|f| f.path != render::RECORD)
+            .map(|f| (f.path.to_string(), f.sha256()))
+            .collect(),
+        images,
+        engine: runs::EngineRecord {
+            version: version.version.unwrap_or_default(),
+            api_version: version.api_version.unwrap_or_default(),
+            kernel: version.kernel_version.unwrap_or_default(),
+            os: info.operating_system.unwrap_or_default(),
+            cpus: info.ncpu.unwrap_or(0),
+            mem_bytes: info.mem_total.unwrap_or(0),
+        },
+        exectl: runs::ExectlRecord::current(),
+        changed,
+        seconds,
+    };
+    runs::save_next(&dir, p.spec, &mut record)?;
+    Ok(record.id)
+}

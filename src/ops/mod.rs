@@ -1,0 +1,37 @@
+//! The operations a program calls: `deploy`, `plan`, `teardown`, `prepare`, `load`, `bench`, `status`.
+//! Each takes a connected `sut::Target`, an options struct (never clap's: `cli::options` makes them
+//! from flags) and a `Progress`, and returns its outcome as a type; nothing here prints. `commands`
+//! turn flags into options, call one operation and print its outcome; `sweep` will call them in a loop.
+
+pub mod bench;
+pub mod deploy;
+pub mod load;
+pub mod prepare;
+pub mod status;
+pub mod teardown;
+
+/// Something an operation reports while it runs.
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'a> {
+    /// A step of a long operation, for a human ("deploying stack s (ha ×2) on the local engine").
+    Step(&'a str),
+    /// What happened to one service of the stack during a deploy or teardown.
+    Service { service: &'a str, what: &'a str },
+    /// How far a counted step is (rows seeded, requests sent).
+    Count { done: u64, total: u64 },
+    /// Something a human should read and the outcome does not carry (a `note:` or `warning:` line).
+    Note(&'a str),
+}
+
+/// Where an operation's events go: human lines, `--json` events, or nowhere (`Silent`). Shared by the
+/// tasks of one operation, hence `&self` and `Sync`.
+pub trait Progress: Sync {
+    fn event(&self, event: Event<'_>);
+}
+
+/// Reports nothing: for programs that only want the outcome.
+pub struct Silent;
+
+impl Progress for Silent {
+    fn event(&self, _: Event<'_>) {}
+}
