@@ -168,6 +168,17 @@ pub fn setting(key: &str) -> Option<&'static Setting> {
 }
 
 impl SpecInput {
+    /// Set one setting by its exectl.yaml key, as a program would (sweep, the library's users): the value
+    /// is checked by `spec::resolve` like a flag's, and named by the setting's flag in its errors.
+    pub fn set(&mut self, key: &str, value: impl Into<String>) -> Result<&mut SpecInput, UsageError> {
+        let s = setting(key).ok_or_else(|| {
+            let keys: Vec<&str> = SETTINGS.iter().map(|s| s.key).collect();
+            UsageError::new("setting", key, "no such setting", format!("use one of: {}", keys.join(", ")))
+        })?;
+        *(s.slot)(self) = Some(Raw::flag(s.flag, value));
+        Ok(self)
+    }
+
     /// `self` overridden by `top` (flags over file).
     pub fn overridden_by(mut self, mut top: SpecInput) -> SpecInput {
         for s in SETTINGS {
@@ -185,6 +196,17 @@ impl SpecInput {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_program_sets_a_setting_by_its_key() {
+        let mut i = SpecInput::default();
+        i.set("instances", "3").unwrap().set("cpus", "0.5").unwrap();
+        assert_eq!(i.instances, Some(Raw::flag("--instances", "3")));
+        assert_eq!(i.cpus.as_ref().map(|r| r.value.as_str()), Some("0.5"));
+        let e = i.set("instancez", "3").unwrap_err();
+        assert_eq!(e.field, "setting");
+        assert!(e.fix.contains("instances"), "{e}");
+    }
 
     #[test]
     fn keys_flags_and_knobs_are_unique_and_flags_follow_keys() {

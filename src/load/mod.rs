@@ -115,6 +115,36 @@ pub struct LoadOptions {
     pub live: Option<std::sync::Arc<metrics::Live>>,
 }
 
+impl LoadOptions {
+    /// `users` of the scenario against `endpoint` with the accounts of `manifest`, with `exectl load`'s
+    /// defaults (ramp 10 s, or none for a login burst; hold 30 s; 64 dials in flight; the scenario's
+    /// interval), quiet. Set the fields to change them.
+    pub fn new(scenario: Scenario, endpoint: Endpoint, manifest: Manifest, users: usize) -> LoadOptions {
+        let burst = scenario == Scenario::LoginBurst;
+        LoadOptions {
+            scenario,
+            endpoint,
+            manifest,
+            users,
+            ramp: if burst { Duration::ZERO } else { DEFAULT_RAMP },
+            dial_concurrency: if burst { users } else { DEFAULT_DIAL_CONCURRENCY.min(users) },
+            hold: DEFAULT_HOLD,
+            interval: scenario.default_interval(),
+            tokens: false,
+            liveness: liveness::Bounds::default(),
+            run_id: format!("{}-{users}", scenario.name()),
+            progress: false,
+            live: None,
+        }
+    }
+}
+
+/// Dials in flight by default: enough for a fast ramp, far below an accept queue (the MQTT seed's
+/// simultaneous dials overflowed it).
+pub const DEFAULT_DIAL_CONCURRENCY: usize = 64;
+pub const DEFAULT_RAMP: Duration = Duration::from_secs(10);
+pub const DEFAULT_HOLD: Duration = Duration::from_secs(30);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,10 @@ use std::time::Duration;
 use crate::cli::target::TargetArgs;
 use crate::cli::values::{count_flag, duration_flag};
 use crate::cli::LoadArgs;
-use crate::load::{endpoint, AllowList, LoadOptions, Manifest, Scenario};
+use crate::load::{
+    endpoint, AllowList, LoadOptions, Manifest, Scenario, DEFAULT_DIAL_CONCURRENCY, DEFAULT_HOLD,
+    DEFAULT_RAMP,
+};
 use exectl_core::error::UsageError;
 
 /// The load flags of `exectl load`, and of one level of `exectl bench` (which has no --users: a level).
@@ -52,12 +55,6 @@ impl LoadFlags {
         }
     }
 }
-
-/// Dials in flight by default: enough for a fast ramp, far below an accept queue (the MQTT seed's
-/// simultaneous dials overflowed it).
-pub const DEFAULT_DIAL_CONCURRENCY: usize = 64;
-pub const DEFAULT_RAMP: Duration = Duration::from_secs(10);
-pub const DEFAULT_HOLD: Duration = Duration::from_secs(30);
 
 /// Longest --ramp, --hold and --interval: far beyond any run, short of what an Instant can add.
 const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
