@@ -18,8 +18,8 @@ use crate::load::{preflight, LoadOptions};
 use crate::state::bench_dir::BenchDir;
 use crate::status::{self, report as status_report, Deployed};
 use crate::sut::Target;
+use exectl_core::bench::cpu::busiest;
 use exectl_core::bench::results::{REPORT, TIMELINE};
-use exectl_core::bench::timeline::busiest;
 use exectl_core::bench::{
     parse_levels, AppThreads, CpuScale, Results, RunState, SamplerCost, Slos, Verdict,
 };
