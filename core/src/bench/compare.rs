@@ -253,7 +253,7 @@ pub fn render(a_id: &str, b_id: &str, d: &BenchDiff) -> String {
         Some(false) => "fail",
         None => "not run",
     };
-    let ms = |v: Option<f64>| v.map_or("—".into(), |v| format!("{} ms", super::slo::show(v)));
+    let ms = |v: Option<f64>| v.map_or("—".into(), |v| format!("{} ms", super::decimal::show(v)));
     for l in &d.levels {
         let _ = writeln!(
             s,

@@ -103,7 +103,17 @@ pub fn cpus(n: f64) -> String {
 }
 
 fn number(n: f64) -> String {
-    super::slo::show(n)
+    super::decimal::show(n)
+}
+
+/// "app-1 92 % of 1 CPU": the container with the highest CPU share among `cs` on the bench's one scale,
+/// for progress lines ("?" when none was read).
+pub fn busiest<'a>(cs: impl IntoIterator<Item = &'a ContainerSample>, scale: &CpuScale) -> String {
+    cs.into_iter()
+        .filter_map(|c| Some((scale.share(c)?, c)))
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .and_then(|(_, c)| Some(format!("{} {}", c.service, scale.show(c)?)))
+        .unwrap_or_else(|| "?".into())
 }
 
 #[cfg(test)]

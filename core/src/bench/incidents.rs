@@ -1,24 +1,45 @@
 //! What happened to the stack during a level besides its load: a container that exited, restarted or was
 //! paused, or the docker-proxy of a published port that exited or reached its nofile. Any of them fails
-//! the level — it measured a broken stack, not a capacity — and is named before any resource. Pure: the
-//! samples in, the words out.
+//! the level — it measured a broken stack, not a capacity — and is named before any resource
+//! (`limiting`'s first rule). Pure: the samples in, the words out.
 
-use super::limiting::{Limiting, Resource};
 use super::timeline::{ContainerState, LevelSpan, ProxySample, Sample};
 
 /// docker-proxy is at its nofile from this share of it: the accept that reaches it stops the proxy.
 pub const PROXY_NEAR_NOFILE: f64 = 0.95;
 
+/// What broke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A container exited, restarted or was paused.
+    Container,
+    /// The engine's userland proxy of a published port exited or reached its nofile.
+    DockerProxy,
+}
+
 /// One incident of a level, at the first sample that showed it.
 #[derive(Debug, Clone, PartialEq)]
-struct Incident {
-    t_ms: u64,
-    service: String,
+pub struct Incident {
+    pub t_ms: u64,
+    /// The service ("app-2"), or "docker-proxy".
+    pub service: String,
     /// "app-2 exited (exit code 137)": the component as the verdict names it.
-    what: String,
-    resource: Resource,
+    pub what: String,
+    pub kind: Kind,
     /// What it means, and the fix when there is one.
-    more: String,
+    pub more: String,
+}
+
+impl Incident {
+    /// "app-2 exited (exit code 137) 4 s into the level: the level measured …".
+    pub fn detail(&self, span: &LevelSpan) -> String {
+        format!(
+            "{} {}: {}",
+            self.what,
+            into_level(span, self.t_ms),
+            self.more
+        )
+    }
 }
 
 /// The level's reasons to fail, one per incident, in the order they happened.
@@ -29,22 +50,9 @@ pub fn reasons(span: &LevelSpan, samples: &[Sample]) -> Vec<String> {
         .collect()
 }
 
-/// The first incident as the level's limiting component (None: nothing happened).
-pub fn limiting(span: &LevelSpan, samples: &[Sample]) -> Option<Limiting> {
-    let first = incidents(span, samples).into_iter().next()?;
-    Some(Limiting {
-        resource: first.resource,
-        detail: format!(
-            "{} {}: {}",
-            first.what,
-            into_level(span, first.t_ms),
-            first.more
-        ),
-        component: first.what,
-        services: vec![first.service],
-        share: 1.0,
-        generator_bound: false,
-    })
+/// The level's first incident (None: nothing happened).
+pub fn first(span: &LevelSpan, samples: &[Sample]) -> Option<Incident> {
+    incidents(span, samples).into_iter().next()
 }
 
 /// One line for the progress: every container not running and every proxy gone in `sample` (None: all
@@ -182,7 +190,7 @@ fn container(service: &str, before: Option<&Sample>, during: &[&Sample]) -> Vec<
             t_ms,
             service: service.to_string(),
             what,
-            resource: Resource::Incident,
+            kind: Kind::Container,
             more: "the level measured the stack with it down, not its capacity".into(),
         });
     }
@@ -194,7 +202,7 @@ fn container(service: &str, before: Option<&Sample>, during: &[&Sample]) -> Vec<
             t_ms: *t_ms,
             service: service.to_string(),
             what: format!("{service} paused"),
-            resource: Resource::Incident,
+            kind: Kind::Container,
             more: "a paused container keeps its sockets open and answers nothing: the level measured a frozen instance".into(),
         });
     }
@@ -230,7 +238,7 @@ fn proxy(port: u16, during: &[&Sample]) -> Option<Incident> {
                     t_ms: s.t_ms,
                     service: "docker-proxy".into(),
                     what: format!("{} exited", proxy_name(port)),
-                    resource: Resource::DockerProxy,
+                    kind: Kind::DockerProxy,
                     more: format!(
                         "the docker-proxy of {}:{port} is gone{seen}: it holds {PER} descriptors per proxied connection (its 2 sockets and a pipe pair each way) and stops for good when an accept fails at its nofile, and the port refuses connections until its container restarts; fix: {PROXY_FIX}",
                         p.host_ip
@@ -252,7 +260,7 @@ fn proxy(port: u16, during: &[&Sample]) -> Option<Incident> {
                     t_ms: s.t_ms,
                     service: "docker-proxy".into(),
                     what: format!("{} at its nofile", proxy_name(port)),
-                    resource: Resource::DockerProxy,
+                    kind: Kind::DockerProxy,
                     more: format!(
                         "the docker-proxy of {}:{port} held {} ({PER} per proxied connection): at its nofile an accept fails and it stops for good; fix: {PROXY_FIX}",
                         p.host_ip,
@@ -321,13 +329,11 @@ mod tests {
             reasons(&SPAN, &s),
             ["app-2 exited (exit code 137), 4 s into the level"]
         );
-        let l = limiting(&SPAN, &s).unwrap();
-        assert_eq!(l.component, "app-2 exited (exit code 137)");
-        assert_eq!(
-            (l.resource, l.services.clone()),
-            (Resource::Incident, vec!["app-2".to_string()])
-        );
-        assert!(l.detail.contains("4 s into the level"), "{}", l.detail);
+        let i = first(&SPAN, &s).unwrap();
+        assert_eq!(i.what, "app-2 exited (exit code 137)");
+        assert_eq!((i.kind, i.service.as_str()), (Kind::Container, "app-2"));
+        let detail = i.detail(&SPAN);
+        assert!(detail.contains("4 s into the level"), "{detail}");
         // The same exit in an earlier level's window is not this level's... unless it is still down.
         let later = LevelSpan {
             start_ms: 20_000,
@@ -379,7 +385,7 @@ mod tests {
             at(7000, app(Running, 0, 1, None)),
         ];
         assert_eq!(reasons(&SPAN, &s), ["app-2 paused, 3 s into the level"]);
-        assert_eq!(limiting(&SPAN, &s).unwrap().component, "app-2 paused");
+        assert_eq!(first(&SPAN, &s).unwrap().what, "app-2 paused");
         assert_eq!(progress(&s[1]).as_deref(), Some("app-2 paused"));
         assert_eq!(progress(&s[2]), None);
         // Paused and back between two samples: the counter says so.
@@ -402,7 +408,7 @@ mod tests {
         };
         let old = [old];
         assert!(reasons(&SPAN, &old).is_empty());
-        assert!(limiting(&SPAN, &old).is_none());
+        assert!(first(&SPAN, &old).is_none());
         let fine = vec![at(2000, app(Running, 0, 0, None))];
         assert!(reasons(&SPAN, &fine).is_empty());
     }
@@ -425,41 +431,6 @@ mod tests {
         s
     }
 
-    /// A real timeline (tests/docker_proxy.rs's run): ha ×2 on an engine with 1024 open files, 300 idle
-    /// users through 127.0.0.1: docker-proxy held 699 files at 83 sockets, then stopped.
-    #[test]
-    fn a_recorded_timeline_names_docker_proxy_as_the_limit() {
-        let samples: Vec<Sample> =
-            include_str!("../../../tests/fixtures/timeline-docker-proxy.jsonl")
-                .lines()
-                .map(|l| serde_json::from_str(l).unwrap())
-                .collect();
-        let span = LevelSpan {
-            users: 300,
-            start_ms: 7,
-            hold_ms: 3007,
-            hold_end_ms: 3073,
-            end_ms: 3073,
-            settled_ms: 4073,
-        };
-        let l = super::super::limiting::limiting_component(&span, &samples, &Default::default());
-        assert_eq!(l.resource, Resource::DockerProxy);
-        assert_eq!(
-            l.component,
-            "docker-proxy (the engine's userland proxy of port 18474) exited"
-        );
-        assert!(
-            l.detail
-                .contains("0.0.0.0:18474 is gone (the sample before: 699 of its 1024 open files)"),
-            "{}",
-            l.detail
-        );
-        assert_eq!(
-            reasons(&span, &samples),
-            ["docker-proxy (the engine's userland proxy of port 18474) exited, 2 s into the level"]
-        );
-    }
-
     #[test]
     fn docker_proxy_dead_or_at_its_nofile_is_named_with_its_port() {
         let s = vec![
@@ -467,17 +438,16 @@ mod tests {
             proxies(3000, Some((19_997, true))),
             proxies(4000, Some((0, false))),
         ];
-        let l = limiting(&SPAN, &s).unwrap();
+        let l = first(&SPAN, &s).unwrap();
         assert_eq!(
-            l.component,
+            l.what,
             "docker-proxy (the engine's userland proxy of port 18471) exited"
         );
-        assert_eq!(l.resource, Resource::DockerProxy);
+        assert_eq!(l.kind, Kind::DockerProxy);
+        let detail = l.detail(&SPAN);
         assert!(
-            l.detail.contains("19997 of its 20000 open files")
-                && l.detail.contains("userland-proxy"),
-            "{}",
-            l.detail
+            detail.contains("19997 of its 20000 open files") && detail.contains("userland-proxy"),
+            "{detail}"
         );
         assert_eq!(
             progress(&s[2]).as_deref(),

@@ -2,10 +2,14 @@
 //! instance's CPU at its quota, memory at its limit, nginx's connections at worker_connections ×
 //! workers, open files at nofile, a database's CPU — or the generator itself, in which case the result is
 //! generator-bound and says so instead of blaming the SUT. Only what was sampled can be named.
+//!
+//! The rules are small named functions of one `Evidence`, asked in `RULES`' order: the first that
+//! answers names the limiting component. What a container is measured against is `MEASURES`.
 
 use serde::{Deserialize, Serialize};
 
 use super::cpu::{cpus, CpuScale};
+use super::incidents::{self, Kind};
 use super::timeline::{ContainerSample, LevelSpan, Sample};
 
 /// The generator is the limit when its CPU stays above this share of what it may use.
@@ -87,51 +91,124 @@ pub struct Known {
     pub generator_cpus: f64,
 }
 
-/// One candidate: a service's resource at some share of its limit.
-struct Candidate {
-    resource: Resource,
-    service: String,
-    share: f64,
-    what: String,
-    /// The limit it is a share of, in words ("its quota, 0.5 CPU", "its nofile", …).
-    limit: String,
-}
+/// A rule: the limiting component when the evidence shows its case, else None (the next rule is asked).
+type Rule = fn(&Evidence) -> Option<Limiting>;
 
-/// The 90th percentile of `values` (None when empty): high enough to see a saturated level, low enough
-/// that one spike does not decide it.
-fn p90(mut values: Vec<f64>) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let i = ((values.len() as f64 * 0.9).ceil() as usize).clamp(1, values.len()) - 1;
-    Some(values[i])
-}
+/// The rules, in the order they are asked; the last two together answer whatever the first ones left.
+const RULES: [(&str, Rule); 9] = [
+    ("an incident", incident),
+    ("nothing sampled", nothing_sampled),
+    ("nginx said so", nginx_said_so),
+    ("generator-bound", generator_bound),
+    ("the SUT host saturated", saturated_host),
+    ("nothing with a limit", nothing_with_a_limit),
+    ("nothing near its limit", nothing_near_its_limit),
+    ("nginx at worker_connections", nginx_at_worker_connections),
+    ("a container at its limit", container_at_its_limit),
+];
 
+/// What gave out first during the level `span` of `samples`: the answer of the first rule that answers.
 pub fn limiting_component(span: &LevelSpan, samples: &[Sample], known: &Known) -> Limiting {
-    if let Some(l) = super::incidents::limiting(span, samples) {
-        return l;
+    let e = Evidence::of(span, samples, known);
+    RULES
+        .iter()
+        .find_map(|(_, rule)| rule(&e))
+        .unwrap_or_else(Limiting::unknown)
+}
+
+/// What the rules look at: the level, its samples and what the runner knows, with the figures the
+/// rules share worked out once.
+struct Evidence<'a> {
+    span: &'a LevelSpan,
+    samples: &'a [Sample],
+    known: &'a Known,
+    /// The samples of the level's load.
+    during: Vec<&'a Sample>,
+    /// The generator's CPU, p90 over the level.
+    generator_cpu: Option<f64>,
+    /// Every sampled resource with a limit: each container's `MEASURES`, then nginx's connections.
+    candidates: Vec<Candidate>,
+    host: Option<HostCpu>,
+}
+
+impl<'a> Evidence<'a> {
+    fn of(span: &'a LevelSpan, samples: &'a [Sample], known: &'a Known) -> Evidence<'a> {
+        let during: Vec<&Sample> = span.during(samples).collect();
+        let mut candidates = containers(&during, known);
+        candidates.extend(nginx_connections(&during, known));
+        Evidence {
+            generator_cpu: p90(during.iter().filter_map(|s| s.generator.cpu_pct).collect()),
+            host: host_cpu(&during, known),
+            candidates,
+            during,
+            span,
+            samples,
+            known,
+        }
     }
-    let during: Vec<&Sample> = span.during(samples).collect();
-    if during.is_empty() {
-        return Limiting::unknown();
+
+    /// The resource nearest its limit.
+    fn top(&self) -> Option<&Candidate> {
+        self.candidates
+            .iter()
+            .max_by(|a, b| a.share.total_cmp(&b.share))
     }
-    let generator_cpu = p90(during.iter().filter_map(|s| s.generator.cpu_pct).collect());
-    if let Some(l) = nginx_said_so(known, generator_cpu) {
-        return l;
+
+    /// The resource nearest its limit when it is near it.
+    fn at_limit(&self) -> Option<&Candidate> {
+        self.top().filter(|t| t.share >= NEAR_LIMIT)
     }
-    if let Some(l) = generator_bound(generator_cpu) {
-        return l;
+
+    /// The SUT host's CPU, when saturated.
+    fn saturated(&self) -> Option<&HostCpu> {
+        self.host.as_ref().filter(|h| h.share >= HOST_SATURATED)
     }
-    let mut candidates = containers(&during, known);
-    candidates.extend(nginx_connections(&during, known));
-    let host = host_cpu(&during, known);
-    name_the_top(candidates, host, known)
+
+    fn host_text(&self, h: &HostCpu) -> String {
+        format!(
+            "{:.1} of the host's {} busy (p90){}{}",
+            h.busy_cpus,
+            cpus(self.known.cpu.host_cpus.unwrap_or(0.0)),
+            if self.known.generator_local {
+                format!(
+                    "; the generator shares the host (local target) and used {:.1} of them",
+                    h.generator_cpus
+                )
+            } else {
+                String::new()
+            },
+            h.load
+                .map(|l| format!("; load average {l:.1}"))
+                .unwrap_or_default()
+        )
+    }
+}
+
+/// A container exited, restarted or was paused, or a docker-proxy exited or reached its nofile: the
+/// level measured a broken stack, whatever else it shows.
+fn incident(e: &Evidence) -> Option<Limiting> {
+    let i = incidents::first(e.span, e.samples)?;
+    Some(Limiting {
+        resource: match i.kind {
+            Kind::Container => Resource::Incident,
+            Kind::DockerProxy => Resource::DockerProxy,
+        },
+        detail: i.detail(e.span),
+        component: i.what,
+        services: vec![i.service],
+        share: 1.0,
+        generator_bound: false,
+    })
+}
+
+fn nothing_sampled(e: &Evidence) -> Option<Limiting> {
+    e.during.is_empty().then(Limiting::unknown)
 }
 
 /// nginx saying it ran out of worker_connections is the SUT's own word: a busy generator opens fewer
 /// connections, never more, so it cannot be what made nginx run out. It comes before generator-bound.
-fn nginx_said_so(known: &Known, generator_cpu: Option<f64>) -> Option<Limiting> {
+fn nginx_said_so(e: &Evidence) -> Option<Limiting> {
+    let known = e.known;
     (known.nginx_not_enough > 0).then(|| Limiting {
         resource: Resource::NginxConnections,
         component: "nginx worker_connections".into(),
@@ -146,7 +223,7 @@ fn nginx_said_so(known: &Known, generator_cpu: Option<f64>) -> Option<Limiting> 
                     " (worker_connections × workers = {c}; each proxied socket uses two)"
                 ))
                 .unwrap_or_default(),
-            generator_cpu
+            e.generator_cpu
                 .filter(|c| *c >= GENERATOR_BOUND_PCT)
                 .map(|c| format!("; the generator was busy too ({c:.0} % of its CPU, p90)"))
                 .unwrap_or_default()
@@ -155,8 +232,8 @@ fn nginx_said_so(known: &Known, generator_cpu: Option<f64>) -> Option<Limiting> 
     })
 }
 
-fn generator_bound(generator_cpu: Option<f64>) -> Option<Limiting> {
-    let cpu = generator_cpu.filter(|c| *c >= GENERATOR_BOUND_PCT)?;
+fn generator_bound(e: &Evidence) -> Option<Limiting> {
+    let cpu = e.generator_cpu.filter(|c| *c >= GENERATOR_BOUND_PCT)?;
     Some(Limiting {
         resource: Resource::Generator,
         component: "the load generator's CPU".into(),
@@ -169,7 +246,156 @@ fn generator_bound(generator_cpu: Option<f64>) -> Option<Limiting> {
     })
 }
 
-/// Each container's CPU (on the bench's one scale), memory and open files against their limits.
+/// The SUT host's CPU saturated while no container was at its own limit: the host held them back. (A
+/// container at its own limit explains itself: it got all it may use, however busy the host.)
+fn saturated_host(e: &Evidence) -> Option<Limiting> {
+    let h = e.saturated().filter(|_| e.at_limit().is_none())?;
+    Some(Limiting {
+        resource: Resource::Cpu,
+        component: "the SUT host's CPU".into(),
+        services: vec!["host".into()],
+        share: h.share,
+        detail: e.host_text(h),
+        generator_bound: false,
+    })
+}
+
+fn nothing_with_a_limit(e: &Evidence) -> Option<Limiting> {
+    e.top().is_none().then(|| Limiting {
+        detail: "no container's CPU, memory or connections were sampled with a limit to compare"
+            .into(),
+        ..Limiting::unknown()
+    })
+}
+
+fn nothing_near_its_limit(e: &Evidence) -> Option<Limiting> {
+    let top = e.top().filter(|t| t.share < NEAR_LIMIT)?;
+    Some(Limiting {
+        share: top.share,
+        detail: format!(
+            "no measured resource reached {:.0} % of its limit (highest: {} {} at {:.0} %{}): the failure is not a resource limit exectl sampled — see the level's reasons",
+            NEAR_LIMIT * 100.0,
+            top.service,
+            top.what,
+            top.share * 100.0,
+            e.host
+                .as_ref()
+                .map(|h| format!("; the host's CPU at {:.0} %", h.share * 100.0))
+                .unwrap_or_default()
+        ),
+        ..Limiting::unknown()
+    })
+}
+
+/// nginx's connections (two per proxied socket) at worker_connections × its workers.
+fn nginx_at_worker_connections(e: &Evidence) -> Option<Limiting> {
+    let top = e
+        .at_limit()
+        .filter(|t| t.resource == Resource::NginxConnections)?;
+    Some(at_its_limit(e, top, "nginx worker_connections".into()))
+}
+
+/// A container's CPU (its quota, the host's CPUs or its app's threads), memory or open files at its
+/// limit; the app instances are named together ("app instances' CPU").
+fn container_at_its_limit(e: &Evidence) -> Option<Limiting> {
+    let top = e
+        .at_limit()
+        .filter(|t| t.resource != Resource::NginxConnections)?;
+    let who = match top.service.as_str() {
+        "app" => "the app's".to_string(),
+        s if group(s) == "app" => "app instances'".to_string(),
+        s => format!("{s}'s"),
+    };
+    Some(at_its_limit(e, top, format!("{who} {}", top.what)))
+}
+
+/// `top` named as `component`, with every service of its group at the same limit, and the host beside
+/// it when saturated too.
+fn at_its_limit(e: &Evidence, top: &Candidate, component: String) -> Limiting {
+    let mut services: Vec<String> = e
+        .candidates
+        .iter()
+        .filter(|c| {
+            c.resource == top.resource
+                && c.share >= NEAR_LIMIT
+                && group(&c.service) == group(&top.service)
+        })
+        .map(|c| c.service.clone())
+        .collect();
+    services.sort();
+    Limiting {
+        resource: top.resource,
+        detail: format!(
+            "{} at {:.0} % of {} (p90 over the level){}",
+            services.join(", "),
+            top.share * 100.0,
+            top.limit,
+            e.saturated()
+                .map(|h| format!("; the SUT host was saturated too: {}", e.host_text(h)))
+                .unwrap_or_default()
+        ),
+        component,
+        services,
+        share: top.share,
+        generator_bound: false,
+    }
+}
+
+/// One candidate: a service's resource at some share of its limit, p90 over the level.
+struct Candidate {
+    resource: Resource,
+    service: String,
+    share: f64,
+    what: String,
+    /// The limit it is a share of, in words ("its quota, 0.5 CPU", "its nofile", …).
+    limit: String,
+}
+
+/// What a container is measured against, sample by sample.
+struct Measure {
+    resource: Resource,
+    /// "CPU", "memory", "open files": how the component is named.
+    what: &'static str,
+    /// The limit, in words, from the container's first sample of the level.
+    limit: fn(&Known, &ContainerSample) -> String,
+    /// One sample's use as a share of the limit (1.0 = at it).
+    share: fn(&Known, &ContainerSample) -> Option<f64>,
+}
+
+/// Each container's CPU on the bench's one scale, its memory and its open files, in this order.
+const MEASURES: [Measure; 3] = [
+    Measure {
+        resource: Resource::Cpu,
+        what: "CPU",
+        limit: |k, c| format!("the CPU it can use ({})", k.cpu.reason(c)),
+        share: |k, c| k.cpu.share(c),
+    },
+    Measure {
+        resource: Resource::Memory,
+        what: "memory",
+        limit: |_, _| "its memory limit".into(),
+        share: |_, c| Some(c.rss_bytes? as f64 / c.mem_limit_bytes? as f64),
+    },
+    Measure {
+        resource: Resource::OpenFiles,
+        what: "open files",
+        limit: |_, _| "its nofile".into(),
+        share: |_, c| c.open_files_share(),
+    },
+];
+
+/// The 90th percentile of `values` (None when empty): high enough to see a saturated level, low enough
+/// that one spike does not decide it.
+fn p90(mut values: Vec<f64>) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let i = ((values.len() as f64 * 0.9).ceil() as usize).clamp(1, values.len()) - 1;
+    Some(values[i])
+}
+
+/// Each container's `MEASURES`, service by service.
 fn containers(during: &[&Sample], known: &Known) -> Vec<Candidate> {
     let services: std::collections::BTreeSet<&str> = during
         .iter()
@@ -177,40 +403,21 @@ fn containers(during: &[&Sample], known: &Known) -> Vec<Candidate> {
         .collect();
     let mut out = Vec::new();
     for service in services {
-        let series = |f: &dyn Fn(&ContainerSample) -> Option<f64>| {
-            p90(during
-                .iter()
-                .filter_map(|s| s.container(service).and_then(f))
-                .collect())
+        let Some(first) = during.iter().find_map(|s| s.container(service)) else {
+            continue;
         };
-        let scale = during
-            .iter()
-            .find_map(|s| s.container(service))
-            .map(|c| format!("the CPU it can use ({})", known.cpu.reason(c)))
-            .unwrap_or_default();
-        let shares = [
-            (Resource::Cpu, "CPU", scale, series(&|c| known.cpu.share(c))),
-            (
-                Resource::Memory,
-                "memory",
-                "its memory limit".to_string(),
-                series(&|c| Some(c.rss_bytes? as f64 / c.mem_limit_bytes? as f64)),
-            ),
-            (
-                Resource::OpenFiles,
-                "open files",
-                "its nofile".to_string(),
-                series(&|c| c.open_files_share()),
-            ),
-        ];
-        for (resource, what, limit, share) in shares {
+        for m in &MEASURES {
+            let share = p90(during
+                .iter()
+                .filter_map(|s| (m.share)(known, s.container(service)?))
+                .collect());
             if let Some(share) = share {
                 out.push(Candidate {
-                    resource,
+                    resource: m.resource,
                     service: service.into(),
                     share,
-                    what: what.into(),
-                    limit,
+                    what: m.what.into(),
+                    limit: (m.limit)(known, first),
                 });
             }
         }
@@ -263,101 +470,6 @@ fn host_cpu(during: &[&Sample], known: &Known) -> Option<HostCpu> {
         generator_cpus: p90(during.iter().map(|s| generator(s)).collect()).unwrap_or(0.0),
         load: p90(during.iter().filter_map(|s| s.load_avg).collect()),
     })
-}
-
-/// The resource nearest its limit, when one is near it; the app instances are named together. A
-/// container at its own limit explains itself (it got all it may use, however busy the host); when none
-/// is, a saturated host is what held them back.
-fn name_the_top(candidates: Vec<Candidate>, host: Option<HostCpu>, known: &Known) -> Limiting {
-    let top = candidates.iter().max_by(|a, b| a.share.total_cmp(&b.share));
-    let host_cpus = known.cpu.host_cpus.unwrap_or(0.0);
-    let host_text = |h: &HostCpu| {
-        format!(
-            "{:.1} of the host's {} busy (p90){}{}",
-            h.busy_cpus,
-            cpus(host_cpus),
-            if known.generator_local {
-                format!(
-                    "; the generator shares the host (local target) and used {:.1} of them",
-                    h.generator_cpus
-                )
-            } else {
-                String::new()
-            },
-            h.load
-                .map(|l| format!("; load average {l:.1}"))
-                .unwrap_or_default()
-        )
-    };
-    let saturated = host.as_ref().filter(|h| h.share >= HOST_SATURATED);
-    if let Some(h) = saturated.filter(|_| top.is_none_or(|t| t.share < NEAR_LIMIT)) {
-        return Limiting {
-            resource: Resource::Cpu,
-            component: "the SUT host's CPU".into(),
-            services: vec!["host".into()],
-            share: h.share,
-            detail: host_text(h),
-            generator_bound: false,
-        };
-    }
-    let Some(top) = top else {
-        return Limiting {
-            detail:
-                "no container's CPU, memory or connections were sampled with a limit to compare"
-                    .into(),
-            ..Limiting::unknown()
-        };
-    };
-    if top.share < NEAR_LIMIT {
-        return Limiting {
-            share: top.share,
-            detail: format!(
-                "no measured resource reached {:.0} % of its limit (highest: {} {} at {:.0} %{}): the failure is not a resource limit exectl sampled — see the level's reasons",
-                NEAR_LIMIT * 100.0,
-                top.service,
-                top.what,
-                top.share * 100.0,
-                host.map(|h| format!("; the host's CPU at {:.0} %", h.share * 100.0))
-                    .unwrap_or_default()
-            ),
-            ..Limiting::unknown()
-        };
-    }
-    let mut services: Vec<String> = candidates
-        .iter()
-        .filter(|c| {
-            c.resource == top.resource
-                && c.share >= NEAR_LIMIT
-                && group(&c.service) == group(&top.service)
-        })
-        .map(|c| c.service.clone())
-        .collect();
-    services.sort();
-    let who = match top.service.as_str() {
-        "app" => "the app's".to_string(),
-        s if group(s) == "app" => "app instances'".to_string(),
-        s => format!("{s}'s"),
-    };
-    let component = match top.resource {
-        Resource::NginxConnections => "nginx worker_connections".to_string(),
-        _ => format!("{who} {}", top.what),
-    };
-    let limit = &top.limit;
-    Limiting {
-        resource: top.resource,
-        detail: format!(
-            "{} at {:.0} % of {limit} (p90 over the level){}",
-            services.join(", "),
-            top.share * 100.0,
-            saturated
-                .map(|h| format!("; the SUT host was saturated too: {}", host_text(h)))
-                .unwrap_or_default()
-        ),
-        component,
-        services,
-        share: top.share,
-        generator_bound: false,
-    }
 }
 
 /// app-1, app-2 → "app"; anything else is its own group.

@@ -1,6 +1,6 @@
 //! The limiting rules' tests: samples in, the component named out.
 
-use super::super::timeline::{ContainerSample, GeneratorSample};
+use super::super::timeline::{ContainerSample, ContainerState, GeneratorSample};
 use super::*;
 
 fn container(
@@ -315,6 +315,207 @@ fn a_saturated_host_is_named_and_says_the_generator_shares_it() {
     assert!(
         l.detail
             .contains("; the SUT host was saturated too: 1.3 of the host's 2 CPUs busy"),
+        "{}",
+        l.detail
+    );
+}
+
+/// A real timeline (tests/docker_proxy.rs's run): ha ×2 on an engine with 1024 open files, 300 idle
+/// users through 127.0.0.1: docker-proxy held 699 files at 83 sockets, then stopped.
+#[test]
+fn a_recorded_timeline_names_docker_proxy_as_the_limit() {
+    let samples: Vec<Sample> = include_str!("../../../tests/fixtures/timeline-docker-proxy.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let span = LevelSpan {
+        users: 300,
+        start_ms: 7,
+        hold_ms: 3007,
+        hold_end_ms: 3073,
+        end_ms: 3073,
+        settled_ms: 4073,
+    };
+    let l = limiting_component(&span, &samples, &Default::default());
+    assert_eq!(l.resource, Resource::DockerProxy);
+    assert_eq!(
+        l.component,
+        "docker-proxy (the engine's userland proxy of port 18474) exited"
+    );
+    assert!(
+        l.detail
+            .contains("0.0.0.0:18474 is gone (the sample before: 699 of its 1024 open files)"),
+        "{}",
+        l.detail
+    );
+    assert_eq!(
+        incidents::reasons(&span, &samples),
+        ["docker-proxy (the engine's userland proxy of port 18474) exited, 2 s into the level"]
+    );
+}
+
+/// The names of every rule that answers `e`, in `RULES`' order: the first is the one that names it.
+fn answering(span: &LevelSpan, samples: &[Sample], known: &Known) -> Vec<&'static str> {
+    let e = Evidence::of(span, samples, known);
+    RULES
+        .iter()
+        .filter(|(_, rule)| rule(&e).is_some())
+        .map(|(name, _)| *name)
+        .collect()
+}
+
+/// Each rule alone on its own case, and what the order decides when several answer.
+#[test]
+fn each_rule_answers_its_case_and_the_first_that_answers_names_it() {
+    let quota = |gen_cpu: f64| {
+        samples(move |_| {
+            (
+                vec![
+                    container("app-1", 49.0, 0.5, 40, 512),
+                    container("app-2", 48.0, 0.5, 40, 512),
+                ],
+                Some(100),
+                gen_cpu,
+            )
+        })
+    };
+    let idle = samples(|_| (vec![container("app-1", 10.0, 1.0, 40, 512)], None, 20.0));
+    let mut exited = quota(20.0);
+    for s in exited.iter_mut().skip(4) {
+        s.containers[1].state = Some(ContainerState::Exited);
+        s.containers[1].exit_code = Some(137);
+    }
+    let nginx_full = samples(|_| {
+        (
+            vec![container("nginx", 20.0, 1.0, 10, 256)],
+            Some(1000),
+            20.0,
+        )
+    });
+    let cap = Known {
+        nginx_capacity: Some(2048),
+        ..Known::default()
+    };
+    let said = Known {
+        nginx_not_enough: 3,
+        ..cap.clone()
+    };
+    let host = Known {
+        cpu: CpuScale {
+            host_cpus: Some(1.0),
+            app_threads: None,
+        },
+        ..Known::default()
+    };
+    let none = Known::default();
+    let busy_host: Vec<Sample> = idle
+        .iter()
+        .cloned()
+        .map(|mut s| {
+            s.load_avg = Some(1.2);
+            s
+        })
+        .collect();
+    let no_limits: Vec<Sample> = idle
+        .iter()
+        .cloned()
+        .map(|mut s| {
+            s.containers[0].cpu_limit = None;
+            s.containers[0].rss_bytes = None;
+            s
+        })
+        .collect();
+    let cases: [(&str, &[Sample], &Known, &[&str]); 9] = [
+        (
+            "an exit comes first",
+            &exited,
+            &none,
+            &["an incident", "a container at its limit"],
+        ),
+        (
+            "no sample",
+            &[],
+            &none,
+            &["nothing sampled", "nothing with a limit"],
+        ),
+        (
+            "nginx's word before the busy generator",
+            &quota(97.0),
+            &said,
+            &[
+                "nginx said so",
+                "generator-bound",
+                "a container at its limit",
+            ],
+        ),
+        (
+            "a busy generator before the SUT",
+            &quota(97.0),
+            &none,
+            &["generator-bound", "a container at its limit"],
+        ),
+        (
+            "a saturated host, nothing at its own limit",
+            &busy_host,
+            &host,
+            &["the SUT host saturated", "nothing near its limit"],
+        ),
+        (
+            "nothing with a limit to compare",
+            &no_limits,
+            &none,
+            &["nothing with a limit"],
+        ),
+        (
+            "nothing near its limit",
+            &idle,
+            &none,
+            &["nothing near its limit"],
+        ),
+        (
+            "nginx's connections at worker_connections × workers",
+            &nginx_full,
+            &cap,
+            &["nginx at worker_connections"],
+        ),
+        (
+            "instances at their quota",
+            &quota(20.0),
+            &cap,
+            &["a container at its limit"],
+        ),
+    ];
+    for (case, s, known, rules) in cases {
+        assert_eq!(answering(&SPAN, s, known), rules, "{case}");
+        let first = RULES.iter().find(|(name, _)| *name == rules[0]).unwrap().1;
+        let e = Evidence::of(&SPAN, s, known);
+        assert_eq!(
+            Some(limiting_component(&SPAN, s, known)),
+            first(&e),
+            "{case}: the first rule that answers names it"
+        );
+    }
+}
+
+#[test]
+fn an_incident_is_named_as_the_first_one_happened() {
+    let mut s = samples(|_| (vec![container("app-2", 10.0, 1.0, 40, 512)], None, 20.0));
+    s[5].containers[0].state = Some(ContainerState::Paused);
+    let l = limiting_component(&SPAN, &s, &Known::default());
+    let i = incidents::first(&SPAN, &s).unwrap();
+    assert_eq!(
+        l,
+        Limiting {
+            resource: Resource::Incident,
+            component: "app-2 paused".into(),
+            services: vec!["app-2".into()],
+            share: 1.0,
+            detail: i.detail(&SPAN),
+            generator_bound: false,
+        }
+    );
+    assert!(
+        l.detail.starts_with("app-2 paused 5 s into the level: "),
         "{}",
         l.detail
     );

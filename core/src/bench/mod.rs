@@ -4,6 +4,8 @@
 
 pub mod compare;
 pub mod cpu;
+pub mod decimal;
+pub mod figures;
 pub mod incidents;
 pub mod levels;
 pub mod limiting;
@@ -13,13 +15,14 @@ pub mod slo;
 pub mod timeline;
 pub mod verdict;
 
-pub use cpu::{AppThreads, CpuScale};
+pub use cpu::{busiest, AppThreads, CpuScale};
+pub use figures::{LevelFigures, Pcts};
 pub use levels::{parse_levels, Levels};
 pub use limiting::{limiting_component, Known, Limiting, Resource};
 pub use results::{Results, RunState, SamplerCost};
-pub use slo::{SloCheck, Slos};
+pub use slo::{Objective, SloCheck, Slos, OBJECTIVES};
 pub use timeline::{
     AtOnce, ContainerSample, ContainerState, GeneratorSample, InstanceSample, LevelSpan,
     ProxySample, Sample,
 };
-pub use verdict::{Besides, LeakCheck, LevelFigures, LevelResult, Pcts, Verdict};
+pub use verdict::{Besides, LeakCheck, LevelResult, Verdict};

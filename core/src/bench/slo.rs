@@ -1,74 +1,363 @@
-//! A level's service-level objectives: defaults that say "this many users were served", each overridable
-//! with `--slo KEY=VALUE`, and their evaluation against the level's figures. An objective whose figure
-//! the level did not measure is reported as not measured, never as met.
+//! A level's service-level objectives, as one table (`OBJECTIVES`): each row's key, unit, default, how
+//! it is measured and which scenarios measure it. `--slo KEY=VALUE` is parsed from it, a level's checks
+//! are made from it, and the report's objectives table and README's are rendered from it. An objective
+//! whose figure the level did not measure is reported as not measured, never as met.
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::verdict::LevelFigures;
+use super::decimal::show;
+use super::figures::LevelFigures;
 use crate::error::UsageError;
 use crate::units;
 
-/// The objectives of every level of one bench.
+/// The bounds of every level of one bench (results.json keeps them): the `--slo` values over the
+/// table's defaults. Each field is one row of `OBJECTIVES`, which says what it is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Slos {
-    /// Users served (the scenario's own criterion: the whole hold held, frames received, logged in),
-    /// percent of the level: at least this.
     pub held_pct: f64,
-    /// Sockets the app refused (4001 unauthorised, 4003 access denied): at most this many.
     pub refused: u64,
-    /// Sockets left open by a silent server (stalled): at most this many.
     pub stalled: u64,
-    /// Login latency p95, ms: at most this.
     pub login_p95_ms: f64,
-    /// WebSocket connect (upgrade) latency p95, ms: at most this.
     pub connect_p95_ms: f64,
-    /// collab/editing: frame delivery latency p95, ms: at most this.
     pub delivery_p95_ms: f64,
-    /// collab: frames lost, duplicated, echoed to their sender or delivered to another room: at most this.
     pub frame_errors: u64,
-    /// login-burst: the `/healthcheck` probe's p95, ms, during the burst: at most this. A login that
-    /// blocks the server's event loop (the seed's bcryptjs) stalls every other request with it.
+    /// Absent from results.json written before it: the default.
     #[serde(default = "default_health_p95_ms")]
     pub health_p95_ms: f64,
 }
 
-/// The seed's probe answered in 58 ms p95 with a native bcrypt and 2.8 s with bcryptjs blocking the
-/// event loop: a second is well clear of the first and well short of the second.
 fn default_health_p95_ms() -> f64 {
-    1_000.0
+    Slos::default().health_p95_ms
 }
 
 impl Default for Slos {
+    /// Every row's default.
     fn default() -> Slos {
-        Slos {
-            held_pct: 99.9,
+        let mut s = Slos {
+            held_pct: 0.0,
             refused: 0,
             stalled: 0,
-            login_p95_ms: 5_000.0,
-            connect_p95_ms: 2_000.0,
-            delivery_p95_ms: 1_000.0,
+            login_p95_ms: 0.0,
+            connect_p95_ms: 0.0,
+            delivery_p95_ms: 0.0,
             frame_errors: 0,
-            health_p95_ms: default_health_p95_ms(),
+            health_p95_ms: 0.0,
+        };
+        for (_, setting) in settable() {
+            (setting.set)(&mut s, setting.default);
+        }
+        s
+    }
+}
+
+/// How an objective's value is written (`--slo`) and shown (its checks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Percent of the level's users: `held=99.5` or `held=99.5%`.
+    Percent,
+    /// A number of sockets or frames.
+    Count,
+    /// A duration, `2s` or `500ms`, shown in ms.
+    Ms,
+    /// A duration in seconds (the plateau's length).
+    Seconds,
+}
+
+/// The most a count may be (an f64 holds every count up to it exactly).
+const MAX_COUNT: u64 = 1 << 53;
+/// Most a duration bound may be: an hour (longer is no objective).
+const MAX_LATENCY: Duration = Duration::from_secs(3600);
+
+impl Unit {
+    /// After a figure: "99.9%", "3", "5000 ms", "8 s".
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Unit::Percent => "%",
+            Unit::Count => "",
+            Unit::Ms => " ms",
+            Unit::Seconds => " s",
+        }
+    }
+
+    /// Its name in the objectives' tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Percent => "% of users",
+            Unit::Count => "count",
+            Unit::Ms | Unit::Seconds => "duration",
+        }
+    }
+
+    /// What `--slo` takes for it.
+    fn takes(self) -> &'static str {
+        match self {
+            Unit::Percent => "a percentage",
+            Unit::Count => "a count",
+            Unit::Ms | Unit::Seconds => "a duration",
+        }
+    }
+
+    /// A value as `--slo` writes it: 99.9, 0, 5s, 500ms.
+    pub fn write(self, v: f64) -> String {
+        match self {
+            Unit::Percent | Unit::Count => show(v),
+            Unit::Ms => units::show(Duration::from_secs_f64(v / 1000.0)),
+            Unit::Seconds => units::show(Duration::from_secs_f64(v)),
+        }
+    }
+
+    fn parse(self, v: &str) -> Result<f64, units::Invalid> {
+        let latency = |v| units::duration_in(v, Duration::from_millis(1), MAX_LATENCY);
+        match self {
+            Unit::Percent => units::decimal_in(v.strip_suffix('%').unwrap_or(v).trim(), 0.0, 100.0),
+            Unit::Count => units::count_in(v, 0, MAX_COUNT).map(|n| n as f64),
+            Unit::Ms => latency(v).map(|d| d.as_secs_f64() * 1000.0),
+            Unit::Seconds => latency(v).map(|d| d.as_secs_f64()),
         }
     }
 }
 
-/// The keys `--slo` takes, with what each value is.
-pub const KEYS: [(&str, &str); 8] = [
-    ("held", "a percentage, e.g. held=99.5"),
-    ("refused", "a count, e.g. refused=0"),
-    ("stalled", "a count, e.g. stalled=0"),
-    ("login_p95", "a duration, e.g. login_p95=2s"),
-    ("connect_p95", "a duration, e.g. connect_p95=500ms"),
-    ("delivery_p95", "a duration, e.g. delivery_p95=1s"),
-    ("frame_errors", "a count, e.g. frame_errors=0"),
-    ("health_p95", "a duration, e.g. health_p95=1s"),
+/// Which way a figure must stay of its bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    AtLeast,
+    AtMost,
+}
+
+impl Bound {
+    pub fn sign(self) -> &'static str {
+        match self {
+            Bound::AtLeast => "≥",
+            Bound::AtMost => "≤",
+        }
+    }
+
+    fn holds(self, measured: f64, bound: f64) -> bool {
+        match self {
+            Bound::AtLeast => measured >= bound,
+            Bound::AtMost => measured <= bound,
+        }
+    }
+}
+
+/// An objective `--slo` sets: its default, an example value, and its field of `Slos`.
+#[derive(Clone, Copy)]
+pub struct Setting {
+    /// In the row's unit (ms for durations).
+    pub default: f64,
+    /// For the error of a bad value: "login_p95 takes a duration, e.g. login_p95=2s".
+    pub example: &'static str,
+    pub get: fn(&Slos) -> f64,
+    pub set: fn(&mut Slos, f64),
+}
+
+/// One row of the objectives table.
+#[derive(Clone, Copy)]
+pub struct Objective {
+    /// `--slo KEY=VALUE`'s key, the check's name.
+    pub key: &'static str,
+    pub unit: Unit,
+    pub bound: Bound,
+    /// None: not set with `--slo` (the plateau's bound is `--hold`).
+    pub setting: Option<Setting>,
+    /// How the level's figure is measured, one sentence.
+    pub measured: &'static str,
+    /// The scenarios that measure it (in the others it is not measured).
+    pub scenarios: &'static [&'static str],
+    /// The level's figure (None: not measured).
+    pub figure: fn(&LevelFigures) -> Option<f64>,
+}
+
+const ALL: &[&str] = &["idle", "login-burst", "collab", "editing"];
+const SOCKETS: &[&str] = &["idle", "collab", "editing"];
+const ROOMS: &[&str] = &["collab", "editing"];
+
+fn p95(p: &Option<super::figures::Pcts>) -> Option<f64> {
+    p.as_ref().map(|p| p.p95)
+}
+
+/// Every objective, in the order of `--slo`'s keys, the checks and the tables. The defaults say "this
+/// many users were served".
+pub const OBJECTIVES: [Objective; 9] = [
+    Objective {
+        key: "held",
+        unit: Unit::Percent,
+        bound: Bound::AtLeast,
+        setting: Some(Setting {
+            default: 99.9,
+            example: "99.5",
+            get: |s| s.held_pct,
+            set: |s, v| s.held_pct = v,
+        }),
+        measured: "Users that met the scenario's own criterion, percent of the level: the socket held through the whole common hold (collab: and its frames received); login-burst: logged in, and said so.",
+        scenarios: ALL,
+        figure: |f| (f.users > 0).then(|| 100.0 * f.held as f64 / f.users as f64),
+    },
+    Objective {
+        key: "refused",
+        unit: Unit::Count,
+        bound: Bound::AtMost,
+        setting: Some(Setting {
+            default: 0.0,
+            example: "0",
+            get: |s| s.refused as f64,
+            set: |s, v| s.refused = v as u64,
+        }),
+        measured: "Sockets the app closed as refused: 4001 (unauthorised) or 4003 (access denied).",
+        scenarios: SOCKETS,
+        figure: |f| Some(f.refused as f64),
+    },
+    Objective {
+        key: "stalled",
+        unit: Unit::Count,
+        bound: Bound::AtMost,
+        setting: Some(Setting {
+            default: 0.0,
+            example: "0",
+            get: |s| s.stalled as f64,
+            set: |s, v| s.stalled = v as u64,
+        }),
+        measured: "Sockets left open by a silent server: no frame for 15 s, or the hold's last ping unanswered for 10 s (a frozen or paused instance keeps its sockets open).",
+        scenarios: SOCKETS,
+        figure: |f| Some(f.stalled as f64),
+    },
+    Objective {
+        key: "login_p95",
+        unit: Unit::Ms,
+        bound: Bound::AtMost,
+        setting: Some(Setting {
+            default: 5_000.0,
+            example: "2s",
+            get: |s| s.login_p95_ms,
+            set: |s, v| s.login_p95_ms = v,
+        }),
+        measured: "The logins' latency, p95 (none with `--tokens`: no login).",
+        scenarios: ALL,
+        figure: |f| p95(&f.login_ms),
+    },
+    Objective {
+        key: "connect_p95",
+        unit: Unit::Ms,
+        bound: Bound::AtMost,
+        setting: Some(Setting {
+            default: 2_000.0,
+            example: "500ms",
+            get: |s| s.connect_p95_ms,
+            set: |s, v| s.connect_p95_ms = v,
+        }),
+        measured: "The WebSocket connect (upgrade) latency, p95.",
+        scenarios: SOCKETS,
+        figure: |f| p95(&f.connect_ms),
+    },
+    Objective {
+        key: "delivery_p95",
+        unit: Unit::Ms,
+        bound: Bound::AtMost,
+        setting: Some(Setting {
+            default: 1_000.0,
+            example: "1s",
+            get: |s| s.delivery_p95_ms,
+            set: |s, v| s.delivery_p95_ms = v,
+        }),
+        measured: "A frame's delivery latency, sent by one member of a room to received by another, p95.",
+        scenarios: ROOMS,
+        figure: |f| p95(&f.delivery_ms),
+    },
+    Objective {
+        key: "frame_errors",
+        unit: Unit::Count,
+        bound: Bound::AtMost,
+        setting: Some(Setting {
+            default: 0.0,
+            example: "0",
+            get: |s| s.frame_errors as f64,
+            set: |s, v| s.frame_errors = v as u64,
+        }),
+        measured: "Frames lost, duplicated, echoed to their sender or delivered to another room: a failure names each kind.",
+        scenarios: ROOMS,
+        figure: |f| f.frame_errors.map(|n| n as f64),
+    },
+    Objective {
+        key: "health_p95",
+        unit: Unit::Ms,
+        bound: Bound::AtMost,
+        // The seed's probe answered in 58 ms p95 with a native bcrypt and 2.8 s with bcryptjs blocking
+        // the event loop: a second is well clear of the first and well short of the second.
+        setting: Some(Setting {
+            default: 1_000.0,
+            example: "1s",
+            get: |s| s.health_p95_ms,
+            set: |s, v| s.health_p95_ms = v,
+        }),
+        measured: "A `/healthcheck` probe every 200 ms during the burst, p95: a login that blocks the server's event loop (the seed's bcryptjs) stalls every other request with it.",
+        scenarios: &["login-burst"],
+        figure: |f| p95(&f.health_ms),
+    },
+    Objective {
+        key: "plateau",
+        unit: Unit::Seconds,
+        bound: Bound::AtLeast,
+        setting: None,
+        measured: "The common hold's length: every user of the level open at once, from the last dial's end (a stop cuts it short). Its bound is `--hold`, not a `--slo` key.",
+        scenarios: SOCKETS,
+        figure: |f| f.plateau.as_ref().map(|p| p.length_s()),
+    },
 ];
 
-/// Most a latency bound may be: an hour (longer is no objective).
-const MAX_LATENCY: Duration = Duration::from_secs(3600);
+/// The rows `--slo` sets, with their setting.
+pub fn settable() -> impl Iterator<Item = (&'static Objective, &'static Setting)> {
+    OBJECTIVES
+        .iter()
+        .filter_map(|o| Some((o, o.setting.as_ref()?)))
+}
+
+/// The row of `key`.
+pub fn objective(key: &str) -> Option<&'static Objective> {
+    OBJECTIVES.iter().find(|o| o.key == key)
+}
+
+impl Objective {
+    /// Its bound for a level: its `--slo` value, or for the plateau the hold it asked for (None: the level
+    /// has no plateau, and no such check).
+    fn bound_of(&self, slos: &Slos, f: &LevelFigures) -> Option<f64> {
+        match &self.setting {
+            Some(s) => Some((s.get)(slos)),
+            None => f.plateau.as_ref().map(|p| p.hold_s),
+        }
+    }
+
+    /// Its default as a bound: "≥ 99.9", "≤ 5s", "≥ `--hold`".
+    pub fn default_bound(&self) -> String {
+        match &self.setting {
+            Some(s) => format!("{} {}", self.bound.sign(), self.unit.write(s.default)),
+            None => format!("{} `--hold`", self.bound.sign()),
+        }
+    }
+}
+
+/// README's objectives table: one row per objective.
+pub fn markdown_table() -> String {
+    let mut out = String::from(
+        "| objective | unit | default | how it is measured | scenarios |\n|---|---|---|---|---|\n",
+    );
+    for o in &OBJECTIVES {
+        let scenarios = if o.scenarios == ALL {
+            "all".to_string()
+        } else {
+            o.scenarios.join(", ")
+        };
+        out += &format!(
+            "| `{}` | {} | {} | {} | {scenarios} |\n",
+            o.key,
+            o.unit.name(),
+            o.default_bound(),
+            o.measured
+        );
+    }
+    out
+}
 
 impl Slos {
     /// The defaults with each `KEY=VALUE` applied in order.
@@ -81,7 +370,12 @@ impl Slos {
     }
 
     fn set(&mut self, kv: &str) -> Result<(), UsageError> {
-        let keys = || KEYS.map(|(k, _)| k).join(", ");
+        let keys = || {
+            settable()
+                .map(|(o, _)| o.key)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let Some((key, value)) = kv.split_once('=') else {
             return Err(UsageError::new(
                 "--slo",
@@ -94,7 +388,7 @@ impl Slos {
             ));
         };
         let (key, value) = (key.trim(), value.trim());
-        let Some((_, what)) = KEYS.iter().find(|(k, _)| *k == key) else {
+        let Some((o, setting)) = settable().find(|(o, _)| o.key == key) else {
             return Err(UsageError::new(
                 "--slo",
                 kv,
@@ -102,84 +396,33 @@ impl Slos {
                 format!("use one of {}", keys()),
             ));
         };
-        let bad = |i: units::Invalid| {
-            UsageError::new("--slo", kv, i.problem, format!("{key} takes {what}"))
-        };
-        let count = |v: &str| units::count_in(v, 0, u64::MAX >> 1).map_err(bad);
-        let ms = |v: &str| {
-            units::duration_in(v, Duration::from_millis(1), MAX_LATENCY)
-                .map(|d| d.as_secs_f64() * 1000.0)
-                .map_err(bad)
-        };
-        match key {
-            "held" => {
-                let v = value.strip_suffix('%').unwrap_or(value).trim();
-                self.held_pct = units::decimal_in(v, 0.0, 100.0).map_err(bad)?;
-            }
-            "refused" => self.refused = count(value)?,
-            "stalled" => self.stalled = count(value)?,
-            "login_p95" => self.login_p95_ms = ms(value)?,
-            "connect_p95" => self.connect_p95_ms = ms(value)?,
-            "delivery_p95" => self.delivery_p95_ms = ms(value)?,
-            "frame_errors" => self.frame_errors = count(value)?,
-            "health_p95" => self.health_p95_ms = ms(value)?,
-            _ => unreachable!("every key of KEYS is matched"),
-        }
+        let v = o.unit.parse(value).map_err(|i| {
+            let takes = format!(
+                "{key} takes {}, e.g. {key}={}",
+                o.unit.takes(),
+                setting.example
+            );
+            UsageError::new("--slo", kv, i.problem, takes)
+        })?;
+        (setting.set)(self, v);
         Ok(())
     }
 
-    /// Every objective against the level's figures, in KEYS order.
+    /// Every objective against the level's figures, in the table's order (the plateau only for a level
+    /// with a common hold).
     pub fn check(&self, f: &LevelFigures) -> Vec<SloCheck> {
-        let pct = if f.users == 0 {
-            None
-        } else {
-            Some(100.0 * f.held as f64 / f.users as f64)
-        };
-        vec![
-            SloCheck::at_least("held", self.held_pct, pct, "%"),
-            SloCheck::at_most("refused", self.refused as f64, Some(f.refused as f64), ""),
-            SloCheck::at_most("stalled", self.stalled as f64, Some(f.stalled as f64), ""),
-            SloCheck::at_most("login_p95", self.login_p95_ms, p95(&f.login_ms), " ms"),
-            SloCheck::at_most(
-                "connect_p95",
-                self.connect_p95_ms,
-                p95(&f.connect_ms),
-                " ms",
-            ),
-            SloCheck::at_most(
-                "delivery_p95",
-                self.delivery_p95_ms,
-                p95(&f.delivery_ms),
-                " ms",
-            ),
-            SloCheck::at_most(
-                "frame_errors",
-                self.frame_errors as f64,
-                f.frame_errors.map(|n| n as f64),
-                "",
-            ),
-            SloCheck::at_most("health_p95", self.health_p95_ms, p95(&f.health_ms), " ms"),
-        ]
-        .into_iter()
-        // Not an objective one sets: a level is its users at once for the whole hold (socket scenarios).
-        .chain(
-            f.plateau
-                .as_ref()
-                .map(|p| SloCheck::at_least("plateau", p.hold_s, Some(p.length_s()), " s")),
-        )
-        .collect()
+        OBJECTIVES
+            .iter()
+            .filter_map(|o| Some(SloCheck::new(o, o.bound_of(self, f)?, (o.figure)(f))))
+            .collect()
     }
-}
-
-fn p95(p: &Option<super::verdict::Pcts>) -> Option<f64> {
-    p.as_ref().map(|p| p.p95)
 }
 
 /// One objective of one level: its bound, what was measured, and whether it held (None: not measured).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SloCheck {
     pub key: String,
-    /// "≥ 99.9 %", "≤ 5000 ms".
+    /// "≥ 99.9%", "≤ 5000 ms".
     pub bound: String,
     pub measured: Option<f64>,
     pub unit: String,
@@ -187,23 +430,14 @@ pub struct SloCheck {
 }
 
 impl SloCheck {
-    fn at_least(key: &str, bound: f64, measured: Option<f64>, unit: &str) -> SloCheck {
+    fn new(o: &Objective, bound: f64, measured: Option<f64>) -> SloCheck {
+        let suffix = o.unit.suffix();
         SloCheck {
-            key: key.into(),
-            bound: format!("≥ {}{unit}", show(bound)),
+            key: o.key.into(),
+            bound: format!("{} {}{suffix}", o.bound.sign(), show(bound)),
             measured,
-            unit: unit.trim().into(),
-            ok: measured.map(|m| m >= bound),
-        }
-    }
-
-    fn at_most(key: &str, bound: f64, measured: Option<f64>, unit: &str) -> SloCheck {
-        SloCheck {
-            key: key.into(),
-            bound: format!("≤ {}{unit}", show(bound)),
-            measured,
-            unit: unit.trim().into(),
-            ok: measured.map(|m| m <= bound),
+            unit: suffix.trim().into(),
+            ok: measured.map(|m| o.bound.holds(m, bound)),
         }
     }
 
@@ -211,115 +445,21 @@ impl SloCheck {
         self.ok == Some(false)
     }
 
-    /// "login_p95 6120 ms (≤ 5000 ms)", for a level's reasons.
-    pub fn describe(&self) -> String {
-        let measured = match self.measured {
+    /// What was measured, with its unit: "6120 ms", "3", "not measured".
+    pub fn measured_text(&self) -> String {
+        match self.measured {
             Some(m) if self.unit.is_empty() => show(m),
             Some(m) => format!("{} {}", show(m), self.unit),
             None => "not measured".into(),
-        };
-        format!("{} {measured} ({})", self.key, self.bound)
+        }
     }
-}
 
-/// A figure with at most two decimals and no trailing zeros.
-pub fn show(x: f64) -> String {
-    let s = format!("{x:.2}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s.is_empty() || s == "-" {
-        "0".into()
-    } else {
-        s.into()
+    /// "login_p95 6120 ms (≤ 5000 ms)", for a level's reasons.
+    pub fn describe(&self) -> String {
+        format!("{} {} ({})", self.key, self.measured_text(), self.bound)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::verdict::Pcts;
-    use super::*;
-
-    fn figures() -> LevelFigures {
-        LevelFigures {
-            users: 1000,
-            held: 1000,
-            refused: 0,
-            stalled: 0,
-            login_ms: Some(Pcts::new(40.0, 120.0, 300.0)),
-            connect_ms: Some(Pcts::new(2.0, 8.0, 20.0)),
-            delivery_ms: None,
-            frame_errors: None,
-            ..LevelFigures::default()
-        }
-    }
-
-    #[test]
-    fn defaults_hold_for_a_served_level_and_unmeasured_ones_are_not_called_met() {
-        let checks = Slos::default().check(&figures());
-        assert!(checks.iter().all(|c| !c.failed()), "{checks:?}");
-        let delivery = checks.iter().find(|c| c.key == "delivery_p95").unwrap();
-        assert_eq!(delivery.ok, None);
-        assert_eq!(delivery.describe(), "delivery_p95 not measured (≤ 1000 ms)");
-    }
-
-    #[test]
-    fn each_objective_fails_on_its_own_figure() {
-        let s = Slos::default();
-        type Change = fn(&mut LevelFigures);
-        let cases: [(&str, Change); 7] = [
-            ("held", |f| f.held = 998),
-            ("refused", |f| f.refused = 1),
-            ("stalled", |f| f.stalled = 3),
-            ("login_p95", |f| {
-                f.login_ms = Some(Pcts::new(1.0, 6_120.0, 7_000.0))
-            }),
-            ("connect_p95", |f| {
-                f.connect_ms = Some(Pcts::new(1.0, 2_500.0, 3_000.0))
-            }),
-            ("frame_errors", |f| f.frame_errors = Some(4)),
-            ("health_p95", |f| {
-                f.health_ms = Some(Pcts::new(8.0, 2_800.0, 9_000.0))
-            }),
-        ];
-        for (key, change) in cases {
-            let mut f = figures();
-            change(&mut f);
-            let failed: Vec<String> = s
-                .check(&f)
-                .into_iter()
-                .filter(|c| c.failed())
-                .map(|c| c.key)
-                .collect();
-            assert_eq!(failed, vec![key.to_string()], "{key}");
-        }
-        let mut f = figures();
-        f.login_ms = Some(Pcts::new(1.0, 6_120.0, 7_000.0));
-        let c = s.check(&f).into_iter().find(|c| c.failed()).unwrap();
-        assert_eq!(c.describe(), "login_p95 6120 ms (≤ 5000 ms)");
-    }
-
-    #[test]
-    fn overrides_are_typed_and_bad_ones_named() {
-        let s = Slos::with_overrides(&[
-            "held=99.5%".into(),
-            "login_p95=2s".into(),
-            "refused=3".into(),
-        ])
-        .unwrap();
-        assert_eq!((s.held_pct, s.login_p95_ms, s.refused), (99.5, 2000.0, 3));
-        for (bad, says) in [
-            ("held", "not KEY=VALUE"),
-            ("speed=1", "unknown objective \"speed\""),
-            ("held=101", "held takes a percentage"),
-            ("login_p95=2", "login_p95 takes a duration"),
-            ("refused=-1", "refused takes a count"),
-            ("connect_p95=2h", "connect_p95 takes a duration"),
-        ] {
-            let e = Slos::with_overrides(&[bad.into()]).unwrap_err();
-            assert_eq!(e.field, "--slo");
-            assert!(
-                format!("{} {}", e.problem, e.fix).contains(says),
-                "{bad}: {e}"
-            );
-        }
-    }
-}
+#[path = "slo_tests.rs"]
+mod tests;

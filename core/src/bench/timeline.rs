@@ -237,19 +237,6 @@ impl AtOnce {
     }
 }
 
-/// "app-1 92 % of 1 CPU": the container with the highest CPU share among `cs` on the bench's one scale,
-/// for progress lines ("?" when none was read).
-pub fn busiest<'a>(
-    cs: impl IntoIterator<Item = &'a ContainerSample>,
-    scale: &super::cpu::CpuScale,
-) -> String {
-    cs.into_iter()
-        .filter_map(|c| Some((scale.share(c)?, c)))
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .and_then(|(_, c)| Some(format!("{} {}", c.service, scale.show(c)?)))
-        .unwrap_or_else(|| "?".into())
-}
-
 /// nginx stub_status's "Active connections: 291" (the other lines are totals since start).
 pub fn stub_status_active(text: &str) -> Option<u64> {
     text.lines()

@@ -1,80 +1,22 @@
-//! Facts in, checks out: every threshold of `exectl doctor` lives here, pure.
+//! Facts in, checks out: every check of `exectl doctor` in a fixed order, pure. The engine's and the
+//! host's checks are `engine_checks` and `host_checks` (the host's thresholds there, re-exported here);
+//! what they share is `check`.
 
+use super::check::num;
+pub use super::check::{Check, Level};
 use super::facts::{Engine, Facts, Host, Link, Stage};
 use super::host_checks::*;
-use serde::Serialize;
+pub use super::host_checks::{
+    CONNTRACK_FILL, CONNTRACK_PER_CONNECTION, FILES_PER_CONNECTION, LOAD_PER_CPU, MIN_SOMAXCONN,
+    MIN_SYN_BACKLOG, PORTS_HEADROOM,
+};
 
 /// Older engines than this are not what exectl is tested against.
 pub const MIN_ENGINE: (u32, u32) = (20, 10);
 /// The oldest engine API exectl speaks (Docker 20.10).
 pub const MIN_API: (u32, u32) = (1, 41);
-/// Below this accept queue (and SYN backlog), connection bursts overflow.
-pub const MIN_SOMAXCONN: u64 = 4096;
-pub const MIN_SYN_BACKLOG: u64 = 4096;
-/// Warn when the connections take more than this share of the ephemeral port range.
-pub const PORTS_HEADROOM: f64 = 0.8;
-/// Warn when the conntrack table is fuller than this.
-pub const CONNTRACK_FILL: f64 = 0.8;
-/// Conntrack entries per benchmark connection (client → published port, nginx → app).
-pub const CONNTRACK_PER_CONNECTION: u64 = 2;
-/// Descriptors per proxied connection, system-wide (both sides of the load balancer).
-pub const FILES_PER_CONNECTION: u64 = 2;
-/// Warn when the 1-minute load is above this many runnable tasks per CPU.
-pub const LOAD_PER_CPU: f64 = 0.5;
 /// Names of foreign containers listed in the detail.
 pub const FOREIGN_LISTED: usize = 5;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Level {
-    Pass,
-    Warn,
-    Fail,
-}
-
-impl Level {
-    pub fn name(self) -> &'static str {
-        match self {
-            Level::Pass => "pass",
-            Level::Warn => "warn",
-            Level::Fail => "fail",
-        }
-    }
-}
-
-/// One finding: what was checked, how it went, what was seen, and what to do (empty when nothing).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Check {
-    pub name: String,
-    pub level: Level,
-    pub detail: String,
-    pub fix: String,
-}
-
-impl Check {
-    pub(super) fn new(
-        name: &str,
-        level: Level,
-        detail: impl Into<String>,
-        fix: impl Into<String>,
-    ) -> Check {
-        Check {
-            name: name.to_string(),
-            level,
-            detail: detail.into(),
-            fix: fix.into(),
-        }
-    }
-    pub(super) fn pass(name: &str, detail: impl Into<String>) -> Check {
-        Check::new(name, Level::Pass, detail, "")
-    }
-    pub(super) fn warn(name: &str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
-        Check::new(name, Level::Warn, detail, fix)
-    }
-    pub(super) fn fail(name: &str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
-        Check::new(name, Level::Fail, detail, fix)
-    }
-}
 
 /// The app instances' limits the target must carry (from a deployed stack's record or flags).
 #[derive(Debug, Clone, PartialEq)]
@@ -243,11 +185,6 @@ fn engine_version(e: &Result<Engine, String>) -> Check {
 
 pub(super) fn mib(bytes: u64) -> String {
     format!("{} MiB", bytes >> 20)
-}
-
-pub(super) fn num(x: f64) -> String {
-    let s = format!("{x:.2}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 fn cpu_memory(ncpu: Option<u64>, mem: Option<u64>, limits: Option<&Limits>) -> Check {

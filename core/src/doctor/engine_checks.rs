@@ -2,9 +2,8 @@
 //! (the userland proxy) and what it can carry, and the containers' default nofile against what the
 //! engine allows. Pure: facts in, checks out.
 
-use super::assess::Check;
+use super::check::{unread, Check, READ_FIX};
 use super::facts::EngineConfig;
-use super::host_checks::{unread, READ_FIX};
 
 /// Descriptors docker-proxy holds per proxied connection: its two sockets and, for splice(2), a pipe
 /// pair each way (measured: 18,225 at 3,021 connections, 19,997 just before it stopped at 3,331).
@@ -108,7 +107,7 @@ pub(super) fn default_ulimits(cfg: Option<&EngineConfig>, max_nofile: Option<u64
 
 #[cfg(test)]
 mod tests {
-    use super::super::assess::Level;
+    use super::super::check::Level;
     use super::*;
 
     fn config(userland_proxy: bool, default_nofile: Option<u64>) -> EngineConfig {

@@ -1,18 +1,22 @@
 //! The host's checks of `doctor`: open files, ports, accept queues, conntrack, load, the data root's
 //! filesystem and swap. Pure: host facts in, checks out.
 
-use super::assess::*;
+use super::check::{num, unread, Check, READ_FIX};
 use super::facts::{fs_type_for, Host};
 
-pub(super) fn unread(name: &str, what: &str, why: Option<&str>, fix: &str) -> Check {
-    let detail = match why {
-        Some(w) => format!("could not read {what}: {w}"),
-        None => format!("could not read {what}"),
-    };
-    Check::warn(name, detail, fix)
-}
-
-pub(super) const READ_FIX: &str = "run doctor as a user that may read /proc on the target (root)";
+/// Below this accept queue (and SYN backlog), connection bursts overflow.
+pub const MIN_SOMAXCONN: u64 = 4096;
+pub const MIN_SYN_BACKLOG: u64 = 4096;
+/// Warn when the connections take more than this share of the ephemeral port range.
+pub const PORTS_HEADROOM: f64 = 0.8;
+/// Warn when the conntrack table is fuller than this.
+pub const CONNTRACK_FILL: f64 = 0.8;
+/// Conntrack entries per benchmark connection (client → published port, nginx → app).
+pub const CONNTRACK_PER_CONNECTION: u64 = 2;
+/// Descriptors per proxied connection, system-wide (both sides of the load balancer).
+pub const FILES_PER_CONNECTION: u64 = 2;
+/// Warn when the 1-minute load is above this many runnable tasks per CPU.
+pub const LOAD_PER_CPU: f64 = 0.5;
 
 pub(super) fn nofile(max: Option<u64>, n: Option<u64>) -> Check {
     const NAME: &str = "nofile";

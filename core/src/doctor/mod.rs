@@ -3,13 +3,15 @@
 //! them. Everything here is pure.
 
 pub mod assess;
+mod check;
 mod engine_checks;
 pub mod facts;
 mod host_checks;
 pub mod options;
 pub mod report;
 
-pub use assess::{assess, Check, Level, Limits, Options};
+pub use assess::{assess, Limits, Options};
+pub use check::{Check, Level};
 pub use engine_checks::{proxy_capacity, PROXY_FILES_PER_CONNECTION, PROXY_FIX};
 pub use facts::{EngineConfig, Facts, Host, Link, Stage};
 pub use report::Report;

@@ -1,6 +1,6 @@
 //! The report: a table for people, `--json` for scripts (a stable shape), and the exit code.
 
-use super::assess::{Check, Level};
+use super::check::{Check, Level};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]

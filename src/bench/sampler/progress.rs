@@ -2,7 +2,8 @@
 
 use super::LevelState;
 use crate::load::metrics::{self, Live};
-use exectl_core::bench::timeline::{busiest, ContainerSample};
+use exectl_core::bench::cpu::busiest;
+use exectl_core::bench::timeline::ContainerSample;
 use exectl_core::bench::GeneratorSample;
 
 /// The generator at this sample: while a level runs, the users its ramp has reached, its open sockets

@@ -8,8 +8,8 @@ mod tables;
 
 use charts::Band;
 
+use super::decimal::show;
 use super::results::{Results, RunState};
-use super::slo::show;
 use super::timeline::Sample;
 
 const TEMPLATE: &str = include_str!("report.html.tera");
@@ -56,7 +56,7 @@ pub fn render(r: &Results, samples: &[Sample]) -> Result<String, String> {
     ctx.insert("level_charts", &level_charts);
     ctx.insert("capacity", &capacity);
     ctx.insert("state", &state);
-    ctx.insert("served", super::verdict::served_word(&r.scenario));
+    ctx.insert("served", super::figures::served_word(&r.scenario));
     ctx.insert("cpu_scale", &r.cpu_scale.describe(samples));
     ctx.insert("sampler", &sampler);
     ctx.insert(
@@ -114,10 +114,11 @@ fn spans(r: &Results, samples: &[Sample]) -> Vec<Band> {
 /// Tests here, and a fixed two-level bench for the shell's tests (feature `fixtures`).
 #[cfg(any(test, feature = "fixtures"))]
 pub mod tests {
+    use super::super::figures::{LevelFigures, Pcts};
     use super::super::limiting::{limiting_component, Known};
     use super::super::slo::Slos;
     use super::super::timeline::{ContainerSample, GeneratorSample, InstanceSample, LevelSpan};
-    use super::super::verdict::{LeakCheck, LevelFigures, LevelResult, Pcts, Verdict};
+    use super::super::verdict::{LeakCheck, LevelResult, Verdict};
     use super::super::SamplerCost;
     use super::*;
 

@@ -4,10 +4,12 @@
 
 use serde::Serialize;
 
+use super::super::cpu::busiest;
+use super::super::decimal::show;
+use super::super::figures::Pcts;
 use super::super::results::Results;
-use super::super::slo::show;
-use super::super::timeline::{busiest, Sample};
-use super::super::verdict::Pcts;
+use super::super::slo::{objective, OBJECTIVES};
+use super::super::timeline::Sample;
 use crate::plateau::{duration, group};
 
 #[derive(Serialize)]
@@ -47,6 +49,8 @@ pub struct Cell {
 pub struct Objective {
     key: String,
     bound: String,
+    /// How it is measured: the table's sentence, its `code` marks dropped.
+    measured: String,
     cells: Vec<Cell>,
 }
 
@@ -113,17 +117,23 @@ pub fn rows(r: &Results, samples: &[Sample]) -> Vec<Row> {
         .collect()
 }
 
+/// The objectives table: a row per objective of `slo::OBJECTIVES` some level was checked on, in its
+/// order, with how it is measured (a key the table no longer has, from an older results.json, after
+/// them); a cell per level.
 pub fn objectives(r: &Results) -> Vec<Objective> {
-    let keys: Vec<(String, String)> = r
-        .levels
-        .iter()
-        .flat_map(|l| l.slos.iter().map(|c| (c.key.clone(), c.bound.clone())))
-        .fold(Vec::new(), |mut keys, k| {
-            if !keys.iter().any(|(key, _)| *key == k.0) {
-                keys.push(k);
-            }
-            keys
-        });
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for c in r.levels.iter().flat_map(|l| &l.slos) {
+        if !keys.iter().any(|(key, _)| *key == c.key) {
+            keys.push((c.key.clone(), c.bound.clone()));
+        }
+    }
+    let rank = |key: &str| {
+        OBJECTIVES
+            .iter()
+            .position(|o| o.key == key)
+            .unwrap_or(OBJECTIVES.len())
+    };
+    keys.sort_by_key(|(key, _)| rank(key));
     keys.into_iter()
         .map(|(key, bound)| Objective {
             cells: r
@@ -131,11 +141,7 @@ pub fn objectives(r: &Results) -> Vec<Objective> {
                 .iter()
                 .map(|l| match l.slos.iter().find(|c| c.key == key) {
                     Some(c) => Cell {
-                        text: match c.measured {
-                            Some(m) if c.unit.is_empty() => show(m),
-                            Some(m) => format!("{} {}", show(m), c.unit),
-                            None => "not measured".into(),
-                        },
+                        text: c.measured_text(),
                         class: match c.ok {
                             Some(true) => "ok",
                             Some(false) => "bad",
@@ -148,6 +154,7 @@ pub fn objectives(r: &Results) -> Vec<Objective> {
                     },
                 })
                 .collect(),
+            measured: objective(&key).map_or(String::new(), |o| o.measured.replace('`', "")),
             key,
             bound,
         })
