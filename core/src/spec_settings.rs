@@ -170,10 +170,19 @@ pub fn setting(key: &str) -> Option<&'static Setting> {
 impl SpecInput {
     /// Set one setting by its exectl.yaml key, as a program would (sweep, the library's users): the value
     /// is checked by `spec::resolve` like a flag's, and named by the setting's flag in its errors.
-    pub fn set(&mut self, key: &str, value: impl Into<String>) -> Result<&mut SpecInput, UsageError> {
+    pub fn set(
+        &mut self,
+        key: &str,
+        value: impl Into<String>,
+    ) -> Result<&mut SpecInput, UsageError> {
         let s = setting(key).ok_or_else(|| {
             let keys: Vec<&str> = SETTINGS.iter().map(|s| s.key).collect();
-            UsageError::new("setting", key, "no such setting", format!("use one of: {}", keys.join(", ")))
+            UsageError::new(
+                "setting",
+                key,
+                "no such setting",
+                format!("use one of: {}", keys.join(", ")),
+            )
         })?;
         *(s.slot)(self) = Some(Raw::flag(s.flag, value));
         Ok(self)

@@ -119,7 +119,12 @@ impl LoadOptions {
     /// `users` of the scenario against `endpoint` with the accounts of `manifest`, with `exectl load`'s
     /// defaults (ramp 10 s, or none for a login burst; hold 30 s; 64 dials in flight; the scenario's
     /// interval), quiet. Set the fields to change them.
-    pub fn new(scenario: Scenario, endpoint: Endpoint, manifest: Manifest, users: usize) -> LoadOptions {
+    pub fn new(
+        scenario: Scenario,
+        endpoint: Endpoint,
+        manifest: Manifest,
+        users: usize,
+    ) -> LoadOptions {
         let burst = scenario == Scenario::LoginBurst;
         LoadOptions {
             scenario,
@@ -127,7 +132,11 @@ impl LoadOptions {
             manifest,
             users,
             ramp: if burst { Duration::ZERO } else { DEFAULT_RAMP },
-            dial_concurrency: if burst { users } else { DEFAULT_DIAL_CONCURRENCY.min(users) },
+            dial_concurrency: if burst {
+                users
+            } else {
+                DEFAULT_DIAL_CONCURRENCY.min(users)
+            },
             hold: DEFAULT_HOLD,
             interval: scenario.default_interval(),
             tokens: false,

@@ -17,8 +17,8 @@ use crate::load::{preflight, LoadOptions};
 use crate::state::bench_dir::BenchDir;
 use crate::status::{self, report as status_report, Deployed};
 use crate::sut::{Target, TargetSpec};
-use exectl_core::bench::results::{REPORT, TIMELINE};
 use exectl_core::bench::cpu::busiest;
+use exectl_core::bench::results::{REPORT, TIMELINE};
 use exectl_core::bench::{AppThreads, CpuScale, Results, RunState, SamplerCost, Slos, Verdict};
 
 /// The real app drops an empty room this long after its last client left (contract §2).
