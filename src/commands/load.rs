@@ -155,7 +155,7 @@ pub fn options(args: &LoadArgs) -> Result<LoadOptions, UsageError> {
         hold,
         interval,
         tokens: args.tokens,
-        liveness: crate::load::liveness::Bounds::default(),
+        liveness: exectl_core::load::liveness::Bounds::default(),
         run_id,
         progress: !args.quiet,
         live: None,
