@@ -76,7 +76,7 @@ pub async fn gather(spec: &TargetSpec) -> Facts {
         .ok()
         .and_then(|e| e.docker_root_dir.clone())
         .unwrap_or_default();
-    let host_facts = crate::shell::scripts::facts::host_facts(&root);
+    let host_facts = exectl_core::scripts::facts::host_facts(&root);
     let (max_nofile, engine_config, host, containers) = tokio::join!(
         within(target.max_nofile()),
         within(target.engine_config()),

@@ -6,10 +6,10 @@
 use crate::cli::host::{HostArgs, HostCommand, RestoreArgs, TuneArgs};
 use crate::host::report::{self, Mode, Report};
 use crate::host::{self, daemon_json, sysctl, Role};
-use crate::shell::scripts::{files, tune::forget_state, tune::run_tune as tune_script};
 use crate::sut::Target;
 use anyhow::{anyhow, bail, Context, Result};
 use exectl_core::error::UsageError;
+use exectl_core::scripts::{files, tune::forget_state, tune::run_tune as tune_script};
 use std::path::{Path, PathBuf};
 
 pub async fn run(args: &HostArgs) -> Result<i32> {

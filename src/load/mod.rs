@@ -4,12 +4,9 @@
 //! each user makes exactly one attempt (a failed user is not retried, so there is no retry storm) and
 //! every wait is bounded by a timeout. A socket counts as held only if it stayed open and alive for the
 //! whole hold: the app always answers 101 and rejects with a close code right after (contract §2), and a
-//! frozen server keeps its sockets open without a word (`liveness`).
+//! frozen server keeps its sockets open without a word (`exectl_core::load::liveness`).
 
-pub mod delivery;
 pub mod endpoint;
-pub use exectl_core::frame;
-pub mod liveness;
 pub mod manifest;
 pub mod metrics;
 pub mod plateau;
@@ -107,7 +104,7 @@ pub struct LoadOptions {
     pub interval: Duration,
     pub tokens: bool,
     /// When a held socket's silent server counts as stalled.
-    pub liveness: liveness::Bounds,
+    pub liveness: exectl_core::load::liveness::Bounds,
     pub run_id: String,
     /// Print the per-second progress line on stderr.
     pub progress: bool,
@@ -140,7 +137,7 @@ impl LoadOptions {
             hold: DEFAULT_HOLD,
             interval: scenario.default_interval(),
             tokens: false,
-            liveness: liveness::Bounds::default(),
+            liveness: exectl_core::load::liveness::Bounds::default(),
             run_id: format!("{}-{users}", scenario.name()),
             progress: false,
             live: None,

@@ -6,10 +6,10 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::delivery::{self, Deliveries, Member};
 use super::metrics::{Hist, Percentiles};
 use super::session::{Ctx, Ended, UserOutcome};
 use super::Scenario;
+use exectl_core::load::delivery::{self, Deliveries, Member};
 use exectl_core::plateau::PlateauFigures;
 
 #[derive(Debug, Clone, Serialize)]
@@ -133,7 +133,7 @@ impl Summary {
             .iter()
             .enumerate()
             .map(|(i, o)| Member {
-                room: super::frame::room_id(&accounts[i].project_uuid),
+                room: exectl_core::frame::room_id(&accounts[i].project_uuid),
                 sent: o.frames_sent,
                 whole_window: collab && o.held,
                 received: &o.received,

@@ -198,7 +198,7 @@ pub struct Summary {
     pub checks: Vec<verify::Check>,
     /// The app's error answers seen on the way and what became of them (`--via api`; the run
     /// converged over them, or it would have failed).
-    pub app_errors: Vec<api::AppError>,
+    pub app_errors: Vec<api::app_errors::AppError>,
     pub ms: Timings,
 }
 

@@ -1,54 +1,16 @@
 //! The host shell: what exectl does on the target's host besides the Docker API — run a POSIX shell
 //! script (or keep one running that answers requests), put a file. One trait with two implementations
-//! (this machine, an SSH link), so `Target` never matches on local versus remote to do it. The scripts themselves are data, built with their
-//! output parsers in `scripts`; `atomic` is the one local atomic write.
+//! (this machine, an SSH link), so `Target` never matches on local versus remote to do it. The scripts
+//! themselves are data (`exectl_core::scripts::Script`), built with their output parsers in the core's
+//! `scripts` and, for those the engine module still reads from here, in `scripts`; `atomic` is the one
+//! local atomic write.
 
 pub mod atomic;
 pub mod scripts;
 
 use anyhow::{Context, Result};
+use exectl_core::scripts::Script;
 use std::path::Path;
-
-/// A shell script and its arguments ($1, $2, ...): what a host shell runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Script {
-    pub body: String,
-    pub args: Vec<String>,
-}
-
-impl Script {
-    pub fn new(body: impl Into<String>) -> Script {
-        Script {
-            body: body.into(),
-            args: Vec::new(),
-        }
-    }
-
-    pub fn arg(mut self, a: impl Into<String>) -> Script {
-        self.args.push(a.into());
-        self
-    }
-
-    pub fn args<I: IntoIterator<Item = S>, S: Into<String>>(mut self, args: I) -> Script {
-        self.args.extend(args.into_iter().map(Into::into));
-        self
-    }
-
-    /// The one command line for a remote shell: `sh -c 'BODY' sh 'ARG1' ...` ($0 is `sh`).
-    pub fn command_line(&self) -> String {
-        let mut cmd = format!("sh -c {} sh", quote(&self.body));
-        for a in &self.args {
-            cmd.push(' ');
-            cmd.push_str(&quote(a));
-        }
-        cmd
-    }
-}
-
-/// `'…'` with embedded quotes closed and escaped: one word for a POSIX shell.
-pub fn quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
 
 /// What a host script printed and how it ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -244,17 +206,6 @@ pub fn stdout_of(shell: &dyn HostShell, script: &Script) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_command_line_quotes_body_and_every_argument() {
-        let s = Script::new(r#"rm -f -- "$1""#).arg("/opt/it's here");
-        assert_eq!(
-            s.command_line(),
-            r#"sh -c 'rm -f -- "$1"' sh '/opt/it'\''s here'"#
-        );
-        assert_eq!(Script::new("true").command_line(), "sh -c 'true' sh");
-        assert_eq!(quote(""), "''");
-    }
 
     /// The command line is what a remote sshd hands to the login shell: run it through one here and
     /// the script must see exactly its arguments.

@@ -7,10 +7,11 @@ pub mod ssh;
 
 pub use exec::{exec, ExecOutput};
 
-use crate::shell::{scripts, HostShell, Output, Script};
+use crate::shell::{scripts, HostShell, Output};
 use anyhow::{Context, Result};
 use bollard::Docker;
 use exectl_core::error::UsageError;
+use exectl_core::scripts::Script;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -218,7 +219,7 @@ impl Target {
 
     /// Remove a folder on the target's host (nothing if absent).
     pub async fn remove_host_dir(&self, path: &Path) -> Result<()> {
-        self.host_shell(&scripts::files::remove_dir(path))
+        self.host_shell(&exectl_core::scripts::files::remove_dir(path))
             .await
             .map(|_| ())
     }
@@ -256,10 +257,10 @@ impl Target {
     pub async fn engine_config(&self) -> Option<exectl_core::doctor::facts::EngineConfig> {
         let socket = self.engine_socket.as_deref()?;
         let out = self
-            .host_shell(&scripts::dockerd::engine_config(socket))
+            .host_shell(&exectl_core::scripts::dockerd::engine_config(socket))
             .await
             .ok()?;
-        scripts::dockerd::parse_engine_config(&out)
+        exectl_core::scripts::dockerd::parse_engine_config(&out)
     }
 }
 

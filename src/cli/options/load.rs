@@ -193,7 +193,7 @@ pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
         hold,
         interval,
         tokens: args.tokens,
-        liveness: crate::load::liveness::Bounds::default(),
+        liveness: exectl_core::load::liveness::Bounds::default(),
         run_id,
         progress: !args.quiet,
         live: None,

@@ -1,7 +1,7 @@
 //! Open-file, CPU and memory limits as the host's kernel applies them: the engine's own (what a container
 //! may ask for) and each container's (read back after a deploy, and by status).
 
-use super::super::Script;
+use exectl_core::scripts::Script;
 use serde::Serialize;
 
 /// fs.nr_open, then the "Max open files" line of the engine's process ($1 = the socket).
@@ -13,7 +13,7 @@ true
 pub fn engine_limits(socket: &str) -> Script {
     Script::new(format!(
         "cat /proc/sys/fs/nr_open\n{}{ENGINE_LIMITS_BODY}",
-        super::dockerd::FIND_DOCKERD
+        exectl_core::scripts::dockerd::FIND_DOCKERD
     ))
     .arg(socket)
 }

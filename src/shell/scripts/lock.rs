@@ -1,6 +1,6 @@
 //! The stack's lock file on a remote SUT: taken with the shell's noclobber (atomic), read back, removed.
 
-use super::super::Script;
+use exectl_core::scripts::Script;
 
 /// Take the lock at $1 naming holder $2: read with `parse_acquire`. Exit 3 when its folder cannot be made.
 pub fn acquire(path: &str, holder: &str) -> Script {

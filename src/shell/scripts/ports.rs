@@ -1,6 +1,6 @@
 //! The ports something listens on, from the host's /proc/net/tcp and tcp6.
 
-use super::super::Script;
+use exectl_core::scripts::Script;
 
 pub fn listening() -> Script {
     Script::new("cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; true")

@@ -10,7 +10,8 @@
 //! never read.
 
 use super::limits::{split_pids, MARK};
-use crate::shell::{Script, END};
+use crate::shell::END;
+use exectl_core::scripts::Script;
 
 /// One container's figures from its cgroup folder ($1, relative to the hierarchy's root), from shell
 /// builtins only (no process per file: at 1 Hz over a stack's containers, `cat`/`sed` processes would be

@@ -281,7 +281,7 @@ pub fn classify_socket_failure(
     reason: String,
 ) -> SshError {
     let name = o.url.known_hosts_name();
-    use crate::shell::scripts::files::{parse_socket_probe, Socket};
+    use exectl_core::scripts::files::{parse_socket_probe, Socket};
     match parse_socket_probe(probe) {
         Socket::Missing => SshError::NoSocket {
             name,

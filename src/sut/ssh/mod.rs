@@ -36,7 +36,8 @@ pub struct Link {
 }
 
 pub use crate::shell::Output;
-use crate::shell::{scripts, HostShell, Script, ShellLoop};
+use crate::shell::{HostShell, ShellLoop};
+use exectl_core::scripts::{self, Script};
 
 impl Link {
     /// Connect (blocking: call from spawn_blocking), in stages, and prove the Docker socket forwards.

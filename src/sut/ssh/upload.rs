@@ -4,8 +4,8 @@
 //! (SFTP: mode 0600; exec: umask 077), gets its exact mode before the rename, and is renamed over the
 //! target, so a secret (.env, 0600) is never readable by others, not even for its first bytes.
 
-use crate::shell::scripts::files::{upload, upload_temp};
 use anyhow::{bail, Context, Result};
+use exectl_core::scripts::files::{upload, upload_temp};
 use ssh2::{OpenFlags, OpenType, Session, Sftp};
 use std::io::Write;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! Files and folders on the host: read one, make a temporary folder, remove one, and the upload by exec
 //! used when the SUT's sshd has no SFTP.
 
-use super::super::Script;
+use super::Script;
 use std::path::{Path, PathBuf};
 
 fn path_arg(p: &Path) -> String {
@@ -46,7 +46,7 @@ pub fn upload_temp(path: &Path) -> PathBuf {
 /// (octal). Folders are made under the caller's umask (as SFTP's mkdir 0755 is); the file itself under
 /// umask 077 and with noclobber (`set -C`), after removing a leftover of an interrupted run, so that it
 /// is created here, private, and never an older file of wider mode reused. Then the exact mode, then
-/// the rename (the atomic write's policy, see `shell::atomic`).
+/// the rename (the atomic write's policy, see the shell's `shell::atomic`).
 pub const UPLOAD_BODY: &str = r#"set -e
 mkdir -p -- "$(dirname -- "$1")"
 rm -f -- "$2"
@@ -157,28 +157,5 @@ mod tests {
             "folders keep the usual mode"
         );
         assert!(at("chmod") < at("mv -f"));
-    }
-
-    /// The script itself, run here with sh: modes exact, the temp file gone, a leftover replaced.
-    #[test]
-    fn the_upload_script_writes_beside_and_renames() {
-        use crate::shell::{HostShell, Local};
-        use std::os::unix::fs::PermissionsExt;
-        let d = tempfile::tempdir().unwrap();
-        let path = d.path().join("a/b/.env");
-        let tmp = upload_temp(&path);
-        std::fs::create_dir_all(tmp.parent().unwrap()).unwrap();
-        std::fs::write(&tmp, "leftover").unwrap();
-        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644)).unwrap();
-        for (mode, text) in [(0o600, "SECRET=1\n"), (0o755, "#!/bin/sh\n")] {
-            let out = Local
-                .run(&upload(&path, mode), Some(text.as_bytes()))
-                .unwrap();
-            assert_eq!(out.code, 0, "{}", out.stderr);
-            assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
-            let m = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
-            assert_eq!(m, mode);
-            assert!(!tmp.exists());
-        }
     }
 }

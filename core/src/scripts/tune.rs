@@ -1,6 +1,6 @@
 //! `exectl host tune|restore` on the host: run the uploaded ansible-free/tune.sh, forget its state.
 
-use super::super::Script;
+use super::Script;
 
 /// Run tune.sh from the folder `dir` with `args` (its report on stdout: `host::report::parse_lines`).
 pub fn run_tune(dir: &str, args: &[String]) -> Script {

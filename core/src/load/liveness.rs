@@ -101,13 +101,6 @@ impl Liveness {
     }
 }
 
-/// Milliseconds from `since` to `now`, saturating at u32::MAX (49 days).
-pub fn ms_between(since: tokio::time::Instant, now: tokio::time::Instant) -> u32 {
-    now.saturating_duration_since(since)
-        .as_millis()
-        .min(u32::MAX as u128) as u32
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,8 +1,7 @@
 //! doctor's facts about the host in one round trip: kernel limits, load, swap, mounts, and the
 //! filesystem of Docker's data root.
 
-use super::super::Script;
-pub use exectl_core::doctor::facts::{parse_host, Host};
+use super::Script;
 
 /// Prints one `key=value` per line (and `mount=POINT TYPE` per mount) in one round trip; $1 is Docker's
 /// data root. Missing files print nothing, so their facts stay absent.
@@ -26,7 +25,7 @@ while read -r _ mp fs _; do echo "mount=$mp $fs"; done < /proc/mounts
 true
 "#;
 
-/// The facts script; `docker_root` is Docker's data root (empty: not known). Read with `parse_host`.
+/// The facts script; `docker_root` is Docker's data root (empty: not known). Read with `doctor::facts::parse_host`.
 pub fn host_facts(docker_root: &str) -> Script {
     Script::new(HOST_FACTS_BODY).arg(docker_root)
 }
@@ -34,6 +33,7 @@ pub fn host_facts(docker_root: &str) -> Script {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::doctor::facts::{parse_host, Host};
 
     #[test]
     fn the_script_takes_the_data_root() {

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
-use super::frame::Stamp;
+use crate::frame::Stamp;
 
 /// A set of sequence numbers: a bitmap for the dense 0.. range a sender uses, with a side set for
 /// anything far beyond it (so a stray huge seq cannot allocate a huge bitmap).
@@ -289,39 +289,17 @@ mod tests {
         a.note(&st(5, 1, 0));
         b.note(&st(5, 0, 0));
         b.note(&st(5, 0, 1));
-        let members = [
-            Member {
-                room: 5,
-                sent: 2,
-                whole_window: true,
-                received: &a,
-            },
-            Member {
-                room: 5,
-                sent: 1,
-                whole_window: true,
-                received: &b,
-            },
-        ];
-        let (d, _) = count(&members, true);
+        let member = |sent, received| Member {
+            room: 5,
+            sent,
+            whole_window: true,
+            received,
+        };
+        let (d, _) = count(&[member(2, &a), member(1, &b)], true);
         assert_eq!((d.expected, d.delivered, d.lost), (Some(3), 3, Some(0)));
         assert!(!d.faulty());
         let mut echo = b.clone();
         echo.note(&st(5, 1, 0));
-        let members = [
-            Member {
-                room: 5,
-                sent: 2,
-                whole_window: true,
-                received: &a,
-            },
-            Member {
-                room: 5,
-                sent: 1,
-                whole_window: true,
-                received: &echo,
-            },
-        ];
-        assert!(count(&members, true).0.faulty());
+        assert!(count(&[member(2, &a), member(1, &echo)], true).0.faulty());
     }
 }

@@ -1,0 +1,248 @@
+//! One user's session: token (login or minted), one dial, then the scenario's hold loop, which keeps
+//! reading the socket all along (so tungstenite answers the server's pings) until the level's common hold
+//! ends (`plateau`: every user's socket stays open from its connect to that one end), the server closes,
+//! or the server falls silent past the liveness bound (`exectl_core::load::liveness`). A socket is held
+//! only if it stayed open and alive through the whole common hold and answered a last ping at its end.
+//! One attempt, no retries: a failed user is done, and the run goes on without it.
+//!
+//! Here the run's shared context, a user's outcome and its login and dial; `hold` is the hold loop,
+//! `socket` what one read or ping of the socket gives, `actions` what a user sends (frames, editing's
+//! REST actions) on its timer.
+
+mod actions;
+mod hold;
+mod socket;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use exectl_core::frame;
+use exectl_core::load::delivery::Received;
+use rand::Rng;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+
+use super::metrics::{Live, SharedHist, Tally};
+use super::LoadOptions;
+use crate::app;
+
+/// What the run shares with every user.
+pub struct Ctx {
+    pub opts: LoadOptions,
+    pub http: app::Client,
+    /// The run's live counters: the caller's (`LoadOptions::live`, so a bench samples them) or its own.
+    pub live: Arc<Live>,
+    pub t0: Instant,
+    epoch_us0: u64,
+    /// Marks this run's frames, so anything else relayed into a room is not counted.
+    pub nonce: u32,
+    /// Each account's room id, as its frames carry it (`frame::room_id` of its project uuid).
+    room_ids: Vec<u64>,
+    pub delivery: SharedHist,
+    /// Editing's REST actions in flight at most (as many as dials), so the client's open files and
+    /// ports stay within what preflight checked even when the server slows down.
+    pub http_slots: Arc<Semaphore>,
+    pub metadata_ms: SharedHist,
+    pub autosave_ms: SharedHist,
+    /// Editing actions by "action status", e.g. "metadata 200".
+    pub actions: Tally,
+}
+
+impl Ctx {
+    pub fn new(opts: LoadOptions, http: app::Client) -> Ctx {
+        let epoch_us0 = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_micros() as u64)
+            .unwrap_or(0);
+        Ctx {
+            http,
+            live: opts.live.clone().unwrap_or_default(),
+            t0: Instant::now(),
+            epoch_us0,
+            nonce: rand::thread_rng().gen(),
+            room_ids: opts
+                .manifest
+                .accounts
+                .iter()
+                .map(|a| frame::room_id(&a.project_uuid))
+                .collect(),
+            delivery: SharedHist::default(),
+            http_slots: Arc::new(Semaphore::new(opts.dial_concurrency.max(1))),
+            metadata_ms: SharedHist::default(),
+            autosave_ms: SharedHist::default(),
+            actions: Tally::default(),
+            opts,
+        }
+    }
+
+    /// Wall-clock microseconds, advanced by the monotonic clock (comparable across generators).
+    pub fn now_us(&self) -> u64 {
+        self.epoch_us0 + self.t0.elapsed().as_micros() as u64
+    }
+
+    pub fn started_unix_s(&self) -> u64 {
+        self.epoch_us0 / 1_000_000
+    }
+
+    /// Collab's send window, once the common hold began: from its start to its end less time for the
+    /// last frames to arrive (a stop moves the end, so this is read again before every send).
+    fn send_window(&self) -> Option<(Instant, Instant)> {
+        let w = self.live.plateau.window()?;
+        let drain = (self.opts.hold / 4).clamp(Duration::from_millis(500), Duration::from_secs(2));
+        Some((
+            w.start,
+            w.end.checked_sub(drain).unwrap_or(w.end).max(w.start),
+        ))
+    }
+}
+
+/// How a socket ended before the hold was over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// The server sent a close frame with this code (1005 when it had none).
+    Closed(u16),
+    /// The connection ended without a close frame.
+    Eof,
+    /// A read or write error.
+    Error,
+    /// Open, but the server sent nothing for longer than the liveness bound (a frozen server).
+    Stalled,
+}
+
+/// Everything measured about one user.
+#[derive(Debug, Clone, Default)]
+pub struct UserOutcome {
+    pub login_us: Option<u64>,
+    /// "200", "401", "timeout", …; None with --tokens.
+    pub login_status: Option<String>,
+    pub connect_us: Option<u64>,
+    pub connected: bool,
+    /// When the upgrade completed, from the run's start.
+    pub connected_at_us: Option<u64>,
+    /// When the login answered, from the run's start (None with --tokens).
+    pub login_done_us: Option<u64>,
+    pub held: bool,
+    pub ended: Option<Ended>,
+    /// From connect to the early end, for sockets that did not last the hold (stalled ones excluded:
+    /// their end is when the client gave up, not when the server acted).
+    pub early_end_us: Option<u64>,
+    /// The longest time the server sent nothing on this socket (ms), for sockets that connected.
+    pub longest_silence_ms: Option<u32>,
+    /// Why this user failed, if it did at the transport level.
+    pub failure: Option<String>,
+    pub frames_sent: u64,
+    pub bytes_sent: u64,
+    /// Every one of this run's frames that arrived, whatever its kind (echoes and strays included).
+    pub frames_received: u64,
+    pub bytes_received: u64,
+    /// What arrived, by kind (delivered, duplicated, echoed, cross-room).
+    pub received: Received,
+    /// Editing: REST actions that failed (a collaborator's expected 403 on metadata excluded).
+    pub http_failures: u64,
+    /// Collab: whether the run's send window was open at all.
+    pub send_window_open: bool,
+}
+
+impl UserOutcome {
+    /// A user with no outcome of its own: "user_deadline" (still running at the run's hard deadline) or
+    /// "interrupted" (never started: the run was stopped).
+    pub fn failed(kind: &str) -> UserOutcome {
+        UserOutcome {
+            failure: Some(kind.into()),
+            ..UserOutcome::default()
+        }
+    }
+}
+
+fn us(d: Duration) -> u64 {
+    d.as_micros() as u64
+}
+
+/// Login (or take the minted token), dial, hold. `permit` bounds the dials in flight and is released as
+/// soon as the dial is over.
+pub async fn run_user(ctx: Arc<Ctx>, i: usize, permit: OwnedSemaphorePermit) -> UserOutcome {
+    let mut out = UserOutcome {
+        received: Received::new(i as u32, ctx.room_ids[i]),
+        ..UserOutcome::default()
+    };
+    let opts = &ctx.opts;
+    let account = &opts.manifest.accounts[i];
+    Live::inc(&ctx.live.dialing);
+
+    let token = match &opts.manifest.tokens {
+        Some(tokens) => tokens[i].clone(),
+        None => {
+            let start = Instant::now();
+            let login = Box::pin(
+                ctx.http
+                    .login(&opts.endpoint, &account.email, &account.password),
+            );
+            let r = tokio::select! {
+                r = login => r,
+                () = ctx.live.plateau.until_stopped() => return stopped(&ctx, out),
+            };
+            out.login_us = Some(us(start.elapsed()));
+            out.login_done_us = Some(us(ctx.t0.elapsed()));
+            match r {
+                Ok(login) => {
+                    out.login_status = Some("200".into());
+                    Live::inc(&ctx.live.logins_ok);
+                    login.token
+                }
+                Err(e) => {
+                    let kind = e.kind();
+                    out.failure = Some(format!("login_{kind}"));
+                    out.login_status = Some(kind);
+                    Live::dec(&ctx.live.dialing);
+                    ctx.live.dial_over();
+                    return out;
+                }
+            }
+        }
+    };
+    if !opts.scenario.uses_socket() {
+        Live::dec(&ctx.live.dialing);
+        ctx.live.dial_over();
+        return out;
+    }
+
+    let start = Instant::now();
+    let dial = Box::pin(ctx.http.dial(&opts.endpoint, &account.project_uuid, &token));
+    let dialed = tokio::select! {
+        r = dial => r,
+        () = ctx.live.plateau.until_stopped() => return stopped(&ctx, out),
+    };
+    Live::dec(&ctx.live.dialing);
+    drop(permit);
+    let ws = match dialed {
+        Ok(ws) => ws,
+        Err(e) => {
+            out.failure = Some(e);
+            ctx.live.dial_over();
+            return out;
+        }
+    };
+    let connected_at = Instant::now();
+    out.connect_us = Some(us(connected_at - start));
+    out.connected = true;
+    out.connected_at_us = Some(us(connected_at - ctx.t0));
+    Live::inc(&ctx.live.connected);
+    // Opened before the dial counts as over: the N-th socket itself begins the common hold.
+    ctx.live.opened();
+    ctx.live.dial_over();
+
+    // The socket counts as closed inside `hold`, the moment its end is known.
+    Box::pin(hold::hold(&ctx, i, ws, &token, connected_at, &mut out)).await;
+    if out.held {
+        Live::inc(&ctx.live.held);
+    }
+    out
+}
+
+/// The run was stopped (SIGINT, a lost SUT link) while this user logged in or dialed: it ends there.
+fn stopped(ctx: &Ctx, mut out: UserOutcome) -> UserOutcome {
+    out.failure = Some("interrupted".into());
+    Live::dec(&ctx.live.dialing);
+    ctx.live.dial_over();
+    out
+}
