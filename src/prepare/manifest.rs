@@ -3,11 +3,9 @@
 //! They hold the password and tokens: mode 0600, written whole then renamed.
 
 use super::plan::Plan;
-use anyhow::Result;
 pub use exectl_core::manifest::{
     accounts_csv, Account, Project, TokenEntry, ACCOUNTS_CSV, ACCOUNTS_JSON, ALL, PROJECTS, TOKENS,
 };
-use std::path::{Path, PathBuf};
 
 pub fn projects(plan: &Plan) -> Vec<Project> {
     plan.projects
@@ -32,17 +30,11 @@ pub fn accounts(plan: &Plan, password: &str) -> Vec<Account> {
         .collect()
 }
 
-/// Write `bytes` to DIR/name with mode 0600 (the one atomic write).
-pub fn write_private(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf> {
-    let path = dir.join(name);
-    crate::shell::atomic::write(&path, bytes, 0o600)?;
-    Ok(path)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::prepare::plan::{plan, shape, EmailPattern, Role, Visibility};
+    use crate::state::manifests::write_private;
 
     #[test]
     fn entries_and_csv() {

@@ -385,7 +385,7 @@ fn write_manifest(
         // holds no finished manifest.
         let _ = std::fs::remove_file(dir.join(store::META));
         for (name, bytes) in &contents {
-            files.push(manifest::write_private(dir, name, bytes)?);
+            files.push(store::write_private(dir, name, bytes)?);
         }
         if opts.token_ttl.is_none() {
             // A tokens.json of an earlier run would name accounts this manifest may not have.

@@ -8,10 +8,10 @@
 //!
 //! Pure: `slug`, `infer_pattern`, `still_there`, `choose`. The rest reads or moves files.
 
-use crate::prepare::manifest;
-use crate::prepare::plan::EmailPattern;
 use anyhow::{Context, Result};
 use exectl_core::error::UsageError;
+use exectl_core::manifest;
+use exectl_core::seed::plan::EmailPattern;
 use serde::{Deserialize, Serialize};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -230,7 +230,7 @@ pub fn private_dir(dir: &Path) -> Result<()> {
 }
 
 pub fn write_meta(dir: &Path, meta: &Meta) -> Result<PathBuf> {
-    manifest::write_private(dir, META, &serde_json::to_vec_pretty(meta)?)
+    write_private(dir, META, &serde_json::to_vec_pretty(meta)?)
 }
 
 fn emails_of(dir: &Path) -> Option<Vec<String>> {
@@ -445,9 +445,8 @@ mod tests {
             {"email": "a0@x.org", "password": "pw", "projectUuid": "u", "role": "owner"},
             {"email": "a1@x.org", "password": "pw", "projectUuid": "u", "role": "owner"},
         ]);
-        manifest::write_private(s, manifest::ACCOUNTS_JSON, accounts.to_string().as_bytes())
-            .unwrap();
-        manifest::write_private(s, manifest::PROJECTS, b"[{}]").unwrap();
+        write_private(s, manifest::ACCOUNTS_JSON, accounts.to_string().as_bytes()).unwrap();
+        write_private(s, manifest::PROJECTS, b"[{}]").unwrap();
         assert_eq!(
             migrate_legacy(s, None).unwrap(),
             Migration::Moved(folder(s, &pat("a{i}@x.org")))
@@ -480,4 +479,11 @@ mod tests {
         assert_eq!(remove(&list[0].dir).len(), 3);
         assert!(!list[0].dir.exists());
     }
+}
+
+/// Write `bytes` to DIR/name with mode 0600 (the one atomic write).
+pub fn write_private(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf> {
+    let path = dir.join(name);
+    crate::shell::atomic::write(&path, bytes, 0o600)?;
+    Ok(path)
 }
