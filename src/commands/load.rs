@@ -63,7 +63,8 @@ fn recorded_front_doors(stacks_root: Option<&Path>) -> Vec<endpoint::FrontDoor> 
         .filter_map(|e| {
             let stack = e.file_name().to_string_lossy().into_owned();
             // A hint: a stack whose record cannot be read is left out of it.
-            let record = crate::state::record::read(&e.path().join("bundle"), &stack).ok()??;
+            let record =
+                crate::state::record::read(&crate::state::bundle_dir(&e.path()), &stack).ok()??;
             Some(endpoint::FrontDoor::from_record(&record))
         })
         .collect();

@@ -96,10 +96,6 @@ fn hostname() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-pub(crate) fn alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
-}
-
 impl StackLock {
     pub fn acquire(dir: &Path, stack: &str, command: &str, break_lock: bool) -> Result<StackLock> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -120,7 +116,7 @@ impl StackLock {
                     let holder: Option<Holder> = std::fs::read_to_string(&path)
                         .ok()
                         .and_then(|t| serde_json::from_str(&t).ok());
-                    let stale = takeover(holder.as_ref(), &me, false, alive);
+                    let stale = takeover(holder.as_ref(), &me, false, crate::shell::alive);
                     if stale || break_lock {
                         if let Some(h) = &holder {
                             eprintln!(

@@ -2,7 +2,8 @@
 //! once. A file under /opt/exectl/.locks, created with the shell's noclobber (atomic), naming its holder
 //! like the local lock; a holder from this machine whose process is gone is stale and taken over.
 
-use super::lock::{alive, takeover, Holder, LockLost, Locked, StackLock};
+use super::lock::{takeover, Holder, LockLost, Locked, StackLock};
+use crate::shell::alive;
 use crate::shell::scripts::lock::{self, Acquire};
 use crate::shell::HostShell;
 use crate::sut::{Target, REMOTE_STACKS_ROOT};

@@ -48,6 +48,11 @@ pub trait ShellLoop: Send {
 
 /// Read from `r` into `buf` until it holds a whole answer (up to an `END` line); the answer is taken
 /// out of `buf`, what follows stays. An end of stream first is an error.
+/// Process `pid` of this machine exists.
+pub fn alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
 pub fn read_answer(r: &mut dyn std::io::Read, buf: &mut Vec<u8>) -> Result<String> {
     let end = format!("{END}\n");
     let mut chunk = [0u8; 8192];

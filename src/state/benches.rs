@@ -165,8 +165,7 @@ impl Shown {
 /// Process `pid` exists and started no later than the bench did: a pid the kernel gave to another
 /// process after the bench died is not the bench.
 fn bench_alive(pid: u32, bench_started_s: u64) -> bool {
-    crate::engine::lock::alive(pid)
-        && process_started_s(pid).is_none_or(|t| t <= bench_started_s + 1)
+    crate::shell::alive(pid) && process_started_s(pid).is_none_or(|t| t <= bench_started_s + 1)
 }
 
 /// When process `pid` started, in seconds since the epoch: its start time in clock ticks since boot

@@ -1,0 +1,152 @@
+//! The shell's layers point one way: no cycle between the top-level modules of src/ (cli, commands,
+//! ops, sut, engine, status, bench, load, prepare, state, ...), read from who names whom (`crate::x`,
+//! outside test modules); and the state folder's layout is spelled in `state` only.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Each top-level module of src/ (a file, or a folder and everything in it) → its code, without the
+/// test modules (what the module itself depends on).
+fn modules() -> BTreeMap<String, String> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut code: BTreeMap<String, String> = BTreeMap::new();
+    for e in std::fs::read_dir(&src).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_stem().unwrap().to_string_lossy().to_string();
+        if ["lib", "main"].contains(&name.as_str()) {
+            continue;
+        }
+        let mut files = Vec::new();
+        if p.is_dir() {
+            rust_files(&p, &mut files);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            files.push(p);
+        }
+        for f in files {
+            let text = std::fs::read_to_string(f).unwrap();
+            let body = text.split("#[cfg(test)]").next().unwrap_or("").to_string();
+            code.entry(name.clone()).or_default().push_str(&body);
+        }
+    }
+    code
+}
+
+fn graph(code: &BTreeMap<String, String>) -> BTreeMap<String, BTreeSet<String>> {
+    code.iter()
+        .map(|(module, text)| {
+            let named = text
+                .match_indices("crate::")
+                .map(|(at, _)| {
+                    text[at + 7..]
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect::<String>()
+                })
+                .filter(|w| w != module && code.contains_key(w))
+                .collect();
+            (module.clone(), named)
+        })
+        .collect()
+}
+
+/// A cycle of `g`, when it has one.
+fn cycle(g: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        g: &BTreeMap<String, BTreeSet<String>>,
+        n: &str,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == n) {
+            let mut c = path[i..].to_vec();
+            c.push(n.to_string());
+            return Some(c);
+        }
+        if !done.insert(n.to_string()) {
+            return None;
+        }
+        path.push(n.to_string());
+        for m in g.get(n).into_iter().flatten() {
+            if let Some(c) = visit(g, m, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    g.keys()
+        .find_map(|n| visit(g, n, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn the_top_level_modules_depend_on_each_other_one_way() {
+    let g = graph(&modules());
+    assert!(g.len() > 10 && g["commands"].contains("ops"), "{g:?}");
+    assert_eq!(
+        cycle(&g),
+        None,
+        "a cycle between top-level modules; the graph: {g:#?}"
+    );
+    // Nothing below the command line sees clap.
+    for (module, text) in modules() {
+        if !["cli", "commands"].contains(&module.as_str()) {
+            assert!(
+                !text.contains("clap::") && !text.contains("crate::cli"),
+                "{module} sees clap"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_check_finds_a_cycle() {
+    let g: BTreeMap<String, BTreeSet<String>> = [
+        ("a", vec!["b"]),
+        ("b", vec!["c"]),
+        ("c", vec!["a"]),
+        ("d", vec![]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.into_iter().map(String::from).collect()))
+    .collect();
+    assert_eq!(cycle(&g).unwrap().len(), 4);
+}
+
+/// The names of the state folder's parts, quoted: `join`ed in `state` only.
+const LAYOUT: [&str; 6] = [
+    "\"runs\"",
+    "\"benches\"",
+    "\"bundle\"",
+    "\"secrets.env\"",
+    "\"exectl.lock\"",
+    "\"manifests\"",
+];
+
+#[test]
+fn state_paths_are_built_in_state_only() {
+    let mut found = Vec::new();
+    for (module, text) in modules() {
+        for name in LAYOUT {
+            if module != "state" && text.contains(&format!(".join({name})")) {
+                found.push(format!("{module}: .join({name})"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "state paths built outside src/state: {found:?}"
+    );
+    assert!(modules()["state"].contains(".join(\"runs\")"));
+}
