@@ -21,8 +21,8 @@ use exectl_core::bench::timeline::at_once;
 use exectl_core::bench::{Besides, CpuScale, LeakCheck, LevelResult, LevelSpan, Sample, Slos};
 use sampler::{LevelState, Sampler};
 
-/// What one level needs besides its user count.
-pub struct Plan {
+/// The levels of a bench and what each needs besides its user count (not a deploy's `plan::Plan`).
+pub struct Levels {
     /// The load of each level, in order (users set per level).
     pub levels: Vec<LoadOptions>,
     pub slos: Slos,
@@ -88,14 +88,14 @@ pub struct Ran {
 }
 
 /// Run every level (the caller saves after each: `after_level`).
-pub fn run(plan: Plan, sampler: &Sampler, after_level: impl FnMut(Done) -> Result<()>) -> Ran {
+pub fn run(plan: Levels, sampler: &Sampler, after_level: impl FnMut(Done) -> Result<()>) -> Ran {
     let mut levels = Vec::new();
     let failed = run_levels(plan, sampler, after_level, &mut levels).err();
     Ran { levels, failed }
 }
 
 fn run_levels(
-    plan: Plan,
+    plan: Levels,
     sampler: &Sampler,
     mut after_level: impl FnMut(Done) -> Result<()>,
     out: &mut Vec<LevelResult>,

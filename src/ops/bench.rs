@@ -181,7 +181,7 @@ pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Res
     // Written before level 1: a bench killed during it leaves its results (running) and its timeline.
     out.save(&results, &[])?;
     let t0 = std::time::Instant::now();
-    let plan = bench::Plan {
+    let plan = bench::Levels {
         levels: plans,
         slos,
         settle,

@@ -337,6 +337,13 @@ pub fn remove(dir: &Path) -> Vec<PathBuf> {
     gone
 }
 
+/// Write `bytes` to DIR/name with mode 0600 (the one atomic write).
+pub fn write_private(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf> {
+    let path = dir.join(name);
+    crate::shell::atomic::write(&path, bytes, 0o600)?;
+    Ok(path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -479,11 +486,4 @@ mod tests {
         assert_eq!(remove(&list[0].dir).len(), 3);
         assert!(!list[0].dir.exists());
     }
-}
-
-/// Write `bytes` to DIR/name with mode 0600 (the one atomic write).
-pub fn write_private(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf> {
-    let path = dir.join(name);
-    crate::shell::atomic::write(&path, bytes, 0o600)?;
-    Ok(path)
 }
