@@ -1,6 +1,7 @@
-//! The shell's layers point one way: no cycle between the top-level modules of src/ (cli, commands,
-//! ops, sut, engine, status, bench, load, prepare, state, ...), read from who names whom (`crate::x`,
-//! outside test modules); and the state folder's layout is spelled in `state` only.
+//! The layers point one way: no cycle between the top-level modules of src/ (cli, commands, ops, sut,
+//! engine, status, bench, load, prepare, state, ...), nor between the modules of the core's `bench` and
+//! `doctor`, read from who names whom (`crate::x`, `super::x`, outside test modules); and the state
+//! folder's layout is spelled in `state` only.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -58,6 +59,51 @@ fn graph(code: &BTreeMap<String, String>) -> BTreeMap<String, BTreeSet<String>> 
             (module.clone(), named)
         })
         .collect()
+}
+
+/// Each module of `core/src/<dir>` (a file, or a folder with its files as one) → the sibling modules it names.
+fn core_graph(dir: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("core/src")
+        .join(dir);
+    let mut sources: Vec<(String, String)> = Vec::new();
+    for e in std::fs::read_dir(&root).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_stem().unwrap().to_string_lossy().to_string();
+        if p.is_dir() {
+            for f in std::fs::read_dir(&p).unwrap() {
+                let f = f.unwrap().path();
+                if f.extension().is_some_and(|x| x == "rs") {
+                    sources.push((name.clone(), std::fs::read_to_string(f).unwrap()));
+                }
+            }
+        } else if p.extension().is_some_and(|x| x == "rs")
+            && name != "mod"
+            && !name.ends_with("_tests")
+        {
+            sources.push((name, std::fs::read_to_string(&p).unwrap()));
+        }
+    }
+    let names: BTreeSet<String> = sources.iter().map(|(n, _)| n.clone()).collect();
+    let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (module, text) in sources {
+        // The code before the test module: what the module itself depends on.
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        let edges = g.entry(module.clone()).or_default();
+        for prefix in ["super::super::", "super::", &format!("crate::{dir}::")] {
+            for (at, _) in code.match_indices(prefix) {
+                let rest = &code[at + prefix.len()..];
+                let word: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if names.contains(&word) && word != module {
+                    edges.insert(word);
+                }
+            }
+        }
+    }
+    g
 }
 
 /// A cycle of `g`, when it has one.
@@ -121,7 +167,7 @@ fn the_check_finds_a_cycle() {
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.into_iter().map(String::from).collect()))
     .collect();
-    assert_eq!(cycle(&g).unwrap().len(), 4);
+    assert_eq!(cycle(&g).unwrap(), ["a", "b", "c", "a"]);
 }
 
 /// The names of the state folder's parts, quoted: `join`ed in `state` only.
@@ -149,4 +195,19 @@ fn state_paths_are_built_in_state_only() {
         "state paths built outside src/state: {found:?}"
     );
     assert!(modules()["state"].contains(".join(\"runs\")"));
+}
+
+#[test]
+fn bench_and_doctor_have_no_module_cycle() {
+    for dir in ["bench", "doctor"] {
+        let g = core_graph(dir);
+        assert!(g.len() > 3, "{dir}: {g:?}");
+        if let Some(c) = cycle(&g) {
+            panic!("core/src/{dir} has a module cycle: {}", c.join(" → "));
+        }
+    }
+    // The bench's arrows, as they are: verdict uses limiting, which uses incidents, which uses neither.
+    let bench = core_graph("bench");
+    assert!(bench["verdict"].contains("limiting") && bench["limiting"].contains("incidents"));
+    assert!(!bench["incidents"].contains("limiting"), "{bench:?}");
 }
