@@ -5,14 +5,15 @@
 # Docker's health tick there, deploy for the apps' own /healthcheck answer), then with --health-interval 1s.
 # Usage: bash benches/deploy_vs_compose.sh [ROUNDS]   (needs the engine and fixture images: scripts/setup.sh)
 # BENCH_PREFIX (default "bench-") starts the two stack names; BENCH_PORT (default 18290) and the next
-# port are the two LB ports, so that engineers sharing an engine can run it at once.
+# port are the two LB ports, so that engineers sharing an engine can run it at once. The release build
+# goes to CARGO_TARGET_DIR when set (else ./target).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-2}
 prefix=${BENCH_PREFIX:-bench-}
 port=${BENCH_PORT:-18290}
 cargo build --release -q -p exectl
-exectl=$PWD/target/release/exectl
+exectl=${CARGO_TARGET_DIR:-$PWD/target}/release/exectl
 state=$(mktemp -d); export EXECTL_STATE_DIR=$state
 work=$(mktemp -d)
 trap 'rm -rf "$state" "$work"' EXIT

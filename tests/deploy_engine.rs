@@ -82,6 +82,27 @@ async fn ha_deploys_converges_scales_and_tears_down() {
         "{again}"
     );
     assert_eq!(container_ids(&d, stack).await, ids);
+    // A no-op still waits for every service (all at once) and reads every limit back.
+    let mut ready: Vec<&str> = again["ready"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["service"].as_str().unwrap())
+        .collect();
+    ready.sort();
+    assert_eq!(
+        ready,
+        ids.keys().map(String::as_str).collect::<Vec<_>>(),
+        "{again}"
+    );
+    assert_eq!(
+        (
+            again["ok"].as_bool(),
+            again["limits"].as_array().map(Vec::len)
+        ),
+        (Some(true), Some(3)),
+        "{again}"
+    );
 
     // Only the nginx variant changes: only nginx is recreated.
     let v = x.deploy_json(&args(

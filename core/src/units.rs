@@ -5,6 +5,8 @@
 //! Durations: one or more `<number><unit>` parts, such as `30s`, `500ms`, `1m30s`, `1.5h`, `7d`; units
 //! `ns`, `us`, `ms`, `s`, `m`, `h`, `d`. A bare number is refused (is `300` seconds or milliseconds?),
 //! except `0`, which is zero in any unit — the rule of Go's and compose's durations.
+//!
+//! Timestamps: Docker's RFC 3339 (`parse_rfc3339`), read to whole seconds since the epoch.
 
 use std::fmt;
 use std::time::Duration;
@@ -250,6 +252,38 @@ pub fn decimal_in(text: &str, min: f64, max: f64) -> Result<f64, Invalid> {
     Ok(v)
 }
 
+/// Seconds since the epoch of Docker's timestamps (`2026-11-29T20:01:02.123456789Z`: container start
+/// times, the engine's clock, log lines); the fraction is dropped. None when it is not one.
+pub fn parse_rfc3339(t: &str) -> Option<u64> {
+    let (date, time) = t.split_once('T')?;
+    let mut d = date.split('-').map(|x| x.parse::<i64>().ok());
+    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
+    let time = time.trim_end_matches('Z');
+    let time = time.split(['+', '.']).next()?;
+    let mut h = time.split(':').map(|x| x.parse::<i64>().ok());
+    let (hh, mm, ss) = (h.next()??, h.next()??, h.next()??);
+    // In range, so that no arithmetic below can overflow.
+    let fields = [
+        (y, 0, 9999),
+        (m, 1, 12),
+        (day, 1, 31),
+        (hh, 0, 23),
+        (mm, 0, 59),
+        (ss, 0, 60),
+    ];
+    if fields.iter().any(|(v, lo, hi)| v < lo || v > hi) {
+        return None;
+    }
+    // days from civil (Howard Hinnant)
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    u64::try_from(days * 86_400 + hh * 3600 + mm * 60 + ss).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -384,5 +418,13 @@ mod tests {
         for bad in ["1e-10", "NaN", "inf", "-inf", "1025", "abc", "1e30"] {
             assert!(decimal_in(bad, 0.01, 1024.0).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn rfc3339() {
+        assert_eq!(parse_rfc3339("2026-11-18T11:06:40.5Z"), Some(1_795_000_000));
+        assert_eq!(parse_rfc3339("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(parse_rfc3339("garbage"), None);
+        assert_eq!(parse_rfc3339("9223372036854775807-01-01T00:00:00Z"), None);
     }
 }

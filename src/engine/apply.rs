@@ -271,26 +271,43 @@ pub async fn apply(
             .find(|s| s.name == name)
             .expect("the plan's waves name desired services")
     };
+    let action = |name: &str| {
+        plan.actions
+            .iter()
+            .find(|a| a.service() == name)
+            .expect("plan has an action per service")
+    };
+    let probed: Vec<&str> = desired
+        .services
+        .iter()
+        .filter(|s| s.probe.is_some())
+        .map(|s| s.name.as_str())
+        .collect();
     // The plan's waves, in order: wait (in parallel) for what a wave depends on, then converge its
-    // services in parallel.
+    // services in parallel. A wave that changes nothing has nothing to hold back: its waits join those
+    // of the next wave that changes something, or the waits at the end (a no-op waits once, for every
+    // service at the same time).
+    let mut deferred: Vec<(String, bool)> = Vec::new();
     for wave in &plan.waves {
-        let waits = wave
-            .wait_for
+        if !wave.services.iter().any(|name| action(name).changes()) {
+            deferred.extend(wave.wait_for.iter().cloned());
+            continue;
+        }
+        let waits = deferred
+            .drain(..)
+            .chain(wave.wait_for.iter().cloned())
+            .collect::<Vec<_>>();
+        let waits = waits
             .iter()
             .map(|(d, healthy)| waiter.wait(service(d), *healthy));
         for r in futures_util::future::join_all(waits).await {
             readied.push(r?);
         }
         let converge = wave.services.iter().map(|name| {
-            let action = plan
-                .actions
-                .iter()
-                .find(|a| a.service() == name)
-                .expect("plan has an action per service");
             converge_one(
                 docker,
                 service(name),
-                action,
+                action(name),
                 &desired.network,
                 progress,
                 held,
@@ -300,16 +317,23 @@ pub async fn apply(
             r?;
         }
     }
-    let probed: Vec<&str> = desired
-        .services
-        .iter()
-        .filter(|s| s.probe.is_some())
-        .map(|s| s.name.as_str())
-        .collect();
+    // The waits at the end, with the deferred ones. A deferred wait for a front door only as started
+    // (which `final_waits` would ask again, ready) waits for it ready at once.
     let rest = exectl_core::readiness::final_waits(&plan.wait_at_end, &probed, &readied);
     readied.retain(|r| !rest.contains(&r.service));
-    let rest = rest.iter().map(|name| waiter.wait(service(name), true));
-    for r in futures_util::future::join_all(rest).await {
+    let last: Vec<(String, bool)> = deferred
+        .into_iter()
+        .filter(|(d, _)| !rest.contains(d))
+        .map(|(d, healthy)| {
+            let ready = healthy || probed.contains(&d.as_str());
+            (d, ready)
+        })
+        .chain(rest.iter().map(|name| (name.clone(), true)))
+        .collect();
+    let last = last
+        .iter()
+        .map(|(d, ready)| waiter.wait(service(d), *ready));
+    for r in futures_util::future::join_all(last).await {
         readied.push(r?);
     }
     let settled = *waiter.last_ready.lock().expect("not poisoned");

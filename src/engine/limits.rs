@@ -69,7 +69,7 @@ fn is_lb(s: &DesiredService) -> bool {
 }
 
 /// Read back every service that asks for limits (one host command for all of them, and one more for
-/// the LB's worker processes).
+/// the LB's worker processes, run at the same time; the containers' PIDs inspected concurrently).
 pub async fn read_back(
     target: &Target,
     services: &[DesiredService],
@@ -79,16 +79,25 @@ pub async fn read_back(
         .iter()
         .filter(|s| !(s.service.ulimits.is_empty() && s.service.deploy.is_none()))
         .collect();
-    let mut pids = Vec::new();
-    for s in &wanted {
-        pids.push(pid_of(target, &s.container_name).await?);
-    }
-    let read = read_pids(target, &pids).await?;
+    let pids = futures_util::future::try_join_all(
+        wanted.iter().map(|s| pid_of(target, &s.container_name)),
+    )
+    .await?;
+    let lb_pids: Vec<i64> = wanted
+        .iter()
+        .zip(&pids)
+        .filter(|(s, _)| is_lb(s))
+        .map(|(_, pid)| *pid)
+        .collect();
+    let counts =
+        futures_util::future::try_join_all(lb_pids.iter().map(|pid| count_workers(target, *pid)));
+    let (read, counts) = tokio::try_join!(read_pids(target, &pids), counts)?;
+    let mut counts = counts.into_iter();
     let mut out = Vec::new();
-    for ((s, text), pid) in wanted.into_iter().zip(read).zip(pids) {
+    for (s, text) in wanted.into_iter().zip(read) {
         let mut e = compare(parse(&s.name, &text), s);
         if is_lb(s) {
-            e.nginx_workers = count_workers(target, pid).await?;
+            e.nginx_workers = counts.next().flatten();
             e = compare_workers(e, workers);
         }
         out.push(e);
@@ -117,13 +126,24 @@ pub async fn pid_of(target: &Target, container: &str) -> Result<i64> {
         .with_context(|| format!("{container} is not running"))
 }
 
-/// The limits script's output for each PID, in order, from one host command.
+/// The limits script's output for each PID, in order: from one host command on a remote target (each
+/// costs an SSH session), from one per CPU at once on the local one (the script starts a few processes
+/// per PID, which the CPUs share out).
 pub async fn read_pids(target: &Target, pids: &[i64]) -> Result<Vec<String>> {
     if pids.is_empty() {
         return Ok(Vec::new());
     }
-    let text = target.host_shell(&container_limits(pids)).await?;
-    Ok(split_pids(&text, pids))
+    let shells = match target.is_remote() {
+        true => 1,
+        false => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let scripts: Vec<_> = pids
+        .chunks(pids.len().div_ceil(shells))
+        .map(container_limits)
+        .collect();
+    let texts =
+        futures_util::future::try_join_all(scripts.iter().map(|s| target.host_shell(s))).await?;
+    Ok(split_pids(&texts.concat(), pids))
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! Read the objects carrying a stack's label from the engine.
+//! Read the objects carrying a stack's label from the engine, and where an inspected container answers.
 
 use super::desired::{LABEL_HASH, LABEL_PARTS, LABEL_SERVICE, LABEL_STACK};
 use anyhow::Result;
@@ -14,6 +14,17 @@ pub fn summary_name(names: Option<Vec<String>>) -> Option<String> {
     names
         .and_then(|n| n.into_iter().next())
         .map(|n| n.trim_start_matches('/').to_string())
+}
+
+/// An inspected container's address on its stack network (None before it has one).
+pub fn address_of(info: &bollard::models::ContainerInspectResponse) -> Option<String> {
+    info.network_settings
+        .as_ref()
+        .and_then(|n| n.networks.as_ref())
+        .and_then(|nets| {
+            nets.values()
+                .find_map(|n| n.ip_address.clone().filter(|ip| !ip.is_empty()))
+        })
 }
 
 pub fn label_filter(stack: &str) -> HashMap<String, Vec<String>> {

@@ -276,6 +276,11 @@ pub async fn conflicts(
 /// Every check deploy makes before it changes anything (images aside: deploy pulls them, plan lists
 /// them), each refusal found: none, one (that error) or several (`UsageErrors`), all exit 2. `plan` runs
 /// the same, so it shows everything deploy would refuse. A failure to check at all is that failure.
+///
+/// The checks run concurrently. Those that guard what a container start would meet are made only when
+/// the plan starts one (`Starts`): the database volume's probe when the database container is created,
+/// recreated or started, the engine's open-files limit when any container is. A container kept running
+/// already has what they guard (and deploy reads its limits back after).
 pub async fn check(
     target: &Target,
     spec: &Spec,
@@ -290,13 +295,52 @@ pub async fn check(
         secrets_file.exists(),
         &secrets_file,
     ));
-    if let (Some(volume), Some(_)) = (db_volume(&spec.stack, observed), spec.db_service()) {
-        let found = super::db_data::read(target, &spec.stack, volume, &probe_images(spec)).await?;
-        refused.extend(db_matches_data(spec, volume, found.as_ref()));
-    }
-    refused.extend(capacity(target, spec).await?);
-    refused.extend(conflicts(target, desired).await?);
+    let starts = Starts::of(desired, observed);
+    let db_data = async {
+        match (db_volume(&spec.stack, observed), spec.db_service()) {
+            (Some(volume), Some(db)) if starts.service(db) => {
+                let found =
+                    super::db_data::read(target, &spec.stack, volume, &probe_images(spec)).await?;
+                Ok(db_matches_data(spec, volume, found.as_ref()))
+            }
+            _ => Ok::<_, anyhow::Error>(None),
+        }
+    };
+    // Each runs to its end (the volume's probe removes its container), then the first failure is said.
+    let (db_data, capacity, conflicts) = tokio::join!(
+        db_data,
+        capacity(target, spec, starts.any()),
+        conflicts(target, desired)
+    );
+    refused.extend(db_data?);
+    refused.extend(capacity?);
+    refused.extend(conflicts?);
     exectl_core::error::UsageErrors::result(refused)
+}
+
+/// Which services the plan of `desired` over `observed` starts a container for (created, recreated, or
+/// kept but not running). Every one when there is no plan (its error is deploy's to say).
+pub struct Starts(Option<Vec<String>>);
+
+impl Starts {
+    pub fn of(desired: &super::desired::Desired, observed: &exectl_core::plan::Observed) -> Starts {
+        use exectl_core::plan::Action;
+        Starts(exectl_core::plan::plan(desired, observed).ok().map(|p| {
+            p.actions
+                .iter()
+                .filter(|a| !matches!(a, Action::Keep { start: false, .. } | Action::Remove { .. }))
+                .map(|a| a.service().to_string())
+                .collect()
+        }))
+    }
+
+    pub fn service(&self, name: &str) -> bool {
+        self.0.as_ref().is_none_or(|s| s.iter().any(|n| n == name))
+    }
+
+    pub fn any(&self) -> bool {
+        self.0.as_ref().is_none_or(|s| !s.is_empty())
+    }
 }
 
 /// Images the volume probe may use, likeliest present first: the databases' (the one that wrote the
@@ -327,18 +371,25 @@ pub async fn missing_images(target: &Target, images: &[String]) -> Vec<String> {
     missing
 }
 
-pub async fn capacity(target: &Target, spec: &Spec) -> Result<Vec<UsageError>> {
-    let info = target
-        .docker
-        .info()
-        .await
-        .context("reading the engine's info")?;
-    Ok(check_capacity(
-        spec,
-        info.ncpu,
-        info.mem_total,
-        target.max_nofile().await,
-    ))
+/// What the target offers against the spec. The engine's open-files limit (a host command) is read only
+/// with `nofile`: when a container is to start with the spec's.
+pub async fn capacity(target: &Target, spec: &Spec, nofile: bool) -> Result<Vec<UsageError>> {
+    let info = async {
+        target
+            .docker
+            .info()
+            .await
+            .context("reading the engine's info")
+    };
+    let max_nofile = async {
+        match nofile {
+            true => target.max_nofile().await,
+            false => None,
+        }
+    };
+    let (info, max_nofile) = tokio::join!(info, max_nofile);
+    let info = info?;
+    Ok(check_capacity(spec, info.ncpu, info.mem_total, max_nofile))
 }
 
 /// Every image present on the target, pulling the missing ones. Returns the images it pulled.
@@ -501,6 +552,51 @@ mod tests {
         let mut s = spec(&[("--memory", "64m"), ("--instances", "16")]);
         s.images.app = "exectl-fixture/standin:latest".into();
         assert_eq!(check_capacity(&s, None, Some(1 << 30), None), vec![]);
+    }
+
+    #[test]
+    fn only_a_start_makes_the_checks_a_start_needs() {
+        use exectl_core::plan::{Observed, ObservedContainer};
+        let secrets = crate::state::secrets::Secrets::parse(
+            "APP_SECRET=a\nAPI_JWT_SECRET=b\nDB_PASSWORD=c\nDB_ROOT_PASSWORD=d\nADMIN_PASSWORD=e\n",
+        );
+        let d = exectl_core::pipeline::desired_state(
+            &spec(&[]),
+            &secrets,
+            &exectl_core::render::Templates::embedded(),
+            std::path::Path::new("/srv/exe"),
+        )
+        .unwrap()
+        .desired;
+        let running = |state: &str| Observed {
+            containers: d
+                .services
+                .iter()
+                .map(|s| ObservedContainer {
+                    name: s.container_name.clone(),
+                    service: s.name.clone(),
+                    hash: s.hash.clone(),
+                    parts: s.parts.clone(),
+                    state: if s.name == "postgres" {
+                        state
+                    } else {
+                        "running"
+                    }
+                    .into(),
+                })
+                .collect(),
+            networks: vec![d.network.clone()],
+            volumes: d.volumes.clone(),
+        };
+        let kept = Starts::of(&d, &running("running"));
+        assert!(!kept.any() && !kept.service("postgres"));
+        let stopped = Starts::of(&d, &running("exited"));
+        assert!(stopped.any() && stopped.service("postgres") && !stopped.service("redis"));
+        let mut changed = running("running");
+        changed.containers.retain(|c| c.service != "postgres");
+        assert!(Starts::of(&d, &changed).service("postgres"));
+        let fresh = Starts::of(&d, &Observed::default());
+        assert!(fresh.any() && fresh.service("postgres") && fresh.service("nginx"));
     }
 
     #[test]

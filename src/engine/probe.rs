@@ -43,7 +43,7 @@ impl Prober {
         probe: &Probe,
     ) -> Result<(), String> {
         match probe {
-            Probe::Http(http) => match crate::status::address_of(info) {
+            Probe::Http(http) => match super::observe::address_of(info) {
                 Some(ip) => self.http(target, &ip, http).await,
                 None => Err("no address on the stack network yet".into()),
             },

@@ -187,7 +187,7 @@ async fn logs_before(docker: &Docker, container: &str, until_ns: i64) -> String 
 
 /// Nanoseconds since the epoch of a log line's `2026-12-01T22:05:00.331740123Z`.
 fn timestamp_ns(at: &str) -> Option<i64> {
-    let secs = i64::try_from(crate::status::parse_rfc3339(at)?).ok()?;
+    let secs = i64::try_from(exectl_core::units::parse_rfc3339(at)?).ok()?;
     let digits: String = at
         .split_once('.')
         .map(|(_, f)| f.chars().take_while(char::is_ascii_digit).take(9).collect())
@@ -217,17 +217,17 @@ impl RestartWatch {
     /// may differ from ours), a second early: it replays what happened before the stream connected.
     pub async fn start(target: &Target, stack: &str, containers: &[&str]) -> Result<RestartWatch> {
         let docker = &target.docker;
-        let mut before = HashMap::new();
-        for name in containers {
-            if let Ok(info) = docker.inspect_container(name, None).await {
-                let id = info.id.unwrap_or_default();
-                before.insert(name.to_string(), (id, info.restart_count.unwrap_or(0)));
-            }
-        }
-        let now = docker.info().await?.system_time;
+        let inspected = futures_util::future::join_all(containers.iter().map(|name| async move {
+            let info = docker.inspect_container(name, None).await.ok()?;
+            let id = info.id.unwrap_or_default();
+            Some((name.to_string(), (id, info.restart_count.unwrap_or(0))))
+        }));
+        let (inspected, info) = tokio::join!(inspected, docker.info());
+        let before: HashMap<String, (String, i64)> = inspected.into_iter().flatten().collect();
+        let now = info?.system_time;
         let since = now
             .as_deref()
-            .and_then(crate::status::parse_rfc3339)
+            .and_then(exectl_core::units::parse_rfc3339)
             .map(|s| s.saturating_sub(1).to_string());
         let filters = HashMap::from([
             ("type", vec!["container".to_string()]),
@@ -268,12 +268,15 @@ impl RestartWatch {
         docker: &Docker,
         services: &[DesiredService],
     ) -> Result<Vec<Restart>> {
+        let inspected = futures_util::future::join_all(
+            services
+                .iter()
+                .map(|s| docker.inspect_container(&s.container_name, None)),
+        )
+        .await;
         let mut out = Vec::new();
-        for s in services {
-            let info = match docker.inspect_container(&s.container_name, None).await {
-                Ok(i) => i,
-                Err(_) => continue,
-            };
+        for (s, info) in services.iter().zip(inspected) {
+            let Ok(info) = info else { continue };
             let id = info.id.unwrap_or_default();
             let before = self.before(&s.container_name);
             let restarts = restarts_during(before, &id, info.restart_count.unwrap_or(0));

@@ -156,7 +156,7 @@ async fn service_status(
         .started_at
         .as_deref()
         .filter(|_| running)
-        .and_then(parse_rfc3339)
+        .and_then(exectl_core::units::parse_rfc3339)
         .map(|started| now_s().saturating_sub(started));
     let status = ServiceStatus {
         name: service.to_string(),
@@ -277,18 +277,7 @@ async fn admin_token(
 /// The container's address on its stack network: probes go there directly, never through the LB.
 pub async fn container_ip(docker: &Docker, container: &str) -> Result<String> {
     let info = docker.inspect_container(container, None).await?;
-    address_of(&info).with_context(|| format!("{container} has no address on its network"))
-}
-
-/// An inspected container's address on its stack network (None before it has one).
-pub fn address_of(info: &bollard::models::ContainerInspectResponse) -> Option<String> {
-    info.network_settings
-        .as_ref()
-        .and_then(|n| n.networks.as_ref())
-        .and_then(|nets| {
-            nets.values()
-                .find_map(|n| n.ip_address.clone().filter(|ip| !ip.is_empty()))
-        })
+    observe::address_of(&info).with_context(|| format!("{container} has no address on its network"))
 }
 
 fn now_s() -> u64 {
@@ -296,35 +285,4 @@ fn now_s() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()
         .as_secs()
-}
-
-/// Seconds since the epoch of Docker's `2026-11-29T20:01:02.123456789Z`.
-pub fn parse_rfc3339(t: &str) -> Option<u64> {
-    let (date, time) = t.split_once('T')?;
-    let mut d = date.split('-').map(|x| x.parse::<i64>().ok());
-    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
-    let time = time.trim_end_matches('Z');
-    let time = time.split(['+', '.']).next()?;
-    let mut h = time.split(':').map(|x| x.parse::<i64>().ok());
-    let (hh, mm, ss) = (h.next()??, h.next()??, h.next()??);
-    // days from civil (Howard Hinnant)
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    u64::try_from(days * 86_400 + hh * 3600 + mm * 60 + ss).ok()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn rfc3339() {
-        assert_eq!(
-            super::parse_rfc3339("2026-11-18T11:06:40.5Z"),
-            Some(1_795_000_000)
-        );
-        assert_eq!(super::parse_rfc3339("1970-01-01T00:00:00Z"), Some(0));
-    }
 }

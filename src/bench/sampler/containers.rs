@@ -127,7 +127,7 @@ impl Followed {
             self.cgroup = None;
             self.prev_cpu = None;
         }
-        self.ip = crate::status::address_of(info);
+        self.ip = crate::engine::observe::address_of(info);
         self.published = info
             .network_settings
             .as_ref()
