@@ -61,6 +61,9 @@ impl BenchOutcome {
     }
 }
 
+/// Run the bench `o` on the stack of `spec`'s target. It takes the target unconnected and runs its own
+/// runtimes (the levels' and the sampler's thread, each with its own connection), so it is called outside
+/// any tokio runtime. A failing level is in the outcome, not an error.
 pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Result<BenchOutcome> {
     let BenchOptions {
         run_id,
