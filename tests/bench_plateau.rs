@@ -116,15 +116,17 @@ fn all_at_once(tl: &[Value], level: &Value, users: u64) -> usize {
 fn four_hundred_users_are_held_at_once_for_the_whole_hold_even_with_slow_logins() {
     let _one = serial();
     let s = stack("plat", "0.5", &[], "400", "4");
-    let run = |id: &str| {
-        let out = s.x.run(&[
+    let run = |id: &str, extra: &[&str]| {
+        let mut args = vec![
             "bench", "--stack", &s.name, "--run-id", id, "--levels", "400", "--hold", "20s",
             "--ramp", "5s", "--settle", "10s",
-        ]);
+        ];
+        args.extend(extra);
+        let out = s.x.run(&args);
         let dir = bench_dir(&s, id);
         (out, json(&dir.join("results.json")), timeline(&dir))
     };
-    let (out, r, tl) = run("b-plat");
+    let (out, r, tl) = run("b-plat", &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}\n{:#}", r["verdict"]);
     let l = &r["levels"][0];
@@ -170,7 +172,9 @@ fn four_hundred_users_are_held_at_once_for_the_whole_hold_even_with_slow_logins(
     args.extend(HA_LIMITS);
     args.extend(faulty);
     assert_eq!(s.x.deploy_json(&args)["ok"], true);
-    let (out, r, tl) = run("b-plat-slow");
+    // The plateau is what is judged here: logins this slow may pass login_p95's 5 s on a loaded
+    // machine, which would fail the level for another reason than the one under test.
+    let (out, r, tl) = run("b-plat-slow", &["--slo", "login_p95=120s"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let l = &r["levels"][0];
     let p = &l["figures"]["plateau"];
