@@ -7,6 +7,7 @@
 
 pub mod app;
 pub mod bench;
+pub mod browser;
 pub mod cli;
 pub mod commands;
 pub mod engine;

@@ -19,6 +19,7 @@ fn main() {
         Command::Runs(a) => commands::runs::run(a).map(|_| exit::OK),
         Command::Load(a) => commands::load::run(a),
         Command::Bench(a) => commands::bench::run(a),
+        Command::Sweep(a) => commands::sweep::run(a),
         Command::Report(a) => commands::report::run(&a.run_id, a.from.as_deref(), a.out.as_deref()),
         Command::Prepare(a) => runtime().block_on(commands::prepare::run(a)).map(code),
         Command::Host(a) => runtime().block_on(commands::host::run(a)),

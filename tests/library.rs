@@ -143,6 +143,7 @@ fn deploy_prepare_and_bench_are_library_calls() {
         continue_after_fail: false,
         sample_lines: false,
         stop: Arc::new(Stop::default()),
+        browser: None,
     };
     // bench runs its own runtime (the sampler's thread, the load's), so it is called outside this one.
     let benched = exectl::ops::bench::bench(&TargetSpec::local(), bench, &Silent).unwrap();

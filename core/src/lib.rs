@@ -26,5 +26,6 @@ pub mod seed;
 pub mod spec;
 pub mod spec_settings;
 pub mod status;
+pub mod sweep;
 pub mod traefik;
 pub mod units;

@@ -54,5 +54,7 @@ pub fn of(s: &Summary) -> LevelFigures {
         // From the SUT's samples (`timeline::at_once`), filled in by the bench.
         instances_peak: None,
         instances_min_in_hold: None,
+        // The browser's session (`--browser-probe`), filled in by the bench.
+        browser: None,
     }
 }

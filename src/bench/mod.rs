@@ -37,6 +37,8 @@ pub struct Levels {
     pub cpu: CpuScale,
     /// The generator runs on the SUT host (a local target).
     pub generator_local: bool,
+    /// `--browser-probe`: one more user, in headless Chromium, during each level's plateau.
+    pub browser: Option<crate::browser::Probe>,
 }
 
 /// A stop asked from outside the levels (SIGINT/SIGTERM, a lost link to the SUT): the running level's
@@ -121,8 +123,17 @@ fn run_levels(
             cpu: plan.cpu.clone(),
         }));
         plan.stop.running(Some(live.clone()));
+        let browsing = plan
+            .browser
+            .clone()
+            .map(|p| browse_in_plateau(p, live.clone(), ramp));
         let summary = runner::run(opts);
         plan.stop.running(None);
+        let browsed = browsing.map(|b| {
+            b.join().unwrap_or_else(|_| {
+                exectl_core::bench::browser::BrowserProbe::failure("launch", "the probe's thread panicked")
+            })
+        });
         let summary = summary?;
         let end_ms = sampler.now_ms();
         sampler.level(None);
@@ -156,6 +167,7 @@ fn run_levels(
             generator_cpus: crate::load::metrics::cpu_capacity(),
         };
         let mut figures = figures::of(&summary);
+        figures.browser = browsed;
         let instances = at_once(&span, &samples);
         figures.instances_peak = instances.peak;
         figures.instances_min_in_hold = instances.min_in_hold;
@@ -184,6 +196,33 @@ fn run_levels(
         }
     }
     Ok(())
+}
+
+/// Longest a ramp may take past `--ramp` before the browser goes in anyway: a level that never gets
+/// all its users at once is still one a browser user meets.
+const PLATEAU_WAIT: Duration = Duration::from_secs(15);
+
+/// The browser's session on its own thread and runtime: it waits for the level's common hold to begin
+/// (every user open), then logs in, opens its project and syncs, timed.
+fn browse_in_plateau(
+    probe: crate::browser::Probe,
+    live: Arc<Live>,
+    ramp: Duration,
+) -> std::thread::JoinHandle<exectl_core::bench::browser::BrowserProbe> {
+    std::thread::spawn(move || {
+        let rt = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => rt,
+            Err(e) => return exectl_core::bench::browser::BrowserProbe::failure("launch", e),
+        };
+        rt.block_on(async {
+            let mut window = live.plateau.subscribe();
+            let _ = tokio::time::timeout(ramp + PLATEAU_WAIT, window.wait_for(|w| w.is_some())).await;
+            crate::browser::run(&probe).await
+        })
+    })
 }
 
 fn unix_now() -> i64 {

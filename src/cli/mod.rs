@@ -48,6 +48,10 @@ pub enum Command {
     /// Run the benchmark: levels of users, the SUT sampled on one clock, a leak check after each level,
     /// the capacity and the limiting component, and an HTML report.
     Bench(BenchArgs),
+    /// One variable at a time: deploy, prepare and bench the stack at each value of one setting (or
+    /// image, or app variable), check nothing else moved, and compare: capacity, levels side by side,
+    /// repeats' ranges, an HTML report.
+    Sweep(SweepArgs),
     /// Rebuild a bench's report.html from its results.json and timeline.
     Report(ReportArgs),
     /// Seed benchmark accounts and projects into a deployed stack's database, write the manifest, verify.
@@ -134,12 +138,98 @@ pub struct BenchArgs {
     /// Deployed (and prepared) stack to measure [default: exe].
     #[arg(long)]
     pub stack: Option<String>,
-    /// idle, login-burst, collab or editing.
-    #[arg(long, default_value = "idle")]
-    pub scenario: String,
     /// User counts, ascending, e.g. 100,500,1000,2500.
     #[arg(long, value_name = "N,N,...")]
     pub levels: String,
+    #[command(flatten)]
+    pub flags: BenchFlags,
+    /// This bench's id [default: B-SCENARIO-UNIXTIME].
+    #[arg(long)]
+    pub run_id: Option<String>,
+    /// Print results.json on stdout (no progress lines).
+    #[arg(long)]
+    pub json: bool,
+    /// Folder for results.json, timeline.jsonl and report.html [default: STATE/benches/RUN_ID].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// `exectl sweep`: values stay text here and are checked in `cli::options::sweep` (exit 2 naming the
+/// flag, before the first deploy).
+#[derive(Debug, Args, Clone)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// The stack as every point shares it (exectl.yaml, then these flags); the variable is set on top.
+    #[command(flatten)]
+    pub spec: SpecArgs,
+    /// The variable and its values, VAR=V1,V2,...: a spec setting by its exectl.yaml key (instances,
+    /// nginx, worker_connections, cpus, memory, db, nofile, ...), image.SERVICE or env.NAME. Twice with
+    /// --matrix.
+    #[arg(long, value_name = "VAR=V1,V2,...")]
+    pub vary: Vec<String>,
+    /// The sweep's flags as a YAML file (vary, matrix, repeat, levels, find_capacity); flags win.
+    #[arg(long, value_name = "FILE")]
+    pub sweep_file: Option<PathBuf>,
+    /// Two variables, every pair of their values, reported as a grid.
+    #[arg(long)]
+    pub matrix: bool,
+    /// Runs of each value [default: 1]: the comparison reports median and range.
+    #[arg(long, value_name = "K", allow_hyphen_values = true)]
+    pub repeat: Option<String>,
+    /// The levels of each point's bench, ascending, e.g. 100,500,1000.
+    #[arg(long, value_name = "N,N,...", conflicts_with = "find_capacity")]
+    pub levels: Option<String>,
+    /// Search each value's capacity instead of fixed levels: grow ×2 from --from until a level fails
+    /// (or --to passes), then bisect to --precision.
+    #[arg(long)]
+    pub find_capacity: bool,
+    /// The search's first level [default: 100].
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub from: Option<String>,
+    /// The search's last level (the accounts prepared).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub to: Option<String>,
+    /// Stop bisecting when the gap is within this share of the last pass [default: 10%].
+    #[arg(long, value_name = "PERCENT", allow_hyphen_values = true)]
+    pub precision: Option<String>,
+    #[command(flatten)]
+    pub bench: BenchFlags,
+    /// How long each deploy may wait for every service to be healthy.
+    #[arg(
+        long,
+        default_value = "300s",
+        value_name = "DURATION",
+        allow_hyphen_values = true
+    )]
+    pub wait_timeout: String,
+    /// Send missing images from the local engine to a remote target.
+    #[arg(long)]
+    pub load_images: bool,
+    /// Tear the stack down at the end (its data kept) instead of leaving it at the last value.
+    #[arg(long)]
+    pub teardown: bool,
+    /// This sweep's id [default: S-VAR-UNIXTIME].
+    #[arg(long)]
+    pub run_id: Option<String>,
+    /// Folder for results.json, report.html and points/ [default: STATE/sweeps/RUN_ID].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Go on with the sweep RUN_ID (interrupted, killed or stopped): its points are kept, the next runs.
+    #[arg(long, value_name = "RUN_ID", conflicts_with_all = ["vary", "sweep_file", "run_id", "out"])]
+    pub resume: Option<String>,
+    /// Print results.json on stdout (no progress lines).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// How each level of a bench runs and is judged: `exectl bench`'s and `exectl sweep`'s (each point's
+/// bench) alike.
+#[derive(Debug, Args, Clone, Default)]
+pub struct BenchFlags {
+    /// idle, login-burst, collab or editing.
+    #[arg(long, default_value = "idle")]
+    pub scenario: String,
     /// How long each level holds its sockets [default: 30s].
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub hold: Option<String>,
@@ -163,7 +253,7 @@ pub struct BenchArgs {
     )]
     pub settle: String,
     /// An objective, KEY=VALUE (repeat): held=99.9, refused=0, stalled=0, login_p95=5s, connect_p95=2s,
-    /// delivery_p95=1s, frame_errors=0, health_p95=1s (the defaults).
+    /// delivery_p95=1s, frame_errors=0, health_p95=1s, browser=10s (the defaults).
     #[arg(long, value_name = "KEY=VALUE")]
     pub slo: Vec<String>,
     /// Run every level even after one fails.
@@ -181,15 +271,10 @@ pub struct BenchArgs {
     /// The manifest prepare wrote for this --email-pattern instead of the newest.
     #[arg(long)]
     pub pattern: Option<String>,
-    /// This bench's id [default: B-SCENARIO-UNIXTIME].
+    /// During each level's plateau, one more user in headless Chromium: login → project open → first
+    /// sync, timed (the `browser` objective). Uses the manifest's account after the level's users.
     #[arg(long)]
-    pub run_id: Option<String>,
-    /// Print results.json on stdout (no progress lines).
-    #[arg(long)]
-    pub json: bool,
-    /// Folder for results.json, timeline.jsonl and report.html [default: STATE/benches/RUN_ID].
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
+    pub browser_probe: bool,
 }
 
 /// `exectl report`.

@@ -68,7 +68,7 @@ impl FromArgMatches for SettingFlags {
 }
 
 /// Everything that defines a stack. Flags override exectl.yaml.
-#[derive(Debug, Args, Default)]
+#[derive(Debug, Args, Default, Clone)]
 pub struct SpecArgs {
     /// Spec file (default: ./exectl.yaml when present).
     #[arg(long, value_name = "FILE")]
@@ -156,11 +156,17 @@ pub fn read_spec_file(explicit: Option<&Path>) -> Result<spec::SpecInput, UsageE
 
 /// The validated spec from an exectl.yaml already read, overridden by the flags and the images file.
 pub fn spec_from(file: spec::SpecInput, args: &SpecArgs) -> Result<Spec> {
+    Ok(spec::resolve(input_from(file, args)?)?)
+}
+
+/// An exectl.yaml already read, overridden by the flags and the images file: the input, not resolved
+/// (sweep sets its variable on it first).
+pub fn input_from(file: spec::SpecInput, args: &SpecArgs) -> Result<spec::SpecInput, UsageError> {
     let mut flags = args.to_input();
     if let Some(path) = &args.images {
         flags.images = read_images_file(path)?;
     }
-    Ok(spec::resolve(file.overridden_by(flags))?)
+    Ok(file.overridden_by(flags))
 }
 
 /// exectl.yaml, then flags, then the images file: the validated spec.

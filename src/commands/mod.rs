@@ -10,6 +10,7 @@ pub mod render;
 pub mod report;
 pub mod runs;
 pub mod status;
+pub mod sweep;
 pub mod teardown;
 pub mod validate;
 

@@ -45,6 +45,9 @@ pub struct BenchOptions {
     pub sample_lines: bool,
     /// Stops the bench from outside (a signal handler, a program): the running level ends now.
     pub stop: Arc<Stop>,
+    /// `--browser-probe`: one more user in headless Chromium during each level's plateau (the manifest's
+    /// account after the top level's users).
+    pub browser: Option<crate::browser::Probe>,
 }
 
 /// What a bench measured, and where its report is.
@@ -78,6 +81,7 @@ pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Res
         continue_after_fail,
         sample_lines,
         stop,
+        browser,
     } = o;
     let top = *levels.last().expect("at least one level");
     let first = &plans[0];
@@ -194,6 +198,7 @@ pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Res
         stop: Arc::clone(&stop),
         cpu: cpu_scale.clone(),
         generator_local,
+        browser,
     };
     let mut lock_lost = None;
     let ran = bench::run(plan, &sampler, |d| {

@@ -238,6 +238,17 @@ fn images_of(desired: &Desired) -> Vec<String> {
     images
 }
 
+/// The run record a deploy of `spec` would write now, without deploying anything: what `sweep`
+/// compares with the previous point's record before it deploys the next point.
+pub async fn would_record(
+    target: &Target,
+    spec: &Spec,
+    templates: &Templates,
+) -> Result<runs::Record> {
+    let p = stage(target, spec, templates)?;
+    record_of(target, &p, 0, 0.0).await
+}
+
 /// Write this deploy's run record; returns its id.
 async fn record_run(
     target: &Target,
@@ -245,6 +256,20 @@ async fn record_run(
     changed: usize,
     seconds: f64,
 ) -> Result<String> {
+    let mut record = record_of(target, p, changed, seconds).await?;
+    let dir = crate::state::runs_dir(&crate::state::root());
+    runs::save_next(&dir, p.spec, &mut record)?;
+    Ok(record.id)
+}
+
+/// The record of a deploy of `p` (its id not given yet): knobs, files, image digests on the target,
+/// the engine and exectl.
+async fn record_of(
+    target: &Target,
+    p: &Staged<'_>,
+    changed: usize,
+    seconds: f64,
+) -> Result<runs::Record> {
     let version = target.docker.version().await?;
     let info = target.docker.info().await?;
     let mut images = BTreeMap::new();
@@ -265,12 +290,11 @@ async fn record_run(
             },
         );
     }
-    let dir = crate::state::runs_dir(&crate::state::root());
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()
         .as_secs();
-    let mut record = runs::Record {
+    Ok(runs::Record {
         id: String::new(),
         created: crate::engine::lock::format_epoch(now),
         created_epoch: now,
@@ -301,7 +325,5 @@ async fn record_run(
         exectl: runs::ExectlRecord::current(),
         changed,
         seconds,
-    };
-    runs::save_next(&dir, p.spec, &mut record)?;
-    Ok(record.id)
+    })
 }

@@ -8,6 +8,7 @@ pub mod deploy;
 pub mod load;
 pub mod prepare;
 pub mod status;
+pub mod sweep;
 pub mod teardown;
 
 /// Something an operation reports while it runs.

@@ -16,8 +16,12 @@ use super::benches_dir;
 /// results is refused (exit 2); a record left by one that never did (it stopped before level 1) is
 /// replaced.
 pub fn record_out(state_root: &Path, run_id: &str, out_dir: &Path) -> Result<()> {
+    record_out_in(&benches_dir(state_root), run_id, out_dir)
+}
+
+/// `record_out` in the folder of links `benches` (benches', or sweeps').
+pub(super) fn record_out_in(benches: &Path, run_id: &str, out_dir: &Path) -> Result<()> {
     super::runs::check_id(run_id)?;
-    let benches = benches_dir(state_root);
     let link = benches.join(run_id);
     let absolute = |p: &Path| std::path::absolute(p).with_context(|| format!("{}", p.display()));
     let out = absolute(out_dir)?;
@@ -31,7 +35,7 @@ pub fn record_out(state_root: &Path, run_id: &str, out_dir: &Path) -> Result<()>
             "--run-id",
             run_id,
             format!(
-                "a bench with this run id is already recorded, its results in {}",
+                "a run with this id is already recorded, its results in {}",
                 r#where.display()
             ),
             "give another --run-id",
@@ -59,7 +63,7 @@ pub fn record_out(state_root: &Path, run_id: &str, out_dir: &Path) -> Result<()>
             std::fs::remove_dir(&link).map_err(|_| taken(&link))?;
         }
     }
-    std::fs::create_dir_all(&benches).with_context(|| format!("creating {}", benches.display()))?;
+    std::fs::create_dir_all(benches).with_context(|| format!("creating {}", benches.display()))?;
     match std::os::unix::fs::symlink(&out, &link) {
         Ok(()) => Ok(()),
         // Another bench took the id meanwhile.

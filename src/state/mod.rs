@@ -10,6 +10,7 @@
 //!     manifests/<pattern>/         accounts and projects for load and k6, pattern.json (manifests)
 //!   runs/<RUN_ID>.json             run records of deploys (runs)
 //!   benches/<RUN_ID>/              results.json, timeline.jsonl, report.html, or a link to --out (benches, bench_dir)
+//!   sweeps/<RUN_ID>/               results.json, report.html, points/<bench run id>/ (each a bench folder), or a link to --out (sweeps)
 //! ```
 
 pub mod bench_dir;
@@ -19,6 +20,7 @@ pub mod manifests;
 pub mod record;
 pub mod runs;
 pub mod secrets;
+pub mod sweeps;
 
 use std::path::{Path, PathBuf};
 
@@ -90,6 +92,11 @@ pub fn runs_dir(root: &Path) -> PathBuf {
 /// Bench runs, one folder (or link) each.
 pub fn benches_dir(root: &Path) -> PathBuf {
     root.join("benches")
+}
+
+/// Sweeps, one folder (or link) each.
+pub fn sweeps_dir(root: &Path) -> PathBuf {
+    root.join("sweeps")
 }
 
 #[cfg(test)]

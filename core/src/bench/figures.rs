@@ -60,6 +60,9 @@ pub struct LevelFigures {
     pub instances_peak: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instances_min_in_hold: Option<u64>,
+    /// `--browser-probe`: one real browser's login → project open → first sync during the plateau.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser: Option<super::browser::BrowserProbe>,
 }
 
 /// What a served user of `scenario` did: "logged in" for login-burst (no socket), else "held".

@@ -2,6 +2,7 @@
 //! generator's, each level's figures, and the verdict (capacity, knee, limiting component). Pure: the
 //! runner (`crate::bench`) measures, this decides, `report` formats.
 
+pub mod browser;
 pub mod compare;
 pub mod cpu;
 pub mod decimal;

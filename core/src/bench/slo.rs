@@ -26,7 +26,17 @@ pub struct Slos {
     /// Absent from results.json written before it: the default.
     #[serde(default = "default_health_p95_ms")]
     pub health_p95_ms: f64,
+    /// Absent from results.json written before it: the default.
+    #[serde(default = "default_browser_ms")]
+    pub browser_ms: f64,
 }
+
+fn default_browser_ms() -> f64 {
+    Slos::default().browser_ms
+}
+
+/// The figure of a browser probe that did not finish: no time can meet a bound, and it reads as such.
+pub const UNFINISHED: f64 = f64::MAX;
 
 fn default_health_p95_ms() -> f64 {
     Slos::default().health_p95_ms
@@ -44,6 +54,7 @@ impl Default for Slos {
             delivery_p95_ms: 0.0,
             frame_errors: 0,
             health_p95_ms: 0.0,
+            browser_ms: 0.0,
         };
         for (_, setting) in settable() {
             (setting.set)(&mut s, setting.default);
@@ -180,7 +191,7 @@ fn p95(p: &Option<super::figures::Pcts>) -> Option<f64> {
 
 /// Every objective, in the order of `--slo`'s keys, the checks and the tables. The defaults say "this
 /// many users were served".
-pub const OBJECTIVES: [Objective; 9] = [
+pub const OBJECTIVES: [Objective; 10] = [
     Objective {
         key: "held",
         unit: Unit::Percent,
@@ -296,6 +307,20 @@ pub const OBJECTIVES: [Objective; 9] = [
         figure: |f| p95(&f.health_ms),
     },
     Objective {
+        key: "browser",
+        unit: Unit::Ms,
+        bound: Bound::AtMost,
+        setting: Some(Setting {
+            default: 10_000.0,
+            example: "5s",
+            get: |s| s.browser_ms,
+            set: |s, v| s.browser_ms = v,
+        }),
+        measured: "With `--browser-probe`: one real user in headless Chromium during the level's plateau, login → project open → first Yjs sync; a browser that cannot finish fails it.",
+        scenarios: ALL,
+        figure: |f| f.browser.as_ref().map(|b| b.total_ms.unwrap_or(UNFINISHED)),
+    },
+    Objective {
         key: "plateau",
         unit: Unit::Seconds,
         bound: Bound::AtLeast,
@@ -322,6 +347,10 @@ impl Objective {
     /// Its bound for a level: its `--slo` value, or for the plateau the hold it asked for (None: the level
     /// has no plateau, and no such check).
     fn bound_of(&self, slos: &Slos, f: &LevelFigures) -> Option<f64> {
+        // The browser is asked for (`--browser-probe`), like the plateau needs a hold: no check without it.
+        if self.key == "browser" && f.browser.is_none() {
+            return None;
+        }
         match &self.setting {
             Some(s) => Some((s.get)(slos)),
             None => f.plateau.as_ref().map(|p| p.hold_s),
@@ -448,6 +477,7 @@ impl SloCheck {
     /// What was measured, with its unit: "6120 ms", "3", "not measured".
     pub fn measured_text(&self) -> String {
         match self.measured {
+            Some(m) if m >= UNFINISHED => "did not finish".into(),
             Some(m) if self.unit.is_empty() => show(m),
             Some(m) => format!("{} {}", show(m), self.unit),
             None => "not measured".into(),

@@ -101,6 +101,7 @@ fn the_table_gives_the_defaults_keys_and_bounds_of_before() {
             delivery_p95_ms: 1_000.0,
             frame_errors: 0,
             health_p95_ms: 1_000.0,
+            browser_ms: 10_000.0,
         }
     );
     let keys: Vec<&str> = settable().map(|(o, _)| o.key).collect();
@@ -114,7 +115,8 @@ fn the_table_gives_the_defaults_keys_and_bounds_of_before() {
             "connect_p95",
             "delivery_p95",
             "frame_errors",
-            "health_p95"
+            "health_p95",
+            "browser"
         ]
     );
     let bounds: Vec<String> = Slos::default()

@@ -80,8 +80,17 @@ fn count(flag: &str, value: &Option<String>) -> Result<Option<usize>, UsageError
         .transpose()
 }
 
-/// The flags, checked, as a run (no network, no limits yet).
-pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
+/// The values of the flags alone, checked: no file, no network.
+struct Values {
+    scenario: Scenario,
+    users: Option<usize>,
+    dial: Option<usize>,
+    ramp: Duration,
+    hold: Duration,
+    interval: Duration,
+}
+
+fn values(args: &LoadFlags) -> Result<Values, UsageError> {
     let scenario = Scenario::parse(&args.scenario).ok_or_else(|| {
         UsageError::new(
             "scenario",
@@ -91,8 +100,8 @@ pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
         )
     })?;
     // Every numeric flag is read before anything else is (no file, no network).
-    let users_flag = count("--users", &args.users)?;
-    let dial_flag = count("--dial-concurrency", &args.dial_concurrency)?;
+    let users = count("--users", &args.users)?;
+    let dial = count("--dial-concurrency", &args.dial_concurrency)?;
     let default_ramp = if scenario == Scenario::LoginBurst {
         Duration::ZERO
     } else {
@@ -115,6 +124,40 @@ pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
         scenario.default_interval(),
         Duration::from_millis(10),
     )?;
+    if args.tokens && scenario == Scenario::LoginBurst {
+        return Err(UsageError::new(
+            "--tokens",
+            "true",
+            "login-burst measures logins; minted tokens skip them",
+            "drop --tokens",
+        ));
+    }
+    Ok(Values {
+        scenario,
+        users,
+        dial,
+        ramp,
+        hold,
+        interval,
+    })
+}
+
+/// The flags' own values checked, before the stack they load exists (sweep checks each point's bench
+/// this way before its first deploy).
+pub fn check(args: &LoadFlags) -> Result<(), UsageError> {
+    values(args).map(drop)
+}
+
+/// The flags, checked, as a run (no network, no limits yet).
+pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
+    let Values {
+        scenario,
+        users: users_flag,
+        dial: dial_flag,
+        ramp,
+        hold,
+        interval,
+    } = values(args)?;
     let target = crate::cli::target::target_spec(&args.target)?;
     // Load goes to loopback or the target's own address, nowhere else.
     let target_ip = target.address()?;
@@ -141,14 +184,6 @@ pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
             ))
         }
     };
-    if args.tokens && scenario == Scenario::LoginBurst {
-        return Err(UsageError::new(
-            "--tokens",
-            "true",
-            "login-burst measures logins; minted tokens skip them",
-            "drop --tokens",
-        ));
-    }
     // With --stack and no --manifest, the stack's newest manifest (or --pattern's).
     let manifest_dir = match (&args.stack, &args.manifest) {
         (Some(stack), None) => {

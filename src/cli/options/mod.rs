@@ -6,6 +6,7 @@ use super::values::duration_flag;
 pub mod bench;
 pub mod load;
 pub mod prepare;
+pub mod sweep;
 
 use super::DeployArgs;
 use crate::ops::deploy::DeployOptions;

@@ -1,0 +1,11 @@
+//! `exectl sweep` as data: the variable and its values (`vary`), the capacity search (`search`), the
+//! points' results (`results`), their comparison over repeats (`stats`, `summary`) and the report.
+//! Pure: the operation (`ops::sweep`) deploys, prepares and benches each point; this decides and formats.
+
+pub mod file;
+pub mod report;
+pub mod results;
+pub mod search;
+pub mod stats;
+pub mod summary;
+pub mod vary;

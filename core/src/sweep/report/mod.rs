@@ -1,0 +1,313 @@
+//! The sweep's report.html: self-contained (inline CSS and SVG, no script), in the bench report's
+//! style, built from results.json alone so it is rebuilt the same after every point.
+
+pub mod bars;
+
+use serde::Serialize;
+
+use super::results::SweepResults;
+use super::stats::Spread;
+use super::summary::{show_users, summarize, LevelSpread, Summary};
+use crate::bench::decimal::show;
+use crate::bench::results::RunState;
+
+const TEMPLATE: &str = include_str!("report.html.tera");
+
+#[derive(Serialize)]
+struct ValueRow {
+    label: String,
+    runs: usize,
+    capacity: String,
+    limiting: String,
+    images: String,
+    points: String,
+}
+
+#[derive(Serialize)]
+struct LevelRow {
+    users: u64,
+    label: String,
+    passed: String,
+    all_passed: bool,
+    held: String,
+    login: String,
+    connect: String,
+    share: String,
+    cpu: String,
+    browser: String,
+}
+
+#[derive(Serialize)]
+struct BenchLink {
+    id: String,
+    href: String,
+}
+
+#[derive(Serialize)]
+struct PointRow {
+    index: usize,
+    label: String,
+    run: u32,
+    deploy: String,
+    recreated: String,
+    benches: Vec<BenchLink>,
+}
+
+#[derive(Serialize)]
+struct ProbeRow {
+    index: usize,
+    label: String,
+    probes: String,
+    capacity: String,
+}
+
+#[derive(Serialize)]
+struct GridRow {
+    label: String,
+    cells: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct Grid {
+    columns: Vec<String>,
+    rows: Vec<GridRow>,
+}
+
+fn ms(s: &Option<Spread>) -> String {
+    s.map(|s| s.text(|x| format!("{} ms", show(x.round()))))
+        .unwrap_or_else(|| "—".into())
+}
+
+fn pct(s: &Option<Spread>, scale: f64) -> String {
+    s.map(|s| s.text(|x| format!("{} %", show((x * scale * 10.0).round() / 10.0))))
+        .unwrap_or_else(|| "—".into())
+}
+
+fn capacity_text(c: &Option<Spread>, at_least: bool) -> String {
+    match c {
+        Some(c) if at_least => format!("at least {}", c.text(show_users)),
+        Some(c) => c.text(show_users),
+        None => "below its first level".into(),
+    }
+}
+
+fn level_row(label: &str, l: &LevelSpread) -> LevelRow {
+    LevelRow {
+        users: l.users,
+        label: label.into(),
+        passed: format!("{} / {}", l.passed, l.runs),
+        all_passed: l.passed == l.runs,
+        held: pct(&l.held_pct, 1.0),
+        login: ms(&l.login_p95_ms),
+        connect: ms(&l.connect_p95_ms),
+        share: pct(&l.top_share, 100.0),
+        cpu: match (&l.busiest, &l.busiest_share) {
+            (Some(name), Some(s)) => format!("{name} {}", pct(&Some(*s), 100.0)),
+            _ => "—".into(),
+        },
+        browser: match (&l.browser_ms, l.browser_failed) {
+            (_, n) if n > 0 => format!(
+                "did not finish in {n} of {} run{}",
+                l.runs,
+                if l.runs == 1 { "" } else { "s" }
+            ),
+            (Some(_), _) => ms(&l.browser_ms),
+            (None, _) => "—".into(),
+        },
+    }
+}
+
+fn grid(r: &SweepResults, s: &Summary) -> Option<Grid> {
+    let [a, b] = r.values.as_slice() else {
+        return None;
+    };
+    Some(Grid {
+        columns: b.clone(),
+        rows: a
+            .iter()
+            .map(|va| GridRow {
+                label: va.clone(),
+                cells: b
+                    .iter()
+                    .map(|vb| {
+                        s.values
+                            .iter()
+                            .find(|v| v.values == [va.clone(), vb.clone()])
+                            .map(|v| capacity_text(&v.capacity, v.at_least))
+                            .unwrap_or_else(|| "not run".into())
+                    })
+                    .collect(),
+            })
+            .collect(),
+    })
+}
+
+pub fn render(r: &SweepResults) -> Result<String, String> {
+    let s = summarize(r);
+    let variables = r.variables.join(" × ");
+    let bars: Vec<bars::Bar> = s
+        .values
+        .iter()
+        .map(|v| bars::Bar {
+            label: v.label.clone(),
+            spread: v.capacity,
+            at_least: v.at_least,
+        })
+        .collect();
+    let capacity_chart = bars::figure(
+        "capacity",
+        &format!("Capacity by {variables}: users at once for the whole hold (bar: median; whisker: range over the runs; pale: at least)"),
+        "users",
+        &bars,
+    )?;
+    let values: Vec<ValueRow> = s
+        .values
+        .iter()
+        .map(|v| ValueRow {
+            label: v.label.clone(),
+            runs: v.runs,
+            capacity: capacity_text(&v.capacity, v.at_least),
+            limiting: if v.limiting.is_empty() {
+                "—".into()
+            } else {
+                v.limiting.join("; ")
+            },
+            images: v
+                .images
+                .iter()
+                .map(|(svc, d)| format!("{svc} {d}"))
+                .collect::<Vec<_>>()
+                .join(" · "),
+            points: v
+                .points
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+        .collect();
+    let mut users: Vec<u64> = s
+        .values
+        .iter()
+        .flat_map(|v| v.levels.iter().map(|l| l.users))
+        .collect();
+    users.sort_unstable();
+    users.dedup();
+    let levels: Vec<LevelRow> = users
+        .iter()
+        .flat_map(|u| {
+            s.values.iter().filter_map(move |v| {
+                let l = v.levels.iter().find(|l| l.users == *u)?;
+                Some(level_row(&v.label, l))
+            })
+        })
+        .collect();
+    let points: Vec<PointRow> = r
+        .points
+        .iter()
+        .map(|p| PointRow {
+            index: p.index,
+            label: SweepResults::label(&p.values),
+            run: p.run,
+            deploy: p.deploy_run_id.clone(),
+            recreated: if p.recreated.is_empty() {
+                "nothing".into()
+            } else {
+                p.recreated.join(", ")
+            },
+            benches: p
+                .benches
+                .iter()
+                .map(|b| BenchLink {
+                    id: b.clone(),
+                    href: format!("{}/{b}/report.html", super::results::POINTS),
+                })
+                .collect(),
+        })
+        .collect();
+    let probes: Vec<ProbeRow> = r
+        .points
+        .iter()
+        .map(|p| ProbeRow {
+            index: p.index,
+            label: SweepResults::label(&p.values),
+            probes: p
+                .probes
+                .iter()
+                .map(|q| format!("{} {}", q.users, if q.passed { "✓" } else { "✗" }))
+                .collect::<Vec<_>>()
+                .join(", "),
+            capacity: match (p.capacity, p.at_least) {
+                (Some(c), true) => format!("at least {}", crate::plateau::group(c)),
+                (Some(c), false) => crate::plateau::group(c),
+                (None, _) => "below the first probe".into(),
+            },
+        })
+        .collect();
+    let mode = match &r.search {
+        Some(b) => format!(
+            "capacity search {}..{} to {} %",
+            b.from,
+            b.to,
+            show(b.precision * 100.0)
+        ),
+        None => format!(
+            "levels {}",
+            r.levels
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let state = match (&r.state, &r.stopped) {
+        (_, Some(why)) => Some(format!("Stopped early: {why}")),
+        (RunState::Running, None) => Some("Running: this report is rebuilt after every point".to_string()),
+        (RunState::Interrupted, None) => Some(format!(
+            "Interrupted after {} point{}: `exectl sweep --resume {}` goes on",
+            r.points.len(),
+            if r.points.len() == 1 { "" } else { "s" },
+            r.run_id
+        )),
+        (RunState::Complete, None) => None,
+    };
+    let mut ctx = tera::Context::new();
+    ctx.insert("r", r);
+    ctx.insert("s", &s);
+    ctx.insert("variables", &variables);
+    ctx.insert("mode", &mode);
+    ctx.insert("state", &state);
+    ctx.insert("capacity_chart", &capacity_chart);
+    ctx.insert("values", &values);
+    ctx.insert("levels", &levels);
+    ctx.insert("points", &points);
+    ctx.insert("probes", &probes);
+    ctx.insert("grid", &grid(r, &s));
+    let mut t = tera::Tera::default();
+    t.add_raw_template("sweep.html", TEMPLATE)
+        .map_err(|e| format!("sweep report template: {e}"))?;
+    t.render("sweep.html", &ctx)
+        .map_err(|e| format!("sweep report template: {e:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::summary::tests::{point, sweep};
+    use super::*;
+
+    #[test]
+    fn the_report_shows_each_value_its_range_and_whether_they_differ() {
+        let r = sweep(vec![
+            point(1, "1g", 1, Some(100), 40.0),
+            point(2, "1g", 2, Some(100), 55.0),
+            point(3, "1024m", 1, Some(100), 50.0),
+        ]);
+        let html = render(&r).unwrap();
+        assert!(html.contains("What does memory change on exe?"));
+        assert!(html.contains("no difference measurable between 1g and 1024m"));
+        assert!(html.contains("data-bars=\"1g|1024m\""), "the capacity chart has a bar per value");
+        assert!(html.contains("48 ms (40 ms–55 ms)"), "login p95's median and range");
+        assert!(html.contains("href=\"points/S-1/report.html\""), "each bench's report linked");
+        assert!(!html.contains("<script"), "self-contained, no script");
+    }
+}

@@ -1,0 +1,252 @@
+//! A sweep's results.json: what was varied, every point as it ran (its deploy, what the deploy
+//! recreated, its benches, each level's figures side by side), and why it stopped early if it did.
+//! Written before point 1, after every point and at the end, so an interrupted sweep keeps what ran and
+//! `--resume` knows where to go on.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::search::{Bounds, Probe};
+use crate::bench::browser::BrowserProbe;
+use crate::bench::cpu::CpuScale;
+use crate::bench::results::RunState;
+use crate::bench::{Limiting, LevelResult, Sample};
+
+/// results.json's layout version: a reader refuses a file it does not know.
+pub const SCHEMA: u32 = 1;
+pub const RESULTS: &str = "results.json";
+pub const REPORT: &str = "report.html";
+/// The points' benches live in `points/<bench run id>/`.
+pub const POINTS: &str = "points";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepResults {
+    pub schema: u32,
+    pub run_id: String,
+    pub state: RunState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    pub exectl_version: String,
+    pub stack: String,
+    pub target: String,
+    /// The variables, as named (`nginx`, `image.app`): one, or two with `--matrix`.
+    pub variables: Vec<String>,
+    /// Each variable's values, in order.
+    pub values: Vec<Vec<String>>,
+    pub repeat: u32,
+    pub scenario: String,
+    /// Fixed levels of every point's bench (empty with `--find-capacity`).
+    pub levels: Vec<u64>,
+    /// `--find-capacity`'s bounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<Bounds>,
+    pub browser_probe: bool,
+    pub started_unix_s: u64,
+    pub duration_s: f64,
+    pub points: Vec<PointResult>,
+    /// Why the sweep ended before its last point (another variable moved, a failure, a signal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    /// What the sweep asked for, as given: `--resume` runs it again from here.
+    pub asked: Vec<String>,
+}
+
+/// One point: one value of each variable, one of its `--repeat` runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointResult {
+    /// 1-based, in the sweep's order.
+    pub index: usize,
+    /// One per variable.
+    pub values: Vec<String>,
+    /// 1..=repeat.
+    pub run: u32,
+    /// The run record of its deploy.
+    pub deploy_run_id: String,
+    /// The services its deploy created or recreated (empty: it changed nothing).
+    pub recreated: Vec<String>,
+    /// Service → container id once deployed: a service whose id did not change was not recreated.
+    pub containers: BTreeMap<String, String>,
+    /// Service → image digest (or id) of what ran, from the deploy's record.
+    pub images: BTreeMap<String, String>,
+    /// Its benches' run ids (folders under `points/`): one, or one per probe of the search.
+    pub benches: Vec<String>,
+    /// The highest level that passed with every level below it (None: the first failed).
+    pub capacity: Option<u64>,
+    /// No level failed: the capacity is at least the top level (or --to).
+    pub at_least: bool,
+    /// `--find-capacity`'s probes, in the order run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<Probe>,
+    pub levels: Vec<LevelSummary>,
+    /// The limiting component of its first failed level.
+    pub limiting: Option<Limiting>,
+}
+
+/// One level of a point, the figures a comparison puts side by side.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LevelSummary {
+    pub users: u64,
+    pub passed: bool,
+    /// Its bench's run id.
+    pub bench: String,
+    /// Users served, percent of the level.
+    pub held_pct: f64,
+    pub login_p95_ms: Option<f64>,
+    pub connect_p95_ms: Option<f64>,
+    pub health_p95_ms: Option<f64>,
+    /// The busiest container during the level, on the bench's CPU scale: service, share (1.0 = all it
+    /// may use), and as the report says it.
+    pub busiest: Option<Busiest>,
+    /// App instance → its share of the instances' connections during the common hold (0..1).
+    pub shares: BTreeMap<String, f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser: Option<BrowserProbe>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Busiest {
+    pub service: String,
+    pub share: f64,
+    pub text: String,
+}
+
+impl LevelSummary {
+    /// A bench level as the sweep compares it, from its result and the bench's timeline.
+    pub fn of(bench: &str, l: &LevelResult, samples: &[Sample], cpu: &CpuScale) -> LevelSummary {
+        let f = &l.figures;
+        let busiest = l
+            .span
+            .during(samples)
+            .flat_map(|s| &s.containers)
+            .filter_map(|c| Some((cpu.share(c)?, c)))
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(share, c)| Busiest {
+                service: c.service.clone(),
+                share,
+                text: format!("{} {}", c.service, cpu.show(c).unwrap_or_default()),
+            });
+        LevelSummary {
+            users: l.users,
+            passed: l.passed,
+            bench: bench.into(),
+            held_pct: if f.users == 0 {
+                0.0
+            } else {
+                100.0 * f.held as f64 / f.users as f64
+            },
+            login_p95_ms: f.login_ms.map(|p| p.p95),
+            connect_p95_ms: f.connect_ms.map(|p| p.p95),
+            health_p95_ms: f.health_ms.map(|p| p.p95),
+            busiest,
+            shares: shares(l, samples),
+            browser: f.browser.clone(),
+            reasons: l.reasons.clone(),
+        }
+    }
+
+    /// The largest instance's share (1.0: one instance held every socket).
+    pub fn top_share(&self) -> Option<f64> {
+        self.shares.values().copied().max_by(f64::total_cmp)
+    }
+}
+
+/// Each instance's mean connections over the level's common hold (its whole load when it had none), as
+/// a share of their sum.
+fn shares(l: &LevelResult, samples: &[Sample]) -> BTreeMap<String, f64> {
+    let mut held: Vec<&Sample> = l.span.holding(samples).collect();
+    if held.is_empty() {
+        held = l.span.during(samples).collect();
+    }
+    let mut sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
+    for s in held {
+        for i in &s.instances {
+            if let Some(c) = i.connections {
+                let e = sums.entry(i.service.clone()).or_default();
+                e.0 += c as f64;
+                e.1 += 1;
+            }
+        }
+    }
+    let means: BTreeMap<String, f64> = sums
+        .into_iter()
+        .map(|(k, (sum, n))| (k, sum / n as f64))
+        .collect();
+    let total: f64 = means.values().sum();
+    if total <= 0.0 {
+        return BTreeMap::new();
+    }
+    means.into_iter().map(|(k, m)| (k, m / total)).collect()
+}
+
+/// results.json as written: the results and, for machines, their comparison (`summary::summarize`,
+/// rebuilt from the points whenever it is read).
+#[derive(Serialize)]
+struct Written<'a> {
+    #[serde(flatten)]
+    results: &'a SweepResults,
+    comparison: super::summary::Summary,
+}
+
+impl SweepResults {
+    /// results.json's text.
+    pub fn to_json(&self) -> serde_json::Result<String> {
+        let mut s = serde_json::to_string_pretty(&Written {
+            results: self,
+            comparison: super::summary::summarize(self),
+        })?;
+        s.push('\n');
+        Ok(s)
+    }
+
+    /// The label of a point's values: `tuned-ip-hash`, or `2 × 0.5` with two variables.
+    pub fn label(values: &[String]) -> String {
+        values.join(" × ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::{InstanceSample, LevelSpan};
+
+    #[test]
+    fn shares_are_of_the_instances_own_counts_during_the_hold() {
+        let span = LevelSpan {
+            users: 100,
+            start_ms: 0,
+            hold_ms: 1000,
+            hold_end_ms: 3000,
+            end_ms: 4000,
+            settled_ms: 5000,
+        };
+        let at = |t, a, b| Sample {
+            t_ms: t,
+            instances: vec![
+                InstanceSample {
+                    service: "app-1".into(),
+                    connections: Some(a),
+                    rooms: None,
+                },
+                InstanceSample {
+                    service: "app-2".into(),
+                    connections: Some(b),
+                    rooms: None,
+                },
+            ],
+            ..Sample::default()
+        };
+        // During the ramp app-2 had none; over the hold it is 50/50.
+        let samples = vec![at(500, 10, 0), at(1000, 50, 50), at(2000, 50, 50), at(3500, 0, 0)];
+        let (result, _) = crate::bench::report::tests::example();
+        let mut l = result.levels[0].clone();
+        l.span = span;
+        let s = LevelSummary::of("b", &l, &samples, &CpuScale::default());
+        assert_eq!(s.shares["app-1"], 0.5);
+        assert_eq!(s.top_share(), Some(0.5));
+        let one = vec![at(1000, 100, 0), at(2000, 100, 0)];
+        assert_eq!(LevelSummary::of("b", &l, &one, &CpuScale::default()).top_share(), Some(1.0));
+    }
+}

@@ -1,0 +1,287 @@
+//! The comparison: each value's runs gathered (median and range of its capacity and of each level's
+//! figures), the values compared in order, and a headline. Ranges that overlap are said to show no
+//! measurable difference rather than ranked.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::results::{PointResult, SweepResults};
+use super::stats::{compare, Difference, Spread};
+
+/// One value of the variable (one cell of a matrix) over its runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ValueSummary {
+    pub values: Vec<String>,
+    pub label: String,
+    pub runs: usize,
+    /// Over the runs whose capacity was measured (None: every run failed its first level).
+    pub capacity: Option<Spread>,
+    /// Every run passed everything it tried: the capacity is at least its top level.
+    pub at_least: bool,
+    /// The limiting components named by its runs, once each.
+    pub limiting: Vec<String>,
+    /// Service → image digest (the digests of its runs, joined when they differ — which the sweep stops on).
+    pub images: BTreeMap<String, String>,
+    pub levels: Vec<LevelSpread>,
+    /// Its points' indices.
+    pub points: Vec<usize>,
+}
+
+/// One level of one value, over the runs that ran it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LevelSpread {
+    pub users: u64,
+    pub runs: usize,
+    pub passed: usize,
+    pub held_pct: Option<Spread>,
+    pub login_p95_ms: Option<Spread>,
+    pub connect_p95_ms: Option<Spread>,
+    pub top_share: Option<Spread>,
+    pub busiest_share: Option<Spread>,
+    /// The busiest container's name in its runs (the most frequent).
+    pub busiest: Option<String>,
+    pub browser_ms: Option<Spread>,
+    /// Runs whose browser did not finish.
+    pub browser_failed: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    pub values: Vec<ValueSummary>,
+    /// Each value against the next, on capacity and on the login p95 of the levels they share.
+    pub differences: Vec<Difference>,
+    pub headline: String,
+}
+
+fn spread(xs: impl Iterator<Item = Option<f64>>) -> Option<Spread> {
+    Spread::of(&xs.flatten().collect::<Vec<_>>())
+}
+
+fn value_summary(values: &[String], points: &[&PointResult]) -> ValueSummary {
+    let capacity = spread(points.iter().map(|p| p.capacity.map(|c| c as f64)));
+    let mut limiting: Vec<String> = Vec::new();
+    for p in points {
+        if let Some(l) = &p.limiting {
+            if !limiting.contains(&l.component) {
+                limiting.push(l.component.clone());
+            }
+        }
+    }
+    let mut images: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for p in points {
+        for (s, d) in &p.images {
+            let e = images.entry(s.clone()).or_default();
+            if !e.contains(d) {
+                e.push(d.clone());
+            }
+        }
+    }
+    let mut users: Vec<u64> = points
+        .iter()
+        .flat_map(|p| p.levels.iter().map(|l| l.users))
+        .collect();
+    users.sort_unstable();
+    users.dedup();
+    let levels = users
+        .into_iter()
+        .map(|u| {
+            let ls: Vec<_> = points
+                .iter()
+                .flat_map(|p| p.levels.iter().filter(move |l| l.users == u))
+                .collect();
+            let mut names: BTreeMap<&str, usize> = BTreeMap::new();
+            for l in &ls {
+                if let Some(b) = &l.busiest {
+                    *names.entry(b.service.as_str()).or_default() += 1;
+                }
+            }
+            LevelSpread {
+                users: u,
+                runs: ls.len(),
+                passed: ls.iter().filter(|l| l.passed).count(),
+                held_pct: spread(ls.iter().map(|l| Some(l.held_pct))),
+                login_p95_ms: spread(ls.iter().map(|l| l.login_p95_ms)),
+                connect_p95_ms: spread(ls.iter().map(|l| l.connect_p95_ms)),
+                top_share: spread(ls.iter().map(|l| l.top_share())),
+                busiest_share: spread(ls.iter().map(|l| l.busiest.as_ref().map(|b| b.share))),
+                busiest: names
+                    .into_iter()
+                    .max_by_key(|(_, n)| *n)
+                    .map(|(s, _)| s.to_string()),
+                browser_ms: spread(ls.iter().map(|l| l.browser.as_ref().and_then(|b| b.total_ms))),
+                browser_failed: ls
+                    .iter()
+                    .filter(|l| l.browser.as_ref().is_some_and(|b| !b.finished()))
+                    .count(),
+            }
+        })
+        .collect();
+    ValueSummary {
+        values: values.to_vec(),
+        label: SweepResults::label(values),
+        runs: points.len(),
+        capacity,
+        at_least: !points.is_empty() && points.iter().all(|p| p.at_least),
+        limiting,
+        images: images.into_iter().map(|(s, d)| (s, d.join(", "))).collect(),
+        levels,
+        points: points.iter().map(|p| p.index).collect(),
+    }
+}
+
+/// The values in the sweep's order, each over its runs, compared.
+pub fn summarize(r: &SweepResults) -> Summary {
+    let mut order: Vec<Vec<String>> = Vec::new();
+    for p in &r.points {
+        if !order.contains(&p.values) {
+            order.push(p.values.clone());
+        }
+    }
+    let values: Vec<ValueSummary> = order
+        .iter()
+        .map(|v| {
+            let ps: Vec<&PointResult> = r.points.iter().filter(|p| &p.values == v).collect();
+            value_summary(v, &ps)
+        })
+        .collect();
+    let mut differences = Vec::new();
+    for pair in values.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        if let (Some(ca), Some(cb)) = (&a.capacity, &b.capacity) {
+            // Both "at least" the same top: nothing tells them apart.
+            differences.push(compare("capacity", (&a.label, ca), (&b.label, cb)));
+        }
+        for la in &a.levels {
+            let Some(lb) = b.levels.iter().find(|l| l.users == la.users) else {
+                continue;
+            };
+            if let (Some(x), Some(y)) = (&la.login_p95_ms, &lb.login_p95_ms) {
+                differences.push(compare(
+                    &format!("login p95 at {} users", la.users),
+                    (&a.label, x),
+                    (&b.label, y),
+                ));
+            }
+        }
+    }
+    let headline = headline(r, &values);
+    Summary {
+        values,
+        differences,
+        headline,
+    }
+}
+
+/// "nginx: baseline-default 1,000 · tuned-ip-hash at least 1,200 · tuned-least-conn at least 1,200".
+fn headline(r: &SweepResults, values: &[ValueSummary]) -> String {
+    let parts: Vec<String> = values
+        .iter()
+        .map(|v| {
+            let cap = match (&v.capacity, v.at_least) {
+                (Some(c), true) => format!("at least {}", c.text(show_users)),
+                (Some(c), false) => c.text(show_users),
+                (None, _) => "below its first level".into(),
+            };
+            format!("{} {cap}", v.label)
+        })
+        .collect();
+    format!("capacity by {}: {}", r.variables.join(" × "), parts.join(" · "))
+}
+
+pub fn show_users(x: f64) -> String {
+    crate::plateau::group(x.round() as u64)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::bench::results::RunState;
+
+    pub(crate) fn point(index: usize, value: &str, run: u32, capacity: Option<u64>, login: f64) -> PointResult {
+        PointResult {
+            index,
+            values: vec![value.into()],
+            run,
+            deploy_run_id: format!("E-{index}"),
+            recreated: vec![],
+            containers: BTreeMap::new(),
+            images: BTreeMap::from([("app".to_string(), format!("sha256:{value}"))]),
+            benches: vec![format!("S-{index}")],
+            capacity,
+            at_least: false,
+            probes: vec![],
+            levels: vec![super::super::results::LevelSummary {
+                users: 100,
+                passed: true,
+                bench: format!("S-{index}"),
+                held_pct: 100.0,
+                login_p95_ms: Some(login),
+                connect_p95_ms: None,
+                health_p95_ms: None,
+                busiest: None,
+                shares: BTreeMap::new(),
+                browser: None,
+                reasons: vec![],
+            }],
+            limiting: None,
+        }
+    }
+
+    pub(crate) fn sweep(points: Vec<PointResult>) -> SweepResults {
+        SweepResults {
+            schema: super::super::results::SCHEMA,
+            run_id: "S-1".into(),
+            state: RunState::Complete,
+            pid: None,
+            exectl_version: "0".into(),
+            stack: "exe".into(),
+            target: "local".into(),
+            variables: vec!["memory".into()],
+            values: vec![vec!["1g".into(), "1024m".into()]],
+            repeat: 3,
+            scenario: "idle".into(),
+            levels: vec![100],
+            search: None,
+            browser_probe: false,
+            started_unix_s: 0,
+            duration_s: 1.0,
+            points,
+            stopped: None,
+            asked: vec![],
+        }
+    }
+
+    #[test]
+    fn equal_configurations_over_three_runs_are_not_ranked() {
+        let r = sweep(vec![
+            point(1, "1g", 1, Some(100), 40.0),
+            point(2, "1g", 2, Some(100), 55.0),
+            point(3, "1g", 3, Some(100), 47.0),
+            point(4, "1024m", 1, Some(100), 50.0),
+            point(5, "1024m", 2, Some(100), 43.0),
+            point(6, "1024m", 3, Some(100), 60.0),
+        ]);
+        let s = summarize(&r);
+        assert_eq!(s.values.len(), 2);
+        assert_eq!(s.values[0].runs, 3);
+        let login = &s.values[1].levels[0].login_p95_ms.unwrap();
+        assert_eq!((login.median, login.min, login.max), (50.0, 43.0, 60.0));
+        assert!(s.differences.iter().all(|d| !d.measurable), "{:?}", s.differences);
+        assert!(s.differences.iter().any(|d| d.sentence.contains("no difference measurable between 1g and 1024m at K = 3")));
+    }
+
+    #[test]
+    fn ranges_apart_are_ranked() {
+        let mut r = sweep(vec![
+            point(1, "A", 1, Some(1000), 40.0),
+            point(2, "B", 1, Some(400), 2500.0),
+        ]);
+        r.repeat = 1;
+        let s = summarize(&r);
+        let cap = s.differences.iter().find(|d| d.figure == "capacity").unwrap();
+        assert!(cap.measurable && cap.sentence.contains("A is higher than B"), "{cap:?}");
+        assert_eq!(s.headline, "capacity by memory: A 1,000 · B 400");
+        assert_eq!(s.values[1].images["app"], "sha256:B");
+    }
+}

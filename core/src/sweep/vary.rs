@@ -1,0 +1,195 @@
+//! `--vary VAR=V1,V2,...`: the one variable of a sweep and its values. VAR is a spec setting by its
+//! exectl.yaml key (`instances`, `nginx`, `cpus`, …), an image (`image.app`) or an app variable
+//! (`env.DB_POOL_MAX`); a value is set on the spec input as the flag would set it.
+
+use crate::error::UsageError;
+use crate::spec::{Raw, SpecInput};
+use crate::spec_settings::{setting, Kind, Setting, SETTINGS};
+
+/// The services an image can be set for (`--images` keys).
+pub const IMAGE_SERVICES: &[&str] = &[
+    "app", "mariadb", "postgres", "redis", "nginx", "traefik", "sqlite",
+];
+
+/// Settings a sweep cannot vary: they say which stack and where, not how it is configured.
+const NOT_VARIABLES: &[&str] = &["topology", "stack", "target"];
+
+/// Most values of one variable: a sweep is a handful of points, each a deploy and a bench.
+pub const MAX_VALUES: usize = 32;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Var {
+    Setting(&'static str),
+    Image(String),
+    Env(String),
+}
+
+/// One variable and its values, in the order the sweep visits them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Vary {
+    pub var: Var,
+    pub values: Vec<String>,
+}
+
+impl Var {
+    /// As the user names it: `nginx`, `image.app`, `env.DB_POOL_MAX`.
+    pub fn name(&self) -> String {
+        match self {
+            Var::Setting(k) => k.to_string(),
+            Var::Image(s) => format!("image.{s}"),
+            Var::Env(n) => format!("env.{n}"),
+        }
+    }
+
+    /// Set this variable to `value` on `input`, as its flag would (later wins over exectl.yaml).
+    pub fn apply(&self, input: &mut SpecInput, value: &str) {
+        match self {
+            Var::Setting(k) => {
+                let s: &Setting = setting(k).expect("checked when parsed");
+                *(s.slot)(input) = Some(Raw::flag("--vary", value));
+            }
+            Var::Image(s) => input.images.push((s.clone(), Raw::flag("--vary", value))),
+            Var::Env(n) => input.env.push(Raw::flag("--vary", format!("{n}={value}"))),
+        }
+    }
+
+    /// Whether a run record's variable (as `runs diff` names it) may move when this one does, besides
+    /// the knobs its own value changes: an image's digest follows its reference.
+    pub fn owns_digest(&self, variable: &str) -> bool {
+        matches!(self, Var::Image(s) if variable == format!("image {s}"))
+    }
+
+    fn parse(field: &str, text: &str) -> Result<Var, UsageError> {
+        let bad = |problem: String, fix: String| UsageError::new(field, text, problem, fix);
+        if let Some(s) = text.strip_prefix("image.") {
+            return match IMAGE_SERVICES.contains(&s) {
+                true => Ok(Var::Image(s.into())),
+                false => Err(bad(
+                    format!("no image {s:?}"),
+                    format!("vary one of image.{}", IMAGE_SERVICES.join(", image.")),
+                )),
+            };
+        }
+        if let Some(n) = text.strip_prefix("env.") {
+            let ok = n.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            return match ok {
+                true => Ok(Var::Env(n.into())),
+                false => Err(bad(
+                    format!("{n:?} is not an environment variable name"),
+                    "give env.NAME with NAME of letters, digits and _, e.g. env.DB_POOL_MAX".into(),
+                )),
+            };
+        }
+        match setting(text) {
+            Some(s) if !NOT_VARIABLES.contains(&s.key) && s.kind != Kind::FileOnly => {
+                Ok(Var::Setting(s.key))
+            }
+            Some(s) => Err(bad(
+                format!("{} names the stack, not a setting of it", s.key),
+                "vary a setting of the stack (sweep one stack; run two sweeps for two stacks)".into(),
+            )),
+            None => Err(bad(
+                "no such setting".into(),
+                format!(
+                    "vary one of {}, image.SERVICE or env.NAME",
+                    SETTINGS
+                        .iter()
+                        .filter(|s| !NOT_VARIABLES.contains(&s.key))
+                        .map(|s| s.key)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )),
+        }
+    }
+}
+
+/// `VAR=V1,V2,...`, named in errors by `field` (`--vary`, or the sweep file's key).
+pub fn parse(field: &str, text: &str) -> Result<Vary, UsageError> {
+    let (name, values) = text.split_once('=').ok_or_else(|| {
+        UsageError::new(
+            field,
+            text,
+            "no values",
+            "give VAR=V1,V2,..., e.g. --vary nginx=baseline-default,tuned-least-conn",
+        )
+    })?;
+    let var = Var::parse(field, name.trim())?;
+    let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).collect();
+    if values.iter().any(String::is_empty) {
+        return Err(UsageError::new(
+            field,
+            text,
+            "an empty value",
+            "separate the values with single commas",
+        ));
+    }
+    check_values(field, text, &values)?;
+    Ok(Vary { var, values })
+}
+
+/// The values of one variable: at least one, at most `MAX_VALUES`, each once.
+pub fn check_values(field: &str, text: &str, values: &[String]) -> Result<(), UsageError> {
+    if values.is_empty() || values.len() > MAX_VALUES {
+        return Err(UsageError::new(
+            field,
+            text,
+            format!("{} values", values.len()),
+            format!("give 1 to {MAX_VALUES} values"),
+        ));
+    }
+    for (i, v) in values.iter().enumerate() {
+        if values[..i].contains(v) {
+            return Err(UsageError::new(
+                field,
+                text,
+                format!("{v} is given twice"),
+                "give each value once (--repeat K runs each point K times)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_images_and_env_are_variables() {
+        let v = parse("--vary", "nginx=baseline-default, tuned-ip-hash").unwrap();
+        assert_eq!(v.var, Var::Setting("nginx"));
+        assert_eq!(v.values, ["baseline-default", "tuned-ip-hash"]);
+        let i = parse("--vary", "image.app=a:1,a:2").unwrap();
+        assert_eq!(i.var.name(), "image.app");
+        assert!(i.var.owns_digest("image app") && !i.var.owns_digest("image nginx"));
+        let e = parse("--vary", "env.DB_POOL_MAX=10,50").unwrap();
+        let mut input = SpecInput::default();
+        e.var.apply(&mut input, "50");
+        i.var.apply(&mut input, "a:2");
+        v.var.apply(&mut input, "tuned-ip-hash");
+        assert_eq!(input.env[0].value, "DB_POOL_MAX=50");
+        assert_eq!(input.images[0].0, "app");
+        assert_eq!(input.nginx.unwrap().value, "tuned-ip-hash");
+    }
+
+    #[test]
+    fn each_bad_vary_names_what_and_how_to_fix() {
+        for (bad, says) in [
+            ("nginx", "no values"),
+            ("instancez=1,2", "no such setting"),
+            ("stack=a,b", "names the stack"),
+            ("topology=single,ha", "names the stack"),
+            ("image.php=a,b", "no image"),
+            ("env.1X=a", "not an environment variable"),
+            ("instances=1,,2", "empty value"),
+            ("instances=1,2,1", "given twice"),
+        ] {
+            let e = parse("--vary", bad).unwrap_err();
+            assert_eq!(e.field, "--vary");
+            assert!(e.problem.contains(says), "{bad}: {e}");
+            assert!(!e.fix.is_empty());
+        }
+    }
+}

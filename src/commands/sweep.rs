@@ -1,0 +1,57 @@
+//! `exectl sweep`: every flag checked (`cli::options::sweep`, exit 2 before the first deploy), the
+//! operation run (`ops::sweep`), its headline and comparison printed. SIGINT/SIGTERM stop the running
+//! point's bench; the points before it are kept and `--resume` goes on. Exit 0 when every point ran
+//! (a value whose levels fail is a finding, not an error), 1 when the sweep stopped early (another
+//! variable moved, a signal), 2 for bad flags, 3 when the link to the SUT was lost, 4 for a held lock.
+
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use crate::cli::SweepArgs;
+use crate::ops::{Event, Progress};
+use exectl_core::error::exit;
+use exectl_core::sweep::summary::summarize;
+
+/// Steps and notes on stderr (stdout is the results with --json); levels' sample lines are the bench's.
+struct Lines {
+    json: bool,
+}
+
+impl Progress for Lines {
+    fn event(&self, e: Event<'_>) {
+        match e {
+            Event::Note(line) => eprintln!("{line}"),
+            Event::Step(line) if !self.json => eprintln!("{line}"),
+            Event::Service { service, what } if !self.json => eprintln!("  {service}: {what}"),
+            _ => {}
+        }
+    }
+}
+
+pub fn run(a: &SweepArgs) -> Result<i32> {
+    // The command line after `sweep`, for --resume (which reads it back from results.json).
+    let asked: Vec<String> = std::env::args().skip(2).collect();
+    let (target, opts) = crate::cli::options::sweep::sweep(a, asked)?;
+    {
+        let stop = Arc::clone(&opts.stop);
+        crate::interrupt::on_signal(move |name| stop.stop(format!("{name} received")))?;
+    }
+    let o = crate::ops::sweep::sweep(&target, opts, &Lines { json: a.json })?;
+    let s = summarize(&o.results);
+    if a.json {
+        print!("{}", o.results.to_json()?);
+    } else {
+        println!("{}", s.headline);
+        for d in &s.differences {
+            println!("  {}", d.sentence);
+        }
+    }
+    if let Some(why) = &o.results.stopped {
+        eprintln!("sweep stopped: {why}");
+    }
+    if !a.json {
+        println!("report: {}", o.report.display());
+    }
+    Ok(if o.complete() { exit::OK } else { exit::FAILED })
+}

@@ -1,0 +1,554 @@
+//! `sweep`: one variable at a time. For each value (each cell with `--matrix`), each of its `--repeat`
+//! runs: the spec read again (exectl.yaml as it is now) with the value set, its would-be run record
+//! compared with the previous point's (anything else that moved stops the sweep, named), a converging
+//! deploy, an idempotent prepare, then the bench (fixed levels, or the capacity search's probes), and
+//! the point recorded. results.json and report.html are written before point 1 and after every point,
+//! so a sweep stopped at point k keeps points 1..k-1 and `--resume` goes on from k.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+
+use super::bench::BenchOptions;
+use super::deploy::DeployOptions;
+use super::prepare::PrepareOptions;
+use super::{Event, Progress};
+use crate::bench::Stop;
+use crate::state::runs;
+use crate::state::sweeps::SweepDir;
+use crate::sut::{Target, TargetSpec};
+use exectl_core::bench::RunState;
+use exectl_core::spec::{Spec, SpecInput};
+use exectl_core::sweep::results::{LevelSummary, PointResult, SweepResults, SCHEMA};
+use exectl_core::sweep::search::{self, Bounds, Probe};
+use exectl_core::sweep::vary::Vary;
+
+/// What each point's bench runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mode {
+    /// The same levels at every point.
+    Levels(Vec<u64>),
+    /// `--find-capacity`: one-level benches, grown then bisected.
+    Search(Bounds),
+}
+
+impl Mode {
+    /// The most users a point's bench may ask for (the accounts to prepare).
+    pub fn top(&self) -> u64 {
+        match self {
+            Mode::Levels(l) => l.last().copied().unwrap_or(0),
+            Mode::Search(b) => b.to,
+        }
+    }
+}
+
+/// One bench a point asks for: its levels, its run id and its folder.
+pub struct BenchAsk<'a> {
+    pub levels: &'a [u64],
+    pub run_id: &'a str,
+    pub out: &'a Path,
+}
+
+/// The spec input of a point before its value is set: read again at every point.
+pub type InputFn = dyn Fn() -> Result<SpecInput>;
+/// The seeding of a point: `accounts` to make (or find) and verify.
+pub type PrepareFn = dyn Fn(u64) -> Result<PrepareOptions>;
+/// A point's bench options (the objectives, the load, the folder), checked as `exectl bench` checks them.
+pub type BenchFn = dyn Fn(BenchAsk<'_>) -> Result<BenchOptions>;
+
+pub struct SweepOptions {
+    pub run_id: String,
+    pub dir: SweepDir,
+    /// exectl.yaml and the flags, as they are when the point begins (an edit between points is seen,
+    /// and stops the sweep).
+    pub input: Box<InputFn>,
+    /// One variable, or two with `--matrix`.
+    pub vary: Vec<Vary>,
+    pub repeat: u32,
+    pub mode: Mode,
+    pub scenario: String,
+    pub deploy: DeployOptions,
+    pub prepare: Box<PrepareFn>,
+    pub bench: Box<BenchFn>,
+    /// A browser user besides the levels' (one more account is prepared).
+    pub browser_probe: bool,
+    /// Tear the stack down at the end (its data kept) instead of leaving it at the last point.
+    pub teardown: bool,
+    pub stop: Arc<Stop>,
+    /// The sweep to go on with (`--resume`): its points are kept, the next one runs.
+    pub resumed: Option<SweepResults>,
+    /// The command line as given, kept in results.json for `--resume`.
+    pub asked: Vec<String>,
+}
+
+pub struct SweepOutcome {
+    pub results: SweepResults,
+    pub report: PathBuf,
+}
+
+impl SweepOutcome {
+    /// Every point ran, and nothing stopped the sweep.
+    pub fn complete(&self) -> bool {
+        self.results.state == RunState::Complete && self.results.stopped.is_none()
+    }
+}
+
+/// Every point of the sweep in order: the values (one per variable) and the run (1..=repeat).
+pub fn points(vary: &[Vary], repeat: u32) -> Vec<(Vec<String>, u32)> {
+    let mut cells: Vec<Vec<String>> = vec![vec![]];
+    for v in vary {
+        cells = cells
+            .into_iter()
+            .flat_map(|c| {
+                v.values.iter().map(move |x| {
+                    let mut c = c.clone();
+                    c.push(x.clone());
+                    c
+                })
+            })
+            .collect();
+    }
+    cells
+        .into_iter()
+        .flat_map(|c| (1..=repeat).map(move |r| (c.clone(), r)))
+        .collect()
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Run the sweep on `spec`'s target. Like `bench`, it runs its own runtimes, so it is called outside
+/// any tokio runtime. A point that stops the sweep (another variable moved) is in the outcome; a
+/// failure (a deploy that fails, a lost link) is an error, after what ran is saved.
+pub fn sweep(spec: &TargetSpec, o: SweepOptions, progress: &dyn Progress) -> Result<SweepOutcome> {
+    let plan = points(&o.vary, o.repeat);
+    let mut results = match o.resumed.clone() {
+        Some(mut r) => {
+            r.state = RunState::Running;
+            r.pid = Some(std::process::id());
+            r.stopped = None;
+            r
+        }
+        None => SweepResults {
+            schema: SCHEMA,
+            run_id: o.run_id.clone(),
+            state: RunState::Running,
+            pid: Some(std::process::id()),
+            exectl_version: env!("CARGO_PKG_VERSION").into(),
+            stack: String::new(),
+            target: spec.describe(),
+            variables: o.vary.iter().map(|v| v.var.name()).collect(),
+            values: o.vary.iter().map(|v| v.values.clone()).collect(),
+            repeat: o.repeat,
+            scenario: o.scenario.clone(),
+            levels: match &o.mode {
+                Mode::Levels(l) => l.clone(),
+                Mode::Search(_) => vec![],
+            },
+            search: match &o.mode {
+                Mode::Search(b) => Some(*b),
+                Mode::Levels(_) => None,
+            },
+            browser_probe: o.browser_probe,
+            started_unix_s: unix_now(),
+            duration_s: 0.0,
+            points: vec![],
+            stopped: None,
+            asked: o.asked.clone(),
+        },
+    };
+    o.dir.create(&o.run_id)?;
+    o.dir.save(&results)?;
+    let t0 = Instant::now();
+    let before = results.duration_s;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let target = rt.block_on(Target::connect(spec))?;
+    let ran = run_points(spec, &target, &rt, &o, &plan, &mut results, progress);
+    results.duration_s = before + t0.elapsed().as_secs_f64();
+    results.pid = None;
+    results.state = match (&ran, o.stop.why()) {
+        (Ok(()), None) if results.points.len() == plan.len() || results.stopped.is_some() => {
+            RunState::Complete
+        }
+        _ => RunState::Interrupted,
+    };
+    if let (RunState::Interrupted, None, Some(why)) =
+        (results.state, &results.stopped, o.stop.why())
+    {
+        results.stopped = Some(why);
+    }
+    if let Err(e) = &ran {
+        results.stopped.get_or_insert_with(|| format!("{e:#}"));
+    }
+    o.dir.save(&results)?;
+    ran.with_context(|| {
+        format!(
+            "the sweep stopped at point {} of {}; what ran is in {} (exectl sweep --resume {} goes on)",
+            results.points.len() + 1,
+            plan.len(),
+            o.dir.path.display(),
+            o.run_id
+        )
+    })?;
+    if o.teardown && results.stopped.is_none() && !results.stack.is_empty() {
+        progress.event(Event::Step(&format!(
+            "tearing down stack {} (its data kept)",
+            results.stack
+        )));
+        rt.block_on(super::teardown::teardown(
+            &target,
+            &results.stack,
+            &super::teardown::TeardownOptions::default(),
+        ))?;
+    }
+    Ok(SweepOutcome {
+        report: o.dir.report(),
+        results,
+    })
+}
+
+fn run_points(
+    spec: &TargetSpec,
+    target: &Target,
+    rt: &tokio::runtime::Runtime,
+    o: &SweepOptions,
+    plan: &[(Vec<String>, u32)],
+    results: &mut SweepResults,
+    progress: &dyn Progress,
+) -> Result<()> {
+    for (i, (values, run)) in plan.iter().enumerate() {
+        let index = i + 1;
+        if index <= results.points.len() {
+            continue;
+        }
+        if o.stop.why().is_some() {
+            return Ok(());
+        }
+        let label = SweepResults::label(values);
+        progress.event(Event::Step(&format!(
+            "point {index}/{}: {} = {label}{}",
+            plan.len(),
+            results.variables.join(" × "),
+            if o.repeat > 1 {
+                format!(", run {run}/{}", o.repeat)
+            } else {
+                String::new()
+            }
+        )));
+        let spec_now = point_spec(o, values)?;
+        results.stack = spec_now.stack.clone();
+        if let Some(prev) = results.points.last() {
+            if let Some(why) = other_variables(target, rt, o, prev, values, &spec_now)? {
+                progress.event(Event::Note(&format!("sweep stopped: {why}")));
+                results.stopped = Some(why);
+                return Ok(());
+            }
+        }
+        let deployed = rt.block_on(super::deploy::deploy(
+            target, &spec_now, &o.deploy, progress,
+        ))?;
+        if !deployed.ok() {
+            anyhow::bail!(
+                "the deploy of point {index} ({label}) did not converge: {}",
+                deployed
+                    .mismatched()
+                    .iter()
+                    .map(|e| e.service.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        let recreated: Vec<String> = deployed
+            .plan
+            .actions
+            .iter()
+            .filter(|a| a.changes())
+            .map(|a| a.service().to_string())
+            .collect();
+        let containers = rt.block_on(container_ids(target, &spec_now.stack))?;
+        let record = runs::load(
+            &crate::state::runs_dir(&crate::state::root()),
+            &deployed.run_id,
+        )?;
+        let accounts = o.mode.top() + o.browser_probe as u64;
+        let prepared = rt.block_on(super::prepare::prepare(
+            target,
+            &spec_now.stack,
+            (o.prepare)(accounts)?,
+            progress,
+        ))?;
+        if let Some(bad) = prepared.summary.checks.iter().find(|c| !c.ok()) {
+            anyhow::bail!(
+                "point {index} ({label}): the seeded accounts did not verify: {} could not log in and hold a socket",
+                bad.email
+            );
+        }
+        progress.event(Event::Step(&format!(
+            "prepared {} accounts ({} already there), verified",
+            prepared.summary.accounts, prepared.summary.before.accounts
+        )));
+        let mut point = PointResult {
+            index,
+            values: values.clone(),
+            run: *run,
+            deploy_run_id: deployed.run_id.clone(),
+            recreated,
+            containers,
+            images: record
+                .images
+                .iter()
+                .map(|(s, i)| (s.clone(), i.digest.clone()))
+                .collect(),
+            benches: vec![],
+            capacity: None,
+            at_least: false,
+            probes: vec![],
+            levels: vec![],
+            limiting: None,
+        };
+        let done = match &o.mode {
+            Mode::Levels(levels) => {
+                let Some(b) = bench_point(spec, o, index, levels, progress)? else {
+                    return Ok(());
+                };
+                point.capacity = b.results.verdict.capacity;
+                point.at_least = point.capacity.is_some() && b.results.verdict.knee.is_none();
+                point.limiting = b.results.verdict.limiting.clone();
+                point.levels = b.levels;
+                point.benches.push(b.results.run_id.clone());
+                true
+            }
+            Mode::Search(bounds) => search_point(spec, o, index, bounds, &mut point, progress)?,
+        };
+        if !done {
+            return Ok(());
+        }
+        progress.event(Event::Step(&format!(
+            "point {index}: {label}: capacity {}",
+            match (point.capacity, point.at_least) {
+                (Some(c), true) => format!("at least {c}"),
+                (Some(c), false) => c.to_string(),
+                (None, _) => "below its first level".into(),
+            }
+        )));
+        results.points.push(point);
+        o.dir.save(results)?;
+    }
+    Ok(())
+}
+
+/// The point's spec: the input as it is now, with each variable set to its value.
+fn point_spec(o: &SweepOptions, values: &[String]) -> Result<Spec> {
+    let mut input = (o.input)()?;
+    for (v, value) in o.vary.iter().zip(values) {
+        v.var.apply(&mut input, value);
+    }
+    Ok(exectl_core::spec::resolve(input)?)
+}
+
+/// Why point `values` may not follow `prev`: a variable of the run records that moved besides the
+/// swept ones (another knob, an image digest under the same tag, exectl, the engine, the kernel).
+/// What the swept variables may move is found by resolving the same input with only them changed.
+fn other_variables(
+    target: &Target,
+    rt: &tokio::runtime::Runtime,
+    o: &SweepOptions,
+    prev: &PointResult,
+    values: &[String],
+    spec_now: &Spec,
+) -> Result<Option<String>> {
+    let runs_dir = crate::state::runs_dir(&crate::state::root());
+    let prev_record = runs::load(&runs_dir, &prev.deploy_run_id)?;
+    let would = rt.block_on(super::deploy::would_record(
+        target,
+        spec_now,
+        &o.deploy.templates,
+    ))?;
+    let moved = runs::diff(&prev_record, &would);
+    let allowed = runs::diff(
+        &knobs_only(&point_spec(o, &prev.values)?),
+        &knobs_only(spec_now),
+    )
+    .variables;
+    let swept = o.vary.iter().map(|v| &v.var);
+    let extra: Vec<&String> = moved
+        .variables
+        .iter()
+        .filter(|v| !allowed.contains(v))
+        .filter(|v| !swept.clone().any(|s| s.owns_digest(v)))
+        .collect();
+    if extra.is_empty() {
+        return Ok(None);
+    }
+    let changes: Vec<String> = moved
+        .changes
+        .iter()
+        .filter(|c| !c.key.starts_with(runs::FILES))
+        .filter(|c| {
+            extra.iter().any(|v| {
+                let k = c.key.trim_start_matches("knobs.");
+                k.starts_with(v.as_str())
+                    || v.starts_with("image ")
+                        && c.key.starts_with(&format!("images.{}", &v[6..]))
+                    || k.replace('_', " ").starts_with(v.as_str())
+            })
+        })
+        .map(|c| {
+            format!(
+                "{} {} -> {}",
+                c.key.trim_start_matches("knobs."),
+                runs::shown(&c.a),
+                runs::shown(&c.b)
+            )
+        })
+        .collect();
+    Ok(Some(format!(
+        "point {} ({}) would change {} besides {}: {}; one variable at a time means only {} may differ from the previous point (put it back, or start a new sweep)",
+        prev.index + 1,
+        SweepResults::label(values),
+        extra.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", "),
+        o.vary.iter().map(|v| v.var.name()).collect::<Vec<_>>().join(" and "),
+        if changes.is_empty() { "(see exectl runs diff)".to_string() } else { changes.join(", ") },
+        o.vary.iter().map(|v| v.var.name()).collect::<Vec<_>>().join(" and "),
+    )))
+}
+
+/// A run record of a spec's knobs alone: what its settings say, with no target, digest or file.
+fn knobs_only(spec: &Spec) -> runs::Record {
+    runs::Record {
+        id: String::new(),
+        created: String::new(),
+        created_epoch: 0,
+        stack: spec.stack.clone(),
+        knobs: runs::knobs(spec),
+        spec: serde_json::Value::Null,
+        files: BTreeMap::new(),
+        images: BTreeMap::new(),
+        engine: runs::EngineRecord::default(),
+        exectl: runs::ExectlRecord::current(),
+        changed: 0,
+        seconds: 0.0,
+    }
+}
+
+/// Service → container id of the stack's containers.
+async fn container_ids(target: &Target, stack: &str) -> Result<BTreeMap<String, String>> {
+    let observed = crate::engine::observe::observe(&target.docker, stack).await?;
+    let mut out = BTreeMap::new();
+    for c in observed.containers {
+        let id = target
+            .docker
+            .inspect_container(&c.name, None)
+            .await?
+            .id
+            .unwrap_or_default();
+        out.insert(c.service, id);
+    }
+    Ok(out)
+}
+
+/// A point's bench, run: None when the sweep was stopped during it (the point is not recorded).
+struct Benched {
+    results: exectl_core::bench::Results,
+    levels: Vec<LevelSummary>,
+}
+
+/// A bench run id not used yet in this sweep's folder (a resumed point runs again under a new one).
+fn bench_id(o: &SweepOptions, base: &str) -> String {
+    let mut id = base.to_string();
+    let mut n = 2;
+    while o.dir.point_dir(&id).exists() {
+        id = format!("{base}-{n}");
+        n += 1;
+    }
+    id
+}
+
+fn bench_point(
+    spec: &TargetSpec,
+    o: &SweepOptions,
+    index: usize,
+    levels: &[u64],
+    progress: &dyn Progress,
+) -> Result<Option<Benched>> {
+    bench_once(spec, o, &format!("{}-{index:02}", o.run_id), levels, progress)
+}
+
+fn bench_once(
+    spec: &TargetSpec,
+    o: &SweepOptions,
+    base: &str,
+    levels: &[u64],
+    progress: &dyn Progress,
+) -> Result<Option<Benched>> {
+    let id = bench_id(o, base);
+    let out = o.dir.point_dir(&id);
+    let mut opts = (o.bench)(BenchAsk {
+        levels,
+        run_id: &id,
+        out: &out,
+    })?;
+    opts.stop = Arc::clone(&o.stop);
+    let outcome = super::bench::bench(spec, opts, progress)?;
+    if o.stop.why().is_some() {
+        return Ok(None);
+    }
+    let (results, samples) = crate::state::bench_dir::read(&out, &id)?;
+    let levels = results
+        .levels
+        .iter()
+        .map(|l| LevelSummary::of(&id, l, &samples, &results.cpu_scale))
+        .collect();
+    drop(outcome);
+    Ok(Some(Benched { results, levels }))
+}
+
+/// The capacity search of one point: its probes and what they found, into `point`. False when the
+/// sweep was stopped during a probe.
+fn search_point(
+    spec: &TargetSpec,
+    o: &SweepOptions,
+    index: usize,
+    bounds: &Bounds,
+    point: &mut PointResult,
+    progress: &dyn Progress,
+) -> Result<bool> {
+    let mut limits = BTreeMap::new();
+    while let Some(users) = search::next(bounds, &point.probes) {
+        progress.event(Event::Step(&format!(
+            "point {index}: probing {users} users at once"
+        )));
+        let base = format!("{}-{index:02}-{users}", o.run_id);
+        let Some(b) = bench_once(spec, o, &base, &[users], progress)? else {
+            return Ok(false);
+        };
+        let level = b.levels.into_iter().next();
+        let passed = level.as_ref().is_some_and(|l| l.passed);
+        if let Some(l) = b.results.verdict.limiting {
+            limits.insert(users, l);
+        }
+        point.probes.push(Probe {
+            users,
+            passed,
+            run_id: b.results.run_id.clone(),
+            reasons: level.as_ref().map(|l| l.reasons.clone()).unwrap_or_default(),
+        });
+        point.benches.push(b.results.run_id);
+        point.levels.extend(level);
+    }
+    let found = search::found(bounds, &point.probes);
+    point.capacity = found.users;
+    point.at_least = found.at_least;
+    // The limiting component of the lowest fail: what bounds the capacity found.
+    point.limiting = found.failed_at.and_then(|u| limits.remove(&u));
+    point.levels.sort_by_key(|l| l.users);
+    Ok(true)
+}

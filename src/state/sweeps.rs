@@ -1,0 +1,99 @@
+//! Sweeps in the state folder, by run id: `<state>/sweeps/RUN_ID/` holds a sweep's results.json, its
+//! report.html and `points/<bench run id>/` (each point's bench folder), or, for `sweep --out DIR`, is a
+//! symlink to DIR, so that `sweep --resume RUN_ID` finds it wherever it wrote.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use exectl_core::error::UsageError;
+use exectl_core::sweep::report;
+use exectl_core::sweep::results::{SweepResults, POINTS, REPORT, RESULTS, SCHEMA};
+
+use super::sweeps_dir;
+
+/// A sweep's folder.
+#[derive(Debug, Clone)]
+pub struct SweepDir {
+    pub path: PathBuf,
+}
+
+impl SweepDir {
+    /// A new sweep's folder, checked: not a file, no sweep in it yet, writable (exit 2 naming `field`).
+    pub fn check(path: &Path, field: &str, value: &str) -> Result<SweepDir, UsageError> {
+        if path.join(RESULTS).exists() {
+            return Err(UsageError::new(
+                field,
+                value,
+                format!("a sweep already wrote its results in {}", path.display()),
+                "give another --run-id (or --out), remove that folder, or go on with it: --resume RUN_ID",
+            ));
+        }
+        // The same checks as a bench's folder: a file, or a folder that cannot be written, is refused.
+        super::bench_dir::BenchDir::check(path, field, value)?;
+        Ok(SweepDir {
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Made, and recorded under its run id when it is an `--out` folder.
+    pub fn create(&self, run_id: &str) -> Result<()> {
+        std::fs::create_dir_all(self.path.join(POINTS))
+            .with_context(|| format!("creating {}", self.path.display()))?;
+        super::benches::record_out_in(&sweeps_dir(&super::root()), run_id, &self.path)
+    }
+
+    /// The folder of a point's bench `bench_id`.
+    pub fn point_dir(&self, bench_id: &str) -> PathBuf {
+        self.path.join(POINTS).join(bench_id)
+    }
+
+    /// results.json and report.html, each written whole.
+    pub fn save(&self, r: &SweepResults) -> Result<()> {
+        let json = r.to_json()?;
+        crate::shell::atomic::write(&self.path.join(RESULTS), json.as_bytes(), 0o644)?;
+        let html = report::render(r).map_err(|e| anyhow::anyhow!(e))?;
+        crate::shell::atomic::write(&self.path.join(REPORT), html.as_bytes(), 0o644)
+    }
+
+    pub fn report(&self) -> PathBuf {
+        self.path.join(REPORT)
+    }
+}
+
+/// The sweep `run_id` of the state folder, to go on with (`--resume`): its folder and its results.
+pub fn find(run_id: &str) -> Result<(SweepDir, SweepResults), UsageError> {
+    super::runs::check_id(run_id).map_err(|_| not_found(run_id, "not a run id"))?;
+    let entry = sweeps_dir(&super::root()).join(run_id);
+    let path = std::fs::read_link(&entry).unwrap_or(entry);
+    let file = path.join(RESULTS);
+    let text = std::fs::read_to_string(&file)
+        .map_err(|e| not_found(run_id, &format!("cannot read {}: {e}", file.display())))?;
+    let r: SweepResults = serde_json::from_str(&text).map_err(|e| {
+        not_found(
+            run_id,
+            &format!("{} is not a sweep's results: {e}", file.display()),
+        )
+    })?;
+    if r.schema != SCHEMA {
+        return Err(UsageError::new(
+            "--resume",
+            run_id,
+            format!(
+                "{} has layout {} and this exectl reads {SCHEMA}",
+                file.display(),
+                r.schema
+            ),
+            "resume it with the exectl that began it",
+        ));
+    }
+    Ok((SweepDir { path }, r))
+}
+
+fn not_found(run_id: &str, problem: &str) -> UsageError {
+    UsageError::new(
+        "--resume",
+        run_id,
+        problem,
+        "give the run id of a sweep this machine ran (its folder is under STATE/sweeps)",
+    )
+}
