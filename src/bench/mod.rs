@@ -131,7 +131,10 @@ fn run_levels(
         plan.stop.running(None);
         let browsed = browsing.map(|b| {
             b.join().unwrap_or_else(|_| {
-                exectl_core::bench::browser::BrowserProbe::failure("launch", "the probe's thread panicked")
+                exectl_core::bench::browser::BrowserProbe::failure(
+                    "launch",
+                    "the probe's thread panicked",
+                )
             })
         });
         let summary = summary?;
@@ -219,7 +222,8 @@ fn browse_in_plateau(
         };
         rt.block_on(async {
             let mut window = live.plateau.subscribe();
-            let _ = tokio::time::timeout(ramp + PLATEAU_WAIT, window.wait_for(|w| w.is_some())).await;
+            let _ =
+                tokio::time::timeout(ramp + PLATEAU_WAIT, window.wait_for(|w| w.is_some())).await;
             crate::browser::run(&probe).await
         })
     })

@@ -51,7 +51,7 @@ pub enum Command {
     /// One variable at a time: deploy, prepare and bench the stack at each value of one setting (or
     /// image, or app variable), check nothing else moved, and compare: capacity, levels side by side,
     /// repeats' ranges, an HTML report.
-    Sweep(SweepArgs),
+    Sweep(Box<SweepArgs>),
     /// Rebuild a bench's report.html from its results.json and timeline.
     Report(ReportArgs),
     /// Seed benchmark accounts and projects into a deployed stack's database, write the manifest, verify.
@@ -209,6 +209,9 @@ pub struct SweepArgs {
     /// Tear the stack down at the end (its data kept) instead of leaving it at the last value.
     #[arg(long)]
     pub teardown: bool,
+    /// bcrypt cost of the accounts' password hashes when they are seeded [default: 10, the app's].
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub bcrypt_cost: Option<String>,
     /// This sweep's id [default: S-VAR-UNIXTIME].
     #[arg(long)]
     pub run_id: Option<String>,

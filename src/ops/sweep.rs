@@ -396,8 +396,7 @@ fn other_variables(
             extra.iter().any(|v| {
                 let k = c.key.trim_start_matches("knobs.");
                 k.starts_with(v.as_str())
-                    || v.starts_with("image ")
-                        && c.key.starts_with(&format!("images.{}", &v[6..]))
+                    || v.starts_with("image ") && c.key.starts_with(&format!("images.{}", &v[6..]))
                     || k.replace('_', " ").starts_with(v.as_str())
             })
         })
@@ -479,7 +478,13 @@ fn bench_point(
     levels: &[u64],
     progress: &dyn Progress,
 ) -> Result<Option<Benched>> {
-    bench_once(spec, o, &format!("{}-{index:02}", o.run_id), levels, progress)
+    bench_once(
+        spec,
+        o,
+        &format!("{}-{index:02}", o.run_id),
+        levels,
+        progress,
+    )
 }
 
 fn bench_once(
@@ -539,7 +544,10 @@ fn search_point(
             users,
             passed,
             run_id: b.results.run_id.clone(),
-            reasons: level.as_ref().map(|l| l.reasons.clone()).unwrap_or_default(),
+            reasons: level
+                .as_ref()
+                .map(|l| l.reasons.clone())
+                .unwrap_or_default(),
         });
         point.benches.push(b.results.run_id);
         point.levels.extend(level);

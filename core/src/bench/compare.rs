@@ -79,7 +79,12 @@ pub fn follows_variant(key: &str, knobs: &BTreeMap<String, String>) -> bool {
     let Some((alg, wc, rl)) = crate::spec::NginxVariant::ALL
         .iter()
         .find(|(n, _)| n == variant)
-        .map(|(_, v)| v.defaults())
+        .map(
+            |(_, v)| match knobs.get("nofile").and_then(|n| n.parse().ok()) {
+                Some(nofile) => v.defaults_for(nofile),
+                None => v.defaults(),
+            },
+        )
     else {
         return false;
     };

@@ -150,10 +150,12 @@ impl LevelResult {
                             .collect();
                         format!("{said}: {}", kinds.join(", "))
                     }
-                    _ if c.key == "browser" => match figures.browser.as_ref().and_then(|b| b.failed.as_ref()) {
-                        Some(why) => format!("{said}: {why}"),
-                        None => said,
-                    },
+                    _ if c.key == "browser" => {
+                        match figures.browser.as_ref().and_then(|b| b.failed.as_ref()) {
+                            Some(why) => format!("{said}: {why}"),
+                            None => said,
+                        }
+                    }
                     _ => said,
                 }
             })

@@ -71,6 +71,17 @@ impl NginxVariant {
     }
 
     /// The seed's three nginx files: (algorithm, worker_connections, worker_rlimit_nofile).
+    /// The variant's settings for containers whose nofile ulimit is `nofile`: a tuned variant's
+    /// worker_rlimit_nofile is at most that ulimit (nginx cannot raise its own past it), and its
+    /// worker_connections half of it (each proxied socket holds two descriptors). Tuned is as tuned as
+    /// the host allows: the seed's 200000 where it may, 20000 on a host whose hard limit is 20000.
+    pub fn defaults_for(self, nofile: u64) -> (LbAlgorithm, u64, Option<u64>) {
+        match self.defaults() {
+            (alg, wc, Some(rl)) if rl > nofile => (alg, wc.min(nofile / 2).max(1), Some(nofile)),
+            d => d,
+        }
+    }
+
     pub fn defaults(self) -> (LbAlgorithm, u64, Option<u64>) {
         match self {
             NginxVariant::BaselineDefault => (LbAlgorithm::IpHash, 1024, None),

@@ -268,7 +268,7 @@ fn resolve_nginx(input: &SpecInput, nofile: u64) -> Result<NginxSpec, UsageError
                 )
             })?,
     };
-    let (mut algo, mut wc, mut rlimit) = variant.defaults();
+    let (mut algo, mut wc, mut rlimit) = variant.defaults_for(nofile);
     if let Some(r) = &input.lb_algorithm {
         algo = match r.value.as_str() {
             "least_conn" => LbAlgorithm::LeastConn,

@@ -104,8 +104,21 @@ fn rlimit_below_twice_worker_connections_refused() {
 
 #[test]
 fn container_nofile_must_cover_nginx_rlimit() {
+    // A tuned variant follows a lower nofile: as tuned as the containers' ulimit allows.
+    let s = resolve(SpecInput {
+        nofile: Some(Raw::flag("--nofile", "20000")),
+        ..ha()
+    })
+    .unwrap();
+    let n = s.nginx.unwrap();
+    assert_eq!(
+        (n.worker_connections, n.worker_rlimit_nofile),
+        (10_000, Some(20_000))
+    );
+    // An rlimit asked for past the ulimit is refused, naming --nofile.
     let e = err(SpecInput {
         nofile: Some(Raw::flag("--nofile", "20000")),
+        worker_rlimit_nofile: Some(Raw::flag("--worker-rlimit-nofile", "40000")),
         ..ha()
     });
     assert_eq!(e.field, "--nofile");

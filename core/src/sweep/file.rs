@@ -74,8 +74,8 @@ pub fn parse(path: &str, body: &str) -> Result<SweepFile, UsageError> {
     let mut vary = Vec::new();
     for (k, v) in &raw.vary {
         let key = text(k).ok_or_else(|| bad("vary", "a key that is not text".into()))?;
-        let values = text(v)
-            .ok_or_else(|| bad(&format!("vary.{key}"), "give a list of values".into()))?;
+        let values =
+            text(v).ok_or_else(|| bad(&format!("vary.{key}"), "give a list of values".into()))?;
         vary.push(format!("{key}={values}"));
     }
     let scalar = |field: &str, v: &Option<Value>| -> Result<Option<String>, UsageError> {
@@ -124,9 +124,15 @@ mod tests {
         .unwrap();
         assert!(c.find_capacity);
         assert_eq!(c.vary, ["instances=1,2"]);
-        assert_eq!((c.from.as_deref(), c.to.as_deref()), (Some("100"), Some("2000")));
+        assert_eq!(
+            (c.from.as_deref(), c.to.as_deref()),
+            (Some("100"), Some("2000"))
+        );
         assert_eq!(c.precision.as_deref(), Some("10%"));
         let e = parse("s.yaml", "vary: {nginx: [a]}\nrepeats: 3\n").unwrap_err();
-        assert!(e.field.contains("s.yaml") && e.problem.contains("repeats"), "{e}");
+        assert!(
+            e.field.contains("s.yaml") && e.problem.contains("repeats"),
+            "{e}"
+        );
     }
 }

@@ -11,7 +11,7 @@ use super::search::{Bounds, Probe};
 use crate::bench::browser::BrowserProbe;
 use crate::bench::cpu::CpuScale;
 use crate::bench::results::RunState;
-use crate::bench::{Limiting, LevelResult, Sample};
+use crate::bench::{LevelResult, Limiting, Sample};
 
 /// results.json's layout version: a reader refuses a file it does not know.
 pub const SCHEMA: u32 = 1;
@@ -239,7 +239,12 @@ mod tests {
             ..Sample::default()
         };
         // During the ramp app-2 had none; over the hold it is 50/50.
-        let samples = vec![at(500, 10, 0), at(1000, 50, 50), at(2000, 50, 50), at(3500, 0, 0)];
+        let samples = vec![
+            at(500, 10, 0),
+            at(1000, 50, 50),
+            at(2000, 50, 50),
+            at(3500, 0, 0),
+        ];
         let (result, _) = crate::bench::report::tests::example();
         let mut l = result.levels[0].clone();
         l.span = span;
@@ -247,6 +252,9 @@ mod tests {
         assert_eq!(s.shares["app-1"], 0.5);
         assert_eq!(s.top_share(), Some(0.5));
         let one = vec![at(1000, 100, 0), at(2000, 100, 0)];
-        assert_eq!(LevelSummary::of("b", &l, &one, &CpuScale::default()).top_share(), Some(1.0));
+        assert_eq!(
+            LevelSummary::of("b", &l, &one, &CpuScale::default()).top_share(),
+            Some(1.0)
+        );
     }
 }

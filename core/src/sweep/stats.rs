@@ -43,7 +43,12 @@ impl Spread {
         if self.runs <= 1 || self.min == self.max {
             show(self.median)
         } else {
-            format!("{} ({}–{})", show(self.median), show(self.min), show(self.max))
+            format!(
+                "{} ({}–{})",
+                show(self.median),
+                show(self.min),
+                show(self.max)
+            )
         }
     }
 }
@@ -64,13 +69,25 @@ pub struct Difference {
 pub fn compare(figure: &str, a: (&str, &Spread), b: (&str, &Spread)) -> Difference {
     let runs = a.1.runs.min(b.1.runs);
     let measurable = !a.1.overlaps(b.1);
-    let sentence = if measurable {
-        let (hi, lo) = if a.1.median > b.1.median { (a, b) } else { (b, a) };
+    let sentence = if measurable && runs == 1 {
+        let (hi, lo) = if a.1.median > b.1.median {
+            (a, b)
+        } else {
+            (b, a)
+        };
         format!(
-            "{figure}: {} is higher than {} (ranges apart over {runs} run{})",
-            hi.0,
-            lo.0,
-            if runs == 1 { "" } else { "s" }
+            "{figure}: {} is higher than {} in one run each (--repeat 3 tells whether it holds)",
+            hi.0, lo.0
+        )
+    } else if measurable {
+        let (hi, lo) = if a.1.median > b.1.median {
+            (a, b)
+        } else {
+            (b, a)
+        };
+        format!(
+            "{figure}: {} is higher than {} (ranges apart over {runs} runs)",
+            hi.0, lo.0
         )
     } else {
         format!(
@@ -114,7 +131,11 @@ mod tests {
         let c = Spread::of(&[200.0, 210.0, 205.0]).unwrap();
         let d = compare("login p95", ("A", &a), ("C", &c));
         assert!(d.measurable);
-        assert!(d.sentence.starts_with("login p95: C is higher than A"), "{}", d.sentence);
+        assert!(
+            d.sentence.starts_with("login p95: C is higher than A"),
+            "{}",
+            d.sentence
+        );
         // Equal single runs: the same figure, nothing to rank.
         let one = Spread::of(&[400.0]).unwrap();
         assert!(!compare("capacity", ("A", &one), ("B", &one)).measurable);

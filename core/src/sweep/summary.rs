@@ -15,7 +15,7 @@ pub struct ValueSummary {
     pub values: Vec<String>,
     pub label: String,
     pub runs: usize,
-    /// Over the runs whose capacity was measured (None: every run failed its first level).
+    /// Over its runs (0 for a run whose first level failed); None before any ran.
     pub capacity: Option<Spread>,
     /// Every run passed everything it tried: the capacity is at least its top level.
     pub at_least: bool,
@@ -59,7 +59,8 @@ fn spread(xs: impl Iterator<Item = Option<f64>>) -> Option<Spread> {
 }
 
 fn value_summary(values: &[String], points: &[&PointResult]) -> ValueSummary {
-    let capacity = spread(points.iter().map(|p| p.capacity.map(|c| c as f64)));
+    // A run whose first level failed held no level: 0, so that it ranks below one that held some.
+    let capacity = spread(points.iter().map(|p| Some(p.capacity.unwrap_or(0) as f64)));
     let mut limiting: Vec<String> = Vec::new();
     for p in points {
         if let Some(l) = &p.limiting {
@@ -109,7 +110,10 @@ fn value_summary(values: &[String], points: &[&PointResult]) -> ValueSummary {
                     .into_iter()
                     .max_by_key(|(_, n)| *n)
                     .map(|(s, _)| s.to_string()),
-                browser_ms: spread(ls.iter().map(|l| l.browser.as_ref().and_then(|b| b.total_ms))),
+                browser_ms: spread(
+                    ls.iter()
+                        .map(|l| l.browser.as_ref().and_then(|b| b.total_ms)),
+                ),
                 browser_failed: ls
                     .iter()
                     .filter(|l| l.browser.as_ref().is_some_and(|b| !b.finished()))
@@ -178,15 +182,25 @@ fn headline(r: &SweepResults, values: &[ValueSummary]) -> String {
     let parts: Vec<String> = values
         .iter()
         .map(|v| {
-            let cap = match (&v.capacity, v.at_least) {
-                (Some(c), true) => format!("at least {}", c.text(show_users)),
-                (Some(c), false) => c.text(show_users),
-                (None, _) => "below its first level".into(),
-            };
+            let cap = capacity_text(&v.capacity, v.at_least);
             format!("{} {cap}", v.label)
         })
         .collect();
-    format!("capacity by {}: {}", r.variables.join(" × "), parts.join(" · "))
+    format!(
+        "capacity by {}: {}",
+        r.variables.join(" × "),
+        parts.join(" · ")
+    )
+}
+
+/// `1,200`, `at least 1,500`, `1,200 (1,100–1,300)`, or `below its first level` (a capacity of 0).
+pub fn capacity_text(c: &Option<Spread>, at_least: bool) -> String {
+    match c {
+        Some(c) if c.max == 0.0 => "below its first level".into(),
+        Some(c) if at_least => format!("at least {}", c.text(show_users)),
+        Some(c) => c.text(show_users),
+        None => "not measured yet".into(),
+    }
 }
 
 pub fn show_users(x: f64) -> String {
@@ -198,7 +212,13 @@ pub(crate) mod tests {
     use super::*;
     use crate::bench::results::RunState;
 
-    pub(crate) fn point(index: usize, value: &str, run: u32, capacity: Option<u64>, login: f64) -> PointResult {
+    pub(crate) fn point(
+        index: usize,
+        value: &str,
+        run: u32,
+        capacity: Option<u64>,
+        login: f64,
+    ) -> PointResult {
         PointResult {
             index,
             values: vec![value.into()],
@@ -267,8 +287,14 @@ pub(crate) mod tests {
         assert_eq!(s.values[0].runs, 3);
         let login = &s.values[1].levels[0].login_p95_ms.unwrap();
         assert_eq!((login.median, login.min, login.max), (50.0, 43.0, 60.0));
-        assert!(s.differences.iter().all(|d| !d.measurable), "{:?}", s.differences);
-        assert!(s.differences.iter().any(|d| d.sentence.contains("no difference measurable between 1g and 1024m at K = 3")));
+        assert!(
+            s.differences.iter().all(|d| !d.measurable),
+            "{:?}",
+            s.differences
+        );
+        assert!(s.differences.iter().any(|d| d
+            .sentence
+            .contains("no difference measurable between 1g and 1024m at K = 3")));
     }
 
     #[test]
@@ -279,8 +305,15 @@ pub(crate) mod tests {
         ]);
         r.repeat = 1;
         let s = summarize(&r);
-        let cap = s.differences.iter().find(|d| d.figure == "capacity").unwrap();
-        assert!(cap.measurable && cap.sentence.contains("A is higher than B"), "{cap:?}");
+        let cap = s
+            .differences
+            .iter()
+            .find(|d| d.figure == "capacity")
+            .unwrap();
+        assert!(
+            cap.measurable && cap.sentence.contains("A is higher than B"),
+            "{cap:?}"
+        );
         assert_eq!(s.headline, "capacity by memory: A 1,000 · B 400");
         assert_eq!(s.values[1].images["app"], "sha256:B");
     }

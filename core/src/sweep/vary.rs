@@ -71,7 +71,10 @@ impl Var {
             };
         }
         if let Some(n) = text.strip_prefix("env.") {
-            let ok = n.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            let ok = n
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
                 && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
             return match ok {
                 true => Ok(Var::Env(n.into())),
@@ -87,7 +90,8 @@ impl Var {
             }
             Some(s) => Err(bad(
                 format!("{} names the stack, not a setting of it", s.key),
-                "vary a setting of the stack (sweep one stack; run two sweeps for two stacks)".into(),
+                "vary a setting of the stack (sweep one stack; run two sweeps for two stacks)"
+                    .into(),
             )),
             None => Err(bad(
                 "no such setting".into(),

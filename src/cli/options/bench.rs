@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use super::load::LoadFlags;
 use crate::bench::Stop;
-use crate::cli::values::duration_flag;
 use crate::cli::target::TargetArgs;
+use crate::cli::values::duration_flag;
 use crate::cli::{BenchArgs, BenchFlags};
 use crate::load::LoadOptions;
 use crate::ops::bench::BenchOptions;

@@ -56,7 +56,7 @@ pub fn sweep(a: &SweepArgs, asked: Vec<String>) -> Result<(TargetSpec, SweepOpti
     ) {
         Ok(Cli {
             command: Command::Sweep(s),
-        }) => s,
+        }) => *s,
         _ => {
             return Err(UsageError::new(
                 "--resume",
@@ -71,7 +71,9 @@ pub fn sweep(a: &SweepArgs, asked: Vec<String>) -> Result<(TargetSpec, SweepOpti
     fresh(&again, asked_of(&resumed), resumed)
 }
 
-fn asked_of(resumed: &Option<(SweepDir, exectl_core::sweep::results::SweepResults)>) -> Vec<String> {
+fn asked_of(
+    resumed: &Option<(SweepDir, exectl_core::sweep::results::SweepResults)>,
+) -> Vec<String> {
     resumed
         .as_ref()
         .map(|(_, r)| r.asked.clone())
@@ -157,11 +159,19 @@ fn fresh(
         break_lock: false,
         templates: crate::cli::spec::load_templates(&a.spec)?,
     };
+    // Checked now, as prepare checks it: a bad cost is refused before the first deploy.
+    crate::cli::options::prepare::options(&prepare_args(
+        &a.target,
+        &stack,
+        mode.top() + 1,
+        a.bcrypt_cost.as_deref(),
+    ))?;
     let prepare = {
         let target = a.target.clone();
         let stack = stack.clone();
+        let cost = a.bcrypt_cost.clone();
         move |accounts: u64| -> Result<PrepareOptions> {
-            let args = prepare_args(&target, &stack, accounts);
+            let args = prepare_args(&target, &stack, accounts, cost.as_deref());
             Ok(PrepareOptions {
                 seed: crate::cli::options::prepare::options(&args)?,
                 break_lock: false,
@@ -169,12 +179,8 @@ fn fresh(
         }
     };
     let bench = {
-        let (target, stack, flags, json) = (
-            a.target.clone(),
-            stack.clone(),
-            a.bench.clone(),
-            a.json,
-        );
+        let (target, stack, flags, json) =
+            (a.target.clone(), stack.clone(), a.bench.clone(), a.json);
         move |ask: BenchAsk<'_>| -> Result<crate::ops::bench::BenchOptions> {
             let levels: Vec<String> = ask.levels.iter().map(u64::to_string).collect();
             Ok(crate::cli::options::bench::bench(&BenchArgs {
@@ -211,8 +217,13 @@ fn fresh(
 }
 
 /// `prepare`'s flags for a point: `accounts`, the rest its defaults.
-fn prepare_args(target: &crate::cli::target::TargetArgs, stack: &str, accounts: u64) -> PrepareArgs {
-    let argv = [
+fn prepare_args(
+    target: &crate::cli::target::TargetArgs,
+    stack: &str,
+    accounts: u64,
+    bcrypt_cost: Option<&str>,
+) -> PrepareArgs {
+    let mut argv = vec![
         "exectl".to_string(),
         "prepare".into(),
         "--stack".into(),
@@ -220,6 +231,9 @@ fn prepare_args(target: &crate::cli::target::TargetArgs, stack: &str, accounts: 
         "--accounts".into(),
         accounts.to_string(),
     ];
+    if let Some(c) = bcrypt_cost {
+        argv.extend(["--bcrypt-cost".into(), c.into()]);
+    }
     match Cli::parse_from(argv).command {
         Command::Prepare(mut p) => {
             p.target = target.clone();
@@ -231,7 +245,11 @@ fn prepare_args(target: &crate::cli::target::TargetArgs, stack: &str, accounts: 
 
 /// The variables of `--vary` (or the file's): one, or two with `--matrix`.
 fn variables(a: &SweepArgs, file: &SweepFile) -> Result<Vec<Vary>, UsageError> {
-    let given = if a.vary.is_empty() { &file.vary } else { &a.vary };
+    let given = if a.vary.is_empty() {
+        &file.vary
+    } else {
+        &a.vary
+    };
     let vary: Vec<Vary> = given
         .iter()
         .map(|v| vary::parse("--vary", v))
@@ -289,7 +307,8 @@ fn mode(a: &SweepArgs, file: &SweepFile) -> Result<Mode, UsageError> {
         })?;
         return Ok(Mode::Levels(parse_levels(levels)?));
     }
-    let users = |flag: &str, v: &String| count_flag(flag, v, 1, exectl_core::bench::levels::MAX_USERS);
+    let users =
+        |flag: &str, v: &String| count_flag(flag, v, 1, exectl_core::bench::levels::MAX_USERS);
     let from = match a.from.as_ref().or(file.from.as_ref()) {
         Some(v) => users("--from", v)?,
         None => DEFAULT_FROM,
@@ -336,7 +355,7 @@ mod tests {
         let mut v = vec!["exectl", "sweep", "ha"];
         v.extend(extra);
         match Cli::parse_from(v).command {
-            Command::Sweep(a) => a,
+            Command::Sweep(a) => *a,
             _ => unreachable!(),
         }
     }
@@ -344,7 +363,11 @@ mod tests {
     #[test]
     fn one_variable_or_two_with_matrix() {
         let f = SweepFile::default();
-        let one = variables(&args(&["--vary", "nginx=tuned-ip-hash,tuned-least-conn"]), &f).unwrap();
+        let one = variables(
+            &args(&["--vary", "nginx=tuned-ip-hash,tuned-least-conn"]),
+            &f,
+        )
+        .unwrap();
         assert_eq!(one.len(), 1);
         for (flags, field, says) in [
             (vec![], "--vary", "no variable"),
@@ -353,7 +376,11 @@ mod tests {
                 "--vary",
                 "one thing at a time",
             ),
-            (vec!["--vary", "instances=1,2", "--matrix"], "--matrix", "needs two"),
+            (
+                vec!["--vary", "instances=1,2", "--matrix"],
+                "--matrix",
+                "needs two",
+            ),
             (
                 vec!["--vary", "cpus=1,2", "--vary", "cpus=3", "--matrix"],
                 "--vary",
@@ -365,7 +392,13 @@ mod tests {
             assert!(e.problem.contains(says), "{flags:?}: {e}");
         }
         let two = variables(
-            &args(&["--vary", "instances=1,2", "--vary", "cpus=0.5,1", "--matrix"]),
+            &args(&[
+                "--vary",
+                "instances=1,2",
+                "--vary",
+                "cpus=0.5,1",
+                "--matrix",
+            ]),
             &f,
         )
         .unwrap();
@@ -385,7 +418,15 @@ mod tests {
         };
         assert_eq!((b.from, b.to, b.precision), (100, 800, 0.10));
         let Mode::Search(b) = mode(
-            &args(&["--find-capacity", "--from", "50", "--to", "800", "--precision", "5%"]),
+            &args(&[
+                "--find-capacity",
+                "--from",
+                "50",
+                "--to",
+                "800",
+                "--precision",
+                "5%",
+            ]),
             &f,
         )
         .unwrap() else {
@@ -396,10 +437,17 @@ mod tests {
             (vec![], "--levels"),
             (vec!["--find-capacity"], "--to"),
             (vec!["--find-capacity", "--to", "50"], "--from"),
-            (vec!["--find-capacity", "--to", "800", "--precision", "lots"], "--precision"),
+            (
+                vec!["--find-capacity", "--to", "800", "--precision", "lots"],
+                "--precision",
+            ),
             (vec!["--levels", "200,100"], "--levels"),
         ] {
-            assert_eq!(mode(&args(&flags), &f).unwrap_err().field, field, "{flags:?}");
+            assert_eq!(
+                mode(&args(&flags), &f).unwrap_err().field,
+                field,
+                "{flags:?}"
+            );
         }
     }
 }

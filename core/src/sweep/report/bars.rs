@@ -21,7 +21,11 @@ pub fn figure(id: &str, title: &str, y_label: &str, bars: &[Bar]) -> Result<Stri
     let labels: Vec<&str> = bars.iter().map(|b| b.label.as_str()).collect();
     let medians: Vec<String> = bars
         .iter()
-        .map(|b| b.spread.map(|s| format!("{}", s.median)).unwrap_or_default())
+        .map(|b| {
+            b.spread
+                .map(|s| format!("{}", s.median))
+                .unwrap_or_default()
+        })
         .collect();
     let body = if bars.iter().all(|b| b.spread.is_none()) {
         "<p class=\"empty\">nothing measured yet</p>".to_string()
@@ -58,7 +62,10 @@ fn svg(id: &str, y_label: &str, bars: &[Bar]) -> Result<String, String> {
         let label = |x: &f64| {
             let i = x.round();
             match (x - i).abs() < 1e-6 && i >= 0.0 {
-                true => bars.get(i as usize).map(|b| b.label.clone()).unwrap_or_default(),
+                true => bars
+                    .get(i as usize)
+                    .map(|b| b.label.clone())
+                    .unwrap_or_default(),
                 false => String::new(),
             }
         };
@@ -73,7 +80,11 @@ fn svg(id: &str, y_label: &str, bars: &[Bar]) -> Result<String, String> {
         for (i, b) in bars.iter().enumerate() {
             let Some(s) = b.spread else { continue };
             let x = i as f64;
-            let fill = if b.at_least { blue.mix(0.35) } else { blue.mix(0.9) };
+            let fill = if b.at_least {
+                blue.mix(0.35)
+            } else {
+                blue.mix(0.9)
+            };
             c.draw_series(std::iter::once(Rectangle::new(
                 [(x - 0.3, 0.0), (x + 0.3, s.median)],
                 fill.filled(),

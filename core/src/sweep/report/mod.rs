@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::results::SweepResults;
 use super::stats::Spread;
-use super::summary::{show_users, summarize, LevelSpread, Summary};
+use super::summary::{capacity_text, summarize, LevelSpread, Summary};
 use crate::bench::decimal::show;
 use crate::bench::results::RunState;
 
@@ -81,14 +81,6 @@ fn ms(s: &Option<Spread>) -> String {
 fn pct(s: &Option<Spread>, scale: f64) -> String {
     s.map(|s| s.text(|x| format!("{} %", show((x * scale * 10.0).round() / 10.0))))
         .unwrap_or_else(|| "—".into())
-}
-
-fn capacity_text(c: &Option<Spread>, at_least: bool) -> String {
-    match c {
-        Some(c) if at_least => format!("at least {}", c.text(show_users)),
-        Some(c) => c.text(show_users),
-        None => "below its first level".into(),
-    }
 }
 
 fn level_row(label: &str, l: &LevelSpread) -> LevelRow {
@@ -262,7 +254,9 @@ pub fn render(r: &SweepResults) -> Result<String, String> {
     };
     let state = match (&r.state, &r.stopped) {
         (_, Some(why)) => Some(format!("Stopped early: {why}")),
-        (RunState::Running, None) => Some("Running: this report is rebuilt after every point".to_string()),
+        (RunState::Running, None) => {
+            Some("Running: this report is rebuilt after every point".to_string())
+        }
         (RunState::Interrupted, None) => Some(format!(
             "Interrupted after {} point{}: `exectl sweep --resume {}` goes on",
             r.points.len(),
@@ -305,9 +299,18 @@ mod tests {
         let html = render(&r).unwrap();
         assert!(html.contains("What does memory change on exe?"));
         assert!(html.contains("no difference measurable between 1g and 1024m"));
-        assert!(html.contains("data-bars=\"1g|1024m\""), "the capacity chart has a bar per value");
-        assert!(html.contains("48 ms (40 ms–55 ms)"), "login p95's median and range");
-        assert!(html.contains("href=\"points/S-1/report.html\""), "each bench's report linked");
+        assert!(
+            html.contains("data-bars=\"1g|1024m\""),
+            "the capacity chart has a bar per value"
+        );
+        assert!(
+            html.contains("48 ms (40 ms–55 ms)"),
+            "login p95's median and range"
+        );
+        assert!(
+            html.contains("href=\"points/S-1/report.html\""),
+            "each bench's report linked"
+        );
         assert!(!html.contains("<script"), "self-contained, no script");
     }
 }
