@@ -1,7 +1,8 @@
-//! The operations a program calls: `deploy`, `plan`, `teardown`, `prepare`, `load`, `bench`, `status`.
+//! The operations a program calls: `deploy`, `plan`, `teardown`, `prepare`, `load`, `bench`, `status`,
+//! `sweep`.
 //! Each takes a connected `sut::Target`, an options struct (never clap's: `cli::options` makes them
 //! from flags) and a `Progress`, and returns its outcome as a type; nothing here prints. `commands`
-//! turn flags into options, call one operation and print its outcome; `sweep` will call them in a loop.
+//! turn flags into options, call one operation and print its outcome; `sweep` calls them in a loop.
 
 pub mod bench;
 pub mod deploy;

@@ -506,13 +506,14 @@ fn bench_once(
     if o.stop.why().is_some() {
         return Ok(None);
     }
-    let (results, samples) = crate::state::bench_dir::read(&out, &id)?;
+    // The outcome has the results; the timeline is on disk (the sampler appended it there).
+    let results = outcome.results;
+    let (_, samples) = crate::state::bench_dir::read(&out, &id)?;
     let levels = results
         .levels
         .iter()
         .map(|l| LevelSummary::of(&id, l, &samples, &results.cpu_scale))
         .collect();
-    drop(outcome);
     Ok(Some(Benched { results, levels }))
 }
 

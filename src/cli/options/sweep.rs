@@ -67,17 +67,8 @@ pub fn sweep(a: &SweepArgs, asked: Vec<String>) -> Result<(TargetSpec, SweepOpti
             .into())
         }
     };
-    let resumed = Some((dir, results));
-    fresh(&again, asked_of(&resumed), resumed)
-}
-
-fn asked_of(
-    resumed: &Option<(SweepDir, exectl_core::sweep::results::SweepResults)>,
-) -> Vec<String> {
-    resumed
-        .as_ref()
-        .map(|(_, r)| r.asked.clone())
-        .unwrap_or_default()
+    let asked = results.asked.clone();
+    fresh(&again, asked, Some((dir, results)))
 }
 
 fn fresh(
