@@ -11,7 +11,7 @@ use exectl::cli::Cli;
 use std::process::Command;
 
 /// Value names that mark a numeric flag (set in src/cli.rs and src/commands/doctor.rs).
-const NUMERIC: [&str; 5] = ["DURATION", "SIZE", "N", "PORT", "CPUS"];
+const NUMERIC: [&str; 6] = ["DURATION", "SIZE", "N", "PORT", "CPUS", "PERCENT"];
 
 /// Value-taking flags that are not numbers (names, paths, URLs, choices, KEY=VALUE).
 const NOT_NUMERIC: &[&str] = &[
@@ -48,6 +48,10 @@ const NOT_NUMERIC: &[&str] = &[
     "--scenario",
     "--slo",
     "--from",
+    // A sweep's variable and its values, its file, and the run it resumes.
+    "--vary",
+    "--sweep-file",
+    "--resume",
     // A list of counts, with a parser and tests of its own (core::bench::levels).
     "--levels",
 ];
@@ -80,6 +84,14 @@ fn base(path: &[String], out: &str) -> Vec<String> {
         ["prepare"] => vec!["--accounts", "10", "--mint-tokens"],
         ["host", "tune"] => vec!["--role", "sut"],
         ["bench"] => vec!["--levels", "10"],
+        ["sweep"] => vec![
+            "ha",
+            "--vary",
+            "nginx=baseline-default,tuned-ip-hash",
+            "--find-capacity",
+            "--to",
+            "1000",
+        ],
         _ => vec![],
     };
     v.into_iter().map(String::from).collect()

@@ -558,23 +558,24 @@ async fn prepare_single_sqlite_through_a_one_shot() {
 #[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn prepare_ha_through_the_lb() {
     let d = docker().await;
-    let x = Exectl::new();
-    let stack = "hp-prep-ha";
+    // A guard: a failed assertion still tears the stack down and frees its port for the next suite.
+    let s = Stack::new("prep-ha").await;
+    let (x, stack, port) = (&*s.x, s.name.as_str(), Stack::port());
     let mut args = vec![
         "ha",
         "--stack",
         stack,
         "--lb-port",
-        "18391",
+        &port,
         "--cpus",
         "1",
         "--memory",
         "512m",
     ];
     args.extend(HA_LIMITS);
-    deploy(&x, &args);
-    let door = Endpoint::at("127.0.0.1:18391".parse().unwrap(), None);
-    scenario(&d, &x, stack, "postgres", door).await;
+    deploy(x, &args);
+    let door = Endpoint::at(format!("127.0.0.1:{port}").parse().unwrap(), None);
+    scenario(&d, x, stack, "postgres", door).await;
     x.ok(&["teardown", "--stack", stack, "--purge"]);
     assert!(labelled(&d, stack).await.is_empty());
 }

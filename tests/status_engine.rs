@@ -257,22 +257,22 @@ fn args<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
 #[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn lost_or_dead_services_fail_and_are_named() {
     let d = docker().await;
-    let x = Exectl::new();
-    let stack = "t-status-lost";
-    x.purge_leftovers(&[stack]).await;
+    // A guard: a failed assertion still tears the stack down and frees its port for the next suite.
+    let s = Stack::new("status-lost").await;
+    let (x, stack, port) = (&*s.x, s.name.as_str(), Stack::port());
     let mut base = vec![
         "ha",
         "--stack",
         stack,
         "--lb-port",
-        "18391",
+        &port,
         "--memory",
         "256m",
     ];
     base.extend(HA_LIMITS);
     x.deploy_json(&base);
     docker_health_ran(&d, stack).await;
-    let (out, r) = status(&x, stack, &[]);
+    let (out, r) = status(x, stack, &[]);
     assert_eq!(
         (out.status.code(), r["verdict"].as_str()),
         (Some(0), Some("ok")),
@@ -285,7 +285,7 @@ async fn lost_or_dead_services_fail_and_are_named() {
 
     // A dead database: plain status (no --expect-*) fails.
     docker_cli(&["kill", &format!("exectl-{stack}-postgres")]);
-    let (out, r) = status(&x, stack, &[]);
+    let (out, r) = status(x, stack, &[]);
     assert_eq!(out.status.code(), Some(1), "{r}");
     assert_eq!(r["verdict"], "fail", "{r}");
     let problems = r["problems"].to_string();
@@ -303,7 +303,7 @@ async fn lost_or_dead_services_fail_and_are_named() {
         &["--expect-healthy"],
         &["--expect-idle", "--settle", "1s"],
     ] {
-        let (out, r) = status(&x, stack, extra);
+        let (out, r) = status(x, stack, extra);
         assert_eq!(out.status.code(), Some(1), "{extra:?}: {r}");
         let problems: Vec<&str> = r["problems"]
             .as_array()
@@ -331,7 +331,7 @@ async fn lost_or_dead_services_fail_and_are_named() {
     // The next deploy converges from there.
     x.deploy_json(&base);
     docker_health_ran(&d, stack).await;
-    let (out, r) = status(&x, stack, &["--expect-healthy"]);
+    let (out, r) = status(x, stack, &["--expect-healthy"]);
     assert_eq!(out.status.code(), Some(0), "{r}");
     x.ok(&["teardown", "--stack", stack, "--purge"]);
     assert!(labelled(&d, stack).await.is_empty());

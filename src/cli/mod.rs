@@ -175,7 +175,7 @@ pub struct SweepArgs {
     #[arg(long)]
     pub matrix: bool,
     /// Runs of each value [default: 1]: the comparison reports median and range.
-    #[arg(long, value_name = "K", allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub repeat: Option<String>,
     /// The levels of each point's bench, ascending, e.g. 100,500,1000.
     #[arg(long, value_name = "N,N,...", conflicts_with = "find_capacity")]

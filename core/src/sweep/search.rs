@@ -20,6 +20,9 @@ pub struct Bounds {
     pub precision: f64,
 }
 
+/// The precisions a search may be asked for, as shares: 0.1 % .. 100 %.
+pub const PRECISION: std::ops::RangeInclusive<f64> = 0.001..=1.0;
+
 impl Bounds {
     pub fn new(from: u64, to: u64, precision: f64) -> Result<Bounds, UsageError> {
         if from == 0 || from >= to {
@@ -30,7 +33,7 @@ impl Bounds {
                 "give e.g. --find-capacity --from 100 --to 20000",
             ));
         }
-        if !(0.001..=1.0).contains(&precision) {
+        if !PRECISION.contains(&precision) {
             return Err(UsageError::new(
                 "--precision",
                 format!("{}%", precision * 100.0),

@@ -328,11 +328,11 @@ fn percent(text: &str) -> Result<f64, UsageError> {
         None => t.parse::<f64>(),
     };
     match v {
-        Ok(x) if x.is_finite() => Ok(x),
+        Ok(x) if exectl_core::sweep::search::PRECISION.contains(&x) => Ok(x),
         _ => Err(UsageError::new(
             "--precision",
             text,
-            "not a share",
+            "not a share between 0.1 % and 100 %",
             "give a percent, e.g. --precision 10%",
         )),
     }
