@@ -7,7 +7,7 @@ mod common;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{docker_cli, single_sqlite, Stack};
+use common::{single_sqlite, Paused, Stack};
 use exectl::browser::{run, Probe};
 use exectl::load::manifest::{Manifest, Role};
 use tokio::time::Instant;
@@ -22,17 +22,6 @@ fn manifest_dir(s: &Stack) -> PathBuf {
         .collect();
     assert_eq!(dirs.len(), 1, "{dirs:?}");
     dirs[0].clone()
-}
-
-/// Unpauses the container when dropped, so a failed assertion leaves no paused app to the teardown.
-struct Paused(String);
-
-impl Drop for Paused {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("docker")
-            .args(["unpause", &self.0])
-            .output();
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -127,8 +116,7 @@ async fn a_browser_logs_in_opens_and_syncs_and_names_the_step_a_paused_app_stops
 
     // The app paused: the proxy takes the connections, nothing answers.
     let app = s.container("app");
-    docker_cli(&["pause", &app]);
-    let paused = Paused(app);
+    let paused = Paused::pause(&app);
     let timeout = Duration::from_secs(5);
     let started = Instant::now();
     let r = run(&Probe {

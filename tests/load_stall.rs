@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 const STACK: &str = "hl-stall";
@@ -40,23 +40,6 @@ fn container_of(r: &serde_json::Value, service: &str) -> String {
         .and_then(|s| s["container"].as_str())
         .unwrap_or_else(|| panic!("no {service} in {r}"))
         .to_string()
-}
-
-fn docker_cli(args: &[&str]) {
-    let st = Command::new("docker").args(args).status().unwrap();
-    assert!(st.success(), "docker {args:?}");
-}
-
-/// Unpauses the container even when an assertion fails, so teardown (and the next run) can remove it.
-struct Paused(String);
-
-impl Drop for Paused {
-    fn drop(&mut self) {
-        let _ = Command::new("docker")
-            .args(["unpause", &self.0])
-            .stderr(Stdio::null())
-            .status();
-    }
 }
 
 fn load(x: &Exectl, run_id: &str) -> std::process::Child {
@@ -154,8 +137,7 @@ async fn a_paused_instance_under_load_idle_produces_stalled_failures() {
     let on_app1 = counts.iter().find(|c| c.0 == "app-1").unwrap().1;
     assert!(on_app1 > 0, "least_conn puts some on app-1: {counts:?}");
     let app1 = container_of(&status_json(&x), "app-1");
-    docker_cli(&["pause", &app1]);
-    let paused = Paused(app1);
+    let paused = Paused::pause(&app1);
     let (code, j) = summary(run);
     drop(paused);
     assert_eq!(code, Some(1), "a stalled socket fails the run: {j:#}");

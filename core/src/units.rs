@@ -179,6 +179,17 @@ pub fn whole_seconds_in(text: &str, min: Duration, max: Duration) -> Result<u64,
     Ok(d.as_secs())
 }
 
+/// A size in its shortest exact form (`512m` for 536870912), as `size` reads it back: two spellings of
+/// one size render one configuration.
+pub fn show_size(bytes: u64) -> String {
+    for (unit, per) in [("g", 1u64 << 30), ("m", 1 << 20), ("k", 1 << 10)] {
+        if bytes >= per && bytes.is_multiple_of(per) {
+            return format!("{}{unit}", bytes / per);
+        }
+    }
+    bytes.to_string()
+}
+
 /// Bytes of a size such as `512m`, `1.5g`, `64k`, `100b` or a plain number of bytes (k, m, g are
 /// powers of 1024, as Docker reads them; case does not matter). At least one byte, at most i64::MAX (the
 /// engine's type), checked.
@@ -368,6 +379,19 @@ mod tests {
     fn show_reads_back() {
         for t in ["1m30s", "500ms", "7d", "1h1m1s1ms", "0s", "3us", "1d1ns"] {
             assert_eq!(show(duration(t).unwrap()), t);
+        }
+    }
+
+    #[test]
+    fn sizes_shown_read_back() {
+        for (b, text) in [
+            (536870912, "512m"),
+            (3 << 29, "1536m"),
+            (2 << 30, "2g"),
+            (1000, "1000"),
+        ] {
+            assert_eq!(show_size(b), text);
+            assert_eq!(size(text), Ok(b));
         }
     }
 

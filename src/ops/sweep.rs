@@ -24,7 +24,7 @@ use exectl_core::bench::RunState;
 use exectl_core::spec::{Spec, SpecInput};
 use exectl_core::sweep::results::{LevelSummary, PointResult, SweepResults, SCHEMA};
 use exectl_core::sweep::search::{self, Bounds, Probe};
-use exectl_core::sweep::vary::Vary;
+use exectl_core::sweep::vary::{points, Vary};
 
 /// What each point's bench runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,27 +94,6 @@ impl SweepOutcome {
     pub fn complete(&self) -> bool {
         self.results.state == RunState::Complete && self.results.stopped.is_none()
     }
-}
-
-/// Every point of the sweep in order: the values (one per variable) and the run (1..=repeat).
-pub fn points(vary: &[Vary], repeat: u32) -> Vec<(Vec<String>, u32)> {
-    let mut cells: Vec<Vec<String>> = vec![vec![]];
-    for v in vary {
-        cells = cells
-            .into_iter()
-            .flat_map(|c| {
-                v.values.iter().map(move |x| {
-                    let mut c = c.clone();
-                    c.push(x.clone());
-                    c
-                })
-            })
-            .collect();
-    }
-    cells
-        .into_iter()
-        .flat_map(|c| (1..=repeat).map(move |r| (c.clone(), r)))
-        .collect()
 }
 
 fn unix_now() -> u64 {
@@ -356,6 +335,17 @@ fn point_spec(o: &SweepOptions, values: &[String]) -> Result<Spec> {
 
 /// Why point `values` may not follow `prev`: a variable of the run records that moved besides the
 /// swept ones (another knob, an image digest under the same tag, exectl, the engine, the kernel).
+/// An image variable whose every change is a service appearing or going (`-` on one side): a
+/// consequence of a knob that changes the services (`instances`), not an image that moved under its tag.
+fn service_came_or_went(moved: &runs::Diff, variable: &str) -> bool {
+    let Some(service) = variable.strip_prefix("image ") else {
+        return false;
+    };
+    let prefix = format!("images.{service}.");
+    let mut changes = moved.changes.iter().filter(|c| c.key.starts_with(&prefix));
+    changes.clone().next().is_some() && changes.all(|c| c.a == "-" || c.b == "-")
+}
+
 /// What the swept variables may move is found by resolving the same input with only them changed.
 fn other_variables(
     target: &Target,
@@ -384,6 +374,7 @@ fn other_variables(
         .iter()
         .filter(|v| !allowed.contains(v))
         .filter(|v| !swept.clone().any(|s| s.owns_digest(v)))
+        .filter(|v| !service_came_or_went(&moved, v))
         .collect();
     if extra.is_empty() {
         return Ok(None);

@@ -376,6 +376,26 @@ pub fn single_sqlite<'a>(stack: &'a str, port: &'a str) -> Vec<&'a str> {
     ]
 }
 
+/// A container paused by `docker pause`, unpaused when dropped: a failed assertion leaves no paused
+/// container to the teardown (or the next run).
+pub struct Paused(String);
+
+impl Paused {
+    pub fn pause(container: &str) -> Paused {
+        docker_cli(&["pause", container]);
+        Paused(container.to_string())
+    }
+}
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("docker")
+            .args(["unpause", &self.0])
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+}
+
 /// Exit code and stderr of a run that must fail.
 pub fn failed(out: &Output) -> (Option<i32>, String) {
     (

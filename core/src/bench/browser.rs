@@ -47,6 +47,26 @@ impl BrowserProbe {
         self.failed.is_none() && self.total_ms.is_some()
     }
 
+    /// As a report's cell says it: `57 ms (login 27 · open 11 · sync 19)`, or `did not finish: sync: …`.
+    pub fn text(&self) -> String {
+        let ms = |v: f64| format!("{v:.0}");
+        match (&self.failed, self.total_ms) {
+            (None, Some(t)) => {
+                let steps: Vec<String> = [
+                    ("login", self.login_ms),
+                    ("open", self.open_ms),
+                    ("sync", self.sync_ms),
+                ]
+                .iter()
+                .filter_map(|(k, v)| Some(format!("{k} {}", ms((*v)?))))
+                .collect();
+                format!("{} ms ({})", ms(t), steps.join(" · "))
+            }
+            (Some(f), _) => format!("did not finish: {f}"),
+            (None, None) => "not measured".into(),
+        }
+    }
+
     /// The step that did not finish, as `failed` names it ("login", …).
     pub fn failed_step(&self) -> Option<&str> {
         let f = self.failed.as_deref()?;
@@ -65,6 +85,11 @@ mod tests {
         assert_eq!(p.failed.as_deref(), Some("open: answered 503"));
         assert_eq!(p.failed_step(), Some("open"));
         assert_eq!(p.total_ms, None);
+        assert!(p.text().starts_with("did not finish: "), "{}", p.text());
+        assert_eq!(
+            BrowserProbe::done(27.0, 11.4, 19.0).text(),
+            "57 ms (login 27 · open 11 · sync 19)"
+        );
         let partial = BrowserProbe {
             login_ms: Some(12.0),
             ..BrowserProbe::failure("sync", "no answer within 5 s")

@@ -66,10 +66,12 @@ pub fn resolve(input: SpecInput) -> Result<Spec, UsageError> {
             None => 2,
             Some(r) => {
                 let n = parse_in(r, 0, u64::MAX)?;
-                if n < 2 {
+                // One instance is allowed: the HA path (nginx, PostgreSQL, Redis) with one app, the
+                // baseline a sweep of `instances=1,2` compares two against.
+                if n < 1 {
                     return Err(r.error(
-                        "an HA stack needs at least 2 app instances",
-                        "pass --instances 2 or more, or deploy `single`",
+                        "an HA stack needs at least 1 app instance",
+                        "pass --instances 1 or more",
                     ));
                 }
                 if n > 64 {
@@ -526,7 +528,8 @@ pub const MIN_MEMORY: u64 = 6 << 20;
 
 fn parse_memory(r: &Raw) -> Result<(String, u64), UsageError> {
     let b = checked(r, units::size_at_least(&r.value, MIN_MEMORY, "6m"))?;
-    Ok((r.value.to_ascii_lowercase(), b))
+    // Shown in one form, so `512m` and `536870912` render (and hash) the same.
+    Ok((units::show_size(b), b))
 }
 
 #[cfg(test)]

@@ -30,15 +30,19 @@ fn ha_defaults_follow_the_seed() {
 }
 
 #[test]
-fn instances_zero_and_one_refused() {
-    for n in ["0", "1"] {
-        let e = err(SpecInput {
-            instances: Some(Raw::flag("--instances", n)),
-            ..ha()
-        });
-        assert_eq!(e.field, "--instances");
-        assert!(e.fix.contains("--instances 2"), "{e}");
-    }
+fn instances_zero_refused_and_one_is_the_baseline() {
+    let e = err(SpecInput {
+        instances: Some(Raw::flag("--instances", "0")),
+        ..ha()
+    });
+    assert_eq!(e.field, "--instances");
+    assert!(e.fix.contains("--instances 1"), "{e}");
+    let one = resolve(SpecInput {
+        instances: Some(Raw::flag("--instances", "1")),
+        ..ha()
+    })
+    .unwrap();
+    assert_eq!(one.instances, 1);
 }
 
 #[test]

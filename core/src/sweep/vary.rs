@@ -54,9 +54,20 @@ impl Var {
     }
 
     /// Whether a run record's variable (as `runs diff` names it) may move when this one does, besides
-    /// the knobs its own value changes: an image's digest follows its reference.
+    /// the knobs its own value changes: an image's digest follows its reference (`image.app` owns the
+    /// digests of `app` and of HA's `app-1`, `app-2`, …).
     pub fn owns_digest(&self, variable: &str) -> bool {
-        matches!(self, Var::Image(s) if variable == format!("image {s}"))
+        let Var::Image(s) = self else { return false };
+        match variable
+            .strip_prefix("image ")
+            .and_then(|v| v.strip_prefix(s.as_str()))
+        {
+            Some("") => true,
+            Some(n) => n
+                .strip_prefix('-')
+                .is_some_and(|i| i.parse::<u32>().is_ok()),
+            None => false,
+        }
     }
 
     fn parse(field: &str, text: &str) -> Result<Var, UsageError> {
@@ -156,6 +167,28 @@ pub fn check_values(field: &str, text: &str, values: &[String]) -> Result<(), Us
     Ok(())
 }
 
+/// Every point of the sweep in order: the values (one per variable) and the run (1..=repeat). Repeats
+/// are interleaved (A B A B A B, not A A A B B B): a drift over the sweep (a warming cache, a growing
+/// database, a neighbour) then spreads over every value instead of setting one block apart from the next.
+pub fn points(vary: &[Vary], repeat: u32) -> Vec<(Vec<String>, u32)> {
+    let mut cells: Vec<Vec<String>> = vec![vec![]];
+    for v in vary {
+        cells = cells
+            .into_iter()
+            .flat_map(|c| {
+                v.values.iter().map(move |x| {
+                    let mut c = c.clone();
+                    c.push(x.clone());
+                    c
+                })
+            })
+            .collect();
+    }
+    (1..=repeat)
+        .flat_map(|r| cells.iter().map(move |c| (c.clone(), r)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,6 +201,11 @@ mod tests {
         let i = parse("--vary", "image.app=a:1,a:2").unwrap();
         assert_eq!(i.var.name(), "image.app");
         assert!(i.var.owns_digest("image app") && !i.var.owns_digest("image nginx"));
+        assert!(i.var.owns_digest("image app-2") && !i.var.owns_digest("image application"));
+        assert!(
+            !v.var.owns_digest("image nginx"),
+            "a setting owns no digest"
+        );
         let e = parse("--vary", "env.DB_POOL_MAX=10,50").unwrap();
         let mut input = SpecInput::default();
         e.var.apply(&mut input, "50");
@@ -176,6 +214,20 @@ mod tests {
         assert_eq!(input.env[0].value, "DB_POOL_MAX=50");
         assert_eq!(input.images[0].0, "app");
         assert_eq!(input.nginx.unwrap().value, "tuned-ip-hash");
+    }
+
+    #[test]
+    fn repeats_are_interleaved_and_a_matrix_is_every_pair() {
+        let a = parse("--vary", "nginx=x,y").unwrap();
+        let b = parse("--vary", "instances=1,2").unwrap();
+        let order: Vec<(String, u32)> = points(std::slice::from_ref(&a), 3)
+            .into_iter()
+            .map(|(v, r)| (v.join(""), r))
+            .collect();
+        let want = [("x", 1), ("y", 1), ("x", 2), ("y", 2), ("x", 3), ("y", 3)];
+        assert_eq!(order, want.map(|(v, r)| (v.to_string(), r)));
+        let grid: Vec<Vec<String>> = points(&[a, b], 1).into_iter().map(|p| p.0).collect();
+        assert_eq!(grid, [["x", "1"], ["x", "2"], ["y", "1"], ["y", "2"]]);
     }
 
     #[test]

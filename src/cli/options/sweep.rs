@@ -14,7 +14,7 @@ use crate::cli::values::{count_flag, duration_flag};
 use crate::cli::{BenchArgs, Cli, Command, PrepareArgs, SweepArgs};
 use crate::ops::deploy::DeployOptions;
 use crate::ops::prepare::PrepareOptions;
-use crate::ops::sweep::{points, BenchAsk, Mode, SweepOptions};
+use crate::ops::sweep::{BenchAsk, Mode, SweepOptions};
 use crate::shell::alive;
 use crate::state::sweeps::SweepDir;
 use crate::sut::TargetSpec;
@@ -23,6 +23,7 @@ use exectl_core::error::UsageError;
 use exectl_core::spec::SpecInput;
 use exectl_core::sweep::file::SweepFile;
 use exectl_core::sweep::search::{Bounds, DEFAULT_PRECISION};
+use exectl_core::sweep::vary::points;
 use exectl_core::sweep::vary::{self, Vary};
 
 /// Most runs of one value.

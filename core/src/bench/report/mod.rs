@@ -51,6 +51,9 @@ pub fn render(r: &Results, samples: &[Sample]) -> Result<String, String> {
     let mut ctx = tera::Context::new();
     ctx.insert("r", r);
     ctx.insert("rows", &rows);
+    // The browser column only where a level has a browser session (`--browser-probe`).
+    let browser = r.levels.iter().any(|l| l.figures.browser.is_some());
+    ctx.insert("browser", &browser);
     ctx.insert("objectives", &objectives);
     ctx.insert("time_charts", &time_charts);
     ctx.insert("level_charts", &level_charts);

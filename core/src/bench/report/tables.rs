@@ -31,6 +31,8 @@ pub struct Row {
     connect: String,
     delivery: String,
     health: String,
+    /// `--browser-probe`'s session during the plateau (empty without it).
+    browser: String,
     cpu: String,
     leak_ok: bool,
     /// Short when it passed ("0 left after 30.4 s"); `leak_detail` is its tooltip.
@@ -97,6 +99,7 @@ pub fn rows(r: &Results, samples: &[Sample]) -> Vec<Row> {
                 connect: p95(&f.connect_ms),
                 delivery: p95(&f.delivery_ms),
                 health: p95(&f.health_ms),
+                browser: f.browser.as_ref().map(|b| b.text()).unwrap_or_default(),
                 cpu: busiest(
                     l.span.during(samples).flat_map(|s| &s.containers),
                     &r.cpu_scale,
