@@ -614,10 +614,15 @@ async fn the_browser_is_timed_per_level_and_fails_where_the_app_is_paused() {
         levels[1]
     );
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
-    assert!(html.contains("browser"), "the report shows the probe");
+    let total = format!("{:.0} ms (login ", b1["total_ms"].as_f64().unwrap());
     assert!(
-        html.contains(b2["failed"].as_str().unwrap()),
-        "and its failure"
+        html.contains(&total),
+        "the report shows level 1's time: {total}"
+    );
+    let step = b2["failed"].as_str().unwrap().split(':').next().unwrap();
+    assert!(
+        html.contains(&format!("did not finish: {step}")),
+        "and level 2's failure at {step}"
     );
 }
 
@@ -674,6 +679,10 @@ async fn a_sweep_killed_at_point_two_resumes_and_covers_all_three() {
         assert!(b["total_ms"].as_f64().is_some_and(|t| t > 0.0), "{q:#}");
     }
     let html = report(&out, &r);
+    assert!(
+        html.contains("browser: login → first sync"),
+        "a browser column"
+    );
     for v in ["1", "2", "3"] {
         assert!(
             html.contains(&format!(">{v}<")),

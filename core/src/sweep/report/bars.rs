@@ -73,6 +73,8 @@ fn svg(id: &str, y_label: &str, bars: &[Bar]) -> Result<String, String> {
             .y_desc(y_label)
             .x_labels(n * 2 + 1)
             .x_label_formatter(&label)
+            // Users are whole: 1,600, not 1600.0.
+            .y_label_formatter(&|v| crate::sweep::summary::show_users(*v))
             .disable_x_mesh()
             .draw()
             .map_err(|x| e(&x))?;
