@@ -52,6 +52,8 @@ const NOT_NUMERIC: &[&str] = &[
     "--vary",
     "--sweep-file",
     "--resume",
+    // Addresses (core::load::sources, with tests of its own).
+    "--source-addrs",
     // A list of counts, with a parser and tests of its own (core::bench::levels).
     "--levels",
 ];

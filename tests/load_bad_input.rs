@@ -176,15 +176,11 @@ fn bad_input_exits_2_naming_the_flag() {
     assert_eq!(code, 2);
 }
 
-#[test]
-fn limits_that_cannot_hold_the_run_exit_2_with_the_fix() {
-    let d = tempfile::tempdir().unwrap();
-    manifest(d.path(), 300);
-    let m = d.path().to_str().unwrap();
-    // 300 sockets cannot fit under a hard limit of 256 open files.
+/// `exectl load idle` of `manifest` towards a closed port, under `ulimit -n nofile` (soft and hard).
+fn load_under_nofile(nofile: u32, manifest: &str, extra: &[&str]) -> (Option<i32>, String) {
     let out = Command::new("sh")
         .arg("-c")
-        .arg(r#"ulimit -n 256 && exec "$0" "$@""#)
+        .arg(format!(r#"ulimit -n {nofile} && exec "$0" "$@""#))
         .arg(env!("CARGO_BIN_EXE_exectl"))
         .args([
             "load",
@@ -192,12 +188,25 @@ fn limits_that_cannot_hold_the_run_exit_2_with_the_fix() {
             "--url",
             "http://127.0.0.1:1",
             "--manifest",
-            m,
+            manifest,
         ])
+        .args(extra)
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn limits_that_cannot_hold_the_run_exit_2_with_the_fix() {
+    let d = tempfile::tempdir().unwrap();
+    manifest(d.path(), 300);
+    let m = d.path().to_str().unwrap();
+    // 300 sockets cannot fit under a hard limit of 256 open files.
+    let (code, stderr) = load_under_nofile(256, m, &[]);
+    assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("RLIMIT_NOFILE"), "{stderr}");
     assert!(stderr.contains("ulimit"), "the fix is named: {stderr}");
 }
@@ -252,4 +261,59 @@ fn tokens_that_expire_before_the_run_ends_are_warned_about() {
         err.contains("warning: the tokens in ") && err.contains("before this run could end"),
         "{err}"
     );
+}
+
+/// 50,000 users from one source address under a 4,096-file limit: refused before any dial, naming
+/// both limits and what fixes each; with two source addresses only the files are left to fix. Bad or
+/// foreign addresses are refused naming the flag.
+#[test]
+fn fifty_thousand_users_from_one_address_are_refused_naming_ports_and_files() {
+    let d = tempfile::tempdir().unwrap();
+    manifest(d.path(), 50_000);
+    let m = d.path().to_str().unwrap();
+    let ports = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|t| exectl::load::preflight::parse_port_range(&t))
+        .unwrap();
+    let run = |extra: &[&str]| load_under_nofile(4096, m, extra);
+    let (code, err) = run(&[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("RLIMIT_NOFILE's hard limit is 4096"), "{err}");
+    assert!(err.contains("ulimit -Hn"), "{err}");
+    if ports < 50_065 {
+        assert!(
+            err.contains(&format!("one source address × {ports} ephemeral ports")),
+            "{err}"
+        );
+        assert!(err.contains("--source-addrs 127.0.0.1-127.0.0."), "{err}");
+    }
+    let wide = format!("127.0.0.1-127.0.0.{}", 50_065u64.div_ceil(ports));
+    let (code, err) = run(&["--source-addrs", &wide]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("RLIMIT_NOFILE") && !err.contains("ephemeral"),
+        "{err}"
+    );
+
+    for (bad, says) in [
+        ("127.0.0.9-127.0.0.1", "backwards"),
+        ("203.0.113.9", "not an address of this host"),
+    ] {
+        let (code, err) = load(&[
+            "idle",
+            "--url",
+            "http://127.0.0.1:1",
+            "--manifest",
+            m,
+            "--users",
+            "10",
+            "--source-addrs",
+            bad,
+        ]);
+        assert_eq!(code, 2, "{bad}: {err}");
+        assert!(
+            err.contains("--source-addrs") && err.contains(says),
+            "{bad}: {err}"
+        );
+    }
 }

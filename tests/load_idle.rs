@@ -292,3 +292,73 @@ fn a_frozen_server_is_stalled_even_in_a_hold_shorter_than_the_stall_bound() {
     assert_eq!(j["early_end_ms"]["count"], 0, "{j:#}");
     assert_eq!(j["settings"]["stall_after_s"], 15.0, "{j:#}");
 }
+
+/// Established connections to 127.0.0.1:`port`, by their local (source) address, from /proc/net/tcp.
+fn sources_towards(port: u16) -> std::collections::BTreeMap<String, u64> {
+    let mut by = std::collections::BTreeMap::new();
+    for line in std::fs::read_to_string("/proc/net/tcp")
+        .unwrap()
+        .lines()
+        .skip(1)
+    {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (local, remote, state) = (f[1], f[2], f[3]);
+        let (rip, rport) = remote.split_once(':').unwrap();
+        if state != "01" || rip != "0100007F" || u16::from_str_radix(rport, 16).unwrap() != port {
+            continue;
+        }
+        // Little-endian hex of the IPv4 address.
+        let ip = u32::from_str_radix(local.split_once(':').unwrap().0, 16).unwrap();
+        let ip = std::net::Ipv4Addr::from(ip.swap_bytes());
+        *by.entry(ip.to_string()).or_insert(0) += 1;
+    }
+    by
+}
+
+/// `--source-addrs`: the users dial from the given loopback addresses in turn, so each address holds
+/// its share of the sockets (seen from the kernel's own table), and the run holds them all.
+#[test]
+fn source_addresses_share_the_sockets_round_robin() {
+    let s = Standin::start(&[]);
+    let seeded = load_support::seed(&s, 40, Seeded::solo_layout(40), 4);
+    let m = tempfile::tempdir().unwrap();
+    seeded.write_manifest(m.path(), None, 0);
+    let (url, port) = (s.url(), s.port);
+    let manifest = m.path().to_str().unwrap().to_string();
+    let run = std::thread::spawn(move || {
+        let a = [
+            "idle",
+            "--url",
+            &url,
+            "--manifest",
+            &manifest,
+            "--users",
+            "40",
+            "--ramp",
+            "1s",
+            "--hold",
+            "5s",
+            "--source-addrs",
+            "127.0.0.2-127.0.0.5",
+        ];
+        exectl_load(&a, Duration::from_secs(120))
+    });
+    // During the hold: every socket open, ten from each address (the logins' HTTP pool dials from
+    // 127.0.0.1, the kernel's choice, and is left out).
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let seen = loop {
+        let mut by = sources_towards(port);
+        by.remove("127.0.0.1");
+        if by.values().sum::<u64>() >= 40 || std::time::Instant::now() > deadline {
+            break by;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let (code, json, stderr) = run.join().unwrap();
+    let j = json.unwrap_or_else(|| panic!("no summary; stderr:\n{stderr}"));
+    assert_eq!(code, 0, "{j:#}\n{stderr}");
+    assert_eq!(j["held_full_duration"], 40, "{j:#}");
+    let want: std::collections::BTreeMap<String, u64> =
+        (2..=5).map(|i| (format!("127.0.0.{i}"), 10)).collect();
+    assert_eq!(seen, want, "sockets by source address");
+}

@@ -2,8 +2,10 @@
 //! buffers, all within the policy's connect bound. The upgrade always answers 101 (contract §2):
 //! refusals come as close codes afterwards, which the callers watch for.
 
+use std::net::{IpAddr, SocketAddr};
+
 use reqwest::header::HOST;
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::WebSocketStream;
@@ -36,8 +38,19 @@ impl Client {
         project_uuid: &str,
         token: &str,
     ) -> Result<Ws, DialError> {
+        self.dial_from(ep, None, project_uuid, token).await
+    }
+
+    /// `dial`, from the local address `from` when given (`--source-addrs`).
+    pub async fn dial_from(
+        &self,
+        ep: &Endpoint,
+        from: Option<IpAddr>,
+        project_uuid: &str,
+        token: &str,
+    ) -> Result<Ws, DialError> {
         let fut = async {
-            let tcp = TcpStream::connect(ep.addr).await.map_err(|e| {
+            let tcp = connect(ep.addr, from).await.map_err(|e| {
                 if e.kind() == std::io::ErrorKind::ConnectionRefused {
                     "connect_refused".to_string()
                 } else {
@@ -67,9 +80,38 @@ impl Client {
     }
 }
 
+/// A TCP connect, bound first to `from` when given. IP_BIND_ADDRESS_NO_PORT defers the port to the
+/// connect, so each source address has a port range per destination (not one shared by all).
+async fn connect(to: SocketAddr, from: Option<IpAddr>) -> std::io::Result<TcpStream> {
+    let Some(ip) = from else {
+        return TcpStream::connect(to).await;
+    };
+    let socket = match ip {
+        IpAddr::V4(_) => TcpSocket::new_v4()?,
+        IpAddr::V6(_) => TcpSocket::new_v6()?,
+    };
+    if ip.is_ipv4() {
+        use std::os::fd::AsRawFd;
+        let one: libc::c_int = 1;
+        // SAFETY: setsockopt on a socket this function owns, with a valid int and its size.
+        unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::IPPROTO_IP,
+                libc::IP_BIND_ADDRESS_NO_PORT,
+                &one as *const libc::c_int as *const libc::c_void,
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+    }
+    socket.bind(SocketAddr::new(ip, 0))?;
+    socket.connect(to).await
+}
+
 fn io_kind(e: &std::io::Error) -> String {
     match e.raw_os_error() {
         Some(libc::EADDRNOTAVAIL) => "eaddrnotavail".into(),
+        Some(libc::EADDRINUSE) => "eaddrinuse".into(),
         Some(libc::EMFILE) | Some(libc::ENFILE) => "emfile".into(),
         Some(libc::ECONNRESET) => "reset".into(),
         Some(libc::ETIMEDOUT) => "timeout".into(),

@@ -274,6 +274,10 @@ pub struct BenchFlags {
     /// The manifest prepare wrote for this --email-pattern instead of the newest.
     #[arg(long)]
     pub pattern: Option<String>,
+    /// Local addresses to dial from, round-robin: a range (127.0.0.1-127.0.0.16), a CIDR block or a
+    /// list; each has a port range of its own towards the front door.
+    #[arg(long, value_name = "ADDRS")]
+    pub source_addrs: Option<String>,
     /// During each level's plateau, one more user in headless Chromium: login → project open → first
     /// sync, timed (the `browser` objective). Uses the manifest's account after the level's users.
     #[arg(long)]
@@ -337,6 +341,10 @@ pub struct LoadArgs {
     /// Use the minted tokens of tokens.json instead of logging in.
     #[arg(long)]
     pub tokens: bool,
+    /// Local addresses to dial from, round-robin: a range (127.0.0.1-127.0.0.16), a CIDR block or a
+    /// list; each has a port range of its own towards the front door.
+    #[arg(long, value_name = "ADDRS")]
+    pub source_addrs: Option<String>,
     /// Run id tagging the summary [default: SCENARIO-USERS-UNIXTIME].
     #[arg(long)]
     pub run_id: Option<String>,

@@ -110,6 +110,8 @@ pub struct LoadOptions {
     pub progress: bool,
     /// Counters to update instead of the run's own, for a caller that watches them (bench's sampler).
     pub live: Option<std::sync::Arc<metrics::Live>>,
+    /// `--source-addrs`: user i dials from address i mod n (empty: the kernel chooses).
+    pub sources: Vec<std::net::IpAddr>,
 }
 
 impl LoadOptions {
@@ -141,6 +143,7 @@ impl LoadOptions {
             run_id: format!("{}-{users}", scenario.name()),
             progress: false,
             live: None,
+            sources: Vec::new(),
         }
     }
 }

@@ -2,7 +2,10 @@
 //! per connection to the same front door; the MQTT seed hit 16,384) versus the number of users. A run
 //! that cannot fit fails here with the fix, not halfway through with EMFILE or EADDRNOTAVAIL.
 
+use std::net::IpAddr;
+
 use exectl_core::error::UsageError;
+use exectl_core::load::sources;
 
 /// File descriptors the generator itself needs besides one per user socket: stdio, the runtime, the
 /// HTTP pool, the probe, /proc reads.
@@ -15,6 +18,8 @@ pub struct Needs {
     pub sockets: u64,
     /// Extra HTTP connections at once (dials in flight, the probe).
     pub http: u64,
+    /// `--source-addrs` given (0: the kernel's one choice); each has a port range of its own.
+    pub sources: usize,
 }
 
 impl Needs {
@@ -34,37 +39,49 @@ pub struct Limits {
     pub ephemeral_ports: Option<u64>,
 }
 
-/// The verdict, pure: what to raise, or why the run cannot be held.
+/// The verdict, pure: what to raise, or why the run cannot be held — every limit it would pass, named
+/// at once with its fix (open files and ports both, when both are short).
 pub fn check(needs: Needs, limits: Limits) -> Result<Option<u64>, UsageError> {
     let fds = needs.fds();
+    let mut problems = Vec::new();
+    let mut fixes = Vec::new();
     if fds > limits.nofile_hard {
-        return Err(UsageError::new(
-            "--users",
-            needs.sockets,
-            format!(
-                "needs about {fds} open files but RLIMIT_NOFILE's hard limit is {}",
-                limits.nofile_hard
-            ),
-            format!(
-                "raise the hard limit (e.g. `ulimit -Hn {fds}` as root, or LimitNOFILE= in the unit), \
-                 or lower --users, or shard the manifest over several clients"
-            ),
+        problems.push(format!(
+            "needs about {fds} open files but RLIMIT_NOFILE's hard limit is {}",
+            limits.nofile_hard
+        ));
+        fixes.push(format!(
+            "raise the hard limit (e.g. `ulimit -Hn {fds}` as root, or LimitNOFILE= in the unit)"
         ));
     }
     if let Some(ports) = limits.ephemeral_ports {
-        if needs.ports() > ports {
-            return Err(UsageError::new(
-                "--users",
-                needs.sockets,
-                format!(
-                    "needs about {} connections to one front door but only {ports} ephemeral ports exist \
-                     (/proc/sys/net/ipv4/ip_local_port_range)",
-                    needs.ports()
-                ),
-                "sysctl -w net.ipv4.ip_local_port_range=\"1024 65535\" (or `exectl host tune`), \
-                 or lower --users, or shard over several clients",
+        let fits = sources::capacity(needs.sources, ports);
+        if needs.ports() > fits {
+            let want = sources::needed(needs.ports(), ports);
+            let given = match needs.sources {
+                0 => "one source address".to_string(),
+                n => format!("{n} source addresses"),
+            };
+            problems.push(format!(
+                "needs about {} connections to one front door but {given} × {ports} ephemeral ports \
+                 (/proc/sys/net/ipv4/ip_local_port_range) hold {fits}",
+                needs.ports()
+            ));
+            fixes.push(format!(
+                "dial from {want} or more source addresses (--source-addrs 127.0.0.1-127.0.0.{want} \
+                 on loopback; on a real client, its NIC's addresses), or widen the range \
+                 (sysctl -w net.ipv4.ip_local_port_range=\"1024 65535\", or `exectl host tune`)"
             ));
         }
+    }
+    if !problems.is_empty() {
+        fixes.push("or lower --users, or shard the manifest over several clients".into());
+        return Err(UsageError::new(
+            "--users",
+            needs.sockets,
+            problems.join("; and "),
+            fixes.join("; "),
+        ));
     }
     Ok((fds > limits.nofile_soft).then_some(limits.nofile_hard))
 }
@@ -117,6 +134,22 @@ pub fn raise_nofile(to: u64) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Each source address is one of this host's: bound once (port 0, released at once), so that a typo
+/// is refused here and not as every dial's failure.
+pub fn check_sources(addrs: &[IpAddr]) -> Result<(), UsageError> {
+    for ip in addrs {
+        std::net::TcpListener::bind((*ip, 0)).map_err(|e| {
+            UsageError::new(
+                "--source-addrs",
+                ip,
+                format!("not an address of this host (bind: {e})"),
+                "give addresses of this host's interfaces (`ip -br addr`); any 127.x.y.z is on loopback",
+            )
+        })?;
+    }
+    Ok(())
+}
+
 /// Check, and raise the soft limit if needed. Returns the limits in force afterwards.
 pub fn ensure(needs: Needs) -> Result<Limits, UsageError> {
     let mut limits = read_limits();
@@ -149,16 +182,19 @@ mod tests {
         let small = Needs {
             sockets: 100,
             http: 10,
+            sources: 0,
         };
         assert_eq!(check(small, L).unwrap(), None);
         let big = Needs {
             sockets: 10_000,
             http: 64,
+            sources: 0,
         };
         assert_eq!(check(big, L).unwrap(), Some(20_000));
         let too_many = Needs {
             sockets: 20_000,
             http: 64,
+            sources: 0,
         };
         let e = check(too_many, L).unwrap_err();
         assert!(e.problem.contains("RLIMIT_NOFILE"), "{e}");
@@ -171,11 +207,55 @@ mod tests {
             Needs {
                 sockets: 20_000,
                 http: 0,
+                sources: 0,
             },
             ports,
         )
         .unwrap_err();
         assert!(e.fix.contains("ip_local_port_range"), "{e}");
+    }
+
+    #[test]
+    fn source_addresses_multiply_the_ports_not_the_files() {
+        let wide = Limits {
+            nofile_hard: 100_000,
+            ..L
+        };
+        let users = |sources| Needs {
+            sockets: 50_000,
+            http: 65,
+            sources,
+        };
+        // One address: 28,232 ports hold fewer than 50,065 connections; the fix says how many addresses.
+        let e = check(users(0), wide).unwrap_err();
+        assert!(e.problem.contains("one source address × 28232"), "{e}");
+        assert!(e.fix.contains("--source-addrs 127.0.0.1-127.0.0.2 "), "{e}");
+        assert!(check(users(2), wide).is_ok());
+        // The addresses do nothing for the open files: the hard limit still refuses, alone.
+        let e = check(users(16), L).unwrap_err();
+        assert!(e.problem.contains("RLIMIT_NOFILE"), "{e}");
+        assert!(!e.problem.contains("ephemeral"), "{e}");
+        // Both short: both named, each with its fix.
+        let e = check(users(0), L).unwrap_err();
+        assert!(
+            e.problem.contains("RLIMIT_NOFILE") && e.problem.contains("ephemeral"),
+            "{e}"
+        );
+        assert!(
+            e.fix.contains("ulimit -Hn") && e.fix.contains("--source-addrs"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_source_address_not_of_this_host_is_refused() {
+        check_sources(&["127.0.0.9".parse().unwrap()]).unwrap();
+        // TEST-NET-3: documentation only, on no interface.
+        let e = check_sources(&["203.0.113.9".parse().unwrap()]).unwrap_err();
+        assert_eq!(
+            (e.field.as_str(), e.value.as_str()),
+            ("--source-addrs", "203.0.113.9")
+        );
     }
 
     #[test]

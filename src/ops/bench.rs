@@ -88,7 +88,9 @@ pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Res
     let needs = preflight::Needs {
         sockets: if first.scenario.uses_socket() { top } else { 0 },
         http: plans.last().map_or(1, |p| p.dial_concurrency as u64 + 1),
+        sources: first.sources.len(),
     };
+    preflight::check_sources(&first.sources)?;
     preflight::ensure(needs)?;
     let (hold, ramp) = (first.hold, first.ramp);
     // Minted tokens that expire before the last level would be refused mid-bench, counted as refusals.

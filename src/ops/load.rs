@@ -17,7 +17,9 @@ pub fn load(opts: LoadOptions, progress: &dyn Progress) -> Result<Summary> {
             0
         },
         http: opts.dial_concurrency as u64 + 1,
+        sources: opts.sources.len(),
     };
+    preflight::check_sources(&opts.sources)?;
     let limits = preflight::ensure(needs)?;
     {
         let hold = if opts.scenario.uses_socket() {

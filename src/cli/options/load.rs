@@ -30,6 +30,7 @@ pub struct LoadFlags {
     pub hold: Option<String>,
     pub interval: Option<String>,
     pub tokens: bool,
+    pub source_addrs: Option<String>,
     pub run_id: Option<String>,
     pub quiet: bool,
 }
@@ -50,6 +51,7 @@ impl LoadFlags {
             hold: a.hold.clone(),
             interval: a.interval.clone(),
             tokens: a.tokens,
+            source_addrs: a.source_addrs.clone(),
             run_id: a.run_id.clone(),
             quiet: a.quiet,
         }
@@ -88,6 +90,7 @@ struct Values {
     ramp: Duration,
     hold: Duration,
     interval: Duration,
+    sources: Vec<std::net::IpAddr>,
 }
 
 fn values(args: &LoadFlags) -> Result<Values, UsageError> {
@@ -132,6 +135,10 @@ fn values(args: &LoadFlags) -> Result<Values, UsageError> {
             "drop --tokens",
         ));
     }
+    let sources = match &args.source_addrs {
+        Some(t) => exectl_core::load::sources::parse(t)?,
+        None => Vec::new(),
+    };
     Ok(Values {
         scenario,
         users,
@@ -139,6 +146,7 @@ fn values(args: &LoadFlags) -> Result<Values, UsageError> {
         ramp,
         hold,
         interval,
+        sources,
     })
 }
 
@@ -157,6 +165,7 @@ pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
         ramp,
         hold,
         interval,
+        sources,
     } = values(args)?;
     let target = crate::cli::target::target_spec(&args.target)?;
     // Load goes to loopback or the target's own address, nowhere else.
@@ -232,6 +241,7 @@ pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
         run_id,
         progress: !args.quiet,
         live: None,
+        sources,
     })
 }
 

@@ -207,7 +207,11 @@ pub async fn run_user(ctx: Arc<Ctx>, i: usize, permit: OwnedSemaphorePermit) -> 
     }
 
     let start = Instant::now();
-    let dial = Box::pin(ctx.http.dial(&opts.endpoint, &account.project_uuid, &token));
+    let from = exectl_core::load::sources::of_user(&opts.sources, i);
+    let dial = Box::pin(
+        ctx.http
+            .dial_from(&opts.endpoint, from, &account.project_uuid, &token),
+    );
     let dialed = tokio::select! {
         r = dial => r,
         () = ctx.live.plateau.until_stopped() => return stopped(&ctx, out),
