@@ -268,7 +268,7 @@ fn bad_input_exits_2_names_the_field_and_writes_nothing() {
     .unwrap();
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["ha", "--instances", "0"], "--instances"),
-        (vec!["ha", "--instances", "1"], "--instances"),
+        (vec!["ha", "--instances", "65"], "--instances"),
         (vec!["single", "--instances", "3"], "--instances"),
         (vec!["ha", "--nginx", "tuned-round-robin"], "--nginx"),
         (vec!["ha", "--db", "sqlite"], "--db"),

@@ -2,7 +2,7 @@
 //! source address towards one server address and port has one ephemeral port range (28,232 ports here);
 //! n addresses have n of them, so the run's connection capacity is n × the range.
 
-use std::net::{IpAddr, Ipv4Addr};
+use core::net::{IpAddr, Ipv4Addr};
 
 use crate::error::UsageError;
 
