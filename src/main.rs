@@ -24,6 +24,7 @@ fn main() {
         Command::Prepare(a) => runtime().block_on(commands::prepare::run(a)).map(code),
         Command::Host(a) => runtime().block_on(commands::host::run(a)),
         Command::Doctor(a) => runtime().block_on(commands::doctor::run(a)),
+        Command::LoadSlice => exectl::load::slice::child::main(),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -204,11 +204,19 @@ fn limits_that_cannot_hold_the_run_exit_2_with_the_fix() {
     let d = tempfile::tempdir().unwrap();
     manifest(d.path(), 300);
     let m = d.path().to_str().unwrap();
-    // 300 sockets cannot fit under a hard limit of 256 open files.
-    let (code, stderr) = load_under_nofile(256, m, &[]);
+    // 300 sockets cannot fit one process under a hard limit of 256 open files: refused with one asked…
+    let (code, stderr) = load_under_nofile(256, m, &["--processes", "1"]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("RLIMIT_NOFILE"), "{stderr}");
     assert!(stderr.contains("ulimit"), "the fix is named: {stderr}");
+    assert!(
+        stderr.contains("--processes 2"),
+        "the split is named: {stderr}"
+    );
+    // …and run over two by default (every dial refused by the closed port: exit 1, not 2).
+    let (code, stderr) = load_under_nofile(256, m, &["--ramp", "1s", "--hold", "1s"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("; 2 processes)"), "{stderr}");
 }
 
 #[test]
@@ -279,7 +287,6 @@ fn fifty_thousand_users_from_one_address_are_refused_naming_ports_and_files() {
     let (code, err) = run(&[]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("RLIMIT_NOFILE's hard limit is 4096"), "{err}");
-    assert!(err.contains("ulimit -Hn"), "{err}");
     if ports < 50_065 {
         assert!(
             err.contains(&format!("one source address × {ports} ephemeral ports")),
@@ -287,8 +294,10 @@ fn fifty_thousand_users_from_one_address_are_refused_naming_ports_and_files() {
         );
         assert!(err.contains("--source-addrs 127.0.0.1-127.0.0."), "{err}");
     }
+    // No --processes: the split that fits the file limit is named beside the ports.
+    assert!(err.contains("--processes 13"), "{err}");
     let wide = format!("127.0.0.1-127.0.0.{}", 50_065u64.div_ceil(ports));
-    let (code, err) = run(&["--source-addrs", &wide]);
+    let (code, err) = run(&["--source-addrs", &wide, "--processes", "1"]);
     assert_eq!(code, Some(2), "{err}");
     assert!(
         err.contains("RLIMIT_NOFILE") && !err.contains("ephemeral"),

@@ -162,19 +162,6 @@ fn idle_with_minted_tokens_skips_login() {
     assert_eq!(j["close_codes"]["4001"], 10, "{j:#}");
 }
 
-/// `totalConnections` of the stand-in's /api/websocket/info.
-fn server_connections(port: u16) -> u64 {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    write!(s, "GET /api/websocket/info HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).unwrap();
-    let body = buf.split("\r\n\r\n").nth(1).unwrap();
-    let v: serde_json::Value = serde_json::from_str(body).unwrap();
-    v["totalConnections"].as_u64().unwrap()
-}
-
 #[test]
 fn leak_on_close_is_invisible_to_the_client_but_not_to_the_server() {
     // The run itself succeeds either way; only the server's count (what status --expect-idle checks)
@@ -208,10 +195,10 @@ fn leak_on_close_is_invisible_to_the_client_but_not_to_the_server() {
         assert_eq!(j["held_full_duration"], 20);
         // Closes are processed right after the client's close handshake; allow a moment.
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        let mut n = server_connections(s.port);
+        let mut n = load_support::server_connections(s.port);
         while !leaked && n > 0 && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
-            n = server_connections(s.port);
+            n = load_support::server_connections(s.port);
         }
         if leaked {
             assert_eq!(n, 20, "leak-on-close keeps every closed socket counted");
@@ -268,7 +255,7 @@ fn a_frozen_server_is_stalled_even_in_a_hold_shorter_than_the_stall_bound() {
 
     let load = run("frozen");
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while server_connections(s.port) < 20 {
+    while load_support::server_connections(s.port) < 20 {
         assert!(std::time::Instant::now() < deadline, "not all connected");
         std::thread::sleep(Duration::from_millis(50));
     }

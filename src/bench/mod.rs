@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::load::metrics::Live;
-use crate::load::{runner, LoadOptions};
+use crate::load::LoadOptions;
 use exectl_core::bench::limiting::{self, Known};
 use exectl_core::bench::timeline::at_once;
 use exectl_core::bench::{Besides, CpuScale, LeakCheck, LevelResult, LevelSpan, Sample, Slos};
@@ -127,7 +127,7 @@ fn run_levels(
             .browser
             .clone()
             .map(|p| browse_in_plateau(p, live.clone(), ramp));
-        let summary = runner::run(opts);
+        let summary = crate::load::run(opts);
         plan.stop.running(None);
         let browsed = browsing.map(|b| {
             b.join().unwrap_or_else(|_| {

@@ -60,6 +60,9 @@ pub enum Command {
     Host(crate::cli::host::HostArgs),
     /// Find what would distort a benchmark on the target: SSH, engine, capacity, limits, neighbours, disks.
     Doctor(crate::cli::host::DoctorArgs),
+    /// One slice of a load run over several processes (started by `load --processes`; its spec on stdin).
+    #[command(hide = true)]
+    LoadSlice,
 }
 
 /// `exectl prepare`: values stay text here and are checked in `commands::prepare` (exit 2 naming the flag).
@@ -278,6 +281,10 @@ pub struct BenchFlags {
     /// list; each has a port range of its own towards the front door.
     #[arg(long, value_name = "ADDRS")]
     pub source_addrs: Option<String>,
+    /// Generator processes to split the users over, each with its own open files and socket table
+    /// [default: as many as the open-file hard limit requires].
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub processes: Option<String>,
     /// During each level's plateau, one more user in headless Chromium: login → project open → first
     /// sync, timed (the `browser` objective). Uses the manifest's account after the level's users.
     #[arg(long)]
@@ -345,6 +352,10 @@ pub struct LoadArgs {
     /// list; each has a port range of its own towards the front door.
     #[arg(long, value_name = "ADDRS")]
     pub source_addrs: Option<String>,
+    /// Generator processes to split the users over, each with its own open files and socket table
+    /// [default: as many as the open-file hard limit requires].
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub processes: Option<String>,
     /// Run id tagging the summary [default: SCENARIO-USERS-UNIXTIME].
     #[arg(long)]
     pub run_id: Option<String>,

@@ -7,10 +7,10 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Latency percentiles in milliseconds (3 decimals).
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
 pub struct Percentiles {
     pub count: u64,
     pub p50: f64,
@@ -20,7 +20,7 @@ pub struct Percentiles {
 }
 
 /// A histogram of microseconds, 1 µs .. 1 hour, 3 significant digits.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Hist(Histogram<u64>);
 
 impl Default for Hist {
@@ -43,6 +43,31 @@ impl Hist {
         let _ = self.0.add(&other.0);
     }
 
+    /// HdrHistogram's V2 encoding, base64: how a slice sends its histograms to the parent that merges
+    /// them (exact: the merged percentiles are those of the union of the samples, to the buckets).
+    pub fn encode(&self) -> String {
+        use base64::Engine as _;
+        use hdrhistogram::serialization::Serializer as _;
+        let mut bytes = Vec::new();
+        hdrhistogram::serialization::V2Serializer::new()
+            .serialize(&self.0, &mut bytes)
+            .expect("writing to a Vec cannot fail");
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    pub fn decode(text: &str) -> Result<Hist, String> {
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(|e| format!("not base64: {e}"))?;
+        let h: Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| format!("not an HdrHistogram: {e:?}"))?;
+        let mut out = Hist::default();
+        out.0.add(&h).map_err(|e| format!("out of bounds: {e:?}"))?;
+        Ok(out)
+    }
+
     pub fn percentiles(&self) -> Percentiles {
         let ms = |us: u64| (us as f64 / 1000.0 * 1000.0).round() / 1000.0;
         if self.0.is_empty() {
@@ -55,6 +80,19 @@ impl Hist {
             p99: ms(self.0.value_at_quantile(0.99)),
             max: ms(self.0.max()),
         }
+    }
+}
+
+impl Serialize for Hist {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.encode())
+    }
+}
+
+impl<'de> Deserialize<'de> for Hist {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Hist, D::Error> {
+        let text = String::deserialize(d)?;
+        Hist::decode(&text).map_err(serde::de::Error::custom)
     }
 }
 
@@ -71,6 +109,9 @@ impl SharedHist {
     }
     pub fn percentiles(&self) -> Percentiles {
         self.0.lock().unwrap().percentiles()
+    }
+    pub fn snapshot(&self) -> Hist {
+        self.0.lock().unwrap().clone()
     }
 }
 
@@ -136,6 +177,11 @@ impl Live {
         self.plateau.closed(open);
     }
 
+    /// Begin the common hold now (a slice, when every slice's dials are over).
+    pub fn release(&self) {
+        self.plateau.release(self.open.load(Ordering::Acquire));
+    }
+
     /// Stop the run: no more users start, the common hold ends now.
     pub fn stop(&self) {
         self.plateau.stop(self.open.load(Ordering::Acquire));
@@ -160,6 +206,13 @@ pub fn rss_bytes() -> (u64, u64) {
             .unwrap_or(0)
     };
     (field("VmHWM:"), field("VmRSS:"))
+}
+
+/// This host's name (the kernel's), to tell a run's generator processes apart.
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
 }
 
 /// User plus system CPU time of this process, in seconds.
@@ -189,36 +242,83 @@ pub fn children_cpu_seconds() -> f64 {
 /// to a fraction of a CPU is busy at that fraction, which `available_parallelism` rounds up to 1).
 pub fn cpu_capacity() -> f64 {
     let cores = std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64);
-    let cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    match cgroup_quota(&cgroup, |p| std::fs::read_to_string(p).ok()) {
+    match own_cpu_cgroup().and_then(|g| g.quota(read_file)) {
         Some(q) if q < cores => q,
         _ => cores,
     }
 }
 
-/// The CPU quota (in CPUs) of the cgroup named in a /proc/self/cgroup text, v2 or v1.
-fn cgroup_quota(cgroup: &str, read: impl Fn(&str) -> Option<String>) -> Option<f64> {
-    let ratio = |q: &str, p: &str| {
-        let (q, p) = (q.trim().parse::<f64>().ok()?, p.trim().parse::<f64>().ok()?);
-        (q > 0.0 && p > 0.0).then_some(q / p)
-    };
-    for line in cgroup.lines() {
-        let mut parts = line.splitn(3, ':');
-        let (_, ctl, path) = (parts.next()?, parts.next()?, parts.next()?);
-        if ctl.is_empty() {
-            let max = read(&format!("/sys/fs/cgroup{path}/cpu.max"))?;
-            let mut w = max.split_whitespace();
-            return ratio(w.next()?, w.next()?);
+/// This process's cgroup's CPU bandwidth periods so far, and those in which it was throttled (None
+/// without a quota): a generator throttled in most periods of the hold was held back by its CPU.
+pub fn cpu_throttling() -> Option<(u64, u64)> {
+    own_cpu_cgroup()?.throttling(read_file)
+}
+
+fn read_file(p: &str) -> Option<String> {
+    std::fs::read_to_string(p).ok()
+}
+
+fn own_cpu_cgroup() -> Option<CpuCgroup> {
+    CpuCgroup::of(&std::fs::read_to_string("/proc/self/cgroup").ok()?)
+}
+
+/// The folder of the cgroup whose CPU controller holds this process, v2 (unified) or v1.
+#[derive(Debug, PartialEq)]
+struct CpuCgroup {
+    dir: String,
+    v2: bool,
+}
+
+impl CpuCgroup {
+    /// From a /proc/self/cgroup text: v1's cpu controller line, else v2's unified one.
+    fn of(cgroup: &str) -> Option<CpuCgroup> {
+        let mut unified = None;
+        for line in cgroup.lines() {
+            let mut parts = line.splitn(3, ':');
+            let (_, ctl, path) = (parts.next()?, parts.next()?, parts.next()?);
+            if ctl.is_empty() {
+                unified = Some(CpuCgroup {
+                    dir: format!("/sys/fs/cgroup{path}"),
+                    v2: true,
+                });
+            } else if ctl.split(',').any(|c| c == "cpu") {
+                return Some(CpuCgroup {
+                    dir: format!("/sys/fs/cgroup/cpu{path}"),
+                    v2: false,
+                });
+            }
         }
-        if ctl.split(',').any(|c| c == "cpu") {
-            let dir = format!("/sys/fs/cgroup/cpu{path}");
-            return ratio(
-                &read(&format!("{dir}/cpu.cfs_quota_us"))?,
-                &read(&format!("{dir}/cpu.cfs_period_us"))?,
-            );
+        unified
+    }
+
+    /// The quota in CPUs (None when unlimited).
+    fn quota(&self, read: impl Fn(&str) -> Option<String>) -> Option<f64> {
+        let ratio = |q: &str, p: &str| {
+            let (q, p) = (q.trim().parse::<f64>().ok()?, p.trim().parse::<f64>().ok()?);
+            (q > 0.0 && p > 0.0).then_some(q / p)
+        };
+        if self.v2 {
+            let max = read(&format!("{}/cpu.max", self.dir))?;
+            let mut w = max.split_whitespace();
+            ratio(w.next()?, w.next()?)
+        } else {
+            ratio(
+                &read(&format!("{}/cpu.cfs_quota_us", self.dir))?,
+                &read(&format!("{}/cpu.cfs_period_us", self.dir))?,
+            )
         }
     }
-    None
+
+    /// (nr_periods, nr_throttled) of cpu.stat, when there is a quota.
+    fn throttling(&self, read: impl Fn(&str) -> Option<String>) -> Option<(u64, u64)> {
+        self.quota(&read)?;
+        let stat = read(&format!("{}/cpu.stat", self.dir))?;
+        let field = |name: &str| {
+            stat.lines()
+                .find_map(|l| l.strip_prefix(name)?.trim().parse::<u64>().ok())
+        };
+        Some((field("nr_periods ")?, field("nr_throttled ")?))
+    }
 }
 
 #[cfg(test)]
@@ -226,25 +326,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn cgroup_quotas_v1_and_v2() {
+    fn cgroup_quotas_and_throttling_v1_and_v2() {
         let files = |p: &str| -> Option<String> {
             match p {
                 "/sys/fs/cgroup/gen/cpu.max" => Some("20000 100000\n".into()),
+                "/sys/fs/cgroup/gen/cpu.stat" => {
+                    Some("usage_usec 5\nnr_periods 40\nnr_throttled 30\nthrottled_usec 9\n".into())
+                }
                 "/sys/fs/cgroup/free/cpu.max" => Some("max 100000\n".into()),
                 "/sys/fs/cgroup/cpu/gen/cpu.cfs_quota_us" => Some("50000\n".into()),
                 "/sys/fs/cgroup/cpu/gen/cpu.cfs_period_us" => Some("100000\n".into()),
+                "/sys/fs/cgroup/cpu/gen/cpu.stat" => {
+                    Some("nr_periods 10\nnr_throttled 2\nthrottled_time 7\n".into())
+                }
                 "/sys/fs/cgroup/cpu/cpu.cfs_quota_us" => Some("-1\n".into()),
                 "/sys/fs/cgroup/cpu/cpu.cfs_period_us" => Some("100000\n".into()),
                 _ => None,
             }
         };
-        assert_eq!(cgroup_quota("0::/gen\n", files), Some(0.2));
-        assert_eq!(cgroup_quota("0::/free\n", files), None);
-        assert_eq!(
-            cgroup_quota("5:memory:/\n4:cpu,cpuacct:/gen\n", files),
-            Some(0.5)
-        );
-        assert_eq!(cgroup_quota("4:cpu,cpuacct:/\n", files), None);
+        let g = |text: &str| CpuCgroup::of(text).unwrap();
+        assert_eq!(g("0::/gen\n").quota(files), Some(0.2));
+        assert_eq!(g("0::/gen\n").throttling(files), Some((40, 30)));
+        assert_eq!(g("0::/free\n").quota(files), None);
+        assert_eq!(g("0::/free\n").throttling(files), None);
+        let v1 = g("5:memory:/\n4:cpu,cpuacct:/gen\n0::/\n");
+        assert!(!v1.v2);
+        assert_eq!(v1.quota(files), Some(0.5));
+        assert_eq!(v1.throttling(files), Some((10, 2)));
+        assert_eq!(g("4:cpu,cpuacct:/\n").quota(files), None);
         assert!(cpu_capacity() > 0.0);
     }
 
@@ -264,6 +373,9 @@ mod tests {
         all.add(&h);
         all.add(&h);
         assert_eq!(all.percentiles().count, 200);
+        let back = Hist::decode(&all.encode()).unwrap();
+        assert_eq!(back.percentiles(), all.percentiles());
+        assert!(Hist::decode("not base64!").is_err());
     }
 
     #[test]

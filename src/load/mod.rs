@@ -13,6 +13,7 @@ pub mod plateau;
 pub mod preflight;
 pub mod runner;
 pub mod session;
+pub mod slice;
 pub mod summary;
 
 use std::fmt;
@@ -112,6 +113,11 @@ pub struct LoadOptions {
     pub live: Option<std::sync::Arc<metrics::Live>>,
     /// `--source-addrs`: user i dials from address i mod n (empty: the kernel chooses).
     pub sources: Vec<std::net::IpAddr>,
+    /// `--processes`: generator processes to split the users over (None: as many as the open-file
+    /// hard limit requires, `preflight::processes`).
+    pub processes: Option<usize>,
+    /// login-burst's /healthcheck probe runs here (only one slice of a run over processes probes).
+    pub probe: bool,
 }
 
 impl LoadOptions {
@@ -144,7 +150,17 @@ impl LoadOptions {
             progress: false,
             live: None,
             sources: Vec::new(),
+            processes: None,
+            probe: true,
         }
+    }
+}
+
+/// Run `opts` to its summary: in this process, or split over `--processes` slices (`slice::fan`).
+pub fn run(opts: LoadOptions) -> anyhow::Result<Summary> {
+    match preflight::processes(&opts) {
+        0 | 1 => runner::run(opts),
+        p => slice::fan::run(opts, p),
     }
 }
 

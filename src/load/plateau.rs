@@ -44,6 +44,11 @@ pub struct Plateau {
     /// The fewest sockets open during the common hold (u64::MAX until it began).
     min_open: AtomicU64,
     stopped: AtomicBool,
+    /// A slice of a run over several processes: its dials being over makes it `ready`, and the hold
+    /// begins when the parent says so (`release`), at once in every slice.
+    gated: AtomicBool,
+    ready: AtomicBool,
+    released: AtomicBool,
 }
 
 impl Default for Plateau {
@@ -56,6 +61,9 @@ impl Default for Plateau {
             peak_at_ms: AtomicU64::new(0),
             min_open: AtomicU64::new(u64::MAX),
             stopped: AtomicBool::new(false),
+            gated: AtomicBool::new(false),
+            ready: AtomicBool::new(false),
+            released: AtomicBool::new(false),
         }
     }
 }
@@ -105,8 +113,33 @@ impl Plateau {
         }
     }
 
+    /// The hold begins after this plateau's own users only when `release` says so (a slice).
+    pub fn gate(&self) {
+        self.gated.store(true, Ordering::Release);
+    }
+
+    /// Every dial of this (gated) plateau is over: it waits for `release`.
+    pub fn ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// Users whose dial is over so far.
+    pub fn dials_over(&self) -> u64 {
+        self.dials_over.load(Ordering::Acquire)
+    }
+
+    /// Begin the hold now, with `open` sockets open (a gated plateau, once every slice is ready).
+    pub fn release(&self, open: u64) {
+        self.released.store(true, Ordering::Release);
+        self.begin(open);
+    }
+
     fn begin(&self, open: u64) {
         let Some(a) = self.armed.get() else { return };
+        if self.gated.load(Ordering::Acquire) && !self.released.load(Ordering::Acquire) {
+            self.ready.store(true, Ordering::Release);
+            return;
+        }
         self.window.send_if_modified(|w| {
             if w.is_some() {
                 return false;
@@ -139,7 +172,7 @@ impl Plateau {
             _ => false,
         });
         if !changed {
-            self.begin(open);
+            self.release(open);
         }
     }
 
@@ -294,6 +327,26 @@ mod tests {
         assert_eq!(w.open_at_start, 1);
         assert_eq!(p.peak().0, 2);
         assert_eq!(p.min_open(), Some(1));
+    }
+
+    #[test]
+    fn a_gated_plateau_waits_for_its_release() {
+        let p = armed(2);
+        p.gate();
+        p.opened(1);
+        p.dial_over(1);
+        p.opened(2);
+        p.dial_over(2);
+        assert!(p.ready() && p.window().is_none(), "ready, not holding");
+        assert_eq!(p.dials_over(), 2);
+        p.release(2);
+        let w = p.window().expect("released");
+        assert_eq!(w.open_at_start, 2);
+        // A stop of a gated plateau that never began still makes its empty window.
+        let q = armed(2);
+        q.gate();
+        q.stop(0);
+        assert!(q.window().is_some());
     }
 
     #[test]

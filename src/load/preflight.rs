@@ -5,7 +5,7 @@
 use std::net::IpAddr;
 
 use exectl_core::error::UsageError;
-use exectl_core::load::sources;
+use exectl_core::load::{slices, sources};
 
 /// File descriptors the generator itself needs besides one per user socket: stdio, the runtime, the
 /// HTTP pool, the probe, /proc reads.
@@ -20,15 +20,43 @@ pub struct Needs {
     pub http: u64,
     /// `--source-addrs` given (0: the kernel's one choice); each has a port range of its own.
     pub sources: usize,
+    /// `--processes` given (None: as many as the open-file hard limit requires).
+    pub processes: Option<usize>,
 }
 
 impl Needs {
+    /// What a run of `opts` needs (its dials in flight and the probe besides the sockets).
+    pub fn of(opts: &super::LoadOptions) -> Needs {
+        Needs {
+            sockets: if opts.scenario.uses_socket() {
+                opts.users as u64
+            } else {
+                0
+            },
+            http: opts.dial_concurrency as u64 + 1,
+            sources: opts.sources.len(),
+            processes: opts.processes,
+        }
+    }
+
+    /// Open files of one process running the whole run.
     pub fn fds(&self) -> u64 {
         self.sockets + self.http + FD_SLACK
+    }
+    /// Open files of each of `p` processes sharing it.
+    pub fn fds_each(&self, p: usize) -> u64 {
+        (self.sockets + self.http).div_ceil(p.max(1) as u64) + FD_SLACK
     }
     pub fn ports(&self) -> u64 {
         self.sockets + self.http
     }
+}
+
+/// What preflight settled: the processes to run, and the soft limit each raises its own to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fit {
+    pub processes: usize,
+    pub raise_to: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,19 +67,34 @@ pub struct Limits {
     pub ephemeral_ports: Option<u64>,
 }
 
-/// The verdict, pure: what to raise, or why the run cannot be held — every limit it would pass, named
-/// at once with its fix (open files and ports both, when both are short).
-pub fn check(needs: Needs, limits: Limits) -> Result<Option<u64>, UsageError> {
-    let fds = needs.fds();
+/// The verdict, pure: how many processes and what soft limit, or why the run cannot be held — every
+/// limit it would pass, named at once with its fix (open files and ports both, when both are short).
+pub fn check(needs: Needs, limits: Limits) -> Result<Fit, UsageError> {
+    let hard = limits.nofile_hard;
+    let auto = slices::processes_needed(needs.fds(), hard, FD_SLACK);
+    let processes = needs.processes.unwrap_or(auto);
+    let fds = needs.fds_each(processes);
     let mut problems = Vec::new();
     let mut fixes = Vec::new();
-    if fds > limits.nofile_hard {
-        problems.push(format!(
-            "needs about {fds} open files but RLIMIT_NOFILE's hard limit is {}",
-            limits.nofile_hard
-        ));
+    // One process over the hard limit: named whenever the run is refused, so the reader sees both walls.
+    let files = match processes {
+        1 => format!("needs about {} open files but RLIMIT_NOFILE's hard limit is {hard}", fds),
+        p => format!(
+            "needs about {} open files, {fds} in each of {p} processes, and RLIMIT_NOFILE's hard limit is {hard}",
+            needs.fds()
+        ),
+    };
+    let split = |p: usize| {
+        format!("split the users over {p} processes (--processes {p}, the default when not given)")
+    };
+    if fds > hard {
+        problems.push(files.clone());
+        if auto <= slices::MAX_PROCESSES {
+            fixes.push(split(auto));
+        }
         fixes.push(format!(
-            "raise the hard limit (e.g. `ulimit -Hn {fds}` as root, or LimitNOFILE= in the unit)"
+            "raise the hard limit (e.g. `ulimit -Hn {}` as root, or LimitNOFILE= in the unit)",
+            needs.fds()
         ));
     }
     if let Some(ports) = limits.ephemeral_ports {
@@ -68,10 +111,16 @@ pub fn check(needs: Needs, limits: Limits) -> Result<Option<u64>, UsageError> {
                 needs.ports()
             ));
             fixes.push(format!(
-                "dial from {want} or more source addresses (--source-addrs 127.0.0.1-127.0.0.{want} \
+                "dial from {want} or more source addresses (--source-addrs {} \
                  on loopback; on a real client, its NIC's addresses), or widen the range \
-                 (sysctl -w net.ipv4.ip_local_port_range=\"1024 65535\", or `exectl host tune`)"
+                 (sysctl -w net.ipv4.ip_local_port_range=\"1024 65535\", or `exectl host tune`)",
+                sources::loopback_range(want)
             ));
+            if fds <= hard && needs.fds() > hard {
+                problems.push(format!(
+                    "(open files fit with --processes {processes}, its default here: {files})"
+                ));
+            }
         }
     }
     if !problems.is_empty() {
@@ -83,7 +132,18 @@ pub fn check(needs: Needs, limits: Limits) -> Result<Option<u64>, UsageError> {
             fixes.join("; "),
         ));
     }
-    Ok((fds > limits.nofile_soft).then_some(limits.nofile_hard))
+    Ok(Fit {
+        processes,
+        raise_to: (fds > limits.nofile_soft).then_some(hard),
+    })
+}
+
+/// The processes a run of `opts` takes: `--processes`, or as many as the hard limit requires.
+pub fn processes(opts: &super::LoadOptions) -> usize {
+    let needs = Needs::of(opts);
+    needs.processes.unwrap_or_else(|| {
+        slices::processes_needed(needs.fds(), read_limits().nofile_hard, FD_SLACK)
+    })
 }
 
 /// Ports in "LOW\tHIGH".
@@ -150,10 +210,13 @@ pub fn check_sources(addrs: &[IpAddr]) -> Result<(), UsageError> {
     Ok(())
 }
 
-/// Check, and raise the soft limit if needed. Returns the limits in force afterwards.
-pub fn ensure(needs: Needs) -> Result<Limits, UsageError> {
+/// Check the source addresses and the limits, and raise the soft limit if needed (each slice of a run
+/// over processes raises its own). Returns the limits in force afterwards and the processes to run.
+pub fn ensure(needs: Needs, addrs: &[IpAddr]) -> Result<(Limits, usize), UsageError> {
+    check_sources(addrs)?;
     let mut limits = read_limits();
-    if let Some(to) = check(needs, limits)? {
+    let fit = check(needs, limits)?;
+    if let Some(to) = fit.raise_to {
         raise_nofile(to).map_err(|e| {
             UsageError::new(
                 "--users",
@@ -164,7 +227,7 @@ pub fn ensure(needs: Needs) -> Result<Limits, UsageError> {
         })?;
         limits = read_limits();
     }
-    Ok(limits)
+    Ok((limits, fit.processes))
 }
 
 #[cfg(test)]
@@ -183,21 +246,38 @@ mod tests {
             sockets: 100,
             http: 10,
             sources: 0,
+            processes: None,
         };
-        assert_eq!(check(small, L).unwrap(), None);
+        let one = |raise_to| Fit {
+            processes: 1,
+            raise_to,
+        };
+        assert_eq!(check(small, L).unwrap(), one(None));
         let big = Needs {
             sockets: 10_000,
             http: 64,
             sources: 0,
+            processes: None,
         };
-        assert_eq!(check(big, L).unwrap(), Some(20_000));
-        let too_many = Needs {
+        assert_eq!(check(big, L).unwrap(), one(Some(20_000)));
+        // 20,000 sockets do not fit one process: two by default, refused with one asked.
+        let two = Needs {
             sockets: 20_000,
             http: 64,
             sources: 0,
+            processes: None,
         };
-        let e = check(too_many, L).unwrap_err();
+        assert_eq!(check(two, L).unwrap().processes, 2);
+        let e = check(
+            Needs {
+                processes: Some(1),
+                ..two
+            },
+            L,
+        )
+        .unwrap_err();
         assert!(e.problem.contains("RLIMIT_NOFILE"), "{e}");
+        assert!(e.fix.contains("--processes 2"), "{e}");
         let ports = Limits {
             nofile_hard: 100_000,
             ephemeral_ports: Some(16_384),
@@ -208,6 +288,7 @@ mod tests {
                 sockets: 20_000,
                 http: 0,
                 sources: 0,
+                processes: None,
             },
             ports,
         )
@@ -225,6 +306,7 @@ mod tests {
             sockets: 50_000,
             http: 65,
             sources,
+            processes: Some(1),
         };
         // One address: 28,232 ports hold fewer than 50,065 connections; the fix says how many addresses.
         let e = check(users(0), wide).unwrap_err();
@@ -243,6 +325,21 @@ mod tests {
         );
         assert!(
             e.fix.contains("ulimit -Hn") && e.fix.contains("--source-addrs"),
+            "{e}"
+        );
+        // No --processes: three processes hold the files, and a refusal for the ports still names
+        // the file limit and the split that fits it.
+        let auto = |sources| Needs {
+            processes: None,
+            ..users(sources)
+        };
+        assert_eq!(check(auto(2), L).unwrap().processes, 3);
+        let e = check(auto(0), L).unwrap_err();
+        assert!(
+            e.problem.contains("ephemeral")
+                && e.problem.contains("open files fit")
+                && e.problem
+                    .contains("each of 3 processes, and RLIMIT_NOFILE's hard limit is 20000"),
             "{e}"
         );
     }

@@ -94,20 +94,21 @@ async fn probe(ctx: Arc<Ctx>, stop: Arc<Notify>, deadline: Instant) -> Probe {
     p
 }
 
-fn progress_line(ctx: &Ctx, n: usize) -> String {
-    let l = &ctx.live;
+/// The per-second progress line of a run of `n` users begun at `t0` (one process's, or the sums a
+/// parent gathers from its slices).
+pub fn progress_line(l: &Live, opts: &LoadOptions, t0: Instant, n: usize) -> String {
     let g = Live::get;
     let (_, rss) = metrics::rss_bytes();
     let mut s = format!(
         "[{:>5.0}s] {} started {}/{} dialing {}",
-        ctx.t0.elapsed().as_secs_f64(),
-        ctx.opts.scenario,
+        t0.elapsed().as_secs_f64(),
+        opts.scenario,
         g(&l.started),
         n,
         g(&l.dialing)
     );
-    if ctx.opts.scenario.uses_socket() {
-        let logins = (!ctx.opts.tokens).then(|| g(&l.logins_ok));
+    if opts.scenario.uses_socket() {
+        let logins = (!opts.tokens).then(|| g(&l.logins_ok));
         let at_once = l
             .plateau
             .view(g(&l.open), logins)
@@ -123,7 +124,7 @@ fn progress_line(ctx: &Ctx, n: usize) -> String {
         s += &format!(" logins ok {}", g(&l.logins_ok));
     }
     s += &format!(" done {} failed {}", g(&l.done), g(&l.failed));
-    if matches!(ctx.opts.scenario, Scenario::Collab | Scenario::Editing) {
+    if matches!(opts.scenario, Scenario::Collab | Scenario::Editing) {
         s += &format!(
             " frames {}→{} http {}",
             g(&l.frames_sent),
@@ -152,7 +153,7 @@ async fn run_async(opts: LoadOptions) -> Summary {
         t0 + opts.ramp + (LOGIN_TIMEOUT + CONNECT_TIMEOUT) * waves + Duration::from_secs(60);
 
     let stop_probe = Arc::new(Notify::new());
-    let probe_task = (opts.scenario == Scenario::LoginBurst).then(|| {
+    let probe_task = (opts.scenario == Scenario::LoginBurst && opts.probe).then(|| {
         tokio::spawn(probe(
             Arc::clone(&ctx),
             Arc::clone(&stop_probe),
@@ -198,6 +199,7 @@ async fn run_async(opts: LoadOptions) -> Summary {
     };
 
     let mut tick = tokio::time::interval_at(t0 + Duration::from_secs(1), Duration::from_secs(1));
+    let mut cpu = HoldCpu::default();
     let finished = |live: &Live| {
         let done = Live::get(&live.done);
         done >= n as u64 || (live.plateau.stopped() && done >= Live::get(&live.started))
@@ -206,8 +208,9 @@ async fn run_async(opts: LoadOptions) -> Summary {
         tokio::select! {
             _ = all_done.notified() => if finished(&ctx.live) { break },
             _ = tick.tick() => {
+                cpu.tick(ctx.live.plateau.window());
                 if opts.progress {
-                    eprintln!("{}", progress_line(&ctx, n));
+                    eprintln!("{}", progress_line(&ctx.live, opts, t0, n));
                 }
                 if finished(&ctx.live) {
                     break;
@@ -232,8 +235,8 @@ async fn run_async(opts: LoadOptions) -> Summary {
             tokio::time::sleep(Duration::from_secs(1)).await;
             stop_probe.notify_one();
             match task.await {
-                Ok(p) => Some((p.samples, p.errors, p.hist.percentiles())),
-                Err(_) => Some((0, 0, Default::default())),
+                Ok(p) => Some((p.samples, p.errors, p.hist)),
+                Err(_) => Some((0, 0, Hist::default())),
             }
         }
         None => None,
@@ -265,7 +268,74 @@ async fn run_async(opts: LoadOptions) -> Summary {
             connect_span_s,
             peak_rss,
             cpu_s: metrics::cpu_seconds(),
+            cpu_capacity: metrics::cpu_capacity(),
+            hold_cpu: cpu.shares(t0),
             probe,
         },
     )
+}
+
+/// This process's CPU time (and its cgroup's throttling) read at the common hold's start and end, on
+/// the second's tick: a slice that used most of its CPU, or was throttled most of the time, measured
+/// itself (`slices::bound`).
+#[derive(Default)]
+struct HoldCpu {
+    start: Option<CpuMark>,
+    end: Option<CpuMark>,
+}
+
+#[derive(Clone, Copy)]
+struct CpuMark {
+    at: Instant,
+    cpu_s: f64,
+    throttling: Option<(u64, u64)>,
+}
+
+impl CpuMark {
+    fn now() -> CpuMark {
+        CpuMark {
+            at: Instant::now(),
+            cpu_s: metrics::cpu_seconds(),
+            throttling: metrics::cpu_throttling(),
+        }
+    }
+}
+
+impl HoldCpu {
+    fn tick(&mut self, window: Option<super::plateau::Window>) {
+        let Some(w) = window else { return };
+        let now = Instant::now();
+        if self.start.is_none() && now < w.end {
+            self.start = Some(CpuMark::now());
+        }
+        if self.end.is_none() && self.start.is_some() && now >= w.end {
+            self.end = Some(CpuMark::now());
+        }
+    }
+
+    /// The hold's (share of the CPU, share of periods throttled); the whole run's when no hold was
+    /// seen over a second.
+    fn shares(&self, t0: Instant) -> (Option<f64>, Option<f64>) {
+        let capacity = metrics::cpu_capacity();
+        let begin = self.start.unwrap_or(CpuMark {
+            at: t0,
+            cpu_s: 0.0,
+            throttling: None,
+        });
+        let end = self.end.unwrap_or_else(CpuMark::now);
+        let round = |x: f64| (x * 1000.0).round() / 1000.0;
+        let share = exectl_core::load::slices::cpu_share(
+            end.cpu_s - begin.cpu_s,
+            (end.at - begin.at).as_secs_f64(),
+            capacity,
+        );
+        let throttled = match (begin.throttling, end.throttling) {
+            (Some((p0, t0)), Some((p1, t1))) => exectl_core::load::slices::throttled_share(
+                p1.saturating_sub(p0),
+                t1.saturating_sub(t0),
+            ),
+            _ => None,
+        };
+        (share.map(round), throttled.map(round))
+    }
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::metrics::{Hist, Percentiles};
 use super::session::{Ctx, Ended, UserOutcome};
@@ -12,7 +12,7 @@ use super::Scenario;
 use exectl_core::load::delivery::{self, Deliveries, Member};
 use exectl_core::plateau::PlateauFigures;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Settings {
     pub url: String,
     /// The Host header sent (a Host-routed front door), when it is not the URL's.
@@ -29,7 +29,23 @@ pub struct Settings {
     pub stall_after_s: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+impl Settings {
+    pub fn of(opts: &super::LoadOptions) -> Settings {
+        Settings {
+            url: opts.endpoint.base.to_string(),
+            host_header: opts.endpoint.host_header.clone(),
+            ramp_s: opts.ramp.as_secs_f64(),
+            hold_s: opts.hold.as_secs_f64(),
+            dial_concurrency: opts.dial_concurrency,
+            interval_s: opts.interval.as_secs_f64(),
+            tokens: opts.tokens,
+            ping_after_s: opts.liveness.ping_after_ms as f64 / 1000.0,
+            stall_after_s: opts.liveness.stall_after_ms() as f64 / 1000.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct LoginBurst {
     pub logins_ok: u64,
     pub logins_failed: u64,
@@ -40,7 +56,7 @@ pub struct LoginBurst {
     pub probe_ms: Percentiles,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Fanout {
     pub frames_sent: u64,
     pub bytes_sent: u64,
@@ -53,7 +69,7 @@ pub struct Fanout {
     pub delivery_ms: Percentiles,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Editing {
     /// "metadata 200", "autosave 200", "metadata 403", … → count.
     pub actions: BTreeMap<String, u64>,
@@ -62,7 +78,7 @@ pub struct Editing {
     pub users_with_http_failures: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
     pub run_id: String,
     pub scenario: String,
@@ -79,7 +95,7 @@ pub struct Summary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plateau: Option<PlateauFigures>,
     /// The run was stopped (SIGINT/SIGTERM, a lost SUT link) before its end: its figures are partial.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
     /// Sockets left open by a server that went silent past the liveness bound (a frozen instance).
     pub stalled: u64,
@@ -107,6 +123,88 @@ pub struct Summary {
     pub fanout: Option<Fanout>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub editing: Option<Editing>,
+    /// The generator itself: each process (slice) that ran users, its CPU and memory, and whether one
+    /// was busy enough to have measured itself rather than the server.
+    #[serde(default)]
+    pub generator: Generator,
+    /// What a parent merges slices from: the histograms behind the percentiles, the connect span.
+    #[serde(skip)]
+    pub parts: Parts,
+}
+
+/// The generator's processes, and the one that was bound by its own CPU, if any.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Generator {
+    pub slices: Vec<SliceUse>,
+    /// "slice 2 (pid 4242 on gen-1) used 97 % of its 0.20 CPU during the hold": the latencies and
+    /// failures include the generator's own queueing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bound: Option<String>,
+}
+
+impl Generator {
+    /// The slices, with the first bound one named.
+    pub fn of(slices: Vec<SliceUse>) -> Generator {
+        let bound = slices
+            .iter()
+            .find(|u| exectl_core::load::slices::bound(u.hold_cpu_share, u.hold_throttled))
+            .map(|u| {
+                let throttled = u.hold_throttled.map_or(String::new(), |t| {
+                    format!(", throttled in {:.0} % of its periods", t * 100.0)
+                });
+                format!(
+                    "slice {} (pid {} on {}) used {:.0} % of its {:.2} CPU during the hold{throttled}: \
+                     the figures include the generator's own queueing; add --processes or generator hosts",
+                    u.slice,
+                    u.pid,
+                    u.host,
+                    u.hold_cpu_share.unwrap_or(0.0) * 100.0,
+                    u.cpu_capacity,
+                )
+            });
+        Generator { slices, bound }
+    }
+}
+
+/// One generator process's share of a run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SliceUse {
+    pub slice: usize,
+    pub host: String,
+    pub pid: u32,
+    pub users: usize,
+    pub held: u64,
+    pub failed: u64,
+    pub cpu_s: f64,
+    /// The CPUs it may use (affinity, capped by its cgroup's quota).
+    pub cpu_capacity: f64,
+    /// The share of those it used during the common hold (the whole run without one).
+    pub hold_cpu_share: Option<f64>,
+    /// Under a cgroup quota: the share of its periods in which it was throttled during the hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_throttled: Option<f64>,
+    pub peak_rss_bytes: u64,
+    /// How long after the agreed start instant it began (slices of a run over several processes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_skew_ms: Option<f64>,
+    /// Why the slice gave no report (its process died, its host went away): its users failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The histograms behind a summary's percentiles, and the seconds from the first dial to the last
+/// connect: what merging slices needs besides their counts.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Parts {
+    pub login: Hist,
+    pub connect: Hist,
+    pub early_end: Hist,
+    pub silence: Hist,
+    pub delivery: Hist,
+    pub metadata: Hist,
+    pub autosave: Hist,
+    pub probe: Hist,
+    pub connect_span_s: f64,
 }
 
 /// What the runner measured besides the users' outcomes.
@@ -116,7 +214,12 @@ pub struct RunFacts {
     pub connect_span_s: f64,
     pub peak_rss: u64,
     pub cpu_s: f64,
-    pub probe: Option<(u64, u64, Percentiles)>,
+    pub cpu_capacity: f64,
+    /// The shares of `cpu_capacity` used and of cgroup periods throttled, during the common hold (the
+    /// whole run without one).
+    pub hold_cpu: (Option<f64>, Option<f64>),
+    /// login-burst's probe: samples, errors, latencies.
+    pub probe: Option<(u64, u64, Hist)>,
 }
 
 impl Summary {
@@ -210,7 +313,13 @@ impl Summary {
             deliveries,
             delivery_ms: ctx.delivery.percentiles(),
         });
-        let login_burst = facts.probe.map(|(samples, errors, probe_ms)| {
+        let probe_hist = facts
+            .probe
+            .as_ref()
+            .map(|p| p.2.clone())
+            .unwrap_or_default();
+        let login_burst = facts.probe.map(|(samples, errors, probe)| {
+            let probe_ms = probe.percentiles();
             let ok = login_status.get("200").copied().unwrap_or(0);
             LoginBurst {
                 logins_ok: ok,
@@ -259,20 +368,36 @@ impl Summary {
             connect_rate_per_s: rate,
             client_peak_rss_bytes: facts.peak_rss,
             client_cpu_seconds: facts.cpu_s,
-            settings: Settings {
-                url: opts.endpoint.base.to_string(),
-                host_header: opts.endpoint.host_header.clone(),
-                ramp_s: opts.ramp.as_secs_f64(),
-                hold_s: opts.hold.as_secs_f64(),
-                dial_concurrency: opts.dial_concurrency,
-                interval_s: opts.interval.as_secs_f64(),
-                tokens: opts.tokens,
-                ping_after_s: opts.liveness.ping_after_ms as f64 / 1000.0,
-                stall_after_s: opts.liveness.stall_after_ms() as f64 / 1000.0,
-            },
+            settings: Settings::of(opts),
             login_burst,
             fanout,
             editing,
+            generator: Generator::of(vec![SliceUse {
+                slice: 0,
+                host: super::metrics::host_name(),
+                pid: std::process::id(),
+                users: outcomes.len(),
+                held,
+                failed: outcomes.len() as u64 - succeeded,
+                cpu_s: facts.cpu_s,
+                cpu_capacity: facts.cpu_capacity,
+                hold_cpu_share: facts.hold_cpu.0,
+                hold_throttled: facts.hold_cpu.1,
+                peak_rss_bytes: facts.peak_rss,
+                start_skew_ms: None,
+                error: None,
+            }]),
+            parts: Parts {
+                login,
+                connect,
+                early_end: early,
+                silence,
+                delivery: ctx.delivery.snapshot(),
+                metadata: ctx.metadata_ms.snapshot(),
+                autosave: ctx.autosave_ms.snapshot(),
+                probe: probe_hist,
+                connect_span_s: facts.connect_span_s,
+            },
         }
     }
 
@@ -398,8 +523,48 @@ impl Summary {
             self.client_peak_rss_bytes as f64 / (1 << 20) as f64,
             self.client_cpu_seconds
         );
+        if self.generator.slices.len() > 1 {
+            for u in &self.generator.slices {
+                let _ = writeln!(s, "  {}", slice_line(u));
+            }
+        }
+        if let Some(b) = &self.generator.bound {
+            let _ = writeln!(s, "  GENERATOR-BOUND: {b}");
+        }
         s
     }
+}
+
+/// `slice 1  pid 4242 on gen-1  users 16,667  held 16,667  CPU 3.1 s (41 % of 1.00 during the hold)
+/// RSS 120.3 MiB  skew 2.1 ms`, or the slice's error.
+fn slice_line(u: &SliceUse) -> String {
+    let mut s = format!(
+        "slice {:<2} pid {} on {}  users {}  held {}",
+        u.slice, u.pid, u.host, u.users, u.held
+    );
+    if let Some(e) = &u.error {
+        return s + &format!("  FAILED: {e}");
+    }
+    s += &format!("  CPU {:.2} s", u.cpu_s);
+    if let Some(share) = u.hold_cpu_share {
+        s += &format!(
+            " ({:.0} % of {:.2} during the hold",
+            share * 100.0,
+            u.cpu_capacity
+        );
+        if let Some(t) = u.hold_throttled {
+            s += &format!(", throttled {:.0} %", t * 100.0);
+        }
+        s += ")";
+    }
+    s += &format!(
+        "  RSS {:.1} MiB",
+        u.peak_rss_bytes as f64 / (1 << 20) as f64
+    );
+    if let Some(k) = u.start_skew_ms {
+        s += &format!("  skew {k:.1} ms");
+    }
+    s
 }
 
 /// First to last successful connect, seconds (None when no socket connected).

@@ -83,15 +83,13 @@ pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Res
         stop,
         browser,
     } = o;
-    let top = *levels.last().expect("at least one level");
     let first = &plans[0];
-    let needs = preflight::Needs {
-        sockets: if first.scenario.uses_socket() { top } else { 0 },
-        http: plans.last().map_or(1, |p| p.dial_concurrency as u64 + 1),
-        sources: first.sources.len(),
-    };
-    preflight::check_sources(&first.sources)?;
-    preflight::ensure(needs)?;
+    // The top level's needs: the others need less (each level takes the processes it requires).
+    let biggest = plans
+        .iter()
+        .max_by_key(|p| p.users)
+        .expect("a plan per level");
+    preflight::ensure(preflight::Needs::of(biggest), &biggest.sources)?;
     let (hold, ramp) = (first.hold, first.ramp);
     // Minted tokens that expire before the last level would be refused mid-bench, counted as refusals.
     if first.tokens {

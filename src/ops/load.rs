@@ -3,24 +3,16 @@
 
 use super::{Event, Progress};
 use crate::load::summary::Summary;
-use crate::load::{preflight, runner, LoadOptions};
+use crate::load::{preflight, LoadOptions};
 use anyhow::Result;
 
 pub fn load(opts: LoadOptions, progress: &dyn Progress) -> Result<Summary> {
     if let Some(w) = opts.manifest.tokens_expiring_within(opts.ramp + opts.hold) {
         progress.event(Event::Note(&format!("warning: {w}")));
     }
-    let needs = preflight::Needs {
-        sockets: if opts.scenario.uses_socket() {
-            opts.users as u64
-        } else {
-            0
-        },
-        http: opts.dial_concurrency as u64 + 1,
-        sources: opts.sources.len(),
-    };
-    preflight::check_sources(&opts.sources)?;
-    let limits = preflight::ensure(needs)?;
+    let (limits, processes) = preflight::ensure(preflight::Needs::of(&opts), &opts.sources)?;
+    let mut opts = opts;
+    opts.processes = Some(processes);
     {
         let hold = if opts.scenario.uses_socket() {
             format!(", hold {:?}", opts.hold)
@@ -33,7 +25,7 @@ pub fn load(opts: LoadOptions, progress: &dyn Progress) -> Result<Summary> {
             .as_deref()
             .map_or(String::new(), |h| format!(" Host {h}"));
         progress.event(Event::Step(&format!(
-            "exectl load {}: {} users → {}{host} (ramp {:?}{hold}, {} in flight; nofile {}, ports {})",
+            "exectl load {}: {} users → {}{host} (ramp {:?}{hold}, {} in flight; nofile {}, ports {}{})",
             opts.scenario,
             opts.users,
             opts.endpoint.base,
@@ -42,8 +34,12 @@ pub fn load(opts: LoadOptions, progress: &dyn Progress) -> Result<Summary> {
             limits.nofile_soft,
             limits
                 .ephemeral_ports
-                .map_or("?".to_string(), |p| p.to_string())
+                .map_or("?".to_string(), |p| p.to_string()),
+            match processes {
+                1 => String::new(),
+                p => format!("; {p} processes"),
+            }
         )));
     }
-    runner::run(opts)
+    crate::load::run(opts)
 }

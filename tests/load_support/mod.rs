@@ -382,3 +382,16 @@ pub fn exectl_load(args: &[&str], limit: Duration) -> (i32, Option<serde_json::V
         .map(|t| serde_json::from_str(&t).unwrap());
     (status.code().unwrap_or(-1), json, stderr)
 }
+
+/// `totalConnections` of the stand-in's /api/websocket/info.
+pub fn server_connections(port: u16) -> u64 {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(s, "GET /api/websocket/info HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).unwrap();
+    let body = buf.split("\r\n\r\n").nth(1).unwrap();
+    let v: serde_json::Value = serde_json::from_str(body).unwrap();
+    v["totalConnections"].as_u64().unwrap()
+}

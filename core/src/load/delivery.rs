@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::frame::Stamp;
 
@@ -123,7 +123,7 @@ pub struct Member<'a> {
 }
 
 /// The run's counts by kind (collab; editing has no send window, so nothing is owed there).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Deliveries {
     /// Deliveries owed: for each frame sent, every other member of its room that was connected for the
     /// whole send window. None when the scenario has no such window (editing).
@@ -146,6 +146,21 @@ pub struct Deliveries {
 }
 
 impl Deliveries {
+    /// Two slices' counts as one run's (rooms never span slices, so nothing is owed across them).
+    pub fn add(&mut self, o: &Deliveries) {
+        let opt = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        };
+        self.expected = opt(self.expected, o.expected);
+        self.lost = opt(self.lost, o.lost);
+        self.delivered += o.delivered;
+        self.delivered_to_partial_members += o.delivered_to_partial_members;
+        self.duplicated += o.duplicated;
+        self.echoed += o.echoed;
+        self.cross_room += o.cross_room;
+    }
+
     /// Lost, duplicated, echoed or cross-room frames: each fails the run.
     pub fn faulty(&self) -> bool {
         self.lost.unwrap_or(0) + self.duplicated + self.echoed + self.cross_room > 0

@@ -96,9 +96,23 @@ pub fn needed(connections: u64, ports_per_source: u64) -> u64 {
     connections.div_ceil(ports_per_source.max(1))
 }
 
+/// `n` loopback addresses from 127.0.0.1 as a range (`127.0.0.1-127.0.1.4` past 254: it carries).
+pub fn loopback_range(n: u64) -> String {
+    let first = u32::from(Ipv4Addr::new(127, 0, 0, 1));
+    let last = Ipv4Addr::from(first + n.clamp(1, MAX as u64) as u32 - 1);
+    format!("127.0.0.1-{last}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loopback_ranges_carry_past_one_octet() {
+        assert_eq!(loopback_range(2), "127.0.0.1-127.0.0.2");
+        assert_eq!(loopback_range(300), "127.0.0.1-127.0.1.44");
+        assert_eq!(parse(&loopback_range(300)).unwrap().len(), 300);
+    }
 
     fn ips(text: &str) -> Vec<String> {
         parse(text).unwrap().iter().map(|i| i.to_string()).collect()

@@ -161,6 +161,7 @@ fn level_flags(a: &BenchArgs, stack: &str, users: u64, run_id: &str) -> LoadFlag
         interval: a.flags.interval.clone(),
         tokens: a.flags.tokens,
         source_addrs: a.flags.source_addrs.clone(),
+        processes: a.flags.processes.clone(),
         run_id: Some(format!("{run_id}-{users}")),
         quiet: true,
     }

@@ -31,6 +31,7 @@ pub struct LoadFlags {
     pub interval: Option<String>,
     pub tokens: bool,
     pub source_addrs: Option<String>,
+    pub processes: Option<String>,
     pub run_id: Option<String>,
     pub quiet: bool,
 }
@@ -52,6 +53,7 @@ impl LoadFlags {
             interval: a.interval.clone(),
             tokens: a.tokens,
             source_addrs: a.source_addrs.clone(),
+            processes: a.processes.clone(),
             run_id: a.run_id.clone(),
             quiet: a.quiet,
         }
@@ -91,6 +93,7 @@ struct Values {
     hold: Duration,
     interval: Duration,
     sources: Vec<std::net::IpAddr>,
+    processes: Option<usize>,
 }
 
 fn values(args: &LoadFlags) -> Result<Values, UsageError> {
@@ -139,6 +142,19 @@ fn values(args: &LoadFlags) -> Result<Values, UsageError> {
         Some(t) => exectl_core::load::sources::parse(t)?,
         None => Vec::new(),
     };
+    let processes = args
+        .processes
+        .as_deref()
+        .map(|v| {
+            count_flag(
+                "--processes",
+                v,
+                1,
+                exectl_core::load::slices::MAX_PROCESSES as u64,
+            )
+            .map(|n| n as usize)
+        })
+        .transpose()?;
     Ok(Values {
         scenario,
         users,
@@ -147,6 +163,7 @@ fn values(args: &LoadFlags) -> Result<Values, UsageError> {
         hold,
         interval,
         sources,
+        processes,
     })
 }
 
@@ -166,6 +183,7 @@ pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
         hold,
         interval,
         sources,
+        processes,
     } = values(args)?;
     let target = crate::cli::target::target_spec(&args.target)?;
     // Load goes to loopback or the target's own address, nowhere else.
@@ -242,6 +260,8 @@ pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
         progress: !args.quiet,
         live: None,
         sources,
+        processes,
+        probe: true,
     })
 }
 

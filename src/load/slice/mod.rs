@@ -1,0 +1,272 @@
+//! A run split over generator processes (`--processes`): the parent (`fan`) deals the users out by room
+//! (`exectl_core::load::slices`), starts one child of the same binary per slice (`exectl load-slice`,
+//! `child`), and speaks one JSON object per line with each: the slice's spec first, then "hold" when
+//! every slice's dials are over (one common hold for the whole run) or "stop"; the child answers with
+//! its counters four times a second and, at its end, its summary and the histograms behind it. The
+//! parent merges those (`merge`) into the summary a single process would have written.
+//!
+//! Each child has its own socket table and open-file limit; ports are the host's, so preflight counts
+//! them for the whole run before any child starts.
+
+pub mod child;
+pub mod fan;
+pub mod merge;
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::manifest::{Account, Manifest};
+use super::metrics::Live;
+use super::summary::{Parts, Summary};
+use super::{Endpoint, LoadOptions, Scenario};
+
+/// The parent's words to a slice, one per line on its stdin.
+pub const HOLD: &str = "hold";
+pub const STOP: &str = "stop";
+
+/// How often a slice reports its counters.
+pub const TICK: Duration = Duration::from_millis(250);
+
+/// What a slice runs: its users' accounts (rooms whole) and the run's settings, and when to start.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SliceSpec {
+    pub slice: usize,
+    pub of: usize,
+    pub scenario: String,
+    pub url: String,
+    /// The front door's address, resolved and allowed by the parent.
+    pub addr: SocketAddr,
+    pub host_header: Option<String>,
+    pub accounts: Vec<Account>,
+    pub tokens: Option<Vec<String>>,
+    pub ramp_ms: u64,
+    pub hold_ms: u64,
+    pub dial_concurrency: usize,
+    pub interval_ms: u64,
+    pub ping_after_ms: u32,
+    pub answer_within_ms: u32,
+    pub sources: Vec<IpAddr>,
+    /// The wall-clock instant (unix ms) every slice starts its ramp at.
+    pub start_at_unix_ms: u64,
+    pub run_id: String,
+    /// login-burst's probe runs in one slice only.
+    pub probe: bool,
+}
+
+impl SliceSpec {
+    /// Slice `slice` of `of` of `opts`: the users `users` (indices into the manifest).
+    pub fn of(
+        opts: &LoadOptions,
+        slice: usize,
+        of: usize,
+        users: &[usize],
+        start_at_unix_ms: u64,
+    ) -> SliceSpec {
+        let m = &opts.manifest;
+        SliceSpec {
+            slice,
+            of,
+            scenario: opts.scenario.name().into(),
+            url: opts.endpoint.base.to_string(),
+            addr: opts.endpoint.addr,
+            host_header: opts.endpoint.host_header.clone(),
+            accounts: users.iter().map(|&i| m.accounts[i].clone()).collect(),
+            tokens: m
+                .tokens
+                .as_ref()
+                .map(|t| users.iter().map(|&i| t[i].clone()).collect()),
+            ramp_ms: opts.ramp.as_millis() as u64,
+            hold_ms: opts.hold.as_millis() as u64,
+            dial_concurrency: opts.dial_concurrency.div_ceil(of).max(1),
+            interval_ms: opts.interval.as_millis() as u64,
+            ping_after_ms: opts.liveness.ping_after_ms,
+            answer_within_ms: opts.liveness.answer_within_ms,
+            sources: opts.sources.clone(),
+            start_at_unix_ms,
+            run_id: format!("{}-s{slice}", opts.run_id),
+            probe: opts.probe && slice == 0,
+        }
+    }
+
+    /// The slice's own run: its users only, one process, its hold gated on the parent's word.
+    pub fn options(&self) -> Result<LoadOptions, String> {
+        let scenario = Scenario::parse(&self.scenario)
+            .ok_or_else(|| format!("unknown scenario {:?}", self.scenario))?;
+        let base = reqwest::Url::parse(&self.url).map_err(|e| format!("url {}: {e}", self.url))?;
+        let users = self.accounts.len();
+        let manifest = Manifest {
+            dir: std::path::PathBuf::from(format!("(slice {} of {})", self.slice, self.of)),
+            accounts: self.accounts.clone(),
+            projects: Vec::new(),
+            tokens: self.tokens.clone(),
+            tokens_expire: None,
+        };
+        let endpoint = Endpoint {
+            base,
+            addr: self.addr,
+            host_header: self.host_header.clone(),
+        };
+        let mut o = LoadOptions::new(scenario, endpoint, manifest, users);
+        o.ramp = Duration::from_millis(self.ramp_ms);
+        o.hold = Duration::from_millis(self.hold_ms);
+        o.dial_concurrency = self.dial_concurrency.min(users.max(1));
+        o.interval = Duration::from_millis(self.interval_ms);
+        o.tokens = self.tokens.is_some();
+        o.liveness = exectl_core::load::liveness::Bounds {
+            ping_after_ms: self.ping_after_ms,
+            answer_within_ms: self.answer_within_ms,
+        };
+        o.run_id = self.run_id.clone();
+        o.sources = self.sources.clone();
+        o.processes = Some(1);
+        o.probe = self.probe;
+        Ok(o)
+    }
+}
+
+/// A slice's live counters (what the parent sums into its own `Live` for progress and bench's sampler).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct Counters {
+    pub started: u64,
+    pub dialing: u64,
+    pub connected: u64,
+    pub open: u64,
+    pub held: u64,
+    pub stalled: u64,
+    pub failed: u64,
+    pub done: u64,
+    pub logins_ok: u64,
+    pub frames_sent: u64,
+    pub frames_received: u64,
+    pub http_requests: u64,
+    pub dials_over: u64,
+}
+
+impl Counters {
+    /// The counters as (field of `Counters`, counter of `Live`) pairs: one list for reading, adding
+    /// and storing.
+    fn pairs<'a>(
+        &'a mut self,
+        live: &'a Live,
+    ) -> [(&'a mut u64, &'a std::sync::atomic::AtomicU64); 12] {
+        [
+            (&mut self.started, &live.started),
+            (&mut self.dialing, &live.dialing),
+            (&mut self.connected, &live.connected),
+            (&mut self.open, &live.open),
+            (&mut self.held, &live.held),
+            (&mut self.stalled, &live.stalled),
+            (&mut self.failed, &live.failed),
+            (&mut self.done, &live.done),
+            (&mut self.logins_ok, &live.logins_ok),
+            (&mut self.frames_sent, &live.frames_sent),
+            (&mut self.frames_received, &live.frames_received),
+            (&mut self.http_requests, &live.http_requests),
+        ]
+    }
+
+    pub fn of(live: &Live) -> Counters {
+        let mut c = Counters {
+            dials_over: live.plateau.dials_over(),
+            ..Counters::default()
+        };
+        for (v, a) in c.pairs(live) {
+            *v = Live::get(a);
+        }
+        c
+    }
+
+    pub fn add(&mut self, o: &Counters) {
+        let Counters {
+            started,
+            dialing,
+            connected,
+            open,
+            held,
+            stalled,
+            failed,
+            done,
+            logins_ok,
+            frames_sent,
+            frames_received,
+            http_requests,
+            dials_over,
+        } = *o;
+        self.started += started;
+        self.dialing += dialing;
+        self.connected += connected;
+        self.open += open;
+        self.held += held;
+        self.stalled += stalled;
+        self.failed += failed;
+        self.done += done;
+        self.logins_ok += logins_ok;
+        self.frames_sent += frames_sent;
+        self.frames_received += frames_received;
+        self.http_requests += http_requests;
+        self.dials_over += dials_over;
+    }
+
+    /// Into `live`'s counters (a parent's, from its slices' sums).
+    pub fn store(&self, live: &Live) {
+        let mut c = *self;
+        for (v, a) in c.pairs(live) {
+            a.store(*v, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
+/// What a slice says, one JSON object per line on its stdout.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FromSlice {
+    /// It began its ramp, `skew_ms` after the agreed instant.
+    Started {
+        skew_ms: f64,
+        pid: u32,
+        host: String,
+    },
+    Tick(Counters),
+    Report(Box<SliceReport>),
+    /// It cannot run (a bad spec, its host's limits): nothing was dialed.
+    Refused(String),
+}
+
+/// A slice's end: its summary, and what merging needs besides.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SliceReport {
+    pub summary: Summary,
+    pub parts: Parts,
+}
+
+/// Wall-clock milliseconds since the epoch.
+pub fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_sum_and_store() {
+        let live = Live::default();
+        Live::inc(&live.open);
+        Live::inc(&live.held);
+        let mut c = Counters::of(&live);
+        c.add(&Counters::of(&live));
+        assert_eq!((c.open, c.held, c.failed), (2, 2, 0));
+        let parent = Live::default();
+        c.store(&parent);
+        assert_eq!(Live::get(&parent.open), 2);
+        let line = serde_json::to_string(&FromSlice::Tick(c)).unwrap();
+        assert!(matches!(
+            serde_json::from_str::<FromSlice>(&line).unwrap(),
+            FromSlice::Tick(Counters { open: 2, .. })
+        ));
+    }
+}
