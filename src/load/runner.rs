@@ -32,10 +32,16 @@ pub fn run(opts: LoadOptions) -> Result<Summary> {
 
 /// How long after the common hold's end the last users may take to finish: the last ping's answer and
 /// the close handshakes (a safety net only: every wait of a user is bounded on its own).
-fn after_hold(opts: &LoadOptions) -> Duration {
+pub fn after_hold(opts: &LoadOptions) -> Duration {
     Duration::from_millis(opts.liveness.answer_within_ms as u64 + 1000)
         + 3 * CLOSE_GRACE
         + Duration::from_secs(30)
+}
+
+/// Until the hold begins, the run's safety net: the ramp and every wave of dials at their timeouts.
+pub fn ramp_deadline(opts: &LoadOptions, t0: Instant) -> Instant {
+    let waves = opts.users.div_ceil(opts.dial_concurrency.max(1)) as u32;
+    t0 + opts.ramp + (LOGIN_TIMEOUT + CONNECT_TIMEOUT) * waves + Duration::from_secs(60)
 }
 
 /// `fut`, unless the run is stopped first (checked every 100 ms).
@@ -148,9 +154,7 @@ async fn run_async(opts: LoadOptions) -> Summary {
 
     // Safety nets only: every dial is bounded by its own timeouts, and every hold ends with the common
     // one. Until the hold begins: the ramp and every wave of dials at their timeouts.
-    let waves = n.div_ceil(c) as u32;
-    let ramp_deadline =
-        t0 + opts.ramp + (LOGIN_TIMEOUT + CONNECT_TIMEOUT) * waves + Duration::from_secs(60);
+    let ramp_deadline = ramp_deadline(opts, t0);
 
     let stop_probe = Arc::new(Notify::new());
     let probe_task = (opts.scenario == Scenario::LoginBurst && opts.probe).then(|| {
@@ -260,6 +264,7 @@ async fn run_async(opts: LoadOptions) -> Summary {
         .max()
         .map_or(0.0, |us| us as f64 / 1e6);
     let (peak_rss, _) = metrics::rss_bytes();
+    let cpu_capacity = metrics::cpu_capacity();
     Summary::build(
         &ctx,
         &outcomes,
@@ -268,8 +273,8 @@ async fn run_async(opts: LoadOptions) -> Summary {
             connect_span_s,
             peak_rss,
             cpu_s: metrics::cpu_seconds(),
-            cpu_capacity: metrics::cpu_capacity(),
-            hold_cpu: cpu.shares(t0),
+            cpu_capacity,
+            hold_cpu: cpu.shares(t0, cpu_capacity),
             probe,
         },
     )
@@ -315,8 +320,7 @@ impl HoldCpu {
 
     /// The hold's (share of the CPU, share of periods throttled); the whole run's when no hold was
     /// seen over a second.
-    fn shares(&self, t0: Instant) -> (Option<f64>, Option<f64>) {
-        let capacity = metrics::cpu_capacity();
+    fn shares(&self, t0: Instant, capacity: f64) -> (Option<f64>, Option<f64>) {
         let begin = self.start.unwrap_or(CpuMark {
             at: t0,
             cpu_s: 0.0,

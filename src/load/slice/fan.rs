@@ -17,7 +17,7 @@ use super::merge::{self, Outcome, SliceResult};
 use super::{Counters, FromSlice, SliceSpec, HOLD, STOP};
 use crate::load::metrics::{self, Live};
 use crate::load::summary::Summary;
-use crate::load::{runner, LoadOptions, CLOSE_GRACE, CONNECT_TIMEOUT, LOGIN_TIMEOUT};
+use crate::load::{runner, LoadOptions};
 
 /// Time for every child to start and read its spec before the common start instant.
 const START_LEAD: Duration = Duration::from_millis(1500);
@@ -121,12 +121,9 @@ pub fn run(opts: LoadOptions, processes: usize) -> Result<Summary> {
     let t0 = Instant::now() + START_LEAD;
     live.plateau.gate();
     live.plateau.arm(n as u64, opts.ramp, opts.hold, t0);
-    let waves = n.div_ceil(opts.dial_concurrency.max(1)) as u32;
-    let ramp_deadline =
-        t0 + opts.ramp + (LOGIN_TIMEOUT + CONNECT_TIMEOUT) * waves + Duration::from_secs(60);
-    let after_hold = Duration::from_millis(opts.liveness.answer_within_ms as u64 + 1000)
-        + 3 * CLOSE_GRACE
-        + Duration::from_secs(30);
+    // The same safety nets as one process's run.
+    let ramp_deadline = runner::ramp_deadline(&opts, t0);
+    let after_hold = runner::after_hold(&opts);
     let mut stop_sent = false;
     let mut next_line = t0 + Duration::from_secs(1);
     loop {
