@@ -43,6 +43,12 @@ impl Needs {
     pub fn fds(&self) -> u64 {
         self.sockets + self.http + FD_SLACK
     }
+    /// `--processes`, or as many as a hard limit of `hard` open files requires.
+    pub fn processes_under(&self, hard: u64) -> usize {
+        self.processes
+            .unwrap_or_else(|| slices::processes_needed(self.fds(), hard, FD_SLACK))
+    }
+
     /// Open files of each of `p` processes sharing it.
     pub fn fds_each(&self, p: usize) -> u64 {
         (self.sockets + self.http).div_ceil(p.max(1) as u64) + FD_SLACK
@@ -71,8 +77,12 @@ pub struct Limits {
 /// limit it would pass, named at once with its fix (open files and ports both, when both are short).
 pub fn check(needs: Needs, limits: Limits) -> Result<Fit, UsageError> {
     let hard = limits.nofile_hard;
-    let auto = slices::processes_needed(needs.fds(), hard, FD_SLACK);
-    let processes = needs.processes.unwrap_or(auto);
+    let auto = Needs {
+        processes: None,
+        ..needs
+    }
+    .processes_under(hard);
+    let processes = needs.processes_under(hard);
     let fds = needs.fds_each(processes);
     let mut problems = Vec::new();
     let mut fixes = Vec::new();
@@ -140,10 +150,7 @@ pub fn check(needs: Needs, limits: Limits) -> Result<Fit, UsageError> {
 
 /// The processes a run of `opts` takes: `--processes`, or as many as the hard limit requires.
 pub fn processes(opts: &super::LoadOptions) -> usize {
-    let needs = Needs::of(opts);
-    needs.processes.unwrap_or_else(|| {
-        slices::processes_needed(needs.fds(), read_limits().nofile_hard, FD_SLACK)
-    })
+    Needs::of(opts).processes_under(read_limits().nofile_hard)
 }
 
 /// Ports in "LOW\tHIGH".
