@@ -11,7 +11,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{docker, Exectl, Stack, HA_LIMITS};
+use common::{cpu, docker, Exectl, Stack, HA_LIMITS};
 
 /// One test at a time: each loads the machine's 2 cores (1536 sockets, a login burst), and the CPU test
 /// judges a share of a quota that a host busy with the other test does not let a single thread reach.
@@ -216,7 +216,8 @@ async fn login_burst_on_a_small_cpu_quota_fails_on_login_p95_with_the_instances_
     let s = Stack::new("cpu").await;
     let (x, stack, port) = (&*s.x, s.name.as_str(), Stack::port());
     // Login p95 ≈ 1.5 s at 10 users, ≈ 3 s at 20, ≈ 6 s at 40.
-    let args = cpu_limited_ha(x, stack, &port, "40");
+    let cpus = cpu::quota(0.2);
+    let args = cpu_limited_ha(x, stack, &port, &cpus, "40");
     // A bound 2× from both sides of the knee: 10 users pass, 40 fail. The quota, not the shared host,
     // sets the pace (0.4 CPU in all), so other engineers' load barely moves these figures.
     // The /healthcheck probe during the burst, p95 at 5 / 10 / 40 users (measured, four to six runs):
@@ -244,7 +245,7 @@ async fn login_burst_on_a_small_cpu_quota_fails_on_login_p95_with_the_instances_
     let dir = tempfile::tempdir().unwrap();
     let (code, r, _) = bench(x, stack, &dir.path().join("healthy"), &run);
     eprintln!(
-        "login-burst at --cpus 0.2, bcrypt cost 10:\n{}",
+        "login-burst at --cpus {cpus}, bcrypt cost 10:\n{}",
         describe(&r)
     );
     assert_eq!(code, 1, "{r:#}");
@@ -405,10 +406,17 @@ async fn traefik_out_of_open_files_is_named_where_a_larger_nofile_passes() {
     assert_eq!(r["verdict"]["capacity"], 700, "{:#}", r["verdict"]);
 }
 
-/// The CPU findings' stack deployed — ha ×2, each instance at a 0.2-CPU quota, rooms dropped quickly —
-/// and `accounts` seeded at bcrypt cost 10, so that each login costs real CPU (measured: ≈ 60 ms, so
-/// ≈ 0.15 s of the two instances' quotas per login). Its deploy arguments, for a redeploy with a fault.
-fn cpu_limited_ha<'a>(x: &Exectl, stack: &'a str, port: &'a str, accounts: &str) -> Vec<&'a str> {
+/// The CPU findings' stack deployed — ha ×2, each instance at a 0.2-CPU quota (scaled to this machine's
+/// speed: `cpu::quota`), rooms dropped quickly — and `accounts` seeded at bcrypt cost 10, so that each
+/// login costs real CPU (measured: ≈ 67 ms, so ≈ 0.17 s of the two instances' quotas per login). Its
+/// deploy arguments, for a redeploy with a fault.
+fn cpu_limited_ha<'a>(
+    x: &Exectl,
+    stack: &'a str,
+    port: &'a str,
+    cpus: &'a str,
+    accounts: &str,
+) -> Vec<&'a str> {
     let mut args = vec![
         "ha",
         "--stack",
@@ -418,7 +426,7 @@ fn cpu_limited_ha<'a>(x: &Exectl, stack: &'a str, port: &'a str, accounts: &str)
         "--lb-port",
         port,
         "--cpus",
-        "0.2",
+        cpus,
         "--memory",
         "512m",
         "--set",
@@ -469,7 +477,8 @@ async fn blocking_bcrypt_lowers_the_knee_of_a_ramped_login_and_connect() {
     docker().await;
     let s = Stack::new("knee").await;
     let (x, stack, port) = (&*s.x, s.name.as_str(), Stack::port());
-    let args = cpu_limited_ha(x, stack, &port, "120");
+    let cpus = cpu::quota(0.2);
+    let args = cpu_limited_ha(x, stack, &port, &cpus, "120");
     // Users log in over a 5 s ramp, then hold a socket. Measured at --cpus 0.2, cost 10:
     //   healthy:          connect p95 43 / 65-85 / 83 ms, login p95 0.3 / 0.9-1.3 / 8.8-9.0 s at 10 / 40 / 120
     //   blocking-bcrypt:  connect p95 3-43 / 314-894 / 1561 ms — the handshakes wait behind the bcrypts

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use common::{docker, docker_cli, single_sqlite, Exectl, Paused, Stack, FIXTURES, HA_LIMITS};
+use common::{cpu, docker, docker_cli, single_sqlite, Exectl, Paused, Stack, FIXTURES, HA_LIMITS};
 use exectl_core::spec::NginxVariant;
 
 /// One sweep at a time: two at once on two cores measure each other.
@@ -52,8 +52,10 @@ fn sweep(x: &Exectl, out: &Path, args: &[&str]) -> (i32, String, serde_json::Val
 }
 
 /// ha ×2 with each instance at a 0.2-CPU quota and rooms dropped quickly; seeded at bcrypt cost 10
-/// (`COSTLY`), a login costs real CPU there (≈ 0.3 s of an instance's quota).
-fn cpu_limited_ha<'a>(stack: &'a str, port: &'a str) -> Vec<&'a str> {
+/// (`COSTLY`), a login costs real CPU there (≈ 0.3 s of an instance's quota). `cpus`: 0.2 scaled to this
+/// machine's speed (`cpu::quota`), so that a quota checks as many logins a second as where the figures
+/// were measured.
+fn cpu_limited_ha<'a>(stack: &'a str, port: &'a str, cpus: &'a str) -> Vec<&'a str> {
     let mut args = vec![
         "ha",
         "--stack",
@@ -61,7 +63,7 @@ fn cpu_limited_ha<'a>(stack: &'a str, port: &'a str) -> Vec<&'a str> {
         "--lb-port",
         port,
         "--cpus",
-        "0.2",
+        cpus,
         "--memory",
         "512m",
         "--set",
@@ -249,7 +251,8 @@ async fn two_images_differ_and_the_digest_is_the_variable() {
     let vary = format!("image.app=exectl-fixture/standin:latest,{tag}");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("sweep");
-    let mut args = cpu_limited_ha(stack, &port);
+    let cpus = cpu::quota(0.2);
+    let mut args = cpu_limited_ha(stack, &port, &cpus);
     // At a 0.2-CPU quota and cost 10 a login costs ≈ 0.3 s of the runtime's one worker with the fault:
     // the health probes wait behind the bcrypts, as the seed's /healthcheck did.
     args.extend([
@@ -313,7 +316,8 @@ async fn the_capacity_of_two_instances_is_searched_against_one() {
     let (x, stack, port) = (&*s.x, s.name.as_str(), Stack::port());
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("sweep");
-    let mut args = cpu_limited_ha(stack, &port);
+    let cpus = cpu::quota(0.2);
+    let mut args = cpu_limited_ha(stack, &port, &cpus);
     // Logins at cost 10 on a 0.2-CPU quota: each instance checks a few a second, so a burst's p95
     // passes 2 s at some tens of users, and two instances hold more than one.
     args.extend([

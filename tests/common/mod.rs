@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod cpu;
 pub mod sut;
 
 use bollard::Docker;
