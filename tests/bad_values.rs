@@ -54,6 +54,7 @@ const NOT_NUMERIC: &[&str] = &[
     "--resume",
     // Addresses (core::load::sources, with tests of its own).
     "--source-addrs",
+    "--generators",
     // A list of counts, with a parser and tests of its own (core::bench::levels).
     "--levels",
 ];

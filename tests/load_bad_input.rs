@@ -326,3 +326,48 @@ fn fifty_thousand_users_from_one_address_are_refused_naming_ports_and_files() {
         );
     }
 }
+
+/// A bad --generators list is refused naming the flag, the entry's problem and the fix, before any
+/// connection (nothing listens on 10.255.255.1).
+#[test]
+fn bad_generator_lists_exit_2_naming_the_entry() {
+    let d = tempfile::tempdir().unwrap();
+    manifest(d.path(), 3);
+    let m = d.path().to_str().unwrap();
+    for (bad, says) in [
+        ("ftp://root@10.255.255.1", "not local and not an ssh:// URL"),
+        ("ssh://10.255.255.1", "no user"),
+        ("local,,ssh://root@10.255.255.1", "an empty entry"),
+        (
+            "ssh://root@10.255.255.1,ssh://root@10.255.255.1",
+            "listed twice",
+        ),
+    ] {
+        let (code, err) = load(&[
+            "idle",
+            "--url",
+            "http://127.0.0.1:1",
+            "--manifest",
+            m,
+            "--generators",
+            bad,
+        ]);
+        assert_eq!(code, 2, "{bad}: {err}");
+        assert!(
+            err.contains("--generators") && err.contains(says),
+            "{bad}: {err}"
+        );
+    }
+    // A host that does not answer: named, with its stage, before any dial.
+    let (code, err) = load(&[
+        "idle",
+        "--url",
+        "http://127.0.0.1:1",
+        "--manifest",
+        m,
+        "--generators",
+        "local,ssh://root@127.0.0.1:1",
+    ]);
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("ssh://root@127.0.0.1:1"), "{err}");
+}

@@ -285,6 +285,10 @@ pub struct BenchFlags {
     /// [default: as many as the open-file hard limit requires].
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub processes: Option<String>,
+    /// Other hosts to run slices of the users on, each over SSH with the target flags' key and
+    /// known_hosts: ssh://USER@HOST[:PORT],…, and `local` for this host's own (--processes) slices.
+    #[arg(long, value_name = "HOSTS")]
+    pub generators: Option<String>,
     /// During each level's plateau, one more user in headless Chromium: login → project open → first
     /// sync, timed (the `browser` objective). Uses the manifest's account after the level's users.
     #[arg(long)]
@@ -356,6 +360,10 @@ pub struct LoadArgs {
     /// [default: as many as the open-file hard limit requires].
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub processes: Option<String>,
+    /// Other hosts to run slices of the users on, each over SSH with the target flags' key and
+    /// known_hosts: ssh://USER@HOST[:PORT],…, and `local` for this host's own (--processes) slices.
+    #[arg(long, value_name = "HOSTS")]
+    pub generators: Option<String>,
     /// Run id tagging the summary [default: SCENARIO-USERS-UNIXTIME].
     #[arg(long)]
     pub run_id: Option<String>,

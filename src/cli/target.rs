@@ -63,13 +63,7 @@ pub fn resolve(
         (None, None, None) => ("--target".to_string(), "local".to_string()),
     };
     let url = ssh::url::parse(&field, &value)?;
-    // ssh2 takes whole milliseconds in a u32 (0 is "no timeout"): 1ms..=1h.
-    let timeout = crate::cli::values::duration_flag(
-        "--connect-timeout",
-        &args.connect_timeout,
-        std::time::Duration::from_millis(1),
-        std::time::Duration::from_secs(3600),
-    )?;
+    let timeout = connect_timeout(args)?;
     if !args.docker_socket.starts_with('/') {
         return Err(UsageError::new(
             "--docker-socket",
@@ -88,22 +82,82 @@ pub fn resolve(
             ));
         }
     }
+    Ok(TargetSpec {
+        ssh: url.map(|url| connect_options(args, url, timeout)),
+        docker_socket: args.docker_socket.clone(),
+    })
+}
+
+/// `--connect-timeout`: ssh2 takes whole milliseconds in a u32 (0 is "no timeout"), so 1ms..=1h.
+fn connect_timeout(
+    args: &crate::cli::target::TargetArgs,
+) -> Result<std::time::Duration, UsageError> {
+    crate::cli::values::duration_flag(
+        "--connect-timeout",
+        &args.connect_timeout,
+        std::time::Duration::from_millis(1),
+        std::time::Duration::from_secs(3600),
+    )
+}
+
+/// How to reach `url`: the key, known_hosts and timeout the target flags say (the SUT and every
+/// generator host alike).
+fn connect_options(
+    args: &crate::cli::target::TargetArgs,
+    url: ssh::SshUrl,
+    timeout: std::time::Duration,
+) -> ssh::ConnectOptions {
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .unwrap_or_default();
-    Ok(TargetSpec {
-        ssh: url.map(|url| ssh::ConnectOptions {
-            url,
-            identity: args.identity.clone(),
-            known_hosts: args
-                .known_hosts
-                .clone()
-                .unwrap_or_else(|| home.join(".ssh/known_hosts")),
-            accept_new_host_key: args.accept_new_host_key,
-            timeout,
-        }),
-        docker_socket: args.docker_socket.clone(),
-    })
+    ssh::ConnectOptions {
+        url,
+        identity: args.identity.clone(),
+        known_hosts: args
+            .known_hosts
+            .clone()
+            .unwrap_or_else(|| home.join(".ssh/known_hosts")),
+        accept_new_host_key: args.accept_new_host_key,
+        timeout,
+    }
+}
+
+/// `--generators local,ssh://USER@HOST[:PORT],…`: the generator hosts, reached with the target flags'
+/// key and known_hosts, and whether this host runs slices too (`local` listed).
+pub fn generators(
+    args: &crate::cli::target::TargetArgs,
+    value: &str,
+) -> Result<crate::load::Generators, UsageError> {
+    let timeout = connect_timeout(args)?;
+    let mut g = crate::load::Generators {
+        local: false,
+        hosts: Vec::new(),
+    };
+    for item in value.split(',').map(str::trim) {
+        match ssh::url::parse("--generators", item)? {
+            None if item == "local" => g.local = true,
+            None => {
+                return Err(UsageError::new(
+                    "--generators",
+                    value,
+                    "an empty entry",
+                    "list local and ssh://USER@HOST[:PORT] entries separated by commas",
+                ))
+            }
+            Some(url) => {
+                if g.hosts.iter().any(|h| h.url == url) {
+                    return Err(UsageError::new(
+                        "--generators",
+                        value,
+                        format!("{url} is listed twice"),
+                        "list each generator host once (--processes sets this host's slices)",
+                    ));
+                }
+                g.hosts.push(connect_options(args, url, timeout));
+            }
+        }
+    }
+    Ok(g)
 }
 
 /// The target named by the flags, EXECTL_TARGET or ./exectl.yaml's `target:` (commands without a spec).

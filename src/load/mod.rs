@@ -118,6 +118,26 @@ pub struct LoadOptions {
     pub processes: Option<usize>,
     /// login-burst's /healthcheck probe runs here (only one slice of a run over processes probes).
     pub probe: bool,
+    /// `--generators`: other hosts that run slices of the run, and whether this one does too.
+    pub generators: Generators,
+}
+
+/// The generator hosts of a run (`--generators local,ssh://USER@HOST[:PORT],…`).
+#[derive(Debug, Clone)]
+pub struct Generators {
+    /// This host runs slices too (its `--processes` of them): `local` listed, or no list at all.
+    pub local: bool,
+    /// One slice on each, reached as every SSH target is.
+    pub hosts: Vec<crate::sut::ssh::ConnectOptions>,
+}
+
+impl Default for Generators {
+    fn default() -> Generators {
+        Generators {
+            local: true,
+            hosts: Vec::new(),
+        }
+    }
 }
 
 impl LoadOptions {
@@ -152,15 +172,34 @@ impl LoadOptions {
             sources: Vec::new(),
             processes: None,
             probe: true,
+            generators: Generators::default(),
+        }
+    }
+
+    /// The users this host dials itself: all of them, or with generator hosts its slices' share (the
+    /// users are dealt out by room over every slice, so this is within a room of exact).
+    pub fn users_here(&self) -> usize {
+        let g = &self.generators;
+        match (g.hosts.len(), g.local) {
+            (0, _) => self.users,
+            (_, false) => 0,
+            (hosts, true) => {
+                let here = self.processes.unwrap_or(1);
+                (self.users * here).div_ceil(here + hosts)
+            }
         }
     }
 }
 
-/// Run `opts` to its summary: in this process, or split over `--processes` slices (`slice::fan`).
+/// Run `opts` to its summary: in this process, or split over `--processes` slices and the generator
+/// hosts' (`slice::fan`).
 pub fn run(opts: LoadOptions) -> anyhow::Result<Summary> {
-    match preflight::processes(&opts) {
-        0 | 1 => runner::run(opts),
-        p => slice::fan::run(opts, p),
+    match (
+        preflight::processes(&opts),
+        opts.generators.hosts.is_empty(),
+    ) {
+        (0 | 1, true) => runner::run(opts),
+        (here, _) => slice::fan::run(opts, here),
     }
 }
 

@@ -29,7 +29,7 @@ impl Needs {
     pub fn of(opts: &super::LoadOptions) -> Needs {
         Needs {
             sockets: if opts.scenario.uses_socket() {
-                opts.users as u64
+                opts.users_here() as u64
             } else {
                 0
             },
@@ -150,6 +150,9 @@ pub fn check(needs: Needs, limits: Limits) -> Result<Fit, UsageError> {
 
 /// The processes a run of `opts` takes: `--processes`, or as many as the hard limit requires.
 pub fn processes(opts: &super::LoadOptions) -> usize {
+    if !opts.generators.local && !opts.generators.hosts.is_empty() {
+        return 0;
+    }
     Needs::of(opts).processes_under(read_limits().nofile_hard)
 }
 

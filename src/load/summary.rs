@@ -187,6 +187,12 @@ pub struct SliceUse {
     /// How long after the agreed start instant it began (slices of a run over several processes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_skew_ms: Option<f64>,
+    /// The generator host it ran on (`--generators`), when not this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<String>,
+    /// That host's clock minus this one's, in ms (the common start was set on its own clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_offset_ms: Option<f64>,
     /// Why the slice gave no report (its process died, its host went away): its users failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -385,6 +391,8 @@ impl Summary {
                 hold_throttled: facts.hold_cpu.1,
                 peak_rss_bytes: facts.peak_rss,
                 start_skew_ms: None,
+                generator: None,
+                clock_offset_ms: None,
                 error: None,
             }]),
             parts: Parts {
@@ -538,9 +546,10 @@ impl Summary {
 /// `slice 1  pid 4242 on gen-1  users 16,667  held 16,667  CPU 3.1 s (41 % of 1.00 during the hold)
 /// RSS 120.3 MiB  skew 2.1 ms`, or the slice's error.
 fn slice_line(u: &SliceUse) -> String {
+    let on = u.generator.as_deref().unwrap_or(&u.host);
     let mut s = format!(
-        "slice {:<2} pid {} on {}  users {}  held {}",
-        u.slice, u.pid, u.host, u.users, u.held
+        "slice {:<2} pid {} on {on}  users {}  held {}",
+        u.slice, u.pid, u.users, u.held
     );
     if let Some(e) = &u.error {
         return s + &format!("  FAILED: {e}");
@@ -563,6 +572,9 @@ fn slice_line(u: &SliceUse) -> String {
     );
     if let Some(k) = u.start_skew_ms {
         s += &format!("  skew {k:.1} ms");
+    }
+    if let Some(c) = u.clock_offset_ms {
+        s += &format!(" (its clock {c:+.1} ms)");
     }
     s
 }

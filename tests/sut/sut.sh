@@ -19,7 +19,9 @@
 # Environment: SUT_IMAGES="tag tag..." overrides the images loaded (default: images/fixtures.yaml's plus
 # exectl-fixture/debian:bookworm; absent ones are skipped with a message). SUT_ROOT overrides /tmp/exectl-sut.
 # SUT_NOFILE=N starts the SUT's engine with N open files (soft and hard; docker-proxy and containers inherit it);
-# SUT_DAEMON_JSON='"userland-proxy": false' adds keys to its daemon.json.
+# SUT_DAEMON_JSON='"userland-proxy": false' adds keys to its daemon.json. SUT_ENGINE=0 starts no engine (a
+# generator host: sshd only). SUT_PRIVATE=DIR gives the sshd (and every login) a mount namespace of its own
+# with a fresh tmpfs on DIR, so that files written there (exectl's binary in ~/.cache/exectl) are this host's.
 # Needs root, iproute2, nsenter, openssh-server (scripts/packages.sh) and the host engine (scripts/dockerd.sh).
 set -euo pipefail
 
@@ -232,8 +234,22 @@ cmd_up() {
   for name in sshd sshd-nofwd sshd-nosftp; do
     /usr/sbin/sshd -t -f "$DIR/$name.conf"
     # sshd daemonizes itself once listening.
-    in_ns /usr/sbin/sshd -f "$DIR/$name.conf" -E "$DIR/$name.log" </dev/null >/dev/null 2>&1
+    if [ -n "${SUT_PRIVATE:-}" ]; then
+      mkdir -p "$SUT_PRIVATE"
+      # shellcheck disable=SC2016
+      in_ns unshare --mount --propagation private sh -c 'mount -t tmpfs -o mode=0700 tmpfs "$1" && shift && exec "$@"' \
+        sh "$SUT_PRIVATE" /usr/sbin/sshd -f "$DIR/$name.conf" -E "$DIR/$name.log" </dev/null >/dev/null 2>&1
+    else
+      in_ns /usr/sbin/sshd -f "$DIR/$name.conf" -E "$DIR/$name.log" </dev/null >/dev/null 2>&1
+    fi
   done
+  if [ "${SUT_ENGINE:-1}" = 0 ]; then
+    for port in $SSH_PORT $SSH_PORT_NOFWD $SSH_PORT_NOSFTP; do
+      wait_for "sshd" port_open "$ADDR" "$port" || die "sshd does not accept on $ADDR:$port (logs: $DIR/sshd*.log)"
+    done
+    summary
+    return
+  fi
 
   log "second engine on $SOCK"
   mkdir -p "$DIR/data" "$DIR/run"

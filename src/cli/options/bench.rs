@@ -162,6 +162,7 @@ fn level_flags(a: &BenchArgs, stack: &str, users: u64, run_id: &str) -> LoadFlag
         tokens: a.flags.tokens,
         source_addrs: a.flags.source_addrs.clone(),
         processes: a.flags.processes.clone(),
+        generators: a.flags.generators.clone(),
         run_id: Some(format!("{run_id}-{users}")),
         quiet: true,
     }

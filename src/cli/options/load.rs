@@ -32,6 +32,7 @@ pub struct LoadFlags {
     pub tokens: bool,
     pub source_addrs: Option<String>,
     pub processes: Option<String>,
+    pub generators: Option<String>,
     pub run_id: Option<String>,
     pub quiet: bool,
 }
@@ -54,6 +55,7 @@ impl LoadFlags {
             tokens: a.tokens,
             source_addrs: a.source_addrs.clone(),
             processes: a.processes.clone(),
+            generators: a.generators.clone(),
             run_id: a.run_id.clone(),
             quiet: a.quiet,
         }
@@ -94,6 +96,7 @@ struct Values {
     interval: Duration,
     sources: Vec<std::net::IpAddr>,
     processes: Option<usize>,
+    generators: crate::load::Generators,
 }
 
 fn values(args: &LoadFlags) -> Result<Values, UsageError> {
@@ -155,6 +158,10 @@ fn values(args: &LoadFlags) -> Result<Values, UsageError> {
             .map(|n| n as usize)
         })
         .transpose()?;
+    let generators = match &args.generators {
+        Some(v) => crate::cli::target::generators(&args.target, v)?,
+        None => crate::load::Generators::default(),
+    };
     Ok(Values {
         scenario,
         users,
@@ -164,6 +171,7 @@ fn values(args: &LoadFlags) -> Result<Values, UsageError> {
         interval,
         sources,
         processes,
+        generators,
     })
 }
 
@@ -184,6 +192,7 @@ pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
         interval,
         sources,
         processes,
+        generators,
     } = values(args)?;
     let target = crate::cli::target::target_spec(&args.target)?;
     // Load goes to loopback or the target's own address, nowhere else.
@@ -262,6 +271,7 @@ pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
         sources,
         processes,
         probe: true,
+        generators,
     })
 }
 

@@ -55,7 +55,7 @@ pub fn main() -> Result<i32> {
     // Every slice begins its ramp at one wall-clock instant; how late this one woke is its skew.
     let wait = spec.start_at_unix_ms.saturating_sub(super::unix_ms());
     std::thread::sleep(std::time::Duration::from_millis(wait));
-    let skew_ms = wall_ms_f64() - spec.start_at_unix_ms as f64;
+    let skew_ms = super::unix_ms_f64() - spec.start_at_unix_ms as f64;
     say(
         &out,
         &FromSlice::Started {
@@ -103,10 +103,4 @@ pub fn main() -> Result<i32> {
         &FromSlice::Report(Box::new(SliceReport { summary, parts })),
     );
     Ok(0)
-}
-
-fn wall_ms_f64() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
 }

@@ -1,8 +1,9 @@
-//! The parent of a run over several processes: one `exectl load-slice` child per slice, their counters
-//! summed into the run's `Live` (so the progress line and bench's sampler see the whole run), the common
-//! hold begun in every slice at once when every slice's dials are over, a stop passed on, and the
-//! slices' reports merged. A slice that dies or stays silent past the run's end is reported as failed,
-//! its users counted as failures, and the run still ends on time.
+//! The parent of a run over several processes: one `exectl load-slice` per slice, children of this
+//! process or on the generator hosts (`remote`), their counters summed into the run's `Live` (so the
+//! progress line and bench's sampler see the whole run), the common hold begun in every slice at once
+//! when every slice's dials are over, a stop passed on, and the slices' reports merged. A slice that
+//! dies, falls silent or stays past the run's end is reported as failed, its users counted as
+//! failures, and the run still ends on time.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -14,30 +15,111 @@ use anyhow::{Context, Result};
 use tokio::time::Instant;
 
 use super::merge::{self, Outcome, SliceResult};
+use super::remote::{self, Remote};
 use super::{Counters, FromSlice, SliceSpec, HOLD, STOP};
 use crate::load::metrics::{self, Live};
 use crate::load::summary::Summary;
 use crate::load::{runner, LoadOptions};
 
-/// Time for every child to start and read its spec before the common start instant.
+/// Time for every child to start and read its spec before the common start instant (a slice over
+/// SSH needs a channel and a process started there besides).
 const START_LEAD: Duration = Duration::from_millis(1500);
+const START_LEAD_REMOTE: Duration = Duration::from_millis(3000);
+
+/// A slice that says nothing for this long (it ticks four times a second) has stopped, or its host
+/// or link has: its users fail.
+const SILENT: Duration = Duration::from_secs(5);
+
+/// Where a slice runs.
+enum Proc {
+    Local {
+        child: Child,
+        stdin: Option<ChildStdin>,
+    },
+    Remote(Remote),
+}
+
+impl Proc {
+    fn tell(&mut self, word: &str) {
+        match self {
+            Proc::Local { stdin, .. } => {
+                if let Some(s) = stdin {
+                    if writeln!(s, "{word}").and_then(|_| s.flush()).is_err() {
+                        *stdin = None;
+                    }
+                }
+            }
+            Proc::Remote(r) => r.tell(word),
+        }
+    }
+
+    fn kill(&mut self) {
+        match self {
+            Proc::Local { child, .. } => drop(child.kill()),
+            Proc::Remote(r) => r.kill(),
+        }
+    }
+
+    /// How it ended, once its output has.
+    fn ended(&mut self) -> String {
+        match self {
+            Proc::Local { child, .. } => child
+                .wait()
+                .map_or("its process ended (unknown status)".into(), |st| {
+                    format!("its process ended ({st})")
+                }),
+            Proc::Remote(r) => r.ended(),
+        }
+    }
+
+    /// At the run's end: its stdin closed, a moment to go, then killed.
+    fn finish(&mut self) {
+        match self {
+            Proc::Local { child, stdin } => {
+                *stdin = None;
+                if child.try_wait().ok().flatten().is_none() {
+                    std::thread::sleep(Duration::from_millis(200));
+                    if child.try_wait().ok().flatten().is_none() {
+                        let _ = child.kill();
+                    }
+                }
+                let _ = child.wait();
+            }
+            Proc::Remote(r) => {
+                r.close();
+                std::thread::sleep(Duration::from_millis(200));
+                r.kill();
+                r.ended();
+            }
+        }
+    }
+}
 
 struct Slice {
     users: usize,
-    child: Child,
-    stdin: Option<ChildStdin>,
+    proc: Proc,
     latest: Counters,
     outcome: Option<Outcome>,
     pid: u32,
     skew_ms: Option<f64>,
+    /// "local", or the generator host's URL.
+    generator: String,
+    clock_offset_ms: Option<f64>,
+    heard: std::time::Instant,
 }
 
 impl Slice {
-    fn tell(&mut self, word: &str) {
-        if let Some(s) = &mut self.stdin {
-            if writeln!(s, "{word}").and_then(|_| s.flush()).is_err() {
-                self.stdin = None;
-            }
+    fn new(users: usize, proc: Proc, pid: u32, generator: String) -> Slice {
+        Slice {
+            users,
+            proc,
+            latest: Counters::default(),
+            outcome: None,
+            pid,
+            skew_ms: None,
+            generator,
+            clock_offset_ms: None,
+            heard: std::time::Instant::now(),
         }
     }
 
@@ -45,10 +127,15 @@ impl Slice {
     fn ready(&self) -> bool {
         self.outcome.is_some() || self.latest.dials_over >= self.users as u64
     }
+
+    fn fail(&mut self, why: String) {
+        self.proc.kill();
+        self.outcome = Some(Outcome::Failed(why));
+    }
 }
 
-/// The slices' words, from one reader thread per child: `None` when its stdout ended.
-type Said = (usize, Option<Result<FromSlice, String>>);
+/// The slices' words, from one reader per slice: `None` when its output ended.
+pub type Said = (usize, Option<Result<FromSlice, String>>);
 
 fn spawn(
     exe: &std::path::Path,
@@ -79,37 +166,115 @@ fn spawn(
         }
         let _ = tx.send((k, None));
     });
-    Ok(Slice {
-        users: spec.accounts.len(),
-        pid: child.id(),
-        child,
-        stdin: Some(stdin),
-        latest: Counters::default(),
-        outcome: None,
-        skew_ms: None,
-    })
+    let pid = child.id();
+    Ok(Slice::new(
+        spec.accounts.len(),
+        Proc::Local {
+            child,
+            stdin: Some(stdin),
+        },
+        pid,
+        "local".into(),
+    ))
 }
 
-/// Run `opts` over `processes` slices of this host.
+/// Every generator host connected, its binary and clock checked, at once (a copy takes seconds).
+fn prepare_hosts(opts: &LoadOptions) -> Result<Vec<remote::Host>> {
+    if opts.generators.hosts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let exe = remote::Exe::current()?;
+    let hosts: Vec<Result<remote::Host>> = std::thread::scope(|s| {
+        let joins: Vec<_> = opts
+            .generators
+            .hosts
+            .iter()
+            .map(|o| s.spawn(|| remote::prepare(o, &exe)))
+            .collect();
+        joins
+            .into_iter()
+            .map(|j| {
+                j.join()
+                    .unwrap_or_else(|_| anyhow::bail!("a connecting thread panicked"))
+            })
+            .collect()
+    });
+    let hosts = hosts.into_iter().collect::<Result<Vec<_>>>()?;
+    if opts.progress {
+        for h in &hosts {
+            eprintln!(
+                "generator {}: {}, its clock {:+.1} ms from this one's",
+                h.url,
+                if h.copied {
+                    "this exectl sent"
+                } else {
+                    "this exectl already there"
+                },
+                h.clock_offset_ms
+            );
+        }
+    }
+    Ok(hosts)
+}
+
+/// Run `opts` over `processes` slices of this host and one on each generator host.
 pub fn run(opts: LoadOptions, processes: usize) -> Result<Summary> {
     let n = opts.users;
+    let hosts = prepare_hosts(&opts)?;
     let rooms: Vec<u64> = opts.manifest.accounts[..n]
         .iter()
         .map(|a| exectl_core::frame::room_id(&a.project_uuid))
         .collect();
-    let dealt = exectl_core::load::slices::assign(&rooms, processes);
-    let dealt: Vec<Vec<usize>> = dealt.into_iter().filter(|u| !u.is_empty()).collect();
+    // This host's slices first, then one per generator host; a slice left without a room is dropped.
+    let dealt = exectl_core::load::slices::assign(&rooms, processes + hosts.len());
+    let mut hosts: Vec<Option<remote::Host>> = hosts.into_iter().map(Some).collect();
+    let dealt: Vec<(Option<remote::Host>, Vec<usize>)> = dealt
+        .into_iter()
+        .enumerate()
+        .map(|(i, users)| {
+            let host = i.checked_sub(processes).and_then(|h| hosts[h].take());
+            (host, users)
+        })
+        .filter(|(_, users)| !users.is_empty())
+        .collect();
     let exe = std::env::current_exe().context("finding this exectl binary for the slices")?;
-    let start_at = super::unix_ms() + START_LEAD.as_millis() as u64;
+    let lead = if dealt.iter().any(|(h, _)| h.is_some()) {
+        START_LEAD_REMOTE
+    } else {
+        START_LEAD
+    };
+    let start_at = super::unix_ms() + lead.as_millis() as u64;
     let (tx, rx) = mpsc::channel::<Said>();
-    let mut slices = Vec::new();
-    for (k, users) in dealt.iter().enumerate() {
-        let spec = SliceSpec::of(&opts, k, dealt.len(), users, start_at);
-        match spawn(&exe, k, &spec, tx.clone()) {
+    let mut slices: Vec<Slice> = Vec::new();
+    let of = dealt.len();
+    for (k, (host, users)) in dealt.into_iter().enumerate() {
+        let mut spec = SliceSpec::of(&opts, k, of, &users, start_at);
+        let started = match host {
+            None => spawn(&exe, k, &spec, tx.clone()),
+            Some(h) => {
+                // Its own clock's instant for the common start; a front door on loopback here is this
+                // host's address as that host reached it; its own addresses to dial from.
+                spec.start_at_unix_ms = (start_at as f64 + h.clock_offset_ms).round() as u64;
+                if spec.addr.ip().is_loopback() {
+                    spec.dial_at(h.here);
+                }
+                spec.sources.clear();
+                let (url, offset) = (h.url.clone(), h.clock_offset_ms);
+                serde_json::to_string(&spec)
+                    .context("serialising a slice's spec")
+                    .and_then(|line| h.spawn(k, &line, tx.clone()))
+                    .map(|r| {
+                        let mut s = Slice::new(users.len(), Proc::Remote(r), 0, url);
+                        s.clock_offset_ms = Some(offset);
+                        s
+                    })
+            }
+        };
+        match started {
             Ok(s) => slices.push(s),
             Err(e) => {
                 for s in &mut slices {
-                    let _ = s.child.kill();
+                    s.proc.kill();
                 }
                 return Err(e);
             }
@@ -118,7 +283,7 @@ pub fn run(opts: LoadOptions, processes: usize) -> Result<Summary> {
     drop(tx);
 
     let live: Arc<Live> = opts.live.clone().unwrap_or_default();
-    let t0 = Instant::now() + START_LEAD;
+    let t0 = Instant::now() + lead;
     live.plateau.gate();
     live.plateau.arm(n as u64, opts.ramp, opts.hold, t0);
     // The same safety nets as one process's run.
@@ -130,8 +295,12 @@ pub fn run(opts: LoadOptions, processes: usize) -> Result<Summary> {
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok((k, Some(Ok(msg)))) => {
                 let s = &mut slices[k];
+                s.heard = std::time::Instant::now();
                 match msg {
-                    FromSlice::Started { skew_ms, .. } => s.skew_ms = Some(skew_ms),
+                    FromSlice::Started { skew_ms, pid, .. } => {
+                        s.skew_ms = Some(skew_ms);
+                        s.pid = pid;
+                    }
                     FromSlice::Tick(c) => s.latest = c,
                     FromSlice::Report(r) => s.outcome = Some(Outcome::Report(r)),
                     FromSlice::Refused(why) => s.outcome = Some(Outcome::Failed(why)),
@@ -141,14 +310,20 @@ pub fn run(opts: LoadOptions, processes: usize) -> Result<Summary> {
             Ok((k, None)) => {
                 let s = &mut slices[k];
                 if s.outcome.is_none() {
-                    let status = s.child.wait().map_or("unknown".into(), |st| st.to_string());
-                    s.outcome = Some(Outcome::Failed(format!(
-                        "its process ended ({status}) before its report"
-                    )));
+                    let how = s.proc.ended();
+                    s.outcome = Some(Outcome::Failed(format!("{how} before its report")));
                 }
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        for s in slices.iter_mut().filter(|s| s.outcome.is_none()) {
+            if s.heard.elapsed() > SILENT {
+                s.fail(format!(
+                    "silent for {} s: its process, host or link stopped answering",
+                    SILENT.as_secs()
+                ));
+            }
         }
         // Only what is still running counts as open; a slice that ended has its report.
         let mut sum = Counters::default();
@@ -161,13 +336,13 @@ pub fn run(opts: LoadOptions, processes: usize) -> Result<Summary> {
         if live.plateau.window().is_none() && slices.iter().all(Slice::ready) {
             live.release();
             for s in &mut slices {
-                s.tell(HOLD);
+                s.proc.tell(HOLD);
             }
         }
         if live.plateau.stopped() && !stop_sent {
             stop_sent = true;
             for s in &mut slices {
-                s.tell(STOP);
+                s.proc.tell(STOP);
             }
         }
         if opts.progress && Instant::now() >= next_line {
@@ -183,23 +358,13 @@ pub fn run(opts: LoadOptions, processes: usize) -> Result<Summary> {
         };
         if Instant::now() >= deadline {
             for s in slices.iter_mut().filter(|s| s.outcome.is_none()) {
-                let _ = s.child.kill();
-                s.outcome = Some(Outcome::Failed(
-                    "no report by the run's hard deadline".into(),
-                ));
+                s.fail("no report by the run's hard deadline".into());
             }
             break;
         }
     }
     for s in &mut slices {
-        s.stdin = None;
-        if s.child.try_wait().ok().flatten().is_none() {
-            std::thread::sleep(Duration::from_millis(200));
-            if s.child.try_wait().ok().flatten().is_none() {
-                let _ = s.child.kill();
-            }
-        }
-        let _ = s.child.wait();
+        s.proc.finish();
     }
     let duration_s = t0.elapsed().as_secs_f64();
     let results = slices
@@ -210,6 +375,8 @@ pub fn run(opts: LoadOptions, processes: usize) -> Result<Summary> {
             users: s.users,
             pid: s.pid,
             skew_ms: s.skew_ms,
+            generator: s.generator,
+            clock_offset_ms: s.clock_offset_ms,
             outcome: s.outcome.unwrap_or(Outcome::Failed("no report".into())),
         })
         .collect();

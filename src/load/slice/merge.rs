@@ -26,7 +26,17 @@ pub struct SliceResult {
     pub users: usize,
     pub pid: u32,
     pub skew_ms: Option<f64>,
+    /// "local", or the generator host's URL.
+    pub generator: String,
+    pub clock_offset_ms: Option<f64>,
     pub outcome: Outcome,
+}
+
+impl SliceResult {
+    /// Its generator host, when not this one.
+    fn remote(&self) -> Option<String> {
+        (self.generator != "local").then(|| self.generator.clone())
+    }
 }
 
 /// What the parent measured itself.
@@ -80,11 +90,16 @@ pub fn merge(opts: &LoadOptions, results: Vec<SliceResult>, parent: Parent) -> S
                 hold_len = 0.0;
                 uses.push(SliceUse {
                     slice: r.slice,
-                    host: crate::load::metrics::host_name(),
+                    host: match r.remote() {
+                        Some(url) => url,
+                        None => crate::load::metrics::host_name(),
+                    },
                     pid: r.pid,
                     users: r.users,
                     failed: r.users as u64,
                     start_skew_ms: r.skew_ms,
+                    generator: r.remote(),
+                    clock_offset_ms: r.clock_offset_ms,
                     error: Some(why.clone()),
                     ..SliceUse::default()
                 });
@@ -140,6 +155,8 @@ pub fn merge(opts: &LoadOptions, results: Vec<SliceResult>, parent: Parent) -> S
             uses.push(SliceUse {
                 slice: r.slice,
                 start_skew_ms: r.skew_ms.or(u.start_skew_ms),
+                generator: r.remote(),
+                clock_offset_ms: r.clock_offset_ms,
                 ..u.clone()
             });
         }
@@ -279,6 +296,8 @@ mod tests {
             users,
             pid: 100 + k as u32,
             skew_ms: Some(k as f64),
+            generator: "local".into(),
+            clock_offset_ms: None,
             outcome,
         }
     }

@@ -11,6 +11,7 @@
 pub mod child;
 pub mod fan;
 pub mod merge;
+pub mod remote;
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -87,6 +88,20 @@ impl SliceSpec {
             start_at_unix_ms,
             run_id: format!("{}-s{slice}", opts.run_id),
             probe: opts.probe && slice == 0,
+        }
+    }
+
+    /// Dial the front door at `ip` instead (a slice on a generator host, for a door on loopback here):
+    /// its sockets and its HTTP calls alike, the name it had sent as the Host header.
+    pub fn dial_at(&mut self, ip: IpAddr) {
+        self.addr = SocketAddr::new(ip, self.addr.port());
+        if let Ok(mut url) = reqwest::Url::parse(&self.url) {
+            if let Some(url::Host::Domain(name)) = url.host() {
+                self.host_header.get_or_insert_with(|| name.to_string());
+            }
+            if url.set_ip_host(ip).is_ok() {
+                self.url = url.to_string();
+            }
         }
     }
 
@@ -243,14 +258,64 @@ pub struct SliceReport {
 
 /// Wall-clock milliseconds since the epoch.
 pub fn unix_ms() -> u64 {
+    unix_ms_f64() as u64
+}
+
+/// The same, to the microsecond.
+pub fn unix_ms_f64() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+        .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn spec(url: &str, addr: &str, host_header: Option<&str>) -> SliceSpec {
+        SliceSpec {
+            slice: 1,
+            of: 3,
+            scenario: "idle".into(),
+            url: url.into(),
+            addr: addr.parse().unwrap(),
+            host_header: host_header.map(str::to_string),
+            accounts: Vec::new(),
+            tokens: None,
+            ramp_ms: 0,
+            hold_ms: 1000,
+            dial_concurrency: 1,
+            interval_ms: 1000,
+            ping_after_ms: 5000,
+            answer_within_ms: 10000,
+            sources: Vec::new(),
+            start_at_unix_ms: 0,
+            run_id: "r".into(),
+            probe: false,
+        }
+    }
+
+    #[test]
+    fn a_slice_elsewhere_dials_the_door_at_this_hosts_address() {
+        let here: IpAddr = "10.199.45.1".parse().unwrap();
+        let mut s = spec("http://127.0.0.1:8090/", "127.0.0.1:8090", None);
+        s.dial_at(here);
+        assert_eq!(s.addr, "10.199.45.1:8090".parse().unwrap());
+        assert_eq!(s.url, "http://10.199.45.1:8090/");
+        assert_eq!(s.host_header, None);
+        // A *.localhost door keeps its name as the Host header (a Host-routed Traefik).
+        let mut s = spec("http://exe.localhost:8080/base/", "127.0.0.1:8080", None);
+        s.dial_at(here);
+        assert_eq!(s.url, "http://10.199.45.1:8080/base/");
+        assert_eq!(s.host_header.as_deref(), Some("exe.localhost"));
+        let mut s = spec(
+            "http://127.0.0.1:8080/",
+            "127.0.0.1:8080",
+            Some("t.localhost"),
+        );
+        s.dial_at(here);
+        assert_eq!(s.host_header.as_deref(), Some("t.localhost"));
+    }
 
     #[test]
     fn counters_sum_and_store() {

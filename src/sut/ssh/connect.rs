@@ -21,9 +21,9 @@ pub struct ConnectOptions {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SshError {
-    #[error("ssh stage tcp: cannot connect to {addr}: {reason}; fix: check the address and port of --target, that sshd listens there, and firewalls on the way")]
+    #[error("ssh stage tcp: cannot connect to {addr}: {reason}; fix: check the address and port of the ssh:// URL (--target, --generators), that sshd listens there, and firewalls on the way")]
     Tcp { addr: String, reason: String },
-    #[error("ssh stage handshake: {addr} did not complete an SSH handshake: {reason}; fix: check that --target names an SSH server (and its port)")]
+    #[error("ssh stage handshake: {addr} did not complete an SSH handshake: {reason}; fix: check that the ssh:// URL (--target, --generators) names an SSH server (and its port)")]
     Handshake { addr: String, reason: String },
     #[error("ssh stage host key: {name} is unknown: its {kind} key {fingerprint} is not in {file}; fix: check that fingerprint on the SUT (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub) and re-run with --accept-new-host-key, or add it yourself (ssh-keyscan -p {port} {host} >> {file})")]
     UnknownHostKey {

@@ -16,7 +16,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 use tunnel::{Dest, Listener, Tunnel};
 
@@ -123,15 +123,14 @@ impl Link {
     /// by exec when the SUT's sshd has no sftp subsystem (remembered for the rest of the link).
     pub fn write_file(&self, path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
         let sess = self.control.lock().expect("ssh control session");
-        let on = self.url.to_string();
-        if !self.no_sftp.load(Ordering::Relaxed) {
-            match sess.sftp() {
-                Ok(sftp) => return upload::by_sftp(&sftp, &on, path, bytes, mode),
-                // e.g. "Unable to request SFTP subsystem": a hardened sshd without `Subsystem sftp`.
-                Err(_) => self.no_sftp.store(true, Ordering::Relaxed),
-            }
-        }
-        upload::by_exec(&sess, &on, path, bytes, mode)
+        upload::put(
+            &sess,
+            &self.url.to_string(),
+            path,
+            bytes,
+            mode,
+            &self.no_sftp,
+        )
     }
 
     /// A loopback address here whose connections reach `host:port` as seen from the SUT.
@@ -217,7 +216,8 @@ fn forwarding(o: &ConnectOptions, socket: &str, reason: String) -> SshError {
     }
 }
 
-fn run(sess: &Session, command: &str, stdin: Option<&[u8]>) -> Result<Output> {
+/// Run a command line on `sess` (blocking), feeding `stdin`.
+pub fn run(sess: &Session, command: &str, stdin: Option<&[u8]>) -> Result<Output> {
     let mut ch = sess.channel_session()?;
     ch.exec(command)?;
     if let Some(bytes) = stdin {

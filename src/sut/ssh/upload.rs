@@ -9,6 +9,26 @@ use exectl_core::scripts::files::{upload, upload_temp};
 use ssh2::{OpenFlags, OpenType, Session, Sftp};
 use std::io::Write;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Write by SFTP, or by exec when the host's sshd has no sftp subsystem (remembered in `no_sftp`).
+pub fn put(
+    sess: &Session,
+    on: &str,
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+    no_sftp: &AtomicBool,
+) -> Result<()> {
+    if !no_sftp.load(Ordering::Relaxed) {
+        match sess.sftp() {
+            Ok(sftp) => return by_sftp(&sftp, on, path, bytes, mode),
+            // e.g. "Unable to request SFTP subsystem": a hardened sshd without `Subsystem sftp`.
+            Err(_) => no_sftp.store(true, Ordering::Relaxed),
+        }
+    }
+    by_exec(sess, on, path, bytes, mode)
+}
 
 /// Write by SFTP, creating the missing folders.
 pub fn by_sftp(sftp: &Sftp, on: &str, path: &Path, bytes: &[u8], mode: u32) -> Result<()> {

@@ -1,0 +1,216 @@
+//! `exectl load --generators`: one run over this host and two generator hosts (network namespaces with
+//! sshd only, each with a private ~/.cache/exectl: tests/sut/sut.sh with SUT_ENGINE=0 and SUT_PRIVATE),
+//! against the real stand-in here. The binary goes to each host once (by hash), each host's slice dials
+//! from its own address (the stand-in sees its sockets come from there), the merged held count is the
+//! sum of the slices', each slice's start skew and its host's clock are reported; and a host that dies
+//! mid-run is reported as failed, its users counted as failures, the run still ending on time.
+
+mod common;
+mod load_support;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::sut::Sut;
+use load_support::{exectl_load, Seeded, Standin};
+
+/// Where the generator's binary goes (root's home on these machines), private to each host.
+const CACHE: &str = "/root/.cache/exectl";
+
+fn generator(name: &str, index: u8) -> Sut {
+    Sut::up_with_env(
+        name,
+        index,
+        &[],
+        &[("SUT_ENGINE", "0"), ("SUT_PRIVATE", CACHE)],
+    )
+}
+
+/// Established sockets to `port` here, by peer address.
+fn peers_of(port: u16) -> BTreeMap<String, u64> {
+    let out = Command::new("ss")
+        .args([
+            "-Htn",
+            "state",
+            "established",
+            &format!("( sport = :{port} )"),
+        ])
+        .output()
+        .expect("run ss");
+    let mut by = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        // Recv-Q Send-Q Local Peer
+        if let Some(peer) = line.split_whitespace().nth(3) {
+            let ip = peer.rsplit_once(':').map_or(peer, |(ip, _)| ip);
+            let ip = ip.trim_start_matches("[::ffff:").trim_end_matches(']');
+            *by.entry(ip.to_string()).or_insert(0) += 1;
+        }
+    }
+    by
+}
+
+#[test]
+#[ignore = "needs root, sshd and network namespaces; bash scripts/test.sh runs it"]
+fn this_host_and_two_generator_hosts_are_one_run_and_a_host_dying_fails_its_slice_only() {
+    let (a, b) = (generator("gen-a", 45), generator("gen-b", 46));
+    // One key and one known_hosts for both (the target flags name one of each).
+    std::fs::copy(a.key.with_extension("pub"), b.dir.join("authorized_keys")).unwrap();
+    let known = tempfile::NamedTempFile::new().unwrap();
+    let hosts = [&a, &b]
+        .iter()
+        .map(|s| std::fs::read_to_string(&s.known_hosts).unwrap())
+        .collect::<String>();
+    std::fs::write(known.path(), hosts).unwrap();
+
+    let s = Standin::start(&[]);
+    let users = 90;
+    let seeded = load_support::seed(&s, users, Seeded::solo_layout(users), 4);
+    let m = tempfile::tempdir().unwrap();
+    seeded.write_manifest(m.path(), None, 0);
+    let url = s.url();
+    let manifest = m.path().to_str().unwrap().to_string();
+    let gens = format!("local,{},{}", a.target_url(), b.target_url());
+    let key = a.key.to_str().unwrap().to_string();
+    let known_hosts = known.path().to_str().unwrap().to_string();
+    let args = |hold: &'static str| -> Vec<String> {
+        [
+            "idle",
+            "--url",
+            &url,
+            "--manifest",
+            &manifest,
+            "--users",
+            "90",
+            "--ramp",
+            "2s",
+            "--hold",
+            hold,
+            "--generators",
+            &gens,
+            "--identity",
+            &key,
+            "--known-hosts",
+            &known_hosts,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+
+    // During the hold, the stand-in's sockets come from three addresses, 30 from each (and perhaps
+    // the keep-alive connection of its logins).
+    let port = s.port;
+    let watch = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(40);
+        let mut best = BTreeMap::new();
+        while Instant::now() < deadline {
+            let p = peers_of(port);
+            if p.values().sum::<u64>() > best.values().sum::<u64>() {
+                best = p;
+            }
+            if best.len() == 3 && best.values().all(|n| *n >= 30) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        best
+    });
+    let run = args("6s");
+    let run: Vec<&str> = run.iter().map(String::as_str).collect();
+    let (code, summary, err) = exectl_load(&run, Duration::from_secs(120));
+    let peers = watch.join().unwrap();
+    eprintln!("{err}");
+    let summary = summary.expect("a summary");
+    assert_eq!(code, 0, "{summary:#}\n{err}");
+    for from in [&a.addr, "127.0.0.1"] {
+        let n = peers.get(from).copied().unwrap_or(0);
+        assert!(
+            (30..=31).contains(&n),
+            "each slice dials from its own host's address: {peers:?}"
+        );
+    }
+    assert!(
+        (30..=31).contains(&peers.get(&b.addr).copied().unwrap_or(0)),
+        "{peers:?}"
+    );
+    assert_eq!(peers.len(), 3, "{peers:?}");
+    let slices = summary["generator"]["slices"].as_array().unwrap();
+    assert_eq!(slices.len(), 3, "{summary:#}");
+    let held: u64 = slices.iter().map(|u| u["held"].as_u64().unwrap()).sum();
+    assert_eq!(summary["held_full_duration"], 90, "{summary:#}");
+    assert_eq!(held, 90, "the merged held count is the slices' sum");
+    let on: Vec<Option<&str>> = slices.iter().map(|u| u["generator"].as_str()).collect();
+    assert_eq!(
+        on,
+        vec![
+            None,
+            Some(a.target_url().as_str()),
+            Some(b.target_url().as_str())
+        ]
+    );
+    for u in slices {
+        let skew = u["start_skew_ms"].as_f64().expect("each slice's skew");
+        assert!((0.0..1000.0).contains(&skew), "{u:#}");
+        assert_eq!(u["users"], 30, "{u:#}");
+    }
+    for u in &slices[1..] {
+        // The same kernel's clock, read over a round trip.
+        let c = u["clock_offset_ms"].as_f64().expect("each host's clock");
+        assert!(c.abs() < 100.0, "{u:#}");
+    }
+    assert_eq!(
+        err.matches("this exectl sent").count(),
+        2,
+        "the binary goes to each host: {err}"
+    );
+    for g in [&a, &b] {
+        let there = g.ssh(&a.key, g.ssh_port, "ls .cache/exectl");
+        assert!(
+            String::from_utf8_lossy(&there.stdout).contains("exectl-"),
+            "{}: {there:?}",
+            g.addr
+        );
+    }
+
+    // Again, and host b dies a few seconds into the hold: every process of its namespace killed.
+    let run = args("10s");
+    let run: Vec<&str> = run.iter().map(String::as_str).collect();
+    let ns = format!("exectl-{}", b.name());
+    let killer = std::thread::spawn(move || {
+        // 3 s start lead + 2 s ramp + 3 s of the hold.
+        std::thread::sleep(Duration::from_secs(8));
+        let pids = Command::new("ip")
+            .args(["netns", "pids", &ns])
+            .output()
+            .unwrap();
+        let pids = String::from_utf8_lossy(&pids.stdout).to_string();
+        for pid in pids.split_whitespace() {
+            let _ = Command::new("kill").args(["-9", pid]).status();
+        }
+        pids.split_whitespace().count()
+    });
+    let t = Instant::now();
+    let (code, summary, err) = exectl_load(&run, Duration::from_secs(120));
+    let took = t.elapsed();
+    assert!(killer.join().unwrap() > 0, "host b had processes to kill");
+    eprintln!("{err}");
+    let summary = summary.expect("a summary");
+    assert_eq!(code, 1, "{summary:#}");
+    assert_eq!(
+        err.matches("this exectl already there").count(),
+        2,
+        "sent once: {err}"
+    );
+    let slices = summary["generator"]["slices"].as_array().unwrap();
+    let dead = &slices[2];
+    assert_eq!(dead["generator"], b.target_url().as_str(), "{dead:#}");
+    assert!(dead["error"].as_str().is_some(), "{dead:#}");
+    assert_eq!(summary["failures"]["slice_failed"], 30, "{summary:#}");
+    assert_eq!(summary["held_full_duration"], 60, "{summary:#}");
+    for u in &slices[..2] {
+        assert_eq!(u["held"], 30, "{u:#}");
+    }
+    // 3 s lead + 2 s ramp + 10 s hold: on time, not held up by the dead host.
+    assert!(took < Duration::from_secs(25), "took {took:?}");
+}
