@@ -20,9 +20,9 @@ pub mod verify;
 use crate::state::manifests as store;
 pub use reset::{reset, Kept, ResetSummary};
 pub use seeding::check_rows;
-#[cfg(test)]
-use seeding::group;
 use seeding::seed;
+#[cfg(test)]
+use seeding::waves;
 
 use crate::sut::Target;
 use anyhow::{bail, Context, Result};
@@ -514,22 +514,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn groups_of_chunks() {
-        let c = |rows| sql::Chunk {
-            what: "accounts",
-            statement: "INSERT INTO users",
+    fn writes_go_in_waves_of_one_kind_shared_by_the_lanes() {
+        let c = |what, rows| sql::Chunk {
+            what,
+            statement: "INSERT",
             rows,
             sql: String::new(),
         };
-        let chunks = vec![c(5000), c(5000), c(5000), c(5000), c(5000), c(100)];
-        let g = group(&chunks, 20_000);
-        assert_eq!(g.iter().map(|g| g.len()).collect::<Vec<_>>(), vec![4, 2]);
-        assert_eq!(
-            group(&chunks[..1], 10).len(),
-            1,
-            "an oversized chunk is still sent"
-        );
-        assert!(group(&[], 10).is_empty());
+        let mut chunks: Vec<_> = (0..20).map(|_| c("accounts", 5000)).collect();
+        chunks.extend((0..20).map(|_| c("projects", 5000)));
+        chunks.push(c("collaborators", 10));
+        let w = waves(&chunks, 20_000, 2);
+        let sizes = |w: &Vec<std::ops::Range<usize>>| w.iter().map(|r| r.len()).collect::<Vec<_>>();
+        assert_eq!(w.len(), 3, "one wave per kind, in order");
+        assert_eq!(sizes(&w[0]), vec![4; 5], "at most 20,000 rows an exec");
+        assert_eq!(w[1][0], 20..24, "the projects after every account");
+        assert_eq!(w[2], vec![40..41]);
+        // 10,000 rows over two lanes: two execs.
+        assert_eq!(waves(&chunks[..2], 20_000, 2), vec![vec![0..1, 1..2]]);
+        assert_eq!(waves(&chunks[..2], 20_000, 1), vec![vec![0..2]]);
+        // An oversized chunk is still sent; nothing, no wave.
+        assert_eq!(waves(&chunks[..1], 10, 1), vec![vec![0..1]]);
+        assert!(waves(&[], 10, 2).is_empty());
     }
 
     #[test]

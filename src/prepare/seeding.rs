@@ -2,6 +2,7 @@
 //! batches, and the read-back that proves them (`check_rows`).
 
 use super::*;
+use futures_util::StreamExt;
 
 pub(super) type Seeded = (Counts, Counts, HashMap<String, i64>);
 
@@ -67,28 +68,27 @@ pub(super) async fn seed(
         }
     }
 
-    // Writes: one transaction per chunk, several chunks per exec; the read-back rides on the last.
+    // Writes: one transaction per chunk, several chunks per exec; each kind's execs at once over
+    // `lanes` connections, and the next kind (which joins the rows of the one before) after them.
     let t = Instant::now();
     let chunks = sql::write_chunks(stack.db, plan, &hash, now_ms(), opts.batch);
     let total: u64 = chunks.iter().map(|c| c.rows as u64).sum();
-    let groups = group(&chunks, ROWS_PER_EXEC);
+    let lanes = write_lanes(stack.db);
     let spans = row_spans(&chunks);
     let mut done = 0;
-    let mut first = 0;
-    let mut out = String::new();
     progress(0, total);
-    for (i, g) in groups.iter().enumerate() {
-        let mut script: String = g.iter().map(|c| c.sql.as_str()).collect();
-        if i + 1 == groups.len() {
-            script.push_str(&sql::readback(stack.db, pattern));
-        }
-        out = match db.run(&script).await {
-            Ok(o) => o,
-            Err(e) => {
+    for wave in waves(&chunks, ROWS_PER_EXEC, lanes) {
+        let mut runs = futures_util::stream::iter(wave.into_iter().map(|r| {
+            let script: String = chunks[r.clone()].iter().map(|c| c.sql.as_str()).collect();
+            async move { (r, db.run(&script).await) }
+        }))
+        .buffer_unordered(lanes);
+        while let Some((r, ran)) = runs.next().await {
+            if let Err(e) = ran {
                 let line = e
                     .downcast_ref::<super::client_error::ClientFailed>()
                     .and_then(|c| c.line);
-                let at = failing(g, first, line);
+                let at = failing(&chunks[r.clone()], r.start, line);
                 let lost = db
                     .lost()
                     .await
@@ -96,11 +96,14 @@ pub(super) async fn seed(
                     .unwrap_or_default();
                 return Err(e.context(format!("writing {}{lost}", rows_of(&at, &spans))));
             }
-        };
-        first += g.len();
-        done += g.iter().map(|c| c.rows as u64).sum::<u64>();
-        progress(done, total);
+            done += chunks[r].iter().map(|c| c.rows as u64).sum::<u64>();
+            progress(done, total);
+        }
     }
+    let out = db
+        .run(&sql::readback(stack.db, pattern))
+        .await
+        .context("reading back what was written")?;
     timings.write = ms(t.elapsed());
 
     // Check every planned row against the read-back.
@@ -125,18 +128,47 @@ pub(super) async fn seed(
 /// Rows streamed in one exec at most: large runs still show progress, the usual ones take one round trip.
 const ROWS_PER_EXEC: usize = 20_000;
 
-pub(super) fn group(chunks: &[sql::Chunk], max_rows: usize) -> Vec<&[sql::Chunk]> {
-    let mut out = Vec::new();
-    let (mut start, mut rows) = (0, 0);
-    for (i, c) in chunks.iter().enumerate() {
-        if i > start && rows + c.rows > max_rows {
-            out.push(&chunks[start..i]);
-            (start, rows) = (i, 0);
-        }
-        rows += c.rows;
+/// Connections that write at once. PostgreSQL: two (this machine's cores), since at 100,000 rows the
+/// time is the database's own per-row work (index entries, foreign-key checks) on one backend each, and
+/// the rows of one kind are independent. MariaDB and SQLite: one — InnoDB's gap locks between two
+/// `INSERT … SELECT` of the same table can deadlock, and SQLite has one writer anyway.
+fn write_lanes(db: exectl_core::spec::Db) -> usize {
+    match db {
+        exectl_core::spec::Db::Postgres => 2,
+        _ => 1,
     }
-    if start < chunks.len() {
-        out.push(&chunks[start..]);
+}
+
+/// The execs of a write, in waves: each wave is one kind's chunks (accounts, projects,
+/// collaborators) as ranges of at most `max_rows` rows, cut so that `lanes` connections share the kind
+/// (a kind of 10,000 rows over two lanes: two execs of 5,000). A range holds whole chunks.
+pub(super) fn waves(
+    chunks: &[sql::Chunk],
+    max_rows: usize,
+    lanes: usize,
+) -> Vec<Vec<std::ops::Range<usize>>> {
+    let mut out: Vec<Vec<std::ops::Range<usize>>> = Vec::new();
+    let mut start = 0;
+    while start < chunks.len() {
+        let what = chunks[start].what;
+        let end = chunks[start..]
+            .iter()
+            .position(|c| c.what != what)
+            .map_or(chunks.len(), |n| start + n);
+        let rows: usize = chunks[start..end].iter().map(|c| c.rows).sum();
+        let cap = max_rows.min(rows.div_ceil(lanes.max(1))).max(1);
+        let mut wave = Vec::new();
+        let (mut from, mut held) = (start, 0);
+        for (i, c) in chunks.iter().enumerate().take(end).skip(start) {
+            if i > from && held + c.rows > cap {
+                wave.push(from..i);
+                (from, held) = (i, 0);
+            }
+            held += c.rows;
+        }
+        wave.push(from..end);
+        out.push(wave);
+        start = end;
     }
     out
 }

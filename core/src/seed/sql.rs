@@ -330,6 +330,13 @@ SELECT 'C', c.project_id, c.user_id FROM project_collaborators c JOIN users u ON
 /// (with their collaborators and Yjs documents, deleted explicitly: older schemas may lack the cascade and
 /// SQLite applies it only with foreign_keys on), then the accounts. Prints `R users projects documents`.
 /// Accounts without the marker (the admin, anyone else's) are never touched.
+///
+/// The app's schema has no index on the foreign keys `projects.owner_id` and
+/// `project_collaborators.user_id`/`project_id`, so on PostgreSQL and SQLite every deleted row's
+/// cascade check scans the referencing table: 100,000 accounts took longer than minutes. The reset's
+/// own transaction makes those indexes first and drops them before its commit (DDL is transactional
+/// on both), so each check is a lookup and the schema is left as it was. InnoDB indexes every foreign
+/// key already.
 pub fn reset(db: Db, pattern: &EmailPattern) -> String {
     let mine = format!(
         "SELECT id FROM users WHERE {} AND {}",
@@ -337,20 +344,44 @@ pub fn reset(db: Db, pattern: &EmailPattern) -> String {
         of_pattern(db, pattern)
     );
     let owned = format!("SELECT id FROM projects WHERE owner_id IN ({mine})");
+    let (index, unindex) = match db {
+        Db::Mariadb => (String::new(), String::new()),
+        Db::Postgres | Db::Sqlite => RESET_INDEXES.iter().fold(
+            (String::new(), String::new()),
+            |(mut make, mut drop), (name, on)| {
+                make += &format!("CREATE INDEX IF NOT EXISTS {name} ON {on};\n");
+                drop += &format!("DROP INDEX IF EXISTS {name};\n");
+                (make, drop)
+            },
+        ),
+    };
     format!(
-        "{prelude}{begin}SELECT 'R', (SELECT COUNT(*) FROM ({mine}) AS a), (SELECT COUNT(*) FROM ({owned}) AS b), \
+        "{prelude}{begin}{index}SELECT 'R', (SELECT COUNT(*) FROM ({mine}) AS a), (SELECT COUNT(*) FROM ({owned}) AS b), \
 (SELECT COUNT(*) FROM yjs_documents WHERE project_id IN ({owned}));\n\
 DELETE FROM project_collaborators WHERE user_id IN ({mine}) OR project_id IN ({owned});\n\
 DELETE FROM yjs_documents WHERE project_id IN ({owned});\n\
 DELETE FROM projects WHERE owner_id IN ({mine});\n\
 DELETE FROM users WHERE {marked} AND {emails};\n\
-COMMIT;\n",
+{unindex}COMMIT;\n",
         prelude = prelude(db),
         begin = begin(db),
         marked = marked_users(db),
         emails = of_pattern(db, pattern)
     )
 }
+
+/// The reset's indexes on the app's unindexed foreign keys: (name, table and column).
+const RESET_INDEXES: [(&str, &str); 3] = [
+    ("exectl_reset_projects_owner", "projects (owner_id)"),
+    (
+        "exectl_reset_collaborators_user",
+        "project_collaborators (user_id)",
+    ),
+    (
+        "exectl_reset_collaborators_project",
+        "project_collaborators (project_id)",
+    ),
+];
 
 /// Emails of the pattern still there (after a reset: accounts prepare did not make): `L email`.
 pub fn remaining(db: Db, pattern: &EmailPattern) -> String {
@@ -535,6 +566,32 @@ SELECT p.id, X'0000', '0', 1, 1 FROM projects p WHERE p.uuid IN ({uuids});\nCOMM
             "DELETE FROM users WHERE external_identifier = 'exectl-prepare' AND {emails};"
         )));
         assert!(r.starts_with("START TRANSACTION;\n") && r.ends_with("COMMIT;\n"));
+        assert!(
+            !r.contains("INDEX"),
+            "InnoDB indexes its foreign keys itself"
+        );
+    }
+
+    #[test]
+    fn reset_indexes_the_foreign_keys_for_its_own_transaction_only() {
+        let p = EmailPattern::parse("u{i}@x.org").unwrap();
+        for db in [Db::Postgres, Db::Sqlite] {
+            let r = reset(db, &p);
+            let begin = r.find(begin(db)).unwrap();
+            let make = r
+                .find("CREATE INDEX IF NOT EXISTS exectl_reset_projects_owner ON projects (owner_id);")
+                .unwrap();
+            let first_delete = r.find("DELETE FROM").unwrap();
+            let drop = r
+                .find("DROP INDEX IF EXISTS exectl_reset_projects_owner;")
+                .unwrap();
+            let last_delete = r.rfind("DELETE FROM").unwrap();
+            let commit = r.rfind("COMMIT;").unwrap();
+            assert!(begin < make && make < first_delete, "{r}");
+            assert!(last_delete < drop && drop < commit, "{r}");
+            assert_eq!(r.matches("CREATE INDEX").count(), 3);
+            assert_eq!(r.matches("DROP INDEX").count(), 3);
+        }
     }
 
     #[test]
