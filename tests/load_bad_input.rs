@@ -304,26 +304,27 @@ fn fifty_thousand_users_from_one_address_are_refused_naming_ports_and_files() {
         "{err}"
     );
 
-    for (bad, says) in [
-        ("127.0.0.9-127.0.0.1", "backwards"),
-        ("203.0.113.9", "not an address of this host"),
-    ] {
-        let (code, err) = load(&[
-            "idle",
-            "--url",
-            "http://127.0.0.1:1",
-            "--manifest",
-            m,
-            "--users",
-            "10",
-            "--source-addrs",
-            bad,
-        ]);
+    each_refused(
+        m,
+        &["--users", "10"],
+        "--source-addrs",
+        &[
+            ("127.0.0.9-127.0.0.1", "backwards"),
+            ("203.0.113.9", "not an address of this host"),
+        ],
+    );
+}
+
+/// `load idle` towards a closed port with `flag BAD` (and `extra`) for each (BAD, problem): exit 2,
+/// naming the flag and the problem.
+fn each_refused(m: &str, extra: &[&str], flag: &str, cases: &[(&str, &str)]) {
+    for (bad, says) in cases {
+        let mut args = vec!["idle", "--url", "http://127.0.0.1:1", "--manifest", m];
+        args.extend(extra);
+        args.extend([flag, bad]);
+        let (code, err) = load(&args);
         assert_eq!(code, 2, "{bad}: {err}");
-        assert!(
-            err.contains("--source-addrs") && err.contains(says),
-            "{bad}: {err}"
-        );
+        assert!(err.contains(flag) && err.contains(says), "{bad}: {err}");
     }
 }
 
@@ -334,30 +335,20 @@ fn bad_generator_lists_exit_2_naming_the_entry() {
     let d = tempfile::tempdir().unwrap();
     manifest(d.path(), 3);
     let m = d.path().to_str().unwrap();
-    for (bad, says) in [
-        ("ftp://root@10.255.255.1", "not local and not an ssh:// URL"),
-        ("ssh://10.255.255.1", "no user"),
-        ("local,,ssh://root@10.255.255.1", "an empty entry"),
-        (
-            "ssh://root@10.255.255.1,ssh://root@10.255.255.1",
-            "listed twice",
-        ),
-    ] {
-        let (code, err) = load(&[
-            "idle",
-            "--url",
-            "http://127.0.0.1:1",
-            "--manifest",
-            m,
-            "--generators",
-            bad,
-        ]);
-        assert_eq!(code, 2, "{bad}: {err}");
-        assert!(
-            err.contains("--generators") && err.contains(says),
-            "{bad}: {err}"
-        );
-    }
+    each_refused(
+        m,
+        &[],
+        "--generators",
+        &[
+            ("ftp://root@10.255.255.1", "not local and not an ssh:// URL"),
+            ("ssh://10.255.255.1", "no user"),
+            ("local,,ssh://root@10.255.255.1", "an empty entry"),
+            (
+                "ssh://root@10.255.255.1,ssh://root@10.255.255.1",
+                "listed twice",
+            ),
+        ],
+    );
     // A host that does not answer: named, with its stage, before any dial.
     let (code, err) = load(&[
         "idle",

@@ -27,29 +27,6 @@ fn generator(name: &str, index: u8) -> Sut {
     )
 }
 
-/// Established sockets to `port` here, by peer address.
-fn peers_of(port: u16) -> BTreeMap<String, u64> {
-    let out = Command::new("ss")
-        .args([
-            "-Htn",
-            "state",
-            "established",
-            &format!("( sport = :{port} )"),
-        ])
-        .output()
-        .expect("run ss");
-    let mut by = BTreeMap::new();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        // Recv-Q Send-Q Local Peer
-        if let Some(peer) = line.split_whitespace().nth(3) {
-            let ip = peer.rsplit_once(':').map_or(peer, |(ip, _)| ip);
-            let ip = ip.trim_start_matches("[::ffff:").trim_end_matches(']');
-            *by.entry(ip.to_string()).or_insert(0) += 1;
-        }
-    }
-    by
-}
-
 #[test]
 #[ignore = "needs root, sshd and network namespaces; bash scripts/test.sh runs it"]
 fn this_host_and_two_generator_hosts_are_one_run_and_a_host_dying_fails_its_slice_only() {
@@ -105,7 +82,7 @@ fn this_host_and_two_generator_hosts_are_one_run_and_a_host_dying_fails_its_slic
         let deadline = Instant::now() + Duration::from_secs(40);
         let mut best = BTreeMap::new();
         while Instant::now() < deadline {
-            let p = peers_of(port);
+            let p = load_support::clients_of(port);
             if p.values().sum::<u64>() > best.values().sum::<u64>() {
                 best = p;
             }

@@ -280,28 +280,6 @@ fn a_frozen_server_is_stalled_even_in_a_hold_shorter_than_the_stall_bound() {
     assert_eq!(j["settings"]["stall_after_s"], 15.0, "{j:#}");
 }
 
-/// Established connections to 127.0.0.1:`port`, by their local (source) address, from /proc/net/tcp.
-fn sources_towards(port: u16) -> std::collections::BTreeMap<String, u64> {
-    let mut by = std::collections::BTreeMap::new();
-    for line in std::fs::read_to_string("/proc/net/tcp")
-        .unwrap()
-        .lines()
-        .skip(1)
-    {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        let (local, remote, state) = (f[1], f[2], f[3]);
-        let (rip, rport) = remote.split_once(':').unwrap();
-        if state != "01" || rip != "0100007F" || u16::from_str_radix(rport, 16).unwrap() != port {
-            continue;
-        }
-        // Little-endian hex of the IPv4 address.
-        let ip = u32::from_str_radix(local.split_once(':').unwrap().0, 16).unwrap();
-        let ip = std::net::Ipv4Addr::from(ip.swap_bytes());
-        *by.entry(ip.to_string()).or_insert(0) += 1;
-    }
-    by
-}
-
 /// `--source-addrs`: the users dial from the given loopback addresses in turn, so each address holds
 /// its share of the sockets (seen from the kernel's own table), and the run holds them all.
 #[test]
@@ -330,11 +308,11 @@ fn source_addresses_share_the_sockets_round_robin() {
         ];
         exectl_load(&a, Duration::from_secs(120))
     });
-    // During the hold: every socket open, ten from each address (the logins' HTTP pool dials from
-    // 127.0.0.1, the kernel's choice, and is left out).
+    // During the hold: every socket open, ten from each address, as the server's side of them shows
+    // (the logins' HTTP pool dials from 127.0.0.1, the kernel's choice, and is left out).
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     let seen = loop {
-        let mut by = sources_towards(port);
+        let mut by = load_support::clients_of(port);
         by.remove("127.0.0.1");
         if by.values().sum::<u64>() >= 40 || std::time::Instant::now() > deadline {
             break by;

@@ -395,3 +395,30 @@ pub fn server_connections(port: u16) -> u64 {
     let v: serde_json::Value = serde_json::from_str(body).unwrap();
     v["totalConnections"].as_u64().unwrap()
 }
+
+/// Established connections to this host's `port` (the server's side), by the client's address, from
+/// the kernel's own table (`ss`): where each generator's sockets come from.
+pub fn clients_of(port: u16) -> std::collections::BTreeMap<String, u64> {
+    let out = Command::new("ss")
+        .args([
+            "-Htn",
+            "state",
+            "established",
+            &format!("( sport = :{port} )"),
+        ])
+        .output()
+        .expect("run ss");
+    let mut by = std::collections::BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        // Recv-Q Send-Q Local:Port Peer:Port; an IPv4 peer of a dual-stack listener is [::ffff:a.b.c.d].
+        if let Some(peer) = line.split_whitespace().nth(3) {
+            let ip = peer.rsplit_once(':').map_or(peer, |(ip, _)| ip);
+            let ip = ip
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .trim_start_matches("::ffff:");
+            *by.entry(ip.to_string()).or_insert(0) += 1;
+        }
+    }
+    by
+}
