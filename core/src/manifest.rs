@@ -105,11 +105,12 @@ fn problem(file: &'static str, value: impl Into<String>, problem: impl Into<Stri
 
 /// Check a manifest read back: at least one account, each with an email and password and a listed
 /// project; projects with canonical, distinct uuids; and, when `tokens` is given, a token for every
-/// account. Returns the tokens in account order.
+/// account. Returns the tokens in account order, moved out of the entries (a 50,000-account manifest
+/// holds 16 MB of them: one copy is enough).
 pub fn check(
     accounts: &[Account],
     projects: &[Project],
-    tokens: Option<&[TokenEntry]>,
+    tokens: Option<Vec<TokenEntry>>,
 ) -> Result<Option<Vec<String>>, Problem> {
     if accounts.is_empty() {
         return Err(problem(ACCOUNTS_JSON, "[]", "no accounts"));
@@ -142,22 +143,32 @@ pub fn check(
     let Some(entries) = tokens else {
         return Ok(None);
     };
-    let by_email: HashMap<&str, &str> = entries
-        .iter()
-        .map(|t| (t.email.as_str(), t.token.as_str()))
-        .collect();
-    accounts
-        .iter()
-        .map(|a| match by_email.get(a.email.as_str()) {
-            Some(t) if !t.is_empty() => Ok((*t).to_string()),
-            _ => Err(problem(
+    let mut by_email: HashMap<String, String> =
+        entries.into_iter().map(|t| (t.email, t.token)).collect();
+    // An account listed twice shares the token its first listing took.
+    let mut taken: HashMap<&str, usize> = HashMap::new();
+    let mut out: Vec<String> = Vec::with_capacity(accounts.len());
+    for a in accounts {
+        let token = match by_email.remove(a.email.as_str()) {
+            Some(t) => {
+                taken.insert(&a.email, out.len());
+                t
+            }
+            None => taken
+                .get(a.email.as_str())
+                .map(|&i| out[i].clone())
+                .unwrap_or_default(),
+        };
+        if token.is_empty() {
+            return Err(problem(
                 TOKENS,
                 &a.email,
                 "no token for this account (--tokens needs one per account)",
-            )),
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map(Some)
+            ));
+        }
+        out.push(token);
+    }
+    Ok(Some(out))
 }
 
 /// Where the accounts' password came from: only the public default is printed back.
@@ -365,12 +376,28 @@ mod tests {
             .unwrap_err()
             .problem
             .contains("twice"));
-        let tokens = [TokenEntry {
-            email: "z@x.org".into(),
-            token: "t".into(),
-        }];
-        let e = check(&a, &projects, Some(&tokens)).unwrap_err();
+        let entry = |email: &str, token: &str| TokenEntry {
+            email: email.into(),
+            token: token.into(),
+        };
+        let e = check(&a, &projects, Some(vec![entry("z@x.org", "t")])).unwrap_err();
         assert_eq!((e.file, e.value.as_str()), (TOKENS, "a@x.org"));
+        // Tokens come back in account order; an account listed twice gets its token twice.
+        let ab = [
+            account("b@x.org", Role::Owner),
+            account("a@x.org", Role::Owner),
+            account("b@x.org", Role::Owner),
+        ];
+        let entries = vec![entry("a@x.org", "ta"), entry("b@x.org", "tb")];
+        assert_eq!(
+            check(&ab, &projects, Some(entries)),
+            Ok(Some(vec!["tb".into(), "ta".into(), "tb".into()]))
+        );
+        let empty = vec![entry("a@x.org", "")];
+        assert_eq!(
+            check(&a, &projects, Some(empty)).unwrap_err().value,
+            "a@x.org"
+        );
     }
 
     fn k6_input(from: PasswordFrom) -> K6Input<'static> {

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 use super::merge::{self, Outcome, SliceResult};
 use super::remote::{self, Remote};
-use super::{Counters, FromSlice, SliceSpec, HOLD, STOP};
+use super::{Counters, FromSlice, Picked, SliceSpec, HOLD, STOP};
 use crate::load::metrics::{self, Live};
 use crate::load::summary::Summary;
 use crate::load::{runner, LoadOptions};
@@ -72,26 +72,49 @@ impl Proc {
         }
     }
 
-    /// At the run's end: its stdin closed, a moment to go, then killed.
-    fn finish(&mut self) {
+    /// At the run's end, first: its stdin closed (a slice ends its hold, as when its parent is gone).
+    fn close(&mut self) {
         match self {
-            Proc::Local { child, stdin } => {
-                *stdin = None;
+            Proc::Local { stdin, .. } => *stdin = None,
+            Proc::Remote(r) => r.close(),
+        }
+    }
+
+    /// Whether it may still be running.
+    fn running(&mut self) -> bool {
+        match self {
+            Proc::Local { child, .. } => child.try_wait().ok().flatten().is_none(),
+            Proc::Remote(_) => true,
+        }
+    }
+
+    /// Then, after a moment for all of them at once: killed if still there, and reaped.
+    fn end(&mut self) {
+        match self {
+            Proc::Local { child, .. } => {
                 if child.try_wait().ok().flatten().is_none() {
-                    std::thread::sleep(Duration::from_millis(200));
-                    if child.try_wait().ok().flatten().is_none() {
-                        let _ = child.kill();
-                    }
+                    let _ = child.kill();
                 }
                 let _ = child.wait();
             }
             Proc::Remote(r) => {
-                r.close();
-                std::thread::sleep(Duration::from_millis(200));
                 r.kill();
                 r.ended();
             }
         }
+    }
+}
+
+/// At the run's end: every slice's stdin closed, one moment for them all to go, then the rest killed.
+fn finish(slices: &mut [Slice]) {
+    for s in slices.iter_mut() {
+        s.proc.close();
+    }
+    if slices.iter_mut().any(|s| s.proc.running()) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    for s in slices.iter_mut() {
+        s.proc.end();
     }
 }
 
@@ -140,7 +163,7 @@ pub type Said = (usize, Option<Result<FromSlice, String>>);
 fn spawn(
     exe: &std::path::Path,
     k: usize,
-    spec: &SliceSpec,
+    spec: &SliceSpec<Picked>,
     tx: mpsc::Sender<Said>,
 ) -> Result<Slice> {
     let mut child = Command::new(exe)
@@ -151,9 +174,14 @@ fn spawn(
         .spawn()
         .with_context(|| format!("starting slice {k} ({})", exe.display()))?;
     let mut stdin = child.stdin.take().expect("piped");
-    let line = serde_json::to_string(spec).context("serialising a slice's spec")?;
-    writeln!(stdin, "{line}").context("sending a slice its spec")?;
-    stdin.flush()?;
+    // Written straight from the manifest into the pipe: the parent keeps no copy of a slice's users.
+    let mut w = std::io::BufWriter::new(&mut stdin);
+    serde_json::to_writer(&mut w, spec)
+        .map_err(anyhow::Error::from)
+        .and_then(|_| Ok(writeln!(w)?))
+        .and_then(|_| Ok(w.flush()?))
+        .context("sending a slice its spec")?;
+    drop(w);
     let stdout = child.stdout.take().expect("piped");
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines() {
@@ -168,7 +196,7 @@ fn spawn(
     });
     let pid = child.id();
     Ok(Slice::new(
-        spec.accounts.len(),
+        spec.users.len(),
         Proc::Local {
             child,
             stdin: Some(stdin),
@@ -363,9 +391,7 @@ pub fn run(opts: LoadOptions, processes: usize) -> Result<Summary> {
             break;
         }
     }
-    for s in &mut slices {
-        s.proc.finish();
-    }
+    finish(&mut slices);
     let duration_s = t0.elapsed().as_secs_f64();
     let results = slices
         .into_iter()

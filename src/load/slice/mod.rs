@@ -30,9 +30,11 @@ pub const STOP: &str = "stop";
 /// How often a slice reports its counters.
 pub const TICK: Duration = Duration::from_millis(250);
 
-/// What a slice runs: its users' accounts (rooms whole) and the run's settings, and when to start.
+/// What a slice runs: its users (rooms whole) and the run's settings, and when to start. `U` is how its
+/// users travel: `Users` (owned, as the slice reads them) or `Picked` (the parent's view of its manifest:
+/// written straight into the slice's pipe, never copied).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SliceSpec {
+pub struct SliceSpec<U = Users> {
     pub slice: usize,
     pub of: usize,
     pub scenario: String,
@@ -40,8 +42,7 @@ pub struct SliceSpec {
     /// The front door's address, resolved and allowed by the parent.
     pub addr: SocketAddr,
     pub host_header: Option<String>,
-    pub accounts: Vec<Account>,
-    pub tokens: Option<Vec<String>>,
+    pub users: U,
     pub ramp_ms: u64,
     pub hold_ms: u64,
     pub dial_concurrency: usize,
@@ -56,16 +57,56 @@ pub struct SliceSpec {
     pub probe: bool,
 }
 
-impl SliceSpec {
+/// A slice's users as it reads them: their accounts, and their tokens with `--tokens`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Users {
+    pub accounts: Vec<Account>,
+    pub tokens: Option<Vec<String>>,
+}
+
+/// The users `picked` (indices into `manifest`), serialised as `Users` is.
+#[derive(Debug, Clone, Copy)]
+pub struct Picked<'a> {
+    pub manifest: &'a Manifest,
+    pub picked: &'a [usize],
+}
+
+impl Picked<'_> {
+    pub fn len(&self) -> usize {
+        self.picked.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.picked.is_empty()
+    }
+}
+
+impl Serialize for Picked<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        struct Each<'a, T>(&'a [T], &'a [usize]);
+        impl<T: Serialize> Serialize for Each<'_, T> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_seq(self.1.iter().map(|&i| &self.0[i]))
+            }
+        }
+        let m = self.manifest;
+        let mut st = s.serialize_struct("Users", 2)?;
+        st.serialize_field("accounts", &Each(&m.accounts, self.picked))?;
+        st.serialize_field("tokens", &m.tokens.as_deref().map(|t| Each(t, self.picked)))?;
+        st.end()
+    }
+}
+
+impl<'a> SliceSpec<Picked<'a>> {
     /// Slice `slice` of `of` of `opts`: the users `users` (indices into the manifest).
     pub fn of(
-        opts: &LoadOptions,
+        opts: &'a LoadOptions,
         slice: usize,
         of: usize,
-        users: &[usize],
+        users: &'a [usize],
         start_at_unix_ms: u64,
-    ) -> SliceSpec {
-        let m = &opts.manifest;
+    ) -> SliceSpec<Picked<'a>> {
         SliceSpec {
             slice,
             of,
@@ -73,11 +114,10 @@ impl SliceSpec {
             url: opts.endpoint.base.to_string(),
             addr: opts.endpoint.addr,
             host_header: opts.endpoint.host_header.clone(),
-            accounts: users.iter().map(|&i| m.accounts[i].clone()).collect(),
-            tokens: m
-                .tokens
-                .as_ref()
-                .map(|t| users.iter().map(|&i| t[i].clone()).collect()),
+            users: Picked {
+                manifest: &opts.manifest,
+                picked: users,
+            },
             ramp_ms: opts.ramp.as_millis() as u64,
             hold_ms: opts.hold.as_millis() as u64,
             dial_concurrency: opts.dial_concurrency.div_ceil(of).max(1),
@@ -90,7 +130,9 @@ impl SliceSpec {
             probe: opts.probe && slice == 0,
         }
     }
+}
 
+impl<U> SliceSpec<U> {
     /// Dial the front door at `ip` instead (a slice on a generator host, for a door on loopback here):
     /// its sockets and its HTTP calls alike, the name it had sent as the Host header.
     pub fn dial_at(&mut self, ip: IpAddr) {
@@ -104,37 +146,40 @@ impl SliceSpec {
             }
         }
     }
+}
 
-    /// The slice's own run: its users only, one process, its hold gated on the parent's word.
-    pub fn options(&self) -> Result<LoadOptions, String> {
+impl SliceSpec {
+    /// The slice's own run: its users only (moved, not copied), one process, its hold gated on the
+    /// parent's word.
+    pub fn into_options(self) -> Result<LoadOptions, String> {
         let scenario = Scenario::parse(&self.scenario)
             .ok_or_else(|| format!("unknown scenario {:?}", self.scenario))?;
         let base = reqwest::Url::parse(&self.url).map_err(|e| format!("url {}: {e}", self.url))?;
-        let users = self.accounts.len();
+        let users = self.users.accounts.len();
         let manifest = Manifest {
             dir: std::path::PathBuf::from(format!("(slice {} of {})", self.slice, self.of)),
-            accounts: self.accounts.clone(),
+            accounts: self.users.accounts,
             projects: Vec::new(),
-            tokens: self.tokens.clone(),
+            tokens: self.users.tokens,
             tokens_expire: None,
         };
         let endpoint = Endpoint {
             base,
             addr: self.addr,
-            host_header: self.host_header.clone(),
+            host_header: self.host_header,
         };
         let mut o = LoadOptions::new(scenario, endpoint, manifest, users);
         o.ramp = Duration::from_millis(self.ramp_ms);
         o.hold = Duration::from_millis(self.hold_ms);
         o.dial_concurrency = self.dial_concurrency.min(users.max(1));
         o.interval = Duration::from_millis(self.interval_ms);
-        o.tokens = self.tokens.is_some();
+        o.tokens = o.manifest.tokens.is_some();
         o.liveness = exectl_core::load::liveness::Bounds {
             ping_after_ms: self.ping_after_ms,
             answer_within_ms: self.answer_within_ms,
         };
-        o.run_id = self.run_id.clone();
-        o.sources = self.sources.clone();
+        o.run_id = self.run_id;
+        o.sources = self.sources;
         o.processes = Some(1);
         o.probe = self.probe;
         Ok(o)
@@ -273,6 +318,10 @@ mod tests {
     use super::*;
 
     fn spec(url: &str, addr: &str, host_header: Option<&str>) -> SliceSpec {
+        spec_of(url, addr, host_header, Users::default())
+    }
+
+    fn spec_of<U>(url: &str, addr: &str, host_header: Option<&str>, users: U) -> SliceSpec<U> {
         SliceSpec {
             slice: 1,
             of: 3,
@@ -280,8 +329,7 @@ mod tests {
             url: url.into(),
             addr: addr.parse().unwrap(),
             host_header: host_header.map(str::to_string),
-            accounts: Vec::new(),
-            tokens: None,
+            users,
             ramp_ms: 0,
             hold_ms: 1000,
             dial_concurrency: 1,
@@ -315,6 +363,57 @@ mod tests {
         );
         s.dial_at(here);
         assert_eq!(s.host_header.as_deref(), Some("t.localhost"));
+    }
+
+    #[test]
+    fn a_slice_reads_back_the_users_its_parent_picked() {
+        let account = |i: usize| Account {
+            email: format!("u{i}@x.org"),
+            password: "pw".into(),
+            project_uuid: format!("00000000-0000-0000-0000-{i:012}"),
+            role: crate::load::manifest::Role::Owner,
+        };
+        let manifest = Manifest {
+            dir: "m".into(),
+            accounts: (0..5).map(account).collect(),
+            projects: Vec::new(),
+            tokens: Some((0..5).map(|i| format!("t{i}")).collect()),
+            tokens_expire: None,
+        };
+        let picked = [3, 0, 4];
+        let sent = |manifest| {
+            let users = Picked {
+                manifest,
+                picked: &picked,
+            };
+            serde_json::to_string(&spec_of(
+                "http://127.0.0.1:8090/",
+                "127.0.0.1:8090",
+                None,
+                users,
+            ))
+            .unwrap()
+        };
+        let line = sent(&manifest);
+        let back: SliceSpec = serde_json::from_str(&line).unwrap();
+        let emails: Vec<&str> = back
+            .users
+            .accounts
+            .iter()
+            .map(|a| a.email.as_str())
+            .collect();
+        assert_eq!(emails, ["u3@x.org", "u0@x.org", "u4@x.org"]);
+        assert_eq!(back.users.tokens.as_deref().unwrap(), ["t3", "t0", "t4"]);
+        let o = back.into_options().unwrap();
+        assert_eq!((o.users, o.tokens), (3, true));
+        assert_eq!(o.manifest.accounts[2], account(4));
+        // Without tokens, none travel and the slice logs in.
+        let no_tokens = Manifest {
+            tokens: None,
+            ..manifest.clone()
+        };
+        let back: SliceSpec = serde_json::from_str(&sent(&no_tokens)).unwrap();
+        assert!(!back.into_options().unwrap().tokens);
     }
 
     #[test]

@@ -20,18 +20,26 @@ use ssh2::{Channel, Session};
 use super::FromSlice;
 use crate::sut::ssh::{self, connect, ConnectOptions};
 
-/// This binary, to be run on the generator hosts.
+/// This binary, to be run on the generator hosts: hashed as a stream, read whole only when a host
+/// needs a copy (a debug build is 200 MB: it would sit in the parent's memory all run).
 pub struct Exe {
-    bytes: Vec<u8>,
+    file: std::path::PathBuf,
     pub sha256: String,
 }
 
 impl Exe {
     pub fn current() -> Result<Exe> {
-        let path = std::env::current_exe().context("finding this exectl binary")?;
-        let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-        let sha256 = hex::encode(Sha256::digest(&bytes));
-        Ok(Exe { bytes, sha256 })
+        let file = std::env::current_exe().context("finding this exectl binary")?;
+        let mut hash = Sha256::new();
+        std::fs::File::open(&file)
+            .and_then(|mut f| std::io::copy(&mut f, &mut hash))
+            .with_context(|| format!("reading {}", file.display()))?;
+        let sha256 = hex::encode(hash.finalize());
+        Ok(Exe { file, sha256 })
+    }
+
+    fn bytes(&self) -> Result<Vec<u8>> {
+        std::fs::read(&self.file).with_context(|| format!("reading {}", self.file.display()))
     }
 
     /// Where it goes on a generator host, relative to the login's home: one file per build.
@@ -87,7 +95,7 @@ pub fn prepare(o: &ConnectOptions, exe: &Exe) -> Result<Host> {
             &sess,
             &url,
             Path::new(&path),
-            &exe.bytes,
+            &exe.bytes()?,
             0o755,
             &AtomicBool::new(false),
         )
