@@ -8,7 +8,9 @@
 # the same stack and flags beside it (same machine, same minutes). Then, with BENCH=1, `exectl bench` at
 # 10,000 and 50,000 on the same stack, its report in OUT.
 # Usage: bash benches/c50k.sh [OUT]   (needs scripts/setup.sh first; about 10 minutes, 25 with BENCH=1)
-# Knobs: USERS (50000), INSTANCES (4), WORKERS (16: 10,000 connections each, 5,000 proxied sockets), RAMP (100s), HOLD (60s), BENCH (0).
+# With PING5=1, the 50,000 run again with the liveness pings of a 10,000 run (--ping-after 5s) beside
+# the default cadence (25 s at 50,000: 2,000 pings a second in all).
+# Knobs: USERS (50000), INSTANCES (4), WORKERS (16: 10,000 connections each, 5,000 proxied sockets), RAMP (100s), HOLD (60s), BENCH (0), PING5 (0).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-$(mktemp -d /tmp/c50k-XXXXXX)}
@@ -41,7 +43,8 @@ log "prepare $users accounts with tokens"
 # One run of N users: the load's summary, and exectl status every 2 s while it runs.
 run() {
   local n=$1 tag=$2
-  log "load idle: $n users (ramp $ramp, hold $hold)"
+  shift 2
+  log "load idle: $n users (ramp $ramp, hold $hold) $*"
   : >"$out/status-$tag.jsonl"
   (
     while :; do
@@ -53,7 +56,7 @@ run() {
   local sampler=$!
   # time -v: the parent's own peak; the slices report theirs in generator.slices.
   /usr/bin/time -v "$x" load idle --stack "$stack" --users "$n" --tokens --ramp "$ramp" --hold "$hold" \
-    --source-addrs 127.0.0.1-127.0.0.4 --quiet --json --out "$out/load-$tag.json" \
+    --source-addrs 127.0.0.1-127.0.0.4 --quiet --json --out "$out/load-$tag.json" "$@" \
     >/dev/null 2>"$out/load-$tag.stderr" || log "load exited $?"
   kill "$sampler" 2>/dev/null || true
   wait "$sampler" 2>/dev/null || true
@@ -61,8 +64,13 @@ run() {
 }
 run 10000 10k
 run "$users" 50k
+tags="10k 50k"
+if [ "${PING5:-0}" = 1 ]; then
+  run "$users" 50k-ping5 --ping-after 5s
+  tags="$tags 50k-ping5"
+fi
 
-python3 - "$out" <<'EOF'
+python3 - "$out" $tags <<'EOF'
 import json, sys, os
 out = sys.argv[1]
 def peak(tag):
@@ -78,7 +86,7 @@ def peak(tag):
         if best is None or s["total_connections"] > best["total_connections"]:
             best = s
     return best
-for tag in ["10k", "50k"]:
+for tag in sys.argv[2:]:
     j = json.load(open(os.path.join(out, f"load-{tag}.json")))
     p = j.get("plateau") or {}
     slices = j["generator"]["slices"]
@@ -86,6 +94,7 @@ for tag in ["10k", "50k"]:
     print(f"== {tag}: exectl load idle, {j['users']} users ==")
     print(f"held at once for the hold   min {p.get('min_open')} of {p.get('target')} over {p.get('end_s', 0) - p.get('start_s', 0):.1f} s (peak {p.get('peak_open')})")
     print(f"held full duration          {j['held_full_duration']}  failures {j['failures']}")
+    print(f"liveness                    ping after {j['settings']['ping_after_s']} s of silence, stalled {j.get('stalled')}")
     print(f"generator peak RSS (total)  {mib(j['client_peak_rss_bytes']):.1f} MiB = {j['client_peak_rss_bytes'] / 1024 / max(j['connected'], 1):.1f} KiB per socket")
     print(f"generator CPU (total)       {j['client_cpu_seconds']} s over {j['duration_s']} s")
     print(f"connection rate             {j['connect_rate_per_s']} /s  connect ms {j['connect_ms']}")

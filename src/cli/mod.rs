@@ -271,6 +271,11 @@ pub struct BenchFlags {
     /// collab/editing: mean time between a user's actions.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub interval: Option<String>,
+    /// Ping a held socket whose server has been silent this long (a frozen server keeps its sockets
+    /// open); unanswered 10 s more, it is stalled [default: 5s; past 10,000 users longer, so that a run
+    /// sends at most 2,000 pings a second].
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub ping_after: Option<String>,
     /// Use the minted tokens of tokens.json instead of logging in.
     #[arg(long)]
     pub tokens: bool,
@@ -349,6 +354,11 @@ pub struct LoadArgs {
     /// Mean time between a user's actions; waits are uniform in [D/2, 2D] [default: 1s collab, 10s editing].
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub interval: Option<String>,
+    /// Ping a held socket whose server has been silent this long (a frozen server keeps its sockets
+    /// open); unanswered 10 s more, it is stalled [default: 5s; past 10,000 users longer, so that a run
+    /// sends at most 2,000 pings a second].
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub ping_after: Option<String>,
     /// Use the minted tokens of tokens.json instead of logging in.
     #[arg(long)]
     pub tokens: bool,

@@ -165,7 +165,7 @@ impl LoadOptions {
             hold: DEFAULT_HOLD,
             interval: scenario.default_interval(),
             tokens: false,
-            liveness: exectl_core::load::liveness::Bounds::default(),
+            liveness: exectl_core::load::liveness::Bounds::for_users(users),
             run_id: format!("{}-{users}", scenario.name()),
             progress: false,
             live: None,

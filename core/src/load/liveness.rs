@@ -10,6 +10,10 @@ use std::time::Duration;
 
 /// Server silence after which the client pings (cheap: 2,000 pings/s at 10,000 idle sockets).
 pub const PING_AFTER: Duration = Duration::from_secs(5);
+/// The pings a run sends at most, per second, by default: past 10,000 users the silence before a ping
+/// grows instead (at 50,000 idle sockets a 5 s cadence is 10,000 pings a second, which a 2-core SUT
+/// spends its time answering).
+pub const PINGS_PER_S: u64 = 2_000;
 /// How long a ping may go unanswered before the socket counts as stalled. The seed saw the event loop
 /// blocked for seconds under login bursts; 10 s more than the app's worst healthy answer time.
 pub const ANSWER_WITHIN: Duration = Duration::from_secs(10);
@@ -30,6 +34,16 @@ impl Default for Bounds {
 }
 
 impl Bounds {
+    /// The default for a run of `users` sockets: `PING_AFTER`, or longer so that the run as a whole
+    /// pings at most `PINGS_PER_S` times a second (25 s at 50,000).
+    pub fn for_users(users: usize) -> Bounds {
+        let spread_ms = (users as u64).saturating_mul(1000) / PINGS_PER_S;
+        Bounds {
+            ping_after_ms: spread_ms.clamp(PING_AFTER.as_millis() as u64, u32::MAX as u64) as u32,
+            ..Bounds::default()
+        }
+    }
+
     /// The longest silence a healthy socket can show: a ping sent after `ping_after`, answered just in time.
     pub fn stall_after_ms(&self) -> u32 {
         self.ping_after_ms.saturating_add(self.answer_within_ms)
@@ -109,6 +123,16 @@ mod tests {
         ping_after_ms: 5_000,
         answer_within_ms: 10_000,
     };
+
+    #[test]
+    fn the_default_cadence_keeps_a_run_under_its_ping_budget() {
+        assert_eq!(Bounds::for_users(1), Bounds::default());
+        assert_eq!(Bounds::for_users(10_000).ping_after_ms, 5_000);
+        assert_eq!(Bounds::for_users(20_000).ping_after_ms, 10_000);
+        let b = Bounds::for_users(50_000);
+        assert_eq!((b.ping_after_ms, b.answer_within_ms), (25_000, 10_000));
+        assert_eq!(b.stall_after_ms(), 35_000);
+    }
 
     #[test]
     fn a_quiet_healthy_server_is_pinged_and_stays_alive() {

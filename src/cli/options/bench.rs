@@ -159,6 +159,7 @@ fn level_flags(a: &BenchArgs, stack: &str, users: u64, run_id: &str) -> LoadFlag
         dial_concurrency: a.flags.dial_concurrency.clone(),
         hold: a.flags.hold.clone(),
         interval: a.flags.interval.clone(),
+        ping_after: a.flags.ping_after.clone(),
         tokens: a.flags.tokens,
         source_addrs: a.flags.source_addrs.clone(),
         processes: a.flags.processes.clone(),

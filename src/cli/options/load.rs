@@ -13,6 +13,7 @@ use crate::load::{
     DEFAULT_RAMP,
 };
 use exectl_core::error::UsageError;
+use exectl_core::load::liveness::Bounds;
 
 /// The load flags of `exectl load`, and of one level of `exectl bench` (which has no --users: a level).
 #[derive(Debug, Clone, Default)]
@@ -29,6 +30,7 @@ pub struct LoadFlags {
     pub dial_concurrency: Option<String>,
     pub hold: Option<String>,
     pub interval: Option<String>,
+    pub ping_after: Option<String>,
     pub tokens: bool,
     pub source_addrs: Option<String>,
     pub processes: Option<String>,
@@ -52,6 +54,7 @@ impl LoadFlags {
             dial_concurrency: a.dial_concurrency.clone(),
             hold: a.hold.clone(),
             interval: a.interval.clone(),
+            ping_after: a.ping_after.clone(),
             tokens: a.tokens,
             source_addrs: a.source_addrs.clone(),
             processes: a.processes.clone(),
@@ -94,6 +97,7 @@ struct Values {
     ramp: Duration,
     hold: Duration,
     interval: Duration,
+    ping_after: Option<Duration>,
     sources: Vec<std::net::IpAddr>,
     processes: Option<usize>,
     generators: crate::load::Generators,
@@ -133,6 +137,19 @@ fn values(args: &LoadFlags) -> Result<Values, UsageError> {
         scenario.default_interval(),
         Duration::from_millis(10),
     )?;
+    // Under a second, pings are the load; above an hour, no hold would ever ping.
+    let ping_after = args
+        .ping_after
+        .as_deref()
+        .map(|v| {
+            duration_flag(
+                "--ping-after",
+                v,
+                Duration::from_secs(1),
+                Duration::from_secs(3600),
+            )
+        })
+        .transpose()?;
     if args.tokens && scenario == Scenario::LoginBurst {
         return Err(UsageError::new(
             "--tokens",
@@ -169,6 +186,7 @@ fn values(args: &LoadFlags) -> Result<Values, UsageError> {
         ramp,
         hold,
         interval,
+        ping_after,
         sources,
         processes,
         generators,
@@ -190,6 +208,7 @@ pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
         ramp,
         hold,
         interval,
+        ping_after,
         sources,
         processes,
         generators,
@@ -264,7 +283,13 @@ pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
         hold,
         interval,
         tokens: args.tokens,
-        liveness: exectl_core::load::liveness::Bounds::default(),
+        liveness: match ping_after {
+            Some(d) => Bounds {
+                ping_after_ms: d.as_millis() as u32,
+                ..Bounds::default()
+            },
+            None => Bounds::for_users(users),
+        },
         run_id,
         progress: !args.quiet,
         live: None,
@@ -316,4 +341,41 @@ pub fn check_out(path: &Path) -> Result<(), UsageError> {
             "give a writable file path",
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::manifest::{Account, Project, Role};
+
+    #[test]
+    fn the_liveness_cadence_is_the_flags_or_scales_with_the_users() {
+        let d = tempfile::tempdir().unwrap();
+        let uuid = "0b8e6f6e-8a43-4f55-9d3c-2f1b7b0a9e11";
+        let accounts: Vec<Account> = (0..3)
+            .map(|i| Account {
+                email: format!("u{i}@x.org"),
+                password: "pw".into(),
+                project_uuid: uuid.into(),
+                role: Role::Owner,
+            })
+            .collect();
+        let projects = [Project {
+            uuid: uuid.into(),
+            owner_email: "u0@x.org".into(),
+        }];
+        Manifest::write(d.path(), &accounts, &projects, None).unwrap();
+        let flags = |ping_after: Option<&str>| LoadFlags {
+            scenario: "idle".into(),
+            url: Some("http://127.0.0.1:8090".into()),
+            manifest: Some(d.path().to_path_buf()),
+            ping_after: ping_after.map(str::to_string),
+            ..LoadFlags::default()
+        };
+        assert_eq!(load(&flags(None)).unwrap().liveness, Bounds::for_users(3));
+        let set = load(&flags(Some("40s"))).unwrap().liveness;
+        assert_eq!((set.ping_after_ms, set.answer_within_ms), (40_000, 10_000));
+        let e = load(&flags(Some("500ms"))).unwrap_err();
+        assert_eq!(e.field, "--ping-after");
+    }
 }
