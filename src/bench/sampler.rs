@@ -28,7 +28,7 @@ use crate::shell::ShellLoop;
 use crate::status::{self, Deployed};
 use crate::sut::{Target, TargetSpec};
 use containers::{Fleet, Followed};
-use exectl_core::bench::timeline::stub_status_active;
+use exectl_core::bench::timeline::{stub_status_active, HostCpu};
 use exectl_core::bench::{InstanceSample, LeakCheck, Sample};
 
 /// Called once when the sampler cannot go on (the SSH link to the SUT is lost), with what happened.
@@ -243,6 +243,8 @@ struct Inner {
     /// When the previous host command returned: the cgroup counters' clock.
     prev_read_at: Option<Instant>,
     prev_gen_cpu: f64,
+    /// The host's CPU counters at the previous sample.
+    prev_jiffies: Option<exectl_core::bench::timeline::Jiffies>,
     gen_cpus: f64,
     /// Locally: the host scripts' own CPU so far (seconds) and the running one's last reading (ns).
     local_script_cpu: (f64, u64),
@@ -324,6 +326,7 @@ impl Inner {
             prev_at: None,
             prev_read_at: None,
             prev_gen_cpu: metrics::cpu_seconds(),
+            prev_jiffies: first.as_ref().and_then(|r| r.cpu_jiffies),
             gen_cpus: metrics::cpu_capacity(),
             // What the script used before the first sample (its walk of /proc) is not the generator's.
             local_script_cpu: (0.0, first.and_then(|r| r.own_run_ns).unwrap_or(0)),
@@ -547,6 +550,12 @@ impl Inner {
                 );
             }
         }
+        let jiffies = read.as_ref().and_then(|r| r.cpu_jiffies);
+        let host_cpu = self
+            .prev_jiffies
+            .zip(jiffies)
+            .and_then(|(a, b)| HostCpu::between(&a, &b));
+        self.prev_jiffies = jiffies.or(self.prev_jiffies);
         let took = started.elapsed().as_secs_f64() * 1000.0;
         self.sample_ms_total += took;
         let sample = Sample {
@@ -556,6 +565,7 @@ impl Inner {
             instances,
             nginx_active: nginx,
             load_avg: read.as_ref().and_then(|r| r.load_avg),
+            host_cpu,
             generator,
             sample_ms: Some(took),
             proxies,

@@ -165,21 +165,29 @@ impl<'a> Evidence<'a> {
     }
 
     fn host_text(&self, h: &HostCpu) -> String {
+        let parts = match (h.kernel_cpus, h.steal_cpus) {
+            (Some(k), Some(st)) if st >= 0.05 => format!(
+                "; its own count: {k:.1} in the kernel (network, interrupts), {st:.1} stolen by the hypervisor"
+            ),
+            (Some(k), _) => format!("; its own count: {k:.1} in the kernel (network, interrupts)"),
+            _ => String::new(),
+        };
+        let generator = if self.known.generator_local {
+            format!(
+                "; the generator shares the host (local target) and used {:.1} of them",
+                h.generator_cpus
+            )
+        } else {
+            String::new()
+        };
+        let load = h
+            .load
+            .map(|l| format!("; load average {l:.1}"))
+            .unwrap_or_default();
         format!(
-            "{:.1} of the host's {} busy (p90){}{}",
+            "{:.1} of the host's {} busy (p90){parts}{generator}{load}",
             h.busy_cpus,
             cpus(self.known.cpu.host_cpus.unwrap_or(0.0)),
-            if self.known.generator_local {
-                format!(
-                    "; the generator shares the host (local target) and used {:.1} of them",
-                    h.generator_cpus
-                )
-            } else {
-                String::new()
-            },
-            h.load
-                .map(|l| format!("; load average {l:.1}"))
-                .unwrap_or_default()
         )
     }
 }
@@ -441,11 +449,17 @@ fn nginx_connections(during: &[&Sample], known: &Known) -> Option<Candidate> {
     })
 }
 
-/// The SUT host's CPU: what its containers (and, on a local target, the generator) used of its CPUs,
-/// or its load average against them, whichever is higher, sample by sample.
+/// The SUT host's CPU. By the host's own count (/proc/stat: the kernel's network work and other tenants
+/// included) where the samples have it; else what its containers (and, on a local target, the
+/// generator) used of its CPUs, or its load average against them, whichever is higher. The load
+/// average alone never decides where the count was read: it lags a minute behind, and counts tasks
+/// waiting on anything, not CPUs busy.
 struct HostCpu {
     share: f64,
     busy_cpus: f64,
+    /// Of `busy_cpus`, the kernel's and the hypervisor's (p90 each), by the host's own count.
+    kernel_cpus: Option<f64>,
+    steal_cpus: Option<f64>,
     generator_cpus: f64,
     load: Option<f64>,
 }
@@ -456,6 +470,23 @@ fn host_cpu(during: &[&Sample], known: &Known) -> Option<HostCpu> {
         true => s.generator.cpu_pct.unwrap_or(0.0) / 100.0 * known.generator_cpus,
         false => 0.0,
     };
+    let load = p90(during.iter().filter_map(|s| s.load_avg).collect());
+    let generator_cpus = p90(during.iter().map(|s| generator(s)).collect()).unwrap_or(0.0);
+    let counted: Vec<_> = during.iter().filter_map(|s| s.host_cpu).collect();
+    if !counted.is_empty() {
+        let of = |f: fn(&super::timeline::HostCpu) -> f64| {
+            p90(counted.iter().map(|h| f(h) / 100.0 * host).collect())
+        };
+        let busy_cpus = of(|h| h.busy_pct)?;
+        return Some(HostCpu {
+            share: busy_cpus / host,
+            busy_cpus,
+            kernel_cpus: of(|h| h.kernel_pct),
+            steal_cpus: of(|h| h.steal_pct),
+            generator_cpus,
+            load,
+        });
+    }
     let busy = |s: &Sample| {
         let containers: f64 = s.containers.iter().filter_map(|c| c.cpu_pct).sum::<f64>() / 100.0;
         containers + generator(s)
@@ -467,8 +498,10 @@ fn host_cpu(during: &[&Sample], known: &Known) -> Option<HostCpu> {
     Some(HostCpu {
         share,
         busy_cpus: p90(during.iter().map(|s| busy(s)).collect())?,
-        generator_cpus: p90(during.iter().map(|s| generator(s)).collect()).unwrap_or(0.0),
-        load: p90(during.iter().filter_map(|s| s.load_avg).collect()),
+        kernel_cpus: None,
+        steal_cpus: None,
+        generator_cpus,
+        load,
     })
 }
 

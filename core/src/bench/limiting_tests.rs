@@ -320,6 +320,57 @@ fn a_saturated_host_is_named_and_says_the_generator_shares_it() {
     );
 }
 
+/// The host's own count of its CPUs (/proc/stat) decides where the samples have it: the kernel's network
+/// work the containers' cgroups do not show can fill the host, and a high load average over a host with
+/// idle CPUs (tasks waiting on anything) names nothing.
+#[test]
+fn the_hosts_own_cpu_count_decides_over_its_load_average() {
+    let with = |busy: f64, load: f64| -> Vec<Sample> {
+        samples(|_| {
+            (
+                vec![
+                    container("app-1", 10.0, 1.0, 40, 512),
+                    container("nginx", 30.0, 2.0, 40, 512),
+                ],
+                None,
+                10.0,
+            )
+        })
+        .into_iter()
+        .map(|mut x| {
+            x.load_avg = Some(load);
+            x.host_cpu = Some(crate::bench::timeline::HostCpu {
+                busy_pct: busy,
+                kernel_pct: busy / 2.0,
+                steal_pct: 10.0,
+            });
+            x
+        })
+        .collect()
+    };
+    let known = Known {
+        cpu: CpuScale {
+            host_cpus: Some(2.0),
+            app_threads: None,
+        },
+        generator_local: true,
+        generator_cpus: 2.0,
+        ..Known::default()
+    };
+    // 0.3 CPUs in the containers, but the host counts 96 % busy: the host is named, with its count.
+    let l = limiting_component(&SPAN, &with(96.0, 3.0), &known);
+    assert_eq!(l.component, "the SUT host's CPU", "{l:?}");
+    assert_eq!(
+        l.detail,
+        "1.9 of the host's 2 CPUs busy (p90); its own count: 1.0 in the kernel (network, interrupts), 0.2 stolen by the hypervisor; the generator shares the host (local target) and used 0.2 of them; load average 3.0"
+    );
+    // A load average of 15 over a host 60 % busy: not saturated, nothing at its limit.
+    assert_eq!(
+        limiting_component(&SPAN, &with(60.0, 15.0), &known).resource,
+        Resource::Unknown
+    );
+}
+
 /// A real timeline (tests/docker_proxy.rs's run): ha ×2 on an engine with 1024 open files, 300 idle
 /// users through 127.0.0.1: docker-proxy held 699 files at 83 sockets, then stopped.
 #[test]

@@ -90,6 +90,51 @@ pub struct InstanceSample {
     pub rooms: Option<u64>,
 }
 
+/// The SUT host's CPU by its own count (/proc/stat's `cpu` line) since the previous sample, in percent
+/// of all its CPUs: everything that ran there (containers, the kernel's network work, other tenants'
+/// processes), which the containers' cgroups alone do not show.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct HostCpu {
+    /// Not idle: user, system, interrupts and time stolen by the hypervisor.
+    pub busy_pct: f64,
+    /// Of which the kernel's (system, irq, softirq): a socket's packets are handled there.
+    pub kernel_pct: f64,
+    /// Of which stolen: the host's CPUs ran another machine's work.
+    pub steal_pct: f64,
+}
+
+/// The jiffies of /proc/stat's `cpu` line: user nice system idle iowait irq softirq steal.
+pub type Jiffies = [u64; 8];
+
+impl HostCpu {
+    /// The aggregate line, `cpu  user nice system idle iowait irq softirq steal …`.
+    pub fn jiffies(line: &str) -> Option<Jiffies> {
+        let mut w = line.split_whitespace();
+        (w.next()? == "cpu").then_some(())?;
+        let mut j = [0u64; 8];
+        for v in &mut j {
+            *v = w.next()?.parse().ok()?;
+        }
+        Some(j)
+    }
+
+    /// From one reading to the next (None when no time passed or the counters went back).
+    pub fn between(prev: &Jiffies, now: &Jiffies) -> Option<HostCpu> {
+        let d: Vec<u64> = (0..8)
+            .map(|i| now[i].checked_sub(prev[i]))
+            .collect::<Option<_>>()?;
+        let total: u64 = d.iter().sum();
+        (total > 0).then(|| {
+            let pct = |x: u64| x as f64 * 100.0 / total as f64;
+            HostCpu {
+                busy_pct: pct(total - d[3] - d[4]),
+                kernel_pct: pct(d[2] + d[5] + d[6]),
+                steal_pct: pct(d[7]),
+            }
+        })
+    }
+}
+
 /// The generator (this process) at one instant.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct GeneratorSample {
@@ -119,6 +164,9 @@ pub struct Sample {
     /// The SUT's 1-minute load average.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_avg: Option<f64>,
+    /// The SUT host's CPU since the previous sample, by its own count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_cpu: Option<HostCpu>,
     pub generator: GeneratorSample,
     /// What the SUT sample cost: the sampling command's own wall time, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -246,6 +294,25 @@ pub fn stub_status_active(text: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    use super::HostCpu;
+
+    #[test]
+    fn the_hosts_cpu_is_read_from_two_lines_of_proc_stat() {
+        let a = HostCpu::jiffies("cpu  100 0 50 800 10 0 20 20 0 0").unwrap();
+        let b = HostCpu::jiffies("cpu  160 0 90 860 10 0 40 40 0 0").unwrap();
+        // 200 jiffies: 60 idle, 140 busy of which 60 in the kernel (40 + 20) and 20 stolen.
+        let h = HostCpu::between(&a, &b).unwrap();
+        assert_eq!((h.busy_pct, h.kernel_pct, h.steal_pct), (70.0, 30.0, 10.0));
+        assert_eq!(HostCpu::between(&b, &a), None, "counters never go back");
+        assert_eq!(HostCpu::between(&a, &a), None, "no time passed");
+        assert_eq!(
+            HostCpu::jiffies("cpu0 1 2 3 4 5 6 7 8"),
+            None,
+            "the aggregate line only"
+        );
+        assert_eq!(HostCpu::jiffies("cpu 1 2 3"), None);
+    }
+
     use super::*;
 
     #[test]

@@ -91,6 +91,8 @@ done
 "#;
 
 const LOAD: &str = "@@exectl-loadavg";
+/// /proc/stat's first line: the host's CPU by its own count.
+const STAT: &str = "@@exectl-stat";
 /// Opens a container's open-files figure, after what `limits::parse` reads.
 const FILES: &str = "--files";
 const TIMES: &str = "@@exectl-times";
@@ -133,7 +135,7 @@ impl Item {
 /// ten times the reading itself: BENCHMARKS.md "Bench sampler").
 pub fn sample_loop() -> Script {
     Script::new(format!(
-        "exec 2>/dev/null\n{FILES_FN}{OTHER_FNS}if [ -f /sys/fs/cgroup/cgroup.controllers ]; then\none() {{\n{v2}}}\nelse\none() {{\n{v1}}}\nfi\nwhile read -r req; do\nset -f\nfor w in $req; do\nset +f\necho \"{MARK}$w\"\ncase \"$w\" in c=*) one \"${{w#c=}}\";; r=*) resolve \"${{w#r=}}\";; p=*) proxy \"${{w#p=}}\";; s=*) scan \"${{w#s=}}\";; esac\ndone\nset +f\necho {LOAD}; read -r l < /proc/loadavg; echo \"$l\"\necho {TIMES}; times\necho {RUN}; read -r r x < /proc/$$/schedstat && echo \"$r\"\necho {END}\ndone\n",
+        "exec 2>/dev/null\n{FILES_FN}{OTHER_FNS}if [ -f /sys/fs/cgroup/cgroup.controllers ]; then\none() {{\n{v2}}}\nelse\none() {{\n{v1}}}\nfi\nwhile read -r req; do\nset -f\nfor w in $req; do\nset +f\necho \"{MARK}$w\"\ncase \"$w\" in c=*) one \"${{w#c=}}\";; r=*) resolve \"${{w#r=}}\";; p=*) proxy \"${{w#p=}}\";; s=*) scan \"${{w#s=}}\";; esac\ndone\nset +f\necho {LOAD}; read -r l < /proc/loadavg; echo \"$l\"\necho {STAT}; read -r l < /proc/stat; echo \"$l\"\necho {TIMES}; times\necho {RUN}; read -r r x < /proc/$$/schedstat && echo \"$r\"\necho {END}\ndone\n",
         v2 = V2_BODY.replace("{FILES}", FILES),
         v1 = V1_BODY.replace("{FILES}", FILES),
     ))
@@ -155,6 +157,8 @@ pub struct Read {
     /// Each item's text, in the order asked (empty when the host said nothing of it).
     pub items: Vec<String>,
     pub load_avg: Option<f64>,
+    /// The host's CPU counters so far (`HostCpu::jiffies`).
+    pub cpu_jiffies: Option<exectl_core::bench::timeline::Jiffies>,
     /// CPU seconds the looping script and its children have used on the host so far (user + system).
     pub own_cpu_s: Option<f64>,
     /// The looping shell's own time on a CPU so far, ns (exact; its children not counted).
@@ -164,11 +168,13 @@ pub struct Read {
 pub fn parse(text: &str, items: &[Item]) -> Read {
     let (parts, rest) = text.split_once(LOAD).unwrap_or((text, ""));
     let (load, rest) = rest.split_once(TIMES).unwrap_or((rest, ""));
+    let (load, stat) = load.split_once(STAT).unwrap_or((load, ""));
     let (times, run) = rest.split_once(RUN).unwrap_or((rest, ""));
     let words: Vec<String> = items.iter().map(|i| i.word().unwrap_or_default()).collect();
     Read {
         items: split_pids(parts, &words),
         load_avg: load.split_whitespace().next().and_then(|w| w.parse().ok()),
+        cpu_jiffies: exectl_core::bench::timeline::HostCpu::jiffies(stat.trim()),
         own_cpu_s: parse_times(times),
         own_run_ns: run.trim().parse().ok(),
     }
@@ -275,7 +281,7 @@ mod tests {
     #[test]
     fn splits_items_load_and_its_own_cost() {
         let out = format!(
-            "{MARK}c=/docker/a\nA\n{FILES}\n900 1024\n{MARK}c=/docker/b\n{MARK}p=7\nalive 12\n{LOAD}\n0.42 0.30 0.20 1/300 999\n{TIMES}\n0m0.010s 0m0.004s\n0m1.500s 0m0.020s\n{RUN}\n14000000\n"
+            "{MARK}c=/docker/a\nA\n{FILES}\n900 1024\n{MARK}c=/docker/b\n{MARK}p=7\nalive 12\n{LOAD}\n0.42 0.30 0.20 1/300 999\n{STAT}\ncpu  10 1 5 80 2 0 3 1 0 0\n{TIMES}\n0m0.010s 0m0.004s\n0m1.500s 0m0.020s\n{RUN}\n14000000\n"
         );
         let items = [
             Item::Cgroup("/docker/b".into()),
@@ -296,6 +302,7 @@ mod tests {
         assert_eq!(parse_proxy(&r.items[2]), Some(12));
         assert_eq!(r.items[3], "");
         assert_eq!(r.load_avg, Some(0.42));
+        assert_eq!(r.cpu_jiffies, Some([10, 1, 5, 80, 2, 0, 3, 1]));
         assert!((r.own_cpu_s.unwrap() - 1.534).abs() < 1e-9);
         assert_eq!(r.own_run_ns, Some(14_000_000));
         assert_eq!(parse("", &items).load_avg, None);
@@ -402,6 +409,7 @@ mod tests {
         assert_eq!(parse_proxy(&first.items[4]), None, "not a docker-proxy");
         assert!(parse_scan(&first.items[5]).is_empty());
         assert!(first.load_avg.is_some(), "{first:?}");
+        assert!(first.cpu_jiffies.is_some(), "{first:?}");
         let mut last = (first.own_cpu_s.unwrap(), first.own_run_ns.unwrap());
         for _ in 0..20 {
             let r = parse(&lp.ask(&request(&items[..1])).unwrap(), &items[..1]);

@@ -179,6 +179,11 @@ pub mod tests {
                     .collect(),
                 nginx_active: Some(users),
                 load_avg: Some(0.5),
+                host_cpu: Some(crate::bench::timeline::HostCpu {
+                    busy_pct: 30.0 + cpu / 4.0,
+                    kernel_pct: 10.0,
+                    steal_pct: 0.0,
+                }),
                 generator: GeneratorSample {
                     target_users: users,
                     open_sockets: users,
@@ -258,7 +263,10 @@ pub mod tests {
                 host_scripts: 1,
             },
             generator_cpus: 2.0,
-            cpu_scale: Default::default(),
+            cpu_scale: super::super::cpu::CpuScale {
+                host_cpus: Some(2.0),
+                app_threads: None,
+            },
             generator_local: true,
         };
         (r, samples)

@@ -268,7 +268,7 @@ fn nginx(_: &Results, samples: &[Sample]) -> Vec<Series> {
 }
 
 /// The host as a component: its CPUs busy (the containers', and the generator's when it shares the
-/// host), beside its load average and its CPUs.
+/// host; and by the host's own count, the kernel's work included), beside its load average and its CPUs.
 fn load(r: &Results, samples: &[Sample]) -> Vec<Series> {
     let busy = |s: &Sample| {
         if !s.containers.iter().any(|c| c.cpu_pct.is_some()) {
@@ -293,6 +293,10 @@ fn load(r: &Results, samples: &[Sample]) -> Vec<Series> {
         ),
     ];
     if let Some(h) = r.cpu_scale.host_cpus {
+        let counted = line(samples, |s| Some(s.host_cpu?.busy_pct / 100.0 * h));
+        if !counted.is_empty() {
+            out.push(Series::line("CPUs busy (the host's own count)", 5, counted));
+        }
         let pts = line(samples, |_| Some(h));
         if !pts.is_empty() {
             out.push(Series::limit("the host's CPU limit", 4, pts));
