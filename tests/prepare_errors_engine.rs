@@ -77,7 +77,8 @@ async fn a_row_the_database_refuses_is_named_by_statement_and_rows() {
     assert_eq!(code, Some(1), "{err}");
     assert_no_values(&err, password);
     assert!(
-        err.contains("error: writing accounts 1–20 of 20 (INSERT INTO users): postgres client"),
+        // A first run: accounts with their projects and documents in one statement (seed::sql::Fresh).
+        err.contains("error: writing accounts 1–20 of 20 (INSERT INTO users, projects and yjs_documents): postgres client"),
         "names the statement and the rows: {err}"
     );
     assert!(

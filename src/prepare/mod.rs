@@ -277,14 +277,27 @@ pub async fn run(
     };
 
     let db = stack.open_db(target).await?;
-    let result = seed(stack, opts, &db, hashing, &mut timings, progress).await;
-    db.close().await;
-    let (before, after, ids) = result?;
-
-    let (manifest, files) = write_manifest(plan, opts, Via::Sql, &ids, jwt_secret.as_deref())?;
-    let t = Instant::now();
-    let (door, checks) = verify_samples(stack, plan, &opts.password).await?;
-    timings.verify = ms(t.elapsed());
+    // The verification needs the rows committed, not read back: it runs beside the read-back and the
+    // manifest (a sampled socket is held for 500 ms).
+    let (written, committed) = tokio::sync::oneshot::channel();
+    let verifying = async {
+        committed.await.ok()?;
+        let t = Instant::now();
+        let v = verify_samples(stack, plan, &opts.password).await;
+        Some((v, ms(t.elapsed())))
+    };
+    let seeding = async {
+        let result = seed(stack, opts, &db, hashing, &mut timings, progress, written).await;
+        db.close().await;
+        let (before, after, ids) = result?;
+        let (manifest, files) = write_manifest(plan, opts, Via::Sql, &ids, jwt_secret.as_deref())?;
+        anyhow::Ok((before, after, manifest, files))
+    };
+    let (seeded, verified) = tokio::join!(seeding, verifying);
+    let (before, after, manifest, files) = seeded?;
+    let (verified, verify_ms) = verified.context("the verification never began")?;
+    let (door, checks) = verified?;
+    timings.verify = verify_ms;
     timings.total = ms(start.elapsed());
     let added = Counts {
         accounts: after.accounts.saturating_sub(before.accounts),

@@ -13,6 +13,7 @@ pub(super) async fn seed(
     hashing: tokio::task::JoinHandle<Result<(String, Duration)>>,
     timings: &mut Timings,
     progress: Progress<'_>,
+    written: tokio::sync::oneshot::Sender<()>,
 ) -> Result<Seeded> {
     let plan = &opts.plan;
     let pattern = &plan.pattern;
@@ -34,11 +35,7 @@ pub(super) async fn seed(
         Err(db::SchemaWait::Failed(e)) => return Err(e),
     };
     timings.schema = ms(t.elapsed());
-    let before = sql::rows(&state, "B")
-        .next()
-        .map(|r| counts(&r))
-        .transpose()?
-        .unwrap_or_default();
+    let before = counts(&state);
     let existing_hash = sql::rows(&state, "H").next().map(|r| r.join("\t"));
     let wanted: HashSet<&str> = plan.accounts.iter().map(|a| a.email.as_str()).collect();
     if let Some(r) =
@@ -71,7 +68,11 @@ pub(super) async fn seed(
     // Writes: one transaction per chunk, several chunks per exec; each kind's execs at once over
     // `lanes` connections, and the next kind (which joins the rows of the one before) after them.
     let t = Instant::now();
-    let chunks = sql::write_chunks(stack.db, plan, &hash, now_ms(), opts.batch);
+    // Nothing of the pattern there yet (the usual first run): PostgreSQL takes the one-statement path.
+    let fresh = sql::rows(&state, "U").next().is_none().then(|| sql::Fresh {
+        superuser: sql::rows(&state, "S").any(|r| r.first() == Some(&"1")),
+    });
+    let chunks = sql::write_chunks(stack.db, plan, &hash, now_ms(), opts.batch, fresh);
     let total: u64 = chunks.iter().map(|c| c.rows as u64).sum();
     let lanes = write_lanes(stack.db);
     let spans = row_spans(&chunks);
@@ -100,33 +101,31 @@ pub(super) async fn seed(
             progress(done, total);
         }
     }
-    let out = db
-        .run(&sql::readback(stack.db, pattern))
+    // Every row is committed: the verification through the front door may begin beside the read-back.
+    let _ = written.send(());
+    // The read-back in two parts over the write lanes (one script where there is one lane).
+    let parts: Vec<String> = match lanes {
+        1 => vec![sql::readback(stack.db, pattern)],
+        _ => sql::readback_parts(stack.db, pattern).into(),
+    };
+    let out = futures_util::future::try_join_all(parts.iter().map(|q| db.run(q)))
         .await
-        .context("reading back what was written")?;
+        .context("reading back what was written")?
+        .concat();
     timings.write = ms(t.elapsed());
 
     // Check every planned row against the read-back.
     let t = Instant::now();
     let ids = check_rows(plan, &out)?;
-    let after = Counts {
-        accounts: sql::rows(&out, "U")
-            .filter(|r| r.get(2) == Some(&"1"))
-            .count() as u64,
-        projects: sql::rows(&out, "P").count() as u64,
-        collaborators: sql::rows(&out, "C").count() as u64,
-        documents: Some(
-            sql::rows(&out, "P")
-                .filter(|r| r.get(3) == Some(&"1"))
-                .count() as u64,
-        ),
-    };
+    let after = counts(&out);
     timings.readback = ms(t.elapsed());
     Ok((before, after, ids))
 }
 
 /// Rows streamed in one exec at most: large runs still show progress, the usual ones take one round trip.
-const ROWS_PER_EXEC: usize = 20_000;
+/// An exec costs about 100 ms to start here (docker exec, psql, its connection): 100,000 accounts with
+/// their projects and documents are two of them, one per lane.
+const ROWS_PER_EXEC: usize = 50_000;
 
 /// Connections that write at once. PostgreSQL: two (this machine's cores), since at 100,000 rows the
 /// time is the database's own per-row work (index entries, foreign-key checks) on one backend each, and
@@ -228,18 +227,22 @@ pub(super) fn rows_of(at: &[usize], spans: &[(&sql::Chunk, usize, usize, usize)]
         .join(", ")
 }
 
-fn counts(r: &[&str]) -> Result<Counts> {
-    let n = |i: usize| -> Result<u64> {
-        r.get(i)
-            .and_then(|v| v.trim().parse().ok())
-            .with_context(|| format!("unexpected counts row {r:?}"))
-    };
-    Ok(Counts {
-        accounts: n(0)?,
-        projects: n(1)?,
-        collaborators: n(2)?,
-        documents: Some(n(3)?),
-    })
+/// What prepare made for the pattern, from the read-back's rows: its marked accounts, their projects,
+/// those projects' documents and the collaborator rows (the state before the writes is the same
+/// read-back, run first).
+fn counts(readback: &str) -> Counts {
+    Counts {
+        accounts: sql::rows(readback, "U")
+            .filter(|r| r.get(2) == Some(&"1"))
+            .count() as u64,
+        projects: sql::rows(readback, "P").count() as u64,
+        collaborators: sql::rows(readback, "C").count() as u64,
+        documents: Some(
+            sql::rows(readback, "P")
+                .filter(|r| r.get(3) == Some(&"1"))
+                .count() as u64,
+        ),
+    }
 }
 
 /// Every planned account, project (with its owner and its Yjs document) and collaborator row is in the
