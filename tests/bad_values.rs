@@ -20,6 +20,7 @@ const NOT_NUMERIC: &[&str] = &[
     "--known-hosts",
     "--docker-socket",
     "--stack",
+    "--place",
     "--config",
     "--nginx",
     "--lb-algorithm",

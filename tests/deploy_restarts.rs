@@ -138,7 +138,10 @@ async fn a_crash_during_deploy_is_reported_and_never_called_ready() {
     // Without the fault: recreated, nothing restarts, ok.
     let clean = json(&x.run(&with(&base, &["--json"])));
     assert_eq!(clean["ok"], true, "{clean:#}");
-    assert_eq!(clean["changed"], 2, "app-1 and app-2 recreated: {clean:#}");
+    assert_eq!(
+        clean["changed"], 3,
+        "app-1 and app-2 recreated, and nginx after them: {clean:#}"
+    );
     assert!(restarted(&clean).is_empty(), "{clean:#}");
     for app in ["app-1", "app-2"] {
         let info = d.inspect_container(&s.container(app), None).await.unwrap();

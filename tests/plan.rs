@@ -4,25 +4,11 @@ use exectl::engine::desired::Desired;
 use exectl::state::secrets::Secrets;
 use exectl_core::plan::{plan, Action, Observed, ObservedContainer};
 use exectl_core::render::Templates;
-use exectl_core::spec::{self, Raw, SpecInput};
+use exectl_core::spec;
 use std::path::Path;
 
 fn desired_for(flags: &[(&'static str, &str)]) -> Desired {
-    let mut i = SpecInput {
-        topology: Some(Raw::flag("topology", "ha")),
-        ..Default::default()
-    };
-    for (f, v) in flags {
-        let raw = Some(Raw::flag(f, *v));
-        match *f {
-            "--instances" => i.instances = raw,
-            "--nginx" => i.nginx = raw,
-            "--cpus" => i.cpus = raw,
-            "--set" => i.env.push(Raw::flag(f, *v)),
-            other => panic!("add {other}"),
-        }
-    }
-    let spec = spec::resolve(i).unwrap();
+    let spec = spec::resolve(spec::ha_input(flags)).unwrap();
     let secrets = Secrets::parse(
         "APP_SECRET=a\nAPI_JWT_SECRET=b\nDB_PASSWORD=c\nDB_ROOT_PASSWORD=d\nADMIN_PASSWORD=e\n",
     );
@@ -120,15 +106,40 @@ fn scaling_down_removes_the_extra_apps() {
 }
 
 #[test]
-fn an_app_setting_recreates_every_app_and_nothing_else() {
+fn an_app_setting_recreates_every_app_and_the_lb_that_read_their_addresses() {
     let before = desired_for(&[]);
     let after = desired_for(&[("--set", "DB_POOL_MAX=50")]);
+    let p = plan(&after, &deployed(&before)).unwrap();
     assert_eq!(
-        changed(&plan(&after, &deployed(&before)).unwrap().actions),
+        changed(&p.actions),
         [
             "recreate app-1 (environment changed)",
-            "recreate app-2 (environment changed)"
+            "recreate app-2 (environment changed)",
+            "recreate nginx (app-1, app-2 recreated: nginx reads their addresses only when it starts)"
         ]
+    );
+    // After them: nginx's wave waits for the new instances.
+    let wave = |s: &str| {
+        p.waves
+            .iter()
+            .position(|w| w.services.iter().any(|n| n == s))
+    };
+    assert!(wave("app-2") < wave("nginx"));
+}
+
+#[test]
+fn a_database_recreated_leaves_the_apps_which_connect_by_name_each_time() {
+    let before = desired_for(&[]);
+    let mut o = deployed(&before);
+    let pg = o
+        .containers
+        .iter_mut()
+        .find(|c| c.service == "postgres")
+        .unwrap();
+    pg.hash = "older".into();
+    assert_eq!(
+        changed(&plan(&before, &o).unwrap().actions),
+        ["recreate postgres (config changed)"]
     );
 }
 

@@ -174,3 +174,45 @@ fn empty_docker_host_is_the_local_engine_and_a_bad_one_is_named() {
         "{err}"
     );
 }
+
+/// A swarm target: `swarm+ssh://` only; the commands that read one engine and its host refuse it before
+/// connecting (the address below answers nothing: a connection attempt would fail with exit 3, not 2).
+#[test]
+fn swarm_targets_are_ssh_and_one_engine_commands_refuse_them() {
+    let (work, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (w, s) = (work.path(), state.path());
+    let (code, err) = stderr_of(&mut exectl(w, s, &["status", "--target", "swarm+local"]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("swarm+ssh://USER@MANAGER"), "{err}");
+    let swarm = "swarm+ssh://root@192.0.2.1:2222";
+    for args in [
+        vec![
+            "sweep",
+            "--stack",
+            "x",
+            "--vary",
+            "instances=1,2",
+            "--levels",
+            "10",
+        ],
+        vec!["host", "tune", "--role", "sut"],
+        vec!["host", "restore"],
+    ] {
+        let mut full = args.clone();
+        full.extend(["--target", swarm]);
+        let (code, err) = stderr_of(&mut exectl(w, s, &full));
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("--target") && err.contains("does not run on a swarm yet"),
+            "{args:?}: {err}"
+        );
+    }
+    // A bad --place is refused by its own parser, before any connection.
+    let (code, err) = stderr_of(&mut exectl(
+        w,
+        s,
+        &["plan", "ha", "--place", "nginx=n1,n2", "--target", swarm],
+    ));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--place") && err.contains("one node"), "{err}");
+}

@@ -39,6 +39,15 @@ pub struct Service {
     pub volumes: Vec<String>,
     #[serde(default)]
     pub depends_on: BTreeMap<String, DependsOn>,
+    /// Dependencies whose new container this service follows with a new one of its own, because it read
+    /// their addresses when it started. Compose v2 says `depends_on: {restart: true}`, which docker-compose
+    /// 1.x (the validator here) refuses: an extension field says it to both.
+    #[serde(
+        default,
+        rename = "x-exectl-renew-with",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub renew_with: Vec<String>,
     #[serde(default)]
     pub networks: Vec<String>,
     #[serde(default)]
@@ -118,8 +127,9 @@ pub fn parse(text: &str) -> Result<ComposeFile, ParseFault> {
     })
 }
 
-/// Check the references inside a parsed file: depends_on, networks and named volumes must exist, and a
-/// `service_healthy` dependency must have a healthcheck. Returns one message per fault.
+/// Check the references inside a parsed file: depends_on, networks and named volumes must exist, a
+/// `service_healthy` dependency must have a healthcheck, and a service is renewed only with what it
+/// depends on (so that it starts after them). Returns one message per fault.
 pub fn check_references(file: &ComposeFile) -> Vec<String> {
     let mut faults = Vec::new();
     for (name, svc) in &file.services {
@@ -145,6 +155,13 @@ pub fn check_references(file: &ComposeFile) -> Vec<String> {
                 ));
             }
         }
+        for dep in &svc.renew_with {
+            if !svc.depends_on.contains_key(dep) {
+                faults.push(format!(
+                    "service {name} is renewed with {dep}, which is not one of its depends_on"
+                ));
+            }
+        }
         for net in &svc.networks {
             if !file.networks.contains_key(net) {
                 faults.push(format!("service {name} uses undeclared network {net}"));
@@ -159,4 +176,33 @@ pub fn check_references(file: &ComposeFile) -> Vec<String> {
         }
     }
     faults
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TWO: &str = "x-exectl-stack: s
+services:
+  app:
+    image: a
+  lb:
+    image: b
+    depends_on:
+      app:
+        condition: service_started
+    x-exectl-renew-with: [RENEWED]
+";
+
+    #[test]
+    fn a_service_is_renewed_only_with_what_it_depends_on() {
+        let ok = parse(&TWO.replace("RENEWED", "app")).unwrap();
+        assert_eq!(ok.services["lb"].renew_with, ["app"]);
+        assert!(check_references(&ok).is_empty());
+        let bad = parse(&TWO.replace("RENEWED", "db")).unwrap();
+        assert_eq!(
+            check_references(&bad),
+            ["service lb is renewed with db, which is not one of its depends_on"]
+        );
+    }
 }

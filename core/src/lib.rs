@@ -26,6 +26,7 @@ pub mod seed;
 pub mod spec;
 pub mod spec_settings;
 pub mod status;
+pub mod swarm;
 pub mod sweep;
 pub mod traefik;
 pub mod units;

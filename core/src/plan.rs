@@ -152,10 +152,58 @@ pub fn waves(desired: &Desired) -> Result<(Vec<Wave>, Vec<String>), String> {
 }
 
 impl Plan {
+    /// The action for a service the plan was made for (every desired service has one).
+    pub fn action(&self, service: &str) -> &Action {
+        self.actions
+            .iter()
+            .find(|a| a.service() == service)
+            .expect("plan has an action per service")
+    }
+
     pub fn is_noop(&self) -> bool {
         self.create_network.is_none()
             && self.create_volumes.is_empty()
             && self.actions.iter().all(|a| !a.changes())
+    }
+}
+
+/// A kept service that read the addresses of dependencies this plan creates or recreates is recreated
+/// after them (in its later wave): kept, it would go on using the old addresses (nginx's upstreams).
+/// Services come in start order, so a renewal renews what depends on it in turn.
+fn renew_dependents(desired: &Desired, actions: &mut [Action]) {
+    let mut renewed: Vec<String> = actions
+        .iter()
+        .filter(|a| matches!(a, Action::Create { .. } | Action::Recreate { .. }))
+        .map(|a| a.service().to_string())
+        .collect();
+    for s in &desired.services {
+        let deps: Vec<&str> = s
+            .service
+            .renew_with
+            .iter()
+            .filter(|d| renewed.contains(d))
+            .map(String::as_str)
+            .collect();
+        let Some(a) = actions.iter_mut().find(|a| a.service() == s.name) else {
+            continue;
+        };
+        if deps.is_empty() || !matches!(a, Action::Keep { start: false, .. }) {
+            continue;
+        }
+        *a = Action::Recreate {
+            service: s.name.clone(),
+            reason: format!(
+                "{} recreated: {} reads {} only when it starts",
+                deps.join(", "),
+                s.name,
+                if deps.len() == 1 {
+                    "its address"
+                } else {
+                    "their addresses"
+                }
+            ),
+        };
+        renewed.push(s.name.clone());
     }
 }
 
@@ -207,6 +255,7 @@ pub fn plan(desired: &Desired, observed: &Observed) -> Result<Plan, String> {
         };
         actions.push(action);
     }
+    renew_dependents(desired, &mut actions);
     Ok(Plan {
         create_network: (!observed.networks.contains(&desired.network))
             .then(|| desired.network.clone()),

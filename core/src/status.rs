@@ -26,6 +26,9 @@ pub struct ServiceStatus {
     pub mem_limit_bytes: Option<u64>,
     /// nofile soft limit of PID 1 as in effect inside the container.
     pub nofile: Option<u64>,
+    /// The swarm node that runs it (a swarm target only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// One app instance's own WebSocket counts, queried directly on the stack network.
@@ -39,6 +42,9 @@ pub struct InstanceStatus {
     /// This instance's part of all connections, 0..1 (None when there are none).
     pub share: Option<f64>,
     pub error: Option<String>,
+    /// The swarm node that runs it (a swarm target only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -159,16 +165,22 @@ pub fn table(r: &Report) -> String {
     use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
-    t.set_header(vec![
+    // A swarm's services each run on a node: a column for it.
+    let nodes = r.services.iter().any(|s| s.node.is_some());
+    let mut header = vec![
         "service", "state", "health", "image", "uptime", "cpu%", "rss", "used", "limit",
         "restarts", "nofile",
-    ]);
+    ];
+    if nodes {
+        header.insert(1, "node");
+    }
+    t.set_header(header);
     let mib = |b: Option<u64>| {
         b.map(|b| format!("{}M", b >> 20))
             .unwrap_or_else(|| "-".into())
     };
     for s in &r.services {
-        t.add_row(vec![
+        let mut row = vec![
             s.name.clone(),
             s.state.clone(),
             s.health.clone(),
@@ -186,16 +198,24 @@ pub fn table(r: &Report) -> String {
             s.nofile
                 .map(|n| n.to_string())
                 .unwrap_or_else(|| "-".into()),
-        ]);
+        ];
+        if nodes {
+            row.insert(1, s.node.clone().unwrap_or_else(|| "-".into()));
+        }
+        t.add_row(row);
     }
     let mut out = t.to_string();
     out.push_str("\nrss: the cgroup's anonymous memory; used: usage less inactive file cache, as docker stats shows");
     if !r.instances.is_empty() {
         let mut w = Table::new();
         w.load_style(UTF8_FULL_CONDENSED);
-        w.set_header(vec!["instance", "connections", "rooms", "share"]);
+        let mut header = vec!["instance", "connections", "rooms", "share"];
+        if nodes {
+            header.insert(1, "node");
+        }
+        w.set_header(header);
         for i in &r.instances {
-            w.add_row(vec![
+            let mut row = vec![
                 i.name.clone(),
                 i.total_connections
                     .map(|c| c.to_string())
@@ -206,7 +226,11 @@ pub fn table(r: &Report) -> String {
                 i.share
                     .map(|s| format!("{:.0}%", s * 100.0))
                     .unwrap_or_else(|| "-".into()),
-            ]);
+            ];
+            if nodes {
+                row.insert(1, i.node.clone().unwrap_or_else(|| "-".into()));
+            }
+            w.add_row(row);
         }
         out.push('\n');
         out.push_str(&w.to_string());
@@ -239,6 +263,7 @@ mod tests {
                     rooms_count: Some(u64::from(*c > 0)),
                     share: None,
                     error: None,
+                    node: None,
                 })
                 .collect(),
             total_connections: 0,
@@ -292,6 +317,7 @@ mod tests {
             mem_usage_bytes: None,
             mem_limit_bytes: None,
             nofile: None,
+            node: None,
         }
     }
 

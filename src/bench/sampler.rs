@@ -4,6 +4,8 @@
 //! host's load average and the script's own CPU time; each app instance's `/api/websocket/info` and
 //! nginx's stub_status on their own addresses, found once (locally on the bridge, remotely through the
 //! SSH connection's forwards); the generator's own CPU and RSS — all stamped on the bench's one clock.
+//! On a swarm all of that is asked of every node that runs the stack's tasks at once (`node`), each
+//! container sampled with its node and each node's host on its own (`Sample::nodes`).
 //! Containers are followed by id and cgroup, their state by the engine's event stream (`containers`).
 //! Between levels it runs the leak check and reads nginx's log. On an SSH target, a link that fails
 //! (the host script and the engine both) and cannot be made again is said as such (`link_lost`).
@@ -11,6 +13,7 @@
 mod containers;
 mod events;
 mod link;
+mod node;
 mod progress;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,18 +21,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use bollard::models::EventMessage;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::load::metrics::{self, Live};
-use crate::shell::scripts::sample;
-use crate::shell::ShellLoop;
-use crate::status::{self, Deployed};
+use crate::status::Deployed;
 use crate::sut::{Target, TargetSpec};
-use containers::{Fleet, Followed};
-use exectl_core::bench::timeline::{stub_status_active, HostCpu};
-use exectl_core::bench::{InstanceSample, LeakCheck, Sample};
+use exectl_core::bench::timeline::NodeHost;
+use exectl_core::bench::{LeakCheck, Sample};
+use node::{Node, Probes};
 
 /// Called once when the sampler cannot go on (the SSH link to the SUT is lost), with what happened.
 pub type Fatal = Arc<dyn Fn(&str) + Send + Sync>;
@@ -216,44 +216,28 @@ impl Sampler {
 }
 
 struct Inner {
-    target: Target,
-    /// To connect again after a link failure.
-    spec: TargetSpec,
+    /// The engines read: the target's, or each swarm node's that runs the stack's tasks.
+    nodes: Vec<Node>,
+    /// Each node's event stream forwards here (`events`); the sender is cloned into each subscription.
+    events_tx: mpsc::UnboundedSender<events::NodeEvent>,
+    events_rx: mpsc::UnboundedReceiver<events::NodeEvent>,
     stack: String,
-    deployed: Deployed,
     every: Duration,
     t0: Instant,
     facts: Facts,
-    fleet: Fleet,
-    /// The engine's events about the stack's containers (None: to subscribe at the next tick).
-    events: Option<mpsc::UnboundedReceiver<EventMessage>>,
-    /// The last event applied (a new subscription replays from its second; what came before is skipped).
-    last_event: (i64, i64),
-    /// When the last subscription was made: a stream that keeps ending is subscribed again (and every
-    /// container inspected again) at most every `events::RESUBSCRIBE`.
-    subscribed_at: Option<Instant>,
     link: link::Link,
-    client: crate::app::Client,
-    token: tokio::sync::OnceCell<Option<String>>,
+    probes: Probes,
     samples: Vec<Sample>,
     /// timeline.jsonl, appended to as samples arrive (None after a failed write: said once).
     timeline: Option<std::fs::File>,
     level: Option<LevelState>,
     prev_at: Option<Instant>,
-    /// When the previous host command returned: the cgroup counters' clock.
-    prev_read_at: Option<Instant>,
     prev_gen_cpu: f64,
-    /// The host's CPU counters at the previous sample.
-    prev_jiffies: Option<exectl_core::bench::timeline::Jiffies>,
     gen_cpus: f64,
-    /// Locally: the host scripts' own CPU so far (seconds) and the running one's last reading (ns).
-    local_script_cpu: (f64, u64),
-    /// The host script kept running (None until opened, and after it failed: opened again next tick).
-    host: Option<Box<dyn ShellLoop>>,
-    /// CPU seconds of host scripts that ended, and the running one's so far (its `times`).
-    host_cpu_ended: f64,
-    host_cpu_now: f64,
-    host_scripts: u64,
+    /// A local target: its host script runs on the generator's machine and in its cgroup, so its CPU
+    /// is the bench's too — the scripts' own CPU so far (seconds) and the running one's last reading
+    /// (ns). None on a remote target or a swarm.
+    local_script_cpu: Option<(f64, u64)>,
     /// Local targets: this process's children's CPU when sampling began.
     children_cpu0: Option<f64>,
     sample_ms_total: f64,
@@ -271,77 +255,52 @@ impl Inner {
         link: link::Link,
     ) -> Result<Inner> {
         let target = Target::connect(spec).await?;
-        let spec_is_remote = target.is_remote();
-        let observed = crate::engine::observe::observe(&target.docker, &stack).await?;
-        let mut list = Vec::new();
+        let local = !target.is_remote();
         let mut facts = Facts::default();
-        for c in &observed.containers {
-            let info = target.docker.inspect_container(&c.name, None).await?;
-            let Some(f) = Followed::new(&c.service, &info) else {
-                continue;
+        let mut nodes = Vec::new();
+        let mut own_run_ns = None;
+        for (name, target, tasks) in node::engines(target, &stack).await? {
+            let cpus = target.docker.info().await.ok().and_then(|i| i.ncpu);
+            // A swarm's nodes may differ: the smallest is each one's scale (a share is never low).
+            facts.host_cpus = match (facts.host_cpus, cpus) {
+                (Some(a), Some(b)) => Some(a.min(b as f64)),
+                (a, b) => a.or(b.map(|n| n as f64)),
             };
-            facts
-                .images
-                .insert(c.service.clone(), info.image.clone().unwrap_or_default());
-            list.push(f);
+            let (node, ns) = Node::open(name, target, &stack, tasks.as_ref(), &mut facts).await?;
+            own_run_ns = own_run_ns.or(ns);
+            nodes.push(node);
         }
         anyhow::ensure!(
-            !list.is_empty(),
+            nodes.iter().any(|n| !n.fleet.list.is_empty()),
             "stack {stack} has no running container to sample"
         );
-        list.sort_by(|a, b| a.service.cmp(&b.service));
-        facts.host_cpus = target
-            .docker
-            .info()
-            .await
-            .ok()
-            .and_then(|i| i.ncpu)
-            .map(|n| n as f64);
-        let children_cpu0 = (!spec_is_remote).then(metrics::children_cpu_seconds);
-        // Every container's cgroup, and the front door's proxies, before the first sample.
-        let mut fleet = Fleet::new(list);
-        let items = fleet.items();
-        let (host, answer) =
-            Self::ask_host(target.shell.clone(), None, sample::request(&items)).await;
-        let first = answer.as_ref().ok().map(|t| sample::parse(t, &items));
-        fleet.absorb(&items, first.as_ref(), None);
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
         Ok(Inner {
-            target,
-            spec: spec.clone(),
+            nodes,
+            events_tx,
+            events_rx,
             stack,
-            deployed,
             every,
             t0: Instant::now(),
             facts,
-            fleet,
-            events: None,
-            last_event: (0, 0),
-            subscribed_at: None,
             link,
-            client: crate::app::Client::new(2, PROBE),
-            token: tokio::sync::OnceCell::new(),
+            probes: node::probes(deployed),
             samples: Vec::new(),
             timeline: None,
             level: None,
             prev_at: None,
-            prev_read_at: None,
             prev_gen_cpu: metrics::cpu_seconds(),
-            prev_jiffies: first.as_ref().and_then(|r| r.cpu_jiffies),
             gen_cpus: metrics::cpu_capacity(),
             // What the script used before the first sample (its walk of /proc) is not the generator's.
-            local_script_cpu: (0.0, first.and_then(|r| r.own_run_ns).unwrap_or(0)),
-            host_scripts: u64::from(host.is_some()),
-            host,
-            host_cpu_ended: 0.0,
-            host_cpu_now: 0.0,
-            children_cpu0,
+            local_script_cpu: local.then(|| (0.0, own_run_ns.unwrap_or(0))),
+            children_cpu0: local.then(metrics::children_cpu_seconds),
             sample_ms_total: 0.0,
         })
     }
 
     /// Every container not running and every docker-proxy gone, for the progress line (None: all well).
     fn incidents_line(&self) -> Option<String> {
-        self.fleet.incidents_line()
+        containers::incidents_line(self.nodes.iter().map(|n| &n.fleet))
     }
 
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Command>) {
@@ -352,11 +311,13 @@ impl Inner {
         loop {
             tokio::select! {
                 _ = tick.tick() => {
-                    let due = self
-                        .subscribed_at
-                        .is_none_or(|t| t.elapsed() >= events::RESUBSCRIBE);
-                    if self.events.is_none() && due && !self.link.is_lost() {
-                        self.subscribe().await;
+                    for (i, node) in self.nodes.iter_mut().enumerate() {
+                        let due = node
+                            .subscribed_at
+                            .is_none_or(|t| t.elapsed() >= events::RESUBSCRIBE);
+                        if !node.subscribed && due && !self.link.is_lost() {
+                            node.subscribe(i, &self.stack, self.events_tx.clone()).await;
+                        }
                     }
                     self.sample().await;
                     if let Some(l) = &leak {
@@ -374,7 +335,7 @@ impl Inner {
                         }
                     }
                 }
-                ev = events::next_event(&mut self.events) => self.on_event(ev).await,
+                Some(ev) = self.events_rx.recv() => self.on_event(ev).await,
                 c = rx.recv() => match c {
                     None => return,
                     Some(Command::Level(l)) => self.level = l,
@@ -389,18 +350,18 @@ impl Inner {
                     }
                     Some(Command::Stop(reply)) => {
                         // Ended (and, locally, reaped) before its CPU is read.
-                        if let Some(host) = self.host.take() {
-                            let _ = tokio::task::spawn_blocking(move || drop(host)).await;
+                        for node in &mut self.nodes {
+                            node.close().await;
                         }
                         let sut_cpu_s = match self.children_cpu0 {
                             Some(c0) => metrics::children_cpu_seconds() - c0,
-                            None => self.host_cpu_ended + self.host_cpu_now,
+                            None => self.nodes.iter().map(Node::host_cpu_s).sum(),
                         };
                         let _ = reply.send(Finished {
                             samples: std::mem::take(&mut self.samples),
                             sut_cpu_s,
                             sample_ms_total: self.sample_ms_total,
-                            host_scripts: self.host_scripts,
+                            host_scripts: self.nodes.iter().map(|n| n.host_scripts).sum(),
                             link_lost: self.link.lost(),
                         });
                         return;
@@ -410,131 +371,57 @@ impl Inner {
         }
     }
 
-    /// Find the endpoints not known yet: each running app instance's port and nginx's status port.
-    async fn resolve_endpoints(&mut self) {
-        use exectl_core::bench::ContainerState;
-        for p in self
-            .fleet
-            .list
-            .iter_mut()
-            .filter(|p| p.endpoint.is_none() && p.state == ContainerState::Running)
-        {
-            let port = if p.app {
-                exectl_core::render::APP_PORT
-            } else if p.service == "nginx" {
-                exectl_core::render::NGINX_STATUS_PORT
-            } else {
-                continue;
-            };
-            p.endpoint = status::container_endpoint(&self.target, &p.id, port)
-                .await
-                .ok();
-        }
-    }
-
-    /// Every app instance's counts, and which probes failed (their endpoints are found again).
-    async fn instances(&self) -> (Vec<InstanceSample>, Vec<usize>) {
-        let apps = self.fleet.list.iter().enumerate().filter(|(_, p)| p.app);
-        let asked = futures_util::future::join_all(apps.map(|(i, p)| async move {
-            let s = match &p.endpoint {
-                Some(ep) => Some(
-                    status::instance_info(
-                        &self.client,
-                        ep,
-                        &p.service,
-                        &self.deployed,
-                        &self.token,
-                    )
-                    .await,
-                ),
-                None => None,
-            };
-            let sample = InstanceSample {
-                service: p.service.clone(),
-                connections: s.as_ref().and_then(|s| s.total_connections),
-                rooms: s.as_ref().and_then(|s| s.rooms_count),
-            };
-            (sample, i)
-        }))
-        .await;
-        let failed = asked
-            .iter()
-            .filter(|(s, _)| s.connections.is_none())
-            .map(|(_, i)| *i)
-            .collect();
-        (asked.into_iter().map(|(s, _)| s).collect(), failed)
-    }
-
-    async fn nginx_active(&self) -> Result<Option<u64>, usize> {
-        let Some(i) = self.fleet.list.iter().position(|p| p.service == "nginx") else {
-            return Ok(None);
-        };
-        let ep = self.fleet.list[i].endpoint.as_ref().ok_or(i)?;
-        let a = self.client.nginx_status(ep).answer().await.map_err(|_| i)?;
-        Ok(a.body.as_str().and_then(stub_status_active))
-    }
-
     async fn sample(&mut self) {
         let started = Instant::now();
-        let lost = self.link.is_lost();
-        if !lost {
-            self.resolve_endpoints().await;
-        }
-        let items = self.fleet.items();
-        let (shell, host) = (self.target.shell.clone(), self.host.take());
-        if host.is_none() && !lost {
-            self.host_scripts += 1;
-        }
-        let (((host, answer), read_at), (instances, failed), nginx) = tokio::join!(
-            // Stamped when the cgroup counters come back, not after the probes: a stalled instance
-            // holds its probe up to PROBE's 800 ms, and dividing by that wait mis-states the CPU
-            // share (seen: 540 % of a 0.2-CPU quota with STANDIN_FAULT=blocking-bcrypt).
-            async {
-                let r = if lost {
-                    (None, Err(anyhow::anyhow!("the SSH link is lost")))
-                } else {
-                    Self::ask_host(shell, host, sample::request(&items)).await
-                };
-                (r, Instant::now())
-            },
-            self.instances(),
-            self.nginx_active()
-        );
-        if host.is_none() {
-            // The script ended (or never started): what it had used stays counted.
-            self.host_cpu_ended += std::mem::take(&mut self.host_cpu_now);
-        }
-        self.host = host;
-        for i in failed.into_iter().chain(nginx.err()) {
-            self.fleet.list[i].endpoint = None;
-        }
-        let nginx = nginx.unwrap_or(None);
-        if let (Err(e), false) = (&answer, lost) {
-            if self.target.is_remote() {
-                self.check_link(e).await;
+        let context = link::Context {
+            t0: self.t0,
+            stack: &self.stack,
+        };
+        let (probes, link) = (&self.probes, &self.link);
+        let reads = futures_util::future::join_all(
+            self.nodes
+                .iter_mut()
+                .map(|n| n.sample(probes, link, &context)),
+        )
+        .await;
+        // One engine: its host is the SUT's (on a swarm each node's host is in `nodes`).
+        let one = match (reads.as_slice(), self.nodes.first()) {
+            ([r], Some(n)) if n.name.is_none() => Some((r.load_avg, r.host_cpu, r.own_run_ns)),
+            _ => None,
+        };
+        let mut containers = Vec::new();
+        let mut instances = Vec::new();
+        let mut proxies = Vec::new();
+        let mut nodes = Vec::new();
+        let mut nginx = None;
+        for (node, read) in self.nodes.iter().zip(reads) {
+            containers.extend(read.containers);
+            instances.extend(read.instances);
+            proxies.extend(read.proxies);
+            nginx = nginx.or(read.nginx_active);
+            if let Some(name) = &node.name {
+                nodes.push(NodeHost {
+                    node: name.clone(),
+                    load_avg: read.load_avg,
+                    host_cpu: read.host_cpu,
+                });
             }
         }
-        let read = answer.ok().map(|t| sample::parse(&t, &items));
+        containers.sort_by(|a, b| a.service.cmp(&b.service));
+        instances.sort_by(|a, b| a.service.cmp(&b.service));
         let now = Instant::now();
         let elapsed_ns = self.prev_at.map(|p| (now - p).as_nanos() as f64);
         self.prev_at = Some(now);
-        let read_ns = self.prev_read_at.map(|p| (read_at - p).as_nanos() as f64);
-        self.prev_read_at = Some(read_at);
-        let (containers, proxies) = self.fleet.absorb(&items, read.as_ref(), read_ns);
-        if let Some(own) = read.as_ref().and_then(|r| r.own_cpu_s) {
-            self.host_cpu_now = own;
-        }
         // Locally the host script runs on the generator's machine and in its cgroup, under its quota:
         // its CPU is the bench's there too (a new script starts from 0).
-        if let (Some(ns), true) = (
-            read.as_ref().and_then(|r| r.own_run_ns),
-            !self.target.is_remote(),
+        if let (Some(ns), Some((total, last))) = (
+            one.and_then(|(_, _, ns)| ns),
+            self.local_script_cpu.as_mut(),
         ) {
-            let (total, last) = &mut self.local_script_cpu;
             *total += ns.checked_sub(*last).unwrap_or(ns) as f64 / 1e9;
             *last = ns;
         }
-        let gen_cpu = metrics::cpu_seconds() + self.local_script_cpu.0;
+        let gen_cpu = metrics::cpu_seconds() + self.local_script_cpu.map_or(0.0, |c| c.0);
         let gen_pct = elapsed_ns
             .filter(|ns| *ns > 0.0)
             .map(|ns| (gen_cpu - self.prev_gen_cpu) / (ns / 1e9) / self.gen_cpus * 100.0);
@@ -550,12 +437,6 @@ impl Inner {
                 );
             }
         }
-        let jiffies = read.as_ref().and_then(|r| r.cpu_jiffies);
-        let host_cpu = self
-            .prev_jiffies
-            .zip(jiffies)
-            .and_then(|(a, b)| HostCpu::between(&a, &b));
-        self.prev_jiffies = jiffies.or(self.prev_jiffies);
         let took = started.elapsed().as_secs_f64() * 1000.0;
         self.sample_ms_total += took;
         let sample = Sample {
@@ -564,8 +445,9 @@ impl Inner {
             containers,
             instances,
             nginx_active: nginx,
-            load_avg: read.as_ref().and_then(|r| r.load_avg),
-            host_cpu,
+            load_avg: one.and_then(|(load, _, _)| load),
+            host_cpu: one.and_then(|(_, cpu, _)| cpu),
+            nodes,
             generator,
             sample_ms: Some(took),
             proxies,
@@ -581,28 +463,16 @@ impl Inner {
         self.samples.push(sample);
     }
 
+    /// nginx's "worker_connections are not enough" lines since a unix time, on the node that runs it.
     async fn nginx_not_enough(&self, since: i64) -> u64 {
-        use bollard::query_parameters::LogsOptionsBuilder;
-        use futures_util::StreamExt;
-        let Some(p) = self.fleet.list.iter().find(|p| p.service == "nginx") else {
-            return 0;
-        };
         if self.link.is_lost() {
             return 0;
         }
-        let opts = LogsOptionsBuilder::default()
-            .stderr(true)
-            .stdout(true)
-            .since(since as i32)
-            .build();
-        let mut logs = self.target.docker.logs(&p.id, Some(opts));
-        let mut n = 0;
-        while let Some(Ok(line)) = logs.next().await {
-            n += line
-                .to_string()
-                .matches("worker_connections are not enough")
-                .count() as u64;
+        for node in &self.nodes {
+            if let Some(n) = node.nginx_not_enough(since).await {
+                return n;
+            }
         }
-        n
+        0
     }
 }

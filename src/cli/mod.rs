@@ -402,12 +402,18 @@ pub struct DeployArgs {
         allow_hyphen_values = true
     )]
     pub wait_timeout: String,
-    /// Send missing images from the local engine to a remote target.
+    /// Send missing images from the local engine to a remote target (on a swarm: to every node that
+    /// runs a service of them).
     #[arg(long)]
     pub load_images: bool,
     /// Take over the stack's lock even if another exectl holds it.
     #[arg(long)]
     pub break_lock: bool,
+    /// On a swarm target, where a service goes: SERVICE=NODE, or app=NODE,NODE,... for the instances
+    /// round-robin (repeat) [default: instances round-robin over the nodes labelled exectl.role=app,
+    /// the rest on the manager the target names].
+    #[arg(long, value_name = "SERVICE=NODE[,NODE...]")]
+    pub place: Vec<String>,
     /// Print a machine-readable summary (and no progress).
     #[arg(long)]
     pub json: bool,
@@ -419,6 +425,9 @@ pub struct PlanArgs {
     pub target: TargetArgs,
     #[command(flatten)]
     pub spec: SpecArgs,
+    /// As deploy's --place (a swarm target only).
+    #[arg(long, value_name = "SERVICE=NODE[,NODE...]")]
+    pub place: Vec<String>,
     #[arg(long)]
     pub json: bool,
 }

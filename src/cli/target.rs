@@ -9,7 +9,8 @@ use std::path::PathBuf;
 /// Which engine: the local one, or a SUT over SSH (shared by every command that touches a target).
 #[derive(Debug, Args, Clone)]
 pub struct TargetArgs {
-    /// Where the stack runs: `local` (this machine's engine) or ssh://USER@HOST[:PORT]
+    /// Where the stack runs: `local` (this machine's engine), ssh://USER@HOST[:PORT], or
+    /// swarm+ssh://USER@MANAGER[:PORT] (a swarm: each node reached with the same user, port and key)
     /// [default: $EXECTL_TARGET, else exectl.yaml's `target:`, else local].
     #[arg(long, value_name = "URL")]
     pub target: Option<String>,
@@ -62,7 +63,20 @@ pub fn resolve(
         (None, None, Some(raw)) => (raw.origin.to_string(), raw.value.clone()),
         (None, None, None) => ("--target".to_string(), "local".to_string()),
     };
+    // `swarm+ssh://`: a swarm manager, reached as any SSH target.
+    let (swarm, value) = match value.trim().strip_prefix("swarm+") {
+        Some(rest) => (true, rest.to_string()),
+        None => (false, value),
+    };
     let url = ssh::url::parse(&field, &value)?;
+    if swarm && url.is_none() {
+        return Err(UsageError::new(
+            field,
+            format!("swarm+{value}"),
+            "a swarm is reached over SSH",
+            "write swarm+ssh://USER@MANAGER[:PORT]",
+        ));
+    }
     let timeout = connect_timeout(args)?;
     if !args.docker_socket.starts_with('/') {
         return Err(UsageError::new(
@@ -85,6 +99,7 @@ pub fn resolve(
     Ok(TargetSpec {
         ssh: url.map(|url| connect_options(args, url, timeout)),
         docker_socket: args.docker_socket.clone(),
+        swarm,
     })
 }
 

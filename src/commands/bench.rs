@@ -27,8 +27,8 @@ impl Progress for Lines {
 }
 
 pub fn run(a: &BenchArgs) -> Result<i32> {
-    let opts = crate::cli::options::bench::bench(a)?;
     let target = crate::cli::target::target_spec(&a.target)?;
+    let opts = crate::cli::options::bench::bench(a)?;
     {
         let stop = Arc::clone(&opts.stop);
         crate::interrupt::on_signal(move |name| stop.stop(format!("{name} received")))?;

@@ -12,10 +12,11 @@ use std::time::Duration;
 
 /// The plan, and what deploy's preflight would refuse (then the error, exit 2, after the plan).
 pub async fn plan_cmd(args: &PlanArgs) -> Result<()> {
+    let place = crate::cli::options::place(&args.place)?;
     let (file, target) = super::connect_with_spec(&args.target, &args.spec).await?;
     let spec = spec_from(file, &args.spec)?;
     let templates = load_templates(&args.spec)?;
-    let p = crate::ops::deploy::plan(&target, &spec, &templates).await?;
+    let p = crate::ops::deploy::plan(&target, &spec, &templates, &place).await?;
     if args.json {
         println!(
             "{}",

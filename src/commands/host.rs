@@ -54,7 +54,9 @@ async fn tune(a: &TuneArgs) -> Result<i32> {
     };
     let root = host::check_root(a.root.as_deref())?;
     let paths = HostPaths::new(&root);
-    let target = crate::commands::connect(&a.target).await?;
+    let spec = crate::cli::target::target_spec(&a.target)?;
+    spec.one_engine("host tune")?;
+    let target = crate::sut::Target::connect(&spec).await?;
 
     let current = read_host_file(&target, &paths.daemon_json).await?;
     let (wanted, capped) =
@@ -127,7 +129,9 @@ async fn tune(a: &TuneArgs) -> Result<i32> {
 async fn restore(a: &RestoreArgs) -> Result<i32> {
     let root = host::check_root(a.root.as_deref())?;
     let paths = HostPaths::new(&root);
-    let target = crate::commands::connect(&a.target).await?;
+    let spec = crate::cli::target::target_spec(&a.target)?;
+    spec.one_engine("host restore")?;
+    let target = crate::sut::Target::connect(&spec).await?;
     let dir = temp_dir(&target).await?;
     let result = async {
         stage(&target, &dir).await?;

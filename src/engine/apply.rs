@@ -36,23 +36,39 @@ fn stack_labels(stack: &str) -> HashMap<String, String> {
     HashMap::from([(LABEL_STACK.to_string(), stack.to_string())])
 }
 
+/// A compose healthcheck as the engine takes it (a container's, or a swarm task's).
+pub fn health_config(h: &exectl_core::compose::Healthcheck) -> Result<HealthConfig> {
+    Ok(HealthConfig {
+        test: Some(h.test.clone()),
+        interval: Some(duration_ns(&h.interval)?),
+        timeout: Some(duration_ns(&h.timeout)?),
+        retries: Some(h.retries as i64),
+        start_period: h.start_period.as_deref().map(duration_ns).transpose()?,
+        ..Default::default()
+    })
+}
+
+/// Compose ulimits as the engine takes them (a container's, or a swarm task's).
+pub fn ulimits(
+    limits: &std::collections::BTreeMap<String, exectl_core::compose::Ulimit>,
+) -> Vec<ResourcesUlimits> {
+    limits
+        .iter()
+        .map(|(name, u)| ResourcesUlimits {
+            name: Some(name.clone()),
+            soft: Some(u.soft as i64),
+            hard: Some(u.hard as i64),
+        })
+        .collect()
+}
+
 /// Build the engine's container definition from a resolved service.
 pub fn container_body(s: &DesiredService, network: &str) -> Result<ContainerCreateBody> {
     let svc = &s.service;
     let mut labels: HashMap<String, String> = svc.labels.clone().into_iter().collect();
     labels.insert(LABEL_HASH.into(), s.hash.clone());
     labels.insert(LABEL_PARTS.into(), serde_json::to_string(&s.parts)?);
-    let healthcheck = match &svc.healthcheck {
-        None => None,
-        Some(h) => Some(HealthConfig {
-            test: Some(h.test.clone()),
-            interval: Some(duration_ns(&h.interval)?),
-            timeout: Some(duration_ns(&h.timeout)?),
-            retries: Some(h.retries as i64),
-            start_period: h.start_period.as_deref().map(duration_ns).transpose()?,
-            ..Default::default()
-        }),
-    };
+    let healthcheck = svc.healthcheck.as_ref().map(health_config).transpose()?;
     let mut port_bindings = HashMap::new();
     let mut exposed = Vec::new();
     for p in &svc.ports {
@@ -94,16 +110,7 @@ pub fn container_body(s: &DesiredService, network: &str) -> Result<ContainerCrea
         host_config: Some(HostConfig {
             binds: Some(svc.volumes.clone()),
             port_bindings: (!port_bindings.is_empty()).then_some(port_bindings),
-            ulimits: Some(
-                svc.ulimits
-                    .iter()
-                    .map(|(name, u)| ResourcesUlimits {
-                        name: Some(name.clone()),
-                        soft: Some(u.soft as i64),
-                        hard: Some(u.hard as i64),
-                    })
-                    .collect(),
-            ),
+            ulimits: Some(ulimits(&svc.ulimits)),
             nano_cpus,
             memory,
             restart_policy: Some(RestartPolicy {
@@ -271,12 +278,7 @@ pub async fn apply(
             .find(|s| s.name == name)
             .expect("the plan's waves name desired services")
     };
-    let action = |name: &str| {
-        plan.actions
-            .iter()
-            .find(|a| a.service() == name)
-            .expect("plan has an action per service")
-    };
+    let action = |name: &str| plan.action(name);
     let probed: Vec<&str> = desired
         .services
         .iter()

@@ -31,6 +31,28 @@ pub fn label_filter(stack: &str) -> HashMap<String, Vec<String>> {
     HashMap::from([("label".to_string(), vec![format!("{LABEL_STACK}={stack}")])])
 }
 
+/// What the plan reads of a container (or a swarm service): its service, config hash and parts, from
+/// its labels.
+pub fn labelled(
+    name: String,
+    labels: &HashMap<String, String>,
+    state: String,
+) -> ObservedContainer {
+    ObservedContainer {
+        service: labels
+            .get(LABEL_SERVICE)
+            .cloned()
+            .unwrap_or_else(|| name.clone()),
+        hash: labels.get(LABEL_HASH).cloned().unwrap_or_default(),
+        parts: labels
+            .get(LABEL_PARTS)
+            .and_then(|p| serde_json::from_str(p).ok())
+            .unwrap_or_default(),
+        state,
+        name,
+    }
+}
+
 pub async fn observe(docker: &Docker, stack: &str) -> Result<Observed> {
     let filters = label_filter(stack);
     let containers = docker
@@ -59,21 +81,11 @@ pub async fn observe(docker: &Docker, stack: &str) -> Result<Observed> {
         containers: containers
             .into_iter()
             .map(|c| {
-                let labels = c.labels.unwrap_or_default();
-                let name = summary_name(c.names).unwrap_or_default();
-                ObservedContainer {
-                    service: labels
-                        .get(LABEL_SERVICE)
-                        .cloned()
-                        .unwrap_or_else(|| name.clone()),
-                    hash: labels.get(LABEL_HASH).cloned().unwrap_or_default(),
-                    parts: labels
-                        .get(LABEL_PARTS)
-                        .and_then(|p| serde_json::from_str(p).ok())
-                        .unwrap_or_default(),
-                    state: c.state.map(|s| s.to_string()).unwrap_or_default(),
-                    name,
-                }
+                labelled(
+                    summary_name(c.names).unwrap_or_default(),
+                    &c.labels.unwrap_or_default(),
+                    c.state.map(|s| s.to_string()).unwrap_or_default(),
+                )
             })
             .collect(),
         networks: networks.into_iter().filter_map(|n| n.name).collect(),

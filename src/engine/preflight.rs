@@ -476,22 +476,7 @@ mod tests {
     use exectl_core::spec::Db;
 
     fn spec(flags: &[(&'static str, &str)]) -> Spec {
-        use exectl_core::spec::{Raw, SpecInput};
-        let mut i = SpecInput {
-            topology: Some(Raw::flag("topology", "ha")),
-            ..Default::default()
-        };
-        for (f, v) in flags {
-            let raw = Some(Raw::flag(f, *v));
-            match *f {
-                "--instances" => i.instances = raw,
-                "--memory" => i.memory = raw,
-                "--cpus" => i.cpus = raw,
-                "--db" => i.db = raw,
-                other => panic!("add {other}"),
-            }
-        }
-        exectl_core::spec::resolve(i).unwrap()
+        exectl_core::spec::resolve(exectl_core::spec::ha_input(flags)).unwrap()
     }
 
     /// The one problem of a check, by field and value.

@@ -328,13 +328,11 @@ impl Recorded {
     }
 }
 
-/// The LB's worker processes, counted (None when they could not be: its capacity is then not judged).
+/// The LB's worker processes, counted on the engine that runs it (None when they could not be: its
+/// capacity is then not judged).
 async fn nginx_workers(target: &Target, stack: &str) -> Option<u32> {
-    let observed = crate::engine::observe::observe(&target.docker, stack)
-        .await
-        .ok()?;
-    let nginx = observed.containers.iter().find(|c| c.service == "nginx")?;
-    crate::engine::limits::nginx_workers(target, &nginx.name)
+    let (engine, container) = target.locate(stack, "nginx").await.ok()?;
+    crate::engine::limits::nginx_workers(engine, &container)
         .await
         .ok()
         .flatten()

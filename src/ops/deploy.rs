@@ -27,6 +27,8 @@ pub struct DeployOptions {
     pub load_images: bool,
     /// Take the stack's lock even from another holder (`--break-lock`).
     pub break_lock: bool,
+    /// On a swarm target, where services go (`--place SERVICE=NODE[,NODE...]`); the default otherwise.
+    pub place: Vec<exectl_core::swarm::PlaceRule>,
 }
 
 impl DeployOptions {
@@ -38,6 +40,7 @@ impl DeployOptions {
             wait_timeout: Self::DEFAULT_WAIT,
             load_images: false,
             break_lock: false,
+            place: Vec::new(),
         }
     }
 }
@@ -81,14 +84,18 @@ pub struct PlanOutcome {
 }
 
 /// Everything deploy and plan share: the spec, its bundle and the desired state for a target.
-struct Staged<'a> {
-    spec: &'a Spec,
-    bundle: Bundle,
-    secrets: secrets::Secrets,
-    desired: Desired,
+pub(super) struct Staged<'a> {
+    pub spec: &'a Spec,
+    pub bundle: Bundle,
+    pub secrets: secrets::Secrets,
+    pub desired: Desired,
 }
 
-fn stage<'a>(target: &Target, spec: &'a Spec, templates: &Templates) -> Result<Staged<'a>> {
+pub(super) fn stage<'a>(
+    target: &Target,
+    spec: &'a Spec,
+    templates: &Templates,
+) -> Result<Staged<'a>> {
     let secrets = secrets::load_or_generate(&target.stack_dir(&spec.stack), false)?;
     let exectl_core::pipeline::Rendered { bundle, desired } = exectl_core::pipeline::desired_state(
         spec,
@@ -105,7 +112,16 @@ fn stage<'a>(target: &Target, spec: &'a Spec, templates: &Templates) -> Result<S
 }
 
 /// The plan for `spec` on `target`, and what deploy's preflight would refuse; changes nothing.
-pub async fn plan(target: &Target, spec: &Spec, templates: &Templates) -> Result<PlanOutcome> {
+pub async fn plan(
+    target: &Target,
+    spec: &Spec,
+    templates: &Templates,
+    place: &[exectl_core::swarm::PlaceRule],
+) -> Result<PlanOutcome> {
+    if let Some(swarm) = &target.swarm {
+        return super::deploy_swarm::plan(target, swarm, spec, templates, place).await;
+    }
+    refuse_place(place)?;
     let p = stage(target, spec, templates)?;
     let observed = observe::observe(&target.docker, &spec.stack).await?;
     // A refusal (bad input) is reported after the plan; a failure to check at all is that failure.
@@ -130,6 +146,10 @@ pub async fn deploy(
     opts: &DeployOptions,
     progress: &dyn Progress,
 ) -> Result<DeployOutcome> {
+    if let Some(swarm) = &target.swarm {
+        return super::deploy_swarm::deploy(target, swarm, spec, opts, progress).await;
+    }
+    refuse_place(&opts.place)?;
     let started = Instant::now();
     let p = stage(target, spec, &opts.templates)?;
     let stack = spec.stack.as_str();
@@ -211,6 +231,19 @@ pub async fn deploy(
     })
 }
 
+/// `--place` means a swarm: on one engine it is bad input, not ignored.
+fn refuse_place(place: &[exectl_core::swarm::PlaceRule]) -> Result<()> {
+    match place.first() {
+        None => Ok(()),
+        Some(p) => bail!(UsageError::new(
+            "--place",
+            format!("{}={}", p.service, p.nodes.join(",")),
+            "the target is one engine, not a swarm",
+            "drop --place, or give --target swarm+ssh://USER@MANAGER",
+        )),
+    }
+}
+
 /// The plan as lines for people: what is created, and each action.
 pub fn plan_lines(plan: &Plan) -> Vec<String> {
     let mut lines = Vec::new();
@@ -250,7 +283,7 @@ pub async fn would_record(
 }
 
 /// Write this deploy's run record; returns its id.
-async fn record_run(
+pub(super) async fn record_run(
     target: &Target,
     p: &Staged<'_>,
     changed: usize,

@@ -6,6 +6,7 @@
 
 pub mod bench;
 pub mod deploy;
+pub mod deploy_swarm;
 pub mod load;
 pub mod prepare;
 pub mod status;

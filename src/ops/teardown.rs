@@ -20,7 +20,12 @@ pub async fn teardown(target: &Target, stack: &str, opts: &TeardownOptions) -> R
     let lock =
         crate::engine::remote_lock::lock_stack(target, stack, "exectl teardown", opts.break_lock)
             .await?;
-    let removed = teardown::teardown(&target.docker, stack, opts.purge).await?;
+    let removed = match &target.swarm {
+        Some(swarm) => {
+            crate::engine::swarm::teardown(&target.docker, swarm, stack, opts.purge).await?
+        }
+        None => teardown::teardown(&target.docker, stack, opts.purge).await?,
+    };
     // The files uploaded for the containers (the .env holds secrets) go with them; the local copy and
     // the secrets stay unless purged, so a re-deploy finds its data's passwords.
     if target.is_remote() {

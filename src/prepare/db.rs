@@ -61,17 +61,18 @@ async fn running(docker: &Docker, name: &str) -> bool {
 }
 
 impl Database {
-    /// Reach the stack's database. Errors when its container is not running.
+    /// Reach the stack's database. Errors when its container is not running. `container` is the
+    /// database's (the app's for SQLite), as `Target::locate` found it.
     pub async fn open(
         docker: &Docker,
         stack: &str,
         db: Db,
-        app_container: &str,
+        container: &str,
         sqlite_image: &str,
     ) -> Result<Database> {
         match db {
             Db::Mariadb | Db::Postgres => {
-                let container = exectl_core::naming::container(stack, db.name());
+                let container = container.to_string();
                 let (running, started_at) = state(docker, &container).await;
                 if !running {
                     bail!(exectl_core::error::UsageError::new(
@@ -90,6 +91,7 @@ impl Database {
                 })
             }
             Db::Sqlite => {
+                let app_container = container;
                 if !running(docker, app_container).await {
                     bail!(exectl_core::error::UsageError::new(
                         "--stack",

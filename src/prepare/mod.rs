@@ -89,11 +89,20 @@ impl Stack {
     /// The first app container (its data volume is the SQLite file's home).
     /// The stack's database, reached through the engine (exec into its client, or a one-shot for SQLite).
     pub async fn open_db(&self, target: &Target) -> Result<db::Database> {
+        // Where the database runs (on a swarm, the node of its task).
+        let service = match self.db {
+            Db::Sqlite => match self.topology {
+                Topology::Single => "app",
+                Topology::Ha => "app-1",
+            },
+            db => db.name(),
+        };
+        let (engine, container) = target.locate(&self.name, service).await?;
         db::Database::open(
-            &target.docker,
+            &engine.docker,
             &self.name,
             self.db,
-            &self.app_container(),
+            &container,
             &self.sqlite_image,
         )
         .await

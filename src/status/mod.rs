@@ -3,6 +3,8 @@
 
 pub use exectl_core::status as report;
 
+pub(crate) mod swarm;
+
 use crate::engine::desired::parse_env;
 use crate::engine::{limits, observe};
 use crate::sut::Target;
@@ -46,6 +48,9 @@ const PROBE_TIMEOUTS: crate::app::Timeouts = crate::app::Timeouts::all(Duration:
 
 /// One observation of the whole stack; services and instances are probed concurrently.
 pub async fn observe_stack(target: &Target, stack: &str, deployed: &Deployed) -> Result<Report> {
+    if let Some(nodes) = &target.swarm {
+        return swarm::observe_swarm(target, nodes, stack, deployed).await;
+    }
     let observed = observe::observe(&target.docker, stack).await?;
     let client = crate::app::Client::new(2, PROBE_TIMEOUTS);
     let token = tokio::sync::OnceCell::new();
@@ -179,6 +184,7 @@ async fn service_status(
         mem_usage_bytes: None,
         mem_limit_bytes: None,
         nofile: None,
+        node: None,
     };
     Ok((status, pid))
 }
@@ -260,6 +266,7 @@ fn unanswered(service: &str) -> InstanceStatus {
         rooms_count: None,
         share: None,
         error: None,
+        node: None,
     }
 }
 

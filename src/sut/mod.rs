@@ -4,6 +4,7 @@
 pub mod docker_host;
 mod exec;
 pub mod ssh;
+pub mod swarm;
 
 pub use exec::{exec, ExecOutput};
 
@@ -30,6 +31,8 @@ pub const LOCAL_KEY: &str = "local";
 pub struct TargetSpec {
     pub ssh: Option<ssh::ConnectOptions>,
     pub docker_socket: String,
+    /// `swarm+ssh://`: the engine is a swarm manager, and the stack's services spread over its nodes.
+    pub swarm: bool,
 }
 
 impl TargetSpec {
@@ -37,13 +40,15 @@ impl TargetSpec {
         TargetSpec {
             ssh: None,
             docker_socket: DEFAULT_DOCKER_SOCKET.into(),
+            swarm: false,
         }
     }
 
-    /// Names the target in local state paths: `local` or `ssh-USER@HOST-PORT`.
+    /// Names the target in local state paths: `local`, `ssh-USER@HOST-PORT` or `swarm-ssh-…`.
     pub fn key(&self) -> String {
         match &self.ssh {
             None => LOCAL_KEY.to_string(),
+            Some(o) if self.swarm => format!("swarm-{}", o.url.state_key()),
             Some(o) => o.url.state_key(),
         }
     }
@@ -62,8 +67,23 @@ impl TargetSpec {
     pub fn describe(&self) -> String {
         match &self.ssh {
             None => "the local engine".to_string(),
+            Some(o) if self.swarm => format!("swarm+{}", o.url),
             Some(o) => o.url.to_string(),
         }
+    }
+
+    /// Commands that read one engine and its host (sweep, host tune and restore) refuse a swarm target
+    /// before connecting: bad input, nothing touched.
+    pub fn one_engine(&self, command: &str) -> Result<(), UsageError> {
+        if !self.swarm {
+            return Ok(());
+        }
+        Err(UsageError::new(
+            "--target",
+            self.describe(),
+            format!("exectl {command} reads one engine and its host, and does not run on a swarm yet (deploy, plan, prepare, status, load, bench, doctor and teardown do)"),
+            "give one node's engine (ssh://USER@NODE) to run it there",
+        ))
     }
 
     /// Where the target's published ports answer: loopback, or the SUT's address (the first its name
@@ -102,6 +122,8 @@ pub struct Target {
     address: IpAddr,
     /// The engine's unix socket on its host (None: reached over TCP), to find its dockerd.
     engine_socket: Option<String>,
+    /// A swarm target's nodes, each connected (`swarm+ssh://`).
+    pub swarm: Option<Arc<swarm::Swarm>>,
 }
 
 impl Target {
@@ -111,8 +133,19 @@ impl Target {
         Target::connect(&TargetSpec::local()).await
     }
 
-    /// Connect to the target: the local engine, or the SUT over SSH with its engine's socket forwarded.
+    /// Connect to the target: the local engine, or the SUT over SSH with its engine's socket forwarded;
+    /// on a swarm, every node too.
     pub async fn connect(spec: &TargetSpec) -> Result<Target> {
+        let mut target = Target::connect_engine(spec).await?;
+        if spec.swarm {
+            let nodes = swarm::Swarm::connect(&target.docker, spec).await?;
+            target.swarm = Some(Arc::new(nodes));
+        }
+        Ok(target)
+    }
+
+    /// Connect to one engine (a swarm's nodes are not looked for).
+    pub(crate) async fn connect_engine(spec: &TargetSpec) -> Result<Target> {
         let Some(o) = spec.ssh.clone() else {
             let (docker, at) = local_engine()?;
             let docker =
@@ -132,6 +165,7 @@ impl Target {
                 shell: Arc::new(crate::shell::Local),
                 address: spec.address()?,
                 engine_socket: at.socket().map(str::to_string),
+                swarm: None,
             });
         };
         let socket = spec.docker_socket.clone();
@@ -148,7 +182,36 @@ impl Target {
             engine_socket: Some(link.docker_socket.clone()),
             remote: Some(link),
             address: spec.address()?,
+            swarm: None,
         })
+    }
+
+    /// Where a service of the stack runs: the engine that holds its container, and the container's name
+    /// there. On one engine, this target and `exectl-STACK-SERVICE`; on a swarm, the node that runs its
+    /// task and the task's container (an error naming the service when none runs).
+    pub async fn locate(&self, stack: &str, service: &str) -> Result<(&Target, String)> {
+        let Some(nodes) = &self.swarm else {
+            return Ok((self, exectl_core::naming::container(stack, service)));
+        };
+        let tasks = swarm::running_tasks(&self.docker, stack).await?;
+        let Some(task) = tasks.iter().find(|t| t.service == service) else {
+            anyhow::bail!(UsageError::new(
+                "--stack",
+                stack,
+                format!("its service {service} has no running task on the swarm"),
+                "deploy the stack first (exectl deploy …), or look at its tasks: docker service ps",
+            ));
+        };
+        let node = nodes.by_id(&task.node_id).with_context(|| {
+            format!(
+                "{service} runs on node {}, which the swarm does not list",
+                task.node_id
+            )
+        })?;
+        Ok((
+            nodes.target(&node.node.hostname)?,
+            task.container_id.clone(),
+        ))
     }
 
     pub fn is_remote(&self) -> bool {

@@ -5,6 +5,7 @@
 
 pub mod cpu;
 pub mod sut;
+pub mod swarm;
 
 use bollard::Docker;
 use std::path::{Path, PathBuf};
@@ -334,6 +335,21 @@ pub async fn hold_sockets(port: &str, uuid: &str, token: &str, n: usize) -> Vec<
 pub async fn close_sockets(sockets: Vec<Socket>) {
     for mut s in sockets {
         let _ = s.close(None).await;
+    }
+}
+
+/// `bash SCRIPT down NAME` of a test rig (sut.sh, rig.sh), from a Drop: a failure is said, not raised.
+pub fn rig_down(script: &str, name: &str) {
+    match std::process::Command::new("bash")
+        .args([script, "down", name])
+        .output()
+    {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => eprintln!(
+            "{script} down {name} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        Err(e) => eprintln!("{script} down {name}: {e}"),
     }
 }
 

@@ -142,17 +142,6 @@ impl Sut {
 
 impl Drop for Sut {
     fn drop(&mut self) {
-        match Command::new("bash")
-            .args([SCRIPT, "down", &self.name])
-            .output()
-        {
-            Ok(out) if out.status.success() => {}
-            Ok(out) => eprintln!(
-                "sut.sh down {} failed: {}",
-                self.name,
-                String::from_utf8_lossy(&out.stderr)
-            ),
-            Err(e) => eprintln!("sut.sh down {}: {e}", self.name),
-        }
+        super::rig_down(SCRIPT, &self.name);
     }
 }

@@ -5,6 +5,7 @@
 #   sut.sh up NAME INDEX   create SUT NAME on 10.199.INDEX.0/24 (INDEX 1..50), tearing down leftovers first
 #   sut.sh down NAME       stop its daemons, remove the namespace, the veth pair and its folder
 #   sut.sh env NAME        print the summary of an existing SUT again
+#   sut.sh engine-stop NAME / engine-start NAME   stop its engine (a host's engine down), start it again
 #
 # `up` and `env` end with KEY=VALUE lines: ADDR, SSH_PORT, SSH_PORT_NOFWD, SSH_PORT_NOSFTP, KEY, WRONG_KEY,
 # KNOWN_HOSTS, DOCKER_SOCK, DIR. SSH_PORT (2222) allows forwarding the engine's socket; SSH_PORT_NOFWD (2223) is
@@ -22,6 +23,13 @@
 # SUT_DAEMON_JSON='"userland-proxy": false' adds keys to its daemon.json. SUT_ENGINE=0 starts no engine (a
 # generator host: sshd only). SUT_PRIVATE=DIR gives the sshd (and every login) a mount namespace of its own
 # with a fresh tmpfs on DIR, so that files written there (exectl's binary in ~/.cache/exectl) are this host's.
+# SUT_HOSTNAME=H gives the SUT a UTS namespace of its own (kept by a bind mount on DIR/uts) with hostname H,
+# entered by its sshd and engine: engines that become swarm nodes need distinct names (tests/swarm/rig.sh).
+# SUT_SOCKET_DIR=D gives the sshd a mount namespace of its own in which D is this SUT's folder, so that its
+# engine answers on D/docker.sock for every login: nodes of one swarm, each its own engine at one path, as
+# on real hosts (tests/swarm/rig.sh).
+# SUT_LOAD=0 starts the engine but loads no image (the caller loads them). The engine inherits this script's
+# environment (e.g. DOCKER_SERVICE_PREFER_OFFLINE_IMAGE=1).
 # Needs root, iproute2, nsenter, openssh-server (scripts/packages.sh) and the host engine (scripts/dockerd.sh).
 set -euo pipefail
 
@@ -36,7 +44,7 @@ log() { echo "sut: $*" >&2; }
 die() { log "$*"; exit 1; }
 
 usage() {
-  sed -n '5,7p' "$0" | sed 's/^# *//' >&2
+  sed -n '5,8p' "$0" | sed 's/^# *//' >&2
   exit 2
 }
 
@@ -51,9 +59,11 @@ paths() {
   NSPATH=/run/netns/$NS
   DIR=$ROOT/$NAME
   SOCK=$DIR/docker.sock
+  # Set by cmd_up when SUT_HOSTNAME asks for a UTS namespace.
+  UTS=
 }
 
-in_ns() { nsenter --net="$NSPATH" "$@"; }
+in_ns() { nsenter --net="$NSPATH" ${UTS:+--uts="$UTS"} "$@"; }
 
 # Is process $1 running? (A zombie is not: `kill -0` would say yes until init reaps it.)
 alive() {
@@ -86,6 +96,31 @@ stop_pidfiles() {
 # Every mount point under $1, deepest first.
 mounts_under() {
   awk -v d="$1" '$5 == d || index($5, d "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r
+}
+
+# Start the engine from its script (cmd_up wrote it) and wait until it answers.
+start_engine() {
+  # setsid + nohup as in scripts/dockerd.sh: the engine outlives this script; no descriptor stays open
+  # on the caller's pipes (a test reading this script's output would wait for ever otherwise).
+  setsid nohup "$DIR/engine" </dev/null >>"$DIR/dockerd.log" 2>&1 &
+  if ! wait_for "engine" docker -H "unix://$SOCK" version; then
+    tail -n 30 "$DIR/dockerd.log" >&2 || true
+    die "the SUT engine does not answer after ${TIMEOUT}s (log: $DIR/dockerd.log)"
+  fi
+}
+
+# The engine stopped (SIGTERM, as a host's shutdown does; its containers stop with it), sshd left running.
+cmd_engine_stop() {
+  paths "$1"
+  [ -x "$DIR/engine" ] || die "no SUT named $NAME (sut.sh up $NAME INDEX)"
+  stop_pidfiles 30 "$DIR/docker.pid"
+}
+
+# The engine started again as `up` started it.
+cmd_engine_start() {
+  paths "$1"
+  [ -x "$DIR/engine" ] || die "no SUT named $NAME (sut.sh up $NAME INDEX)"
+  start_engine
 }
 
 cmd_down() {
@@ -219,6 +254,16 @@ cmd_up() {
   ip -n "$NS" addr add "$ADDR/24" dev eth0
   ip -n "$NS" link set eth0 up
 
+  if [ -n "${SUT_HOSTNAME:-}" ]; then
+    [[ $SUT_HOSTNAME =~ ^[a-z0-9][a-z0-9-]{0,62}$ ]] || die "SUT_HOSTNAME must be 1-63 of [a-z0-9-], got '$SUT_HOSTNAME'"
+    log "hostname $SUT_HOSTNAME (UTS namespace $DIR/uts)"
+    # Persistent like the network namespace, so that sshd and the engine, started apart, share it.
+    # cmd_down unmounts it with the rest under DIR.
+    UTS=$DIR/uts
+    touch "$UTS"
+    unshare --uts="$UTS" hostname "$SUT_HOSTNAME"
+  fi
+
   log "keys and sshd on $ADDR:$SSH_PORT, :$SSH_PORT_NOFWD (no stream-local forwarding) and :$SSH_PORT_NOSFTP (no sftp)"
   ssh-keygen -q -t ed25519 -N '' -C "exectl-sut-$NAME-host" -f "$DIR/ssh_host_ed25519_key"
   ssh-keygen -q -t ed25519 -N '' -C "exectl-sut-$NAME-client" -f "$DIR/client_key"
@@ -239,6 +284,11 @@ cmd_up() {
       # shellcheck disable=SC2016
       in_ns unshare --mount --propagation private sh -c 'mount -t tmpfs -o mode=0700 tmpfs "$1" && shift && exec "$@"' \
         sh "$SUT_PRIVATE" /usr/sbin/sshd -f "$DIR/$name.conf" -E "$DIR/$name.log" </dev/null >/dev/null 2>&1
+    elif [ -n "${SUT_SOCKET_DIR:-}" ]; then
+      mkdir -p "$SUT_SOCKET_DIR"
+      # shellcheck disable=SC2016
+      in_ns unshare --mount --propagation private sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' \
+        sh "$DIR" "$SUT_SOCKET_DIR" /usr/sbin/sshd -f "$DIR/$name.conf" -E "$DIR/$name.log" </dev/null >/dev/null 2>&1
     else
       in_ns /usr/sbin/sshd -f "$DIR/$name.conf" -E "$DIR/$name.log" </dev/null >/dev/null 2>&1
     fi
@@ -267,29 +317,30 @@ cmd_up() {
   # containers inherit it (tests of what gives out first).
   local nofile=${SUT_NOFILE:-}
   [ -z "$nofile" ] || [[ $nofile =~ ^[0-9]+$ ]] || die "SUT_NOFILE must be a number, got '$nofile'"
-  # setsid + nohup as in scripts/dockerd.sh: the engine outlives this script; no descriptor stays open
-  # on the caller's pipes (a test reading this script's output would wait for ever otherwise).
-  setsid nohup prlimit ${nofile:+--nofile=$nofile:$nofile} -- nsenter --net="$NSPATH" dockerd \
-    --config-file "$DIR/daemon.json" \
-    --data-root "$DIR/data" \
-    --exec-root "$DIR/run" \
-    --pidfile "$DIR/docker.pid" \
-    -H "unix://$SOCK" \
-    --containerd-namespace "$NS" \
-    --containerd-plugins-namespace "$NS-plugins" \
-    --cgroup-parent "/$NS" \
-    --bip "10.200.$index.1/24" \
-    --default-address-pool base=10.201.0.0/16,size=24 \
-    --iptables=true \
-    </dev/null >>"$DIR/dockerd.log" 2>&1 &
-
-  if ! wait_for "engine" docker -H "unix://$SOCK" version; then
-    tail -n 30 "$DIR/dockerd.log" >&2 || true
-    die "the SUT engine does not answer after ${TIMEOUT}s (log: $DIR/dockerd.log)"
-  fi
+  # The engine's command line, kept as a script of its own so that `engine-start` runs the same one again
+  # (with the environment it was started with: DOCKER_SERVICE_PREFER_OFFLINE_IMAGE for a swarm node).
+  {
+    echo '#!/usr/bin/env bash'
+    local var
+    for var in DOCKER_SERVICE_PREFER_OFFLINE_IMAGE; do
+      [ -z "${!var:-}" ] || printf 'export %s=%q\n' "$var" "${!var}"
+    done
+    printf 'exec prlimit %s -- nsenter --net=%q %s dockerd' "${nofile:+--nofile=$nofile:$nofile}" "$NSPATH" "${UTS:+--uts=$UTS}"
+    printf ' %q' --config-file "$DIR/daemon.json" --data-root "$DIR/data" --exec-root "$DIR/run" \
+      --pidfile "$DIR/docker.pid" -H "unix://$SOCK" --containerd-namespace "$NS" \
+      --containerd-plugins-namespace "$NS-plugins" --cgroup-parent "/$NS" --bip "10.200.$index.1/24" \
+      --default-address-pool "base=10.201.0.0/16,size=24" --iptables=true
+    echo
+  } >"$DIR/engine"
+  chmod 700 "$DIR/engine"
+  start_engine
   for port in $SSH_PORT $SSH_PORT_NOFWD $SSH_PORT_NOSFTP; do
     wait_for "sshd" port_open "$ADDR" "$port" || die "sshd does not accept on $ADDR:$port (logs: $DIR/sshd*.log)"
   done
+  if [ "${SUT_LOAD:-1}" = 0 ]; then
+    summary
+    return
+  fi
 
   local tags=() tag
   for tag in $(image_tags); do
@@ -342,6 +393,11 @@ case "${1:-}" in
     [ $# -eq 2 ] || usage
     check_name "$2"
     cmd_env "$2"
+    ;;
+  engine-stop | engine-start)
+    [ $# -eq 2 ] || usage
+    check_name "$2"
+    "cmd_${1//-/_}" "$2"
     ;;
   *) usage ;;
 esac

@@ -184,8 +184,12 @@ impl<'a> Evidence<'a> {
             .load
             .map(|l| format!("; load average {l:.1}"))
             .unwrap_or_default();
+        let whose = match &h.node {
+            None => "the host's".to_string(),
+            Some(n) => format!("node {n}'s"),
+        };
         format!(
-            "{:.1} of the host's {} busy (p90){parts}{generator}{load}",
+            "{:.1} of {whose} {} busy (p90){parts}{generator}{load}",
             h.busy_cpus,
             cpus(self.known.cpu.host_cpus.unwrap_or(0.0)),
         )
@@ -260,8 +264,11 @@ fn saturated_host(e: &Evidence) -> Option<Limiting> {
     let h = e.saturated().filter(|_| e.at_limit().is_none())?;
     Some(Limiting {
         resource: Resource::Cpu,
-        component: "the SUT host's CPU".into(),
-        services: vec!["host".into()],
+        component: match &h.node {
+            None => "the SUT host's CPU".into(),
+            Some(n) => format!("swarm node {n}'s CPU"),
+        },
+        services: vec![h.node.clone().unwrap_or_else(|| "host".into())],
         share: h.share,
         detail: e.host_text(h),
         generator_bound: false,
@@ -288,7 +295,13 @@ fn nothing_near_its_limit(e: &Evidence) -> Option<Limiting> {
             top.share * 100.0,
             e.host
                 .as_ref()
-                .map(|h| format!("; the host's CPU at {:.0} %", h.share * 100.0))
+                .map(|h| format!(
+                    "; {} CPU at {:.0} %",
+                    h.node
+                        .as_ref()
+                        .map_or("the host's".to_string(), |n| format!("node {n}'s")),
+                    h.share * 100.0
+                ))
                 .unwrap_or_default()
         ),
         ..Limiting::unknown()
@@ -453,7 +466,8 @@ fn nginx_connections(during: &[&Sample], known: &Known) -> Option<Candidate> {
 /// included) where the samples have it; else what its containers (and, on a local target, the
 /// generator) used of its CPUs, or its load average against them, whichever is higher. The load
 /// average alone never decides where the count was read: it lags a minute behind, and counts tasks
-/// waiting on anything, not CPUs busy.
+/// waiting on anything, not CPUs busy. On a swarm each node is judged on its own (its count, its
+/// containers), and the busiest node is the one named.
 struct HostCpu {
     share: f64,
     busy_cpus: f64,
@@ -462,6 +476,16 @@ struct HostCpu {
     steal_cpus: Option<f64>,
     generator_cpus: f64,
     load: Option<f64>,
+    /// The swarm node (None: the one host of a single-engine stack).
+    node: Option<String>,
+}
+
+/// One host at one sample: its own count and load, and its containers' CPU (CPUs).
+struct HostView {
+    load: Option<f64>,
+    counted: Option<super::timeline::HostCpu>,
+    containers: f64,
+    generator: f64,
 }
 
 fn host_cpu(during: &[&Sample], known: &Known) -> Option<HostCpu> {
@@ -470,9 +494,57 @@ fn host_cpu(during: &[&Sample], known: &Known) -> Option<HostCpu> {
         true => s.generator.cpu_pct.unwrap_or(0.0) / 100.0 * known.generator_cpus,
         false => 0.0,
     };
-    let load = p90(during.iter().filter_map(|s| s.load_avg).collect());
-    let generator_cpus = p90(during.iter().map(|s| generator(s)).collect()).unwrap_or(0.0);
-    let counted: Vec<_> = during.iter().filter_map(|s| s.host_cpu).collect();
+    let containers = |s: &Sample, node: Option<&str>| {
+        s.containers
+            .iter()
+            .filter(|c| node.is_none() || c.node.as_deref() == node)
+            .filter_map(|c| c.cpu_pct)
+            .sum::<f64>()
+            / 100.0
+    };
+    let mut nodes: Vec<&str> = during
+        .iter()
+        .flat_map(|s| s.nodes.iter().map(|n| n.node.as_str()))
+        .collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    if nodes.is_empty() {
+        let views: Vec<HostView> = during
+            .iter()
+            .map(|s| HostView {
+                load: s.load_avg,
+                counted: s.host_cpu,
+                containers: containers(s, None),
+                generator: generator(s),
+            })
+            .collect();
+        return one_host(&views, host, None);
+    }
+    nodes
+        .into_iter()
+        .filter_map(|node| {
+            let views: Vec<HostView> = during
+                .iter()
+                .map(|s| {
+                    let n = s.nodes.iter().find(|n| n.node == node);
+                    HostView {
+                        load: n.and_then(|n| n.load_avg),
+                        counted: n.and_then(|n| n.host_cpu),
+                        containers: containers(s, Some(node)),
+                        generator: 0.0,
+                    }
+                })
+                .collect();
+            one_host(&views, host, Some(node.to_string()))
+        })
+        .max_by(|a, b| a.share.total_cmp(&b.share))
+}
+
+/// One host's CPU over the level's samples, of its `host` CPUs.
+fn one_host(views: &[HostView], host: f64, node: Option<String>) -> Option<HostCpu> {
+    let load = p90(views.iter().filter_map(|v| v.load).collect());
+    let generator_cpus = p90(views.iter().map(|v| v.generator).collect()).unwrap_or(0.0);
+    let counted: Vec<_> = views.iter().filter_map(|v| v.counted).collect();
     if !counted.is_empty() {
         let of = |f: fn(&super::timeline::HostCpu) -> f64| {
             p90(counted.iter().map(|h| f(h) / 100.0 * host).collect())
@@ -485,23 +557,22 @@ fn host_cpu(during: &[&Sample], known: &Known) -> Option<HostCpu> {
             steal_cpus: of(|h| h.steal_pct),
             generator_cpus,
             load,
+            node,
         });
     }
-    let busy = |s: &Sample| {
-        let containers: f64 = s.containers.iter().filter_map(|c| c.cpu_pct).sum::<f64>() / 100.0;
-        containers + generator(s)
-    };
-    let share = p90(during
+    let busy = |v: &HostView| v.containers + v.generator;
+    let share = p90(views
         .iter()
-        .map(|s| (busy(s) / host).max(s.load_avg.unwrap_or(0.0) / host))
+        .map(|v| (busy(v) / host).max(v.load.unwrap_or(0.0) / host))
         .collect())?;
     Some(HostCpu {
         share,
-        busy_cpus: p90(during.iter().map(|s| busy(s)).collect())?,
+        busy_cpus: p90(views.iter().map(busy).collect())?,
         kernel_cpus: None,
         steal_cpus: None,
         generator_cpus,
         load,
+        node,
     })
 }
 

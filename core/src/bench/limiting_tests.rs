@@ -371,6 +371,52 @@ fn the_hosts_own_cpu_count_decides_over_its_load_average() {
     );
 }
 
+/// On a swarm each node is judged on its own count: the busy worker is named, not a quiet manager, and
+/// no node's count is averaged with another's.
+#[test]
+fn on_a_swarm_the_saturated_node_is_named() {
+    use crate::bench::timeline::{HostCpu as Count, NodeHost};
+    let node = |name: &str, busy: f64| NodeHost {
+        node: name.into(),
+        load_avg: Some(1.0),
+        host_cpu: Some(Count {
+            busy_pct: busy,
+            kernel_pct: busy / 2.0,
+            steal_pct: 0.0,
+        }),
+    };
+    let with = |n2: f64| -> Vec<Sample> {
+        samples(|_| {
+            let mut app = container("app-1", 20.0, 1.0, 40, 512);
+            app.node = Some("n2".into());
+            (vec![app], None, 10.0)
+        })
+        .into_iter()
+        .map(|mut x| {
+            x.nodes = vec![node("n1", 30.0), node("n2", n2), node("n3", 40.0)];
+            x
+        })
+        .collect()
+    };
+    let known = Known {
+        cpu: CpuScale {
+            host_cpus: Some(2.0),
+            app_threads: None,
+        },
+        ..Known::default()
+    };
+    let l = limiting_component(&SPAN, &with(97.0), &known);
+    assert_eq!(l.component, "swarm node n2's CPU", "{l:?}");
+    assert_eq!(l.services, ["n2"]);
+    assert_eq!(
+        l.detail,
+        "1.9 of node n2's 2 CPUs busy (p90); its own count: 1.0 in the kernel (network, interrupts); load average 1.0"
+    );
+    // Every node under the bar: the busiest is said, and nothing is named.
+    let l = limiting_component(&SPAN, &with(60.0), &known);
+    assert_eq!(l.resource, Resource::Unknown, "{l:?}");
+}
+
 /// A real timeline (tests/docker_proxy.rs's run): ha ×2 on an engine with 1024 open files, 300 idle
 /// users through 127.0.0.1: docker-proxy held 699 files at 83 sockets, then stopped.
 #[test]

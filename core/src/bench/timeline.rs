@@ -33,6 +33,9 @@ impl ContainerState {
 pub struct ContainerSample {
     /// The compose service (app-1, nginx, postgres, …).
     pub service: String,
+    /// The swarm node that runs it (None on one engine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
     /// CPU used since the previous sample, percent of one CPU (200 = two CPUs busy).
     pub cpu_pct: Option<f64>,
     /// The container's CPU limit in CPUs (None: unlimited).
@@ -88,6 +91,17 @@ pub struct InstanceSample {
     pub service: String,
     pub connections: Option<u64>,
     pub rooms: Option<u64>,
+}
+
+/// One swarm node's host at one instant: what `Sample::load_avg` and `Sample::host_cpu` say of the one
+/// host of a single-engine stack.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct NodeHost {
+    pub node: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_avg: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_cpu: Option<HostCpu>,
 }
 
 /// The SUT host's CPU by its own count (/proc/stat's `cpu` line) since the previous sample, in percent
@@ -167,6 +181,9 @@ pub struct Sample {
     /// The SUT host's CPU since the previous sample, by its own count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_cpu: Option<HostCpu>,
+    /// On a swarm, each node's host (and `load_avg`, `host_cpu` are None: there is no one host).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<NodeHost>,
     pub generator: GeneratorSample,
     /// What the SUT sample cost: the sampling command's own wall time, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]

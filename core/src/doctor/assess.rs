@@ -348,4 +348,4 @@ fn foreign_containers(cs: &Result<Vec<super::facts::Container>, String>) -> Chec
 
 #[cfg(test)]
 #[path = "assess_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -20,7 +20,7 @@ fn host() -> Host {
     }
 }
 
-fn facts() -> Facts {
+pub(crate) fn facts() -> Facts {
     Facts {
         link: Link::Local,
         engine: Ok(Engine {

@@ -9,6 +9,7 @@ pub mod facts;
 mod host_checks;
 pub mod options;
 pub mod report;
+pub mod swarm;
 
 pub use assess::{assess, Limits, Options};
 pub use check::{Check, Level};

@@ -30,9 +30,65 @@ pub fn host_facts(docker_root: &str) -> Script {
     Script::new(HOST_FACTS_BODY).arg(docker_root)
 }
 
+/// A swarm node's clock and link, for doctor: `now_ns=` first (read as soon as the script runs), then the
+/// interface holding the node's swarm address ($1) and its MTU, both from `ip` (netlink answers for the
+/// shell's own network namespace; /sys may be another's mount). Read with `parse_node_link`.
+const NODE_LINK_BODY: &str = r#"printf 'now_ns=%s\n' "$(date +%s%N)"
+dev=$(ip -o -4 addr show 2>/dev/null | awk -v a="$1" '{ split($4, p, "/"); if (p[1] == a) { print $2; exit } }')
+if [ -n "$dev" ]; then
+  printf 'dev=%s\n' "$dev"
+  printf 'mtu=%s\n' "$(ip -o link show dev "$dev" 2>/dev/null | awk '{ for (i = 1; i < NF; i++) if ($i == "mtu") { print $(i + 1); exit } }')"
+fi
+true
+"#;
+
+/// The node-link script for the node whose swarm address is `addr`.
+pub fn node_link(addr: &str) -> Script {
+    Script::new(NODE_LINK_BODY).arg(addr)
+}
+
+/// The node-link script's output: its clock (ns since the epoch) and its link's MTU, or why each is
+/// missing.
+pub fn parse_node_link(out: &str, addr: &str) -> (Result<u128, String>, Result<u32, String>) {
+    let value = |key: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+            .map(str::trim)
+    };
+    let now = match value("now_ns") {
+        Some(v) => v
+            .parse()
+            .map_err(|_| format!("`date +%s%N` printed {v:?}, not nanoseconds")),
+        None => Err("the script printed no time".to_string()),
+    };
+    let mtu = match (value("dev"), value("mtu")) {
+        (None, _) => Err(format!("no interface holds {addr} (`ip -o -4 addr`)")),
+        (Some(dev), Some(m)) => m.parse().map_err(|_| format!("{dev}'s MTU reads {m:?}")),
+        (Some(dev), None) => Err(format!("{dev}'s MTU could not be read")),
+    };
+    (now, mtu)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_node_link_script_reads_the_clock_then_the_link_of_the_address() {
+        let s = node_link("10.199.47.2");
+        assert_eq!(s.args, ["10.199.47.2"]);
+        assert!(s
+            .body
+            .starts_with("printf 'now_ns=%s\\n' \"$(date +%s%N)\""));
+        let (now, mtu) = parse_node_link("now_ns=1796000000123456789\ndev=eth0\nmtu=1450\n", "a");
+        assert_eq!((now, mtu), (Ok(1_796_000_000_123_456_789), Ok(1450)));
+        let (now, mtu) = parse_node_link("now_ns=1796000000N\n", "10.0.0.9");
+        assert!(now.unwrap_err().contains("not nanoseconds"));
+        assert_eq!(
+            mtu.unwrap_err(),
+            "no interface holds 10.0.0.9 (`ip -o -4 addr`)"
+        );
+    }
     use crate::doctor::facts::{parse_host, Host};
 
     #[test]

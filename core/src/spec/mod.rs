@@ -294,3 +294,26 @@ impl Spec {
         self.topology == Topology::Single || self.traefik
     }
 }
+
+/// A test's spec input: ha with the flags given (what a test names beyond them panics, to be added
+/// here). One fixture for the core's own tests and the shell's (feature `fixtures`).
+#[cfg(any(test, feature = "fixtures"))]
+pub fn ha_input(flags: &[(&'static str, &str)]) -> SpecInput {
+    let mut i = SpecInput {
+        topology: Some(Raw::flag("topology", "ha")),
+        ..Default::default()
+    };
+    for (f, v) in flags {
+        let raw = Some(Raw::flag(f, *v));
+        match *f {
+            "--instances" => i.instances = raw,
+            "--nginx" => i.nginx = raw,
+            "--cpus" => i.cpus = raw,
+            "--memory" => i.memory = raw,
+            "--db" => i.db = raw,
+            "--set" => i.env.push(Raw::flag(f, *v)),
+            other => panic!("add {other} to spec::ha_input"),
+        }
+    }
+    i
+}

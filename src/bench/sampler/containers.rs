@@ -55,6 +55,8 @@ struct Proxy {
 #[derive(Default)]
 pub struct Fleet {
     pub list: Vec<Followed>,
+    /// The swarm node they run on (None: one engine), in each of their samples.
+    node: Option<String>,
     proxies: Vec<Proxy>,
     /// The front door (re)started: find its proxies in the next sample.
     scan: bool,
@@ -149,9 +151,10 @@ impl Followed {
 }
 
 impl Fleet {
-    pub fn new(list: Vec<Followed>) -> Fleet {
+    pub fn new(list: Vec<Followed>, node: Option<String>) -> Fleet {
         Fleet {
             list,
+            node,
             proxies: vec![],
             scan: true,
         }
@@ -315,6 +318,7 @@ impl Fleet {
             f.prev_cpu = usage;
             containers.push(ContainerSample {
                 service: f.service.clone(),
+                node: self.node.clone(),
                 cpu_pct,
                 cpu_limit: e.as_ref().and_then(|e| e.cpus).or(f.cpu_limit),
                 rss_bytes: e.as_ref().and_then(|e| e.rss_bytes),
@@ -386,8 +390,8 @@ impl Fleet {
         }
     }
 
-    /// Every container not running and every proxy gone, for a progress line (None: all well).
-    pub fn incidents_line(&self) -> Option<String> {
+    /// Its containers' states and its proxies, for a progress line's incidents.
+    fn incident_parts(&self) -> (Vec<ContainerSample>, Vec<ProxySample>) {
         let containers = self
             .list
             .iter()
@@ -407,10 +411,19 @@ impl Fleet {
                 ..ProxySample::default()
             })
             .collect();
-        exectl_core::bench::incidents::progress(&exectl_core::bench::Sample {
-            containers,
-            proxies,
-            ..Default::default()
-        })
+        (containers, proxies)
     }
+}
+
+/// Every container not running and every proxy gone on any of `fleets`, for a progress line (None: all
+/// well).
+pub fn incidents_line<'a>(fleets: impl Iterator<Item = &'a Fleet>) -> Option<String> {
+    let mut sample = exectl_core::bench::Sample::default();
+    for f in fleets {
+        let (c, p) = f.incident_parts();
+        sample.containers.extend(c);
+        sample.proxies.extend(p);
+    }
+    sample.containers.sort_by(|a, b| a.service.cmp(&b.service));
+    exectl_core::bench::incidents::progress(&sample)
 }

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::{Fatal, Inner};
+use super::node::Node;
+use super::Fatal;
 use crate::shell::scripts::sample;
 use crate::shell::{HostShell, ShellLoop};
 
@@ -60,7 +61,13 @@ fn wall_clock() -> String {
 /// carrying anything must not stall the sampler).
 const HOST_ANSWER: Duration = Duration::from_secs(10);
 
-impl Inner {
+/// What a message about the link says: the bench's clock and the stack.
+pub struct Context<'a> {
+    pub t0: tokio::time::Instant,
+    pub stack: &'a str,
+}
+
+impl Node {
     /// One answer of the host script, opening it first when it is not running. Blocking work, on the
     /// blocking pool; the script comes back with the answer, or is dropped when it failed or did not
     /// answer within `HOST_ANSWER` (its thread is left to end on its own).
@@ -96,7 +103,12 @@ impl Inner {
 
     /// The host script failed on a remote target (`host_err`): if the engine does not answer either,
     /// connect again once; the link is lost when that fails too.
-    pub(super) async fn check_link(&mut self, host_err: &anyhow::Error) {
+    pub(super) async fn check_link(
+        &mut self,
+        host_err: &anyhow::Error,
+        link: &Link,
+        context: &Context<'_>,
+    ) {
         let engine_err = match tokio::time::timeout(PING, self.target.docker.ping()).await {
             // The engine answers: only the script failed, and it is started again at the next tick.
             Ok(Ok(_)) => return,
@@ -106,11 +118,12 @@ impl Inner {
         let when = format!(
             "{}, {:.0} s into the bench",
             wall_clock(),
-            self.t0.elapsed().as_secs_f64()
+            context.t0.elapsed().as_secs_f64()
         );
         let why = format!("the host script: {host_err:#}; the engine: {engine_err}");
-        let on = format!("{} (stack {})", self.target.describe(), self.stack);
-        let again = tokio::time::timeout(RECONNECT, crate::sut::Target::connect(&self.spec)).await;
+        let on = format!("{} (stack {})", self.describe(), context.stack);
+        let spec = self.target.spec.clone();
+        let again = tokio::time::timeout(RECONNECT, crate::sut::Target::connect(&spec)).await;
         match again {
             Ok(Ok(target)) => {
                 eprintln!(
@@ -121,12 +134,12 @@ impl Inner {
                 for f in &mut self.fleet.list {
                     f.endpoint = None;
                 }
-                self.events = None;
+                self.subscribed = false;
             }
-            Ok(Err(e)) => self.link.lose(format!(
+            Ok(Err(e)) => link.lose(format!(
                 "{on}: the SSH link was lost at {when}: {why}; connecting again: {e:#}"
             )),
-            Err(_) => self.link.lose(format!(
+            Err(_) => link.lose(format!(
                 "{on}: the SSH link was lost at {when}: {why}; connecting again: no answer within {} s",
                 RECONNECT.as_secs()
             )),

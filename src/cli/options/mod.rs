@@ -26,5 +26,14 @@ pub fn deploy(args: &DeployArgs) -> Result<DeployOptions> {
         load_images: args.load_images,
         break_lock: args.break_lock,
         templates: load_templates(&args.spec)?,
+        place: place(&args.place)?,
     })
+}
+
+/// `--place` values (deploy, plan), each checked.
+pub fn place(values: &[String]) -> Result<Vec<exectl_core::swarm::PlaceRule>> {
+    Ok(values
+        .iter()
+        .map(|p| p.parse())
+        .collect::<Result<_, exectl_core::error::UsageError>>()?)
 }

@@ -101,6 +101,7 @@ fn fresh(
 
     // The stack before its variable, read as each point will read it; every point's spec resolved now.
     let target = crate::cli::target::target_spec(&a.target)?;
+    target.one_engine("sweep")?;
     let spec_args = a.spec.clone();
     let input = move || -> Result<SpecInput> {
         let file = crate::cli::spec::read_spec_file(spec_args.config.as_deref())?;
@@ -150,6 +151,7 @@ fn fresh(
         load_images: a.load_images,
         break_lock: false,
         templates: crate::cli::spec::load_templates(&a.spec)?,
+        place: Vec::new(),
     };
     // Checked now, as prepare checks it: a bad cost is refused before the first deploy.
     crate::cli::options::prepare::options(&prepare_args(

@@ -18,6 +18,9 @@ const TEMPLATE: &str = include_str!("report.html.tera");
 pub fn render(r: &Results, samples: &[Sample]) -> Result<String, String> {
     let rows = tables::rows(r, samples);
     let objectives = tables::objectives(r);
+    let services = tables::services(r, samples);
+    // The node column only on a swarm.
+    let nodes = services.iter().any(|s| !s.node.is_empty());
 
     let spans = spans(r, samples);
     let time_charts = series::time_charts(r, samples, &spans)?;
@@ -55,6 +58,8 @@ pub fn render(r: &Results, samples: &[Sample]) -> Result<String, String> {
     let browser = r.levels.iter().any(|l| l.figures.browser.is_some());
     ctx.insert("browser", &browser);
     ctx.insert("objectives", &objectives);
+    ctx.insert("services", &services);
+    ctx.insert("nodes", &nodes);
     ctx.insert("time_charts", &time_charts);
     ctx.insert("level_charts", &level_charts);
     ctx.insert("capacity", &capacity);
@@ -316,6 +321,47 @@ pub mod tests {
             render(&r, &samples).unwrap(),
             html,
             "the same input gives the same bytes"
+        );
+    }
+
+    /// The services table: each service's limits and peaks; its node column only on a swarm, where
+    /// each node's own CPU count is drawn too.
+    #[test]
+    fn the_services_table_has_a_node_column_on_a_swarm_only() {
+        let (r, mut samples) = example();
+        let html = render(&r, &samples).unwrap();
+        let table = |html: &str| {
+            let at = html.find("<table id=\"services\"").unwrap();
+            html[at..at + html[at..].find("</table>").unwrap()].to_string()
+        };
+        let one = table(&html);
+        assert!(!one.contains("<th>node</th>"), "{one}");
+        assert!(one.contains("<tr><td>app-1</td><td>0.5 CPU</td>"), "{one}");
+        for s in &mut samples {
+            for c in &mut s.containers {
+                c.node = Some(if c.service == "app-1" { "n2" } else { "n1" }.into());
+            }
+            s.nodes = ["n1", "n2"]
+                .map(|n| super::super::timeline::NodeHost {
+                    node: n.into(),
+                    load_avg: None,
+                    host_cpu: Some(super::super::timeline::HostCpu {
+                        busy_pct: 50.0,
+                        ..Default::default()
+                    }),
+                })
+                .to_vec();
+        }
+        let html = render(&r, &samples).unwrap();
+        let swarm = table(&html);
+        assert!(swarm.contains("<th>node</th>"), "{swarm}");
+        assert!(
+            swarm.contains("<tr><td>app-1</td><td>n2</td><td>0.5 CPU</td>"),
+            "{swarm}"
+        );
+        assert!(
+            html.contains("node n2: CPUs busy (its own count)"),
+            "{html}"
         );
     }
 }

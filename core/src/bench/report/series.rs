@@ -64,7 +64,7 @@ const CHARTS: [ChartSpec; 10] = [
     },
     ChartSpec {
         id: "load",
-        title: "SUT host: load average and CPUs busy (dashed: its CPUs)",
+        title: "SUT host (on a swarm, each node): load average and CPUs busy (dashed: its CPUs)",
         y_label: "load / CPUs",
         series: From::Timeline(load),
     },
@@ -296,6 +296,22 @@ fn load(r: &Results, samples: &[Sample]) -> Vec<Series> {
         let counted = line(samples, |s| Some(s.host_cpu?.busy_pct / 100.0 * h));
         if !counted.is_empty() {
             out.push(Series::line("CPUs busy (the host's own count)", 5, counted));
+        }
+        // A swarm: each node's own count (one node's CPUs each).
+        let nodes: BTreeSet<&str> = samples
+            .iter()
+            .flat_map(|s| s.nodes.iter().map(|n| n.node.as_str()))
+            .collect();
+        for (i, node) in nodes.into_iter().enumerate() {
+            let counted = line(samples, |s| {
+                let n = s.nodes.iter().find(|n| n.node == node)?;
+                Some(n.host_cpu?.busy_pct / 100.0 * h)
+            });
+            out.push(Series::line(
+                format!("node {node}: CPUs busy (its own count)"),
+                5 + i,
+                counted,
+            ));
         }
         let pts = line(samples, |_| Some(h));
         if !pts.is_empty() {

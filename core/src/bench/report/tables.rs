@@ -1,6 +1,6 @@
 //! The report's tables: one row per level (its result, how many were open at once and for how long, the
 //! ramp that got there, latencies, the busiest container on the bench's CPU scale, the leak check) and
-//! the objectives level by level.
+//! the objectives level by level, and each service: where it ran, what it may use and its peaks.
 
 use serde::Serialize;
 
@@ -160,6 +160,80 @@ pub fn objectives(r: &Results) -> Vec<Objective> {
             measured: objective(&key).map_or(String::new(), |o| o.measured.replace('`', "")),
             key,
             bound,
+        })
+        .collect()
+}
+
+/// One service of the stack over the whole bench.
+#[derive(Serialize)]
+pub struct ServiceRow {
+    service: String,
+    /// The swarm node that ran it ("" on one engine).
+    pub node: String,
+    cpu_limit: String,
+    mem_limit: String,
+    nofile: String,
+    /// Its highest CPU on the bench's scale, RSS and open files, over every sample.
+    cpu_peak: String,
+    rss_peak: String,
+    open_peak: String,
+}
+
+/// Every sampled service, by name: its node, its limits as last read, its peaks.
+pub fn services(r: &Results, samples: &[Sample]) -> Vec<ServiceRow> {
+    let mut names: Vec<&str> = samples
+        .iter()
+        .flat_map(|s| s.containers.iter().map(|c| c.service.as_str()))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let dash = || "—".to_string();
+    names
+        .into_iter()
+        .map(|name| {
+            let seen: Vec<_> = samples
+                .iter()
+                .flat_map(|s| s.containers.iter().filter(|c| c.service == name))
+                .collect();
+            let last = |f: fn(&super::super::timeline::ContainerSample) -> Option<String>| {
+                seen.iter().rev().find_map(|c| f(c)).unwrap_or_else(dash)
+            };
+            let mib = |b: u64| format!("{} MiB", show(b as f64 / 1048576.0));
+            let cpu_peak = seen
+                .iter()
+                .filter_map(|c| Some((r.cpu_scale.share(c)?, *c)))
+                .max_by(|a, b| a.0.total_cmp(&b.0))
+                .and_then(|(_, c)| r.cpu_scale.show(c))
+                .unwrap_or_else(dash);
+            ServiceRow {
+                service: name.to_string(),
+                node: seen
+                    .iter()
+                    .rev()
+                    .find_map(|c| c.node.clone())
+                    .unwrap_or_default(),
+                cpu_limit: last(|c| c.cpu_limit.map(super::super::cpu::cpus)),
+                mem_limit: seen
+                    .iter()
+                    .rev()
+                    .find_map(|c| c.mem_limit_bytes)
+                    .map(mib)
+                    .unwrap_or_else(dash),
+                nofile: last(|c| c.nofile.map(|n| n.to_string())),
+                cpu_peak,
+                rss_peak: seen
+                    .iter()
+                    .filter_map(|c| c.rss_bytes)
+                    .max()
+                    .map(mib)
+                    .unwrap_or_else(dash),
+                open_peak: seen
+                    .iter()
+                    .filter_map(|c| c.open_files)
+                    .max()
+                    .map(|n| n.to_string())
+                    .unwrap_or_else(dash),
+            }
         })
         .collect()
 }

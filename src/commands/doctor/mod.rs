@@ -1,6 +1,8 @@
 //! `exectl doctor`: gather facts from the target (one connection, one host script, a few engine calls),
-//! then the pure `doctor::assess` and its report. Exit 0 when nothing fails (warnings allowed), 1 on a
-//! failure, 2 on a bad flag.
+//! then the pure `doctor::assess` and its report. On a swarm, the same on every node the manager lists
+//! (each over its own connection, at once), with each node's clock and link, and the manager's services
+//! and overlays, into `doctor::swarm::assess_swarm`. Exit 0 when nothing fails (warnings allowed), 1 on
+//! a failure, 2 on a bad flag.
 
 use crate::cli::host::DoctorArgs;
 use crate::sut::ssh::SshError;
@@ -14,14 +16,23 @@ use exectl_core::doctor::{assess, Report};
 use std::future::Future;
 use std::time::Duration;
 
+mod swarm;
+
 /// How long one engine or host call may take before doctor reports it as not answering.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub async fn run(args: &DoctorArgs) -> Result<i32> {
     let spec = crate::cli::target::target_spec(&args.target)?;
     let opts = read_options(args, &spec)?;
-    let facts = gather(&spec).await;
-    let report = Report::new(spec.describe(), assess(&facts, &opts));
+    let checks = match spec.swarm {
+        false => assess(&gather(&spec).await, &opts),
+        true => match swarm::gather(&spec, args.stack.as_deref()).await? {
+            Ok(swarm) => exectl_core::doctor::swarm::assess_swarm(&swarm, &opts),
+            // The manager did not answer: its link's checks say where it failed.
+            Err(manager) => assess(&manager, &opts),
+        },
+    };
+    let report = Report::new(spec.describe(), checks);
     if args.json {
         println!("{}", report.json());
     } else {
@@ -56,10 +67,14 @@ fn read_options(args: &DoctorArgs, spec: &TargetSpec) -> Result<exectl_core::doc
 
 /// Every fact doctor needs. Never fails: what cannot be read is recorded as such.
 pub async fn gather(spec: &TargetSpec) -> Facts {
-    let target = match Target::connect(spec).await {
-        Ok(t) => t,
-        Err(e) => return Facts::unreachable(failed_link(spec.ssh.is_some(), &e)),
-    };
+    match Target::connect(spec).await {
+        Ok(t) => facts_of(&t, spec).await,
+        Err(e) => Facts::unreachable(failed_link(spec.ssh.is_some(), &e)),
+    }
+}
+
+/// What doctor reads of one connected engine and its host.
+async fn facts_of(target: &Target, spec: &TargetSpec) -> Facts {
     let link = match (&target.remote, &spec.ssh) {
         (Some(l), Some(o)) => Link::Remote {
             url: l.url.to_string(),
