@@ -66,7 +66,7 @@ struct Probe {
 }
 
 /// GET /healthcheck every 200 ms, one request at a time (a stalled server shows as few, slow samples),
-/// on its own connection, until `stop`.
+/// on its own connection, until `stop`; one still waiting then counts with its wait so far.
 async fn probe(ctx: Arc<Ctx>, stop: Arc<Notify>, deadline: Instant) -> Probe {
     let http = app::Client::new(1, super::TIMEOUTS);
     let mut p = Probe {
@@ -78,8 +78,15 @@ async fn probe(ctx: Arc<Ctx>, stop: Arc<Notify>, deadline: Instant) -> Probe {
     tokio::pin!(stopped);
     let mut next = Instant::now();
     while Instant::now() < deadline {
+        let sent = Instant::now();
         let r = tokio::select! {
-            _ = &mut stopped => break,
+            _ = &mut stopped => {
+                // Unanswered when the run ends: it counts with the time it had waited (the stall was at
+                // least that long). Dropped, it hid a burst's longest stall, the one the run ended in.
+                p.samples += 1;
+                p.hist.record(sent.elapsed());
+                break;
+            }
             r = http.healthcheck(&ctx.opts.endpoint).timeout(PROBE_TIMEOUT).timed() => r,
         };
         p.samples += 1;
