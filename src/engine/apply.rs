@@ -32,7 +32,8 @@ pub type Progress<'a> = &'a (dyn Fn(Event) + Sync);
 /// `--break-lock` from another command stops this one at its next step.
 pub type Held<'a> = &'a (dyn Fn() -> Result<()> + Sync);
 
-fn stack_labels(stack: &str) -> HashMap<String, String> {
+/// The one label every object of a stack carries: observe and teardown find them by it.
+pub fn stack_labels(stack: &str) -> HashMap<String, String> {
     HashMap::from([(LABEL_STACK.to_string(), stack.to_string())])
 }
 

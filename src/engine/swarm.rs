@@ -3,7 +3,7 @@
 //! task (a worker's engine answers for its own containers only). The plan is the single-host plan
 //! (`exectl_core::plan`) over services instead of containers, with the swarm hash (definition + node).
 
-use super::apply::{Event, Held, Progress};
+use super::apply::{stack_labels, Event, Held, Progress};
 use super::desired::{Desired, DesiredService, LABEL_STACK};
 use crate::sut::swarm::{running_tasks, Swarm};
 use crate::sut::Target;
@@ -107,7 +107,7 @@ pub fn service_spec(
         .as_ref()
         .map(super::apply::health_config)
         .transpose()?;
-    let stack_label = HashMap::from([(LABEL_STACK.to_string(), s.labels[LABEL_STACK].clone())]);
+    let stack_label = stack_labels(&s.labels[LABEL_STACK]);
     let mut mounts: Vec<Mount> = s
         .volumes
         .iter()
@@ -248,7 +248,7 @@ pub async fn apply(
                 name: net.clone(),
                 driver: Some("overlay".into()),
                 attachable: Some(true),
-                labels: Some(HashMap::from([(LABEL_STACK.into(), desired.stack.clone())])),
+                labels: Some(stack_labels(&desired.stack)),
                 ..Default::default()
             })
             .await
@@ -358,7 +358,7 @@ async fn ensure_configs(
         let created = manager
             .create_config(ConfigSpec {
                 name: Some(c.name.clone()),
-                labels: Some(HashMap::from([(LABEL_STACK.into(), stack.to_string())])),
+                labels: Some(stack_labels(stack)),
                 data: Some(base64::engine::general_purpose::STANDARD.encode(&c.data)),
                 ..Default::default()
             })
