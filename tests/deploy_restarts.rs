@@ -57,6 +57,21 @@ fn restarted(report: &serde_json::Value) -> Vec<String> {
 const FATAL: &str =
     "[FATAL] Bootstrap failed: duplicate key value violates unique constraint \"users_email_key\"";
 
+/// nginx resolves its upstreams once, as it starts, and exits on a name it cannot resolve. An instance
+/// that crashed a moment after answering its health check is out of Docker's DNS until it is back, so
+/// nginx, started in the wave after it, may die of it once too. deploy names it with that line (it is
+/// a restart during this deploy), as CI saw once (stop 33).
+const NGINX_BEHIND_A_CRASH: &str = "host not found in upstream";
+
+/// A restart of nginx caused by an instance's crash, named with its cause.
+fn behind_a_crash(r: &serde_json::Value) -> bool {
+    r["service"] == "nginx"
+        && r["last_logs"]
+            .as_str()
+            .unwrap_or("")
+            .contains(NGINX_BEHIND_A_CRASH)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the Docker engine and the fixture images; bash scripts/test.sh runs it"]
 async fn a_crash_during_deploy_is_reported_and_never_called_ready() {
@@ -75,8 +90,11 @@ async fn a_crash_during_deploy_is_reported_and_never_called_ready() {
     );
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
     assert!(
-        stdout.contains(&format!("stack {stack} NOT ready: app-1, app-2 restarted")),
-        "{stdout}"
+        stdout.contains(&format!("stack {stack} NOT ready: app-1, app-2 restarted"))
+            || (stdout.contains(&format!(
+                "stack {stack} NOT ready: app-1, app-2, nginx restarted"
+            )) && stderr.contains(NGINX_BEHIND_A_CRASH)),
+        "{stdout}\n{stderr}"
     );
     assert!(
         !stdout.contains(&format!("stack {stack} ready")),
@@ -125,8 +143,18 @@ async fn a_crash_during_deploy_is_reported_and_never_called_ready() {
     assert_eq!(out.status.code(), Some(1));
     let report = json(&out);
     assert_eq!(report["ok"], false, "{report:#}");
-    assert_eq!(restarted(&report), ["app-1", "app-2"], "{report:#}");
-    for r in report["restarts"].as_array().unwrap() {
+    let apps: Vec<_> = report["restarts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| !behind_a_crash(r))
+        .collect();
+    let names: Vec<_> = apps
+        .iter()
+        .map(|r| r["service"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["app-1", "app-2"], "{report:#}");
+    for r in apps {
         assert_eq!(
             (r["restarts"].as_i64(), &r["exit_codes"]),
             (Some(1), &serde_json::json!([1])),
