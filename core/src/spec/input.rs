@@ -129,12 +129,18 @@ impl<'de> Deserialize<'de> for SpecFile {
 }
 
 /// An error at one line of a YAML file.
-fn at_line(field: &str, path: &Path, line: usize, problem: String, fix: &str) -> UsageError {
+pub(crate) fn at_line(
+    field: &str,
+    path: &Path,
+    line: usize,
+    problem: String,
+    fix: &str,
+) -> UsageError {
     UsageError::new(field, format!("{}:{line}", path.display()), problem, fix)
 }
 
 /// A key given twice in one mapping is refused at its second line (serde would keep the last silently).
-fn unique_keys(
+pub(crate) fn unique_keys(
     field: &str,
     path: &Path,
     prefix: &str,

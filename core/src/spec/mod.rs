@@ -1,9 +1,9 @@
 //! The topology spec: what a benchmark stack is, fully resolved and validated. Pure: no I/O here except
 //! reading the optional spec and images files in `input`.
 
-mod input;
+pub(crate) mod input;
 mod resolve;
-mod yaml_tree;
+pub(crate) mod yaml_tree;
 
 pub use input::{parse_images_file, parse_spec_file, Origin, Raw, SpecInput};
 pub use resolve::{

@@ -8,10 +8,14 @@
 //! ```
 //! Each value stays text, as the flag's would, and is checked by the same code (the flags win).
 
+use std::path::Path;
+
 use serde::Deserialize;
 use serde_norway::Value;
 
 use crate::error::UsageError;
+use crate::spec::input::{at_line, unique_keys};
+use crate::spec::yaml_tree::{self, Kind, Node};
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SweepFile {
@@ -61,7 +65,43 @@ fn text(v: &Value) -> Option<String> {
     }
 }
 
+/// The file's shape, on its node tree so that a fault names its line: a key given twice (at the top,
+/// under `vary` or `find_capacity`), and `levels` beside `find_capacity` (which would the sweep run?).
+fn check_shape(path: &str, body: &str) -> Result<(), UsageError> {
+    let Some(Node {
+        kind: Kind::Map(pairs),
+        ..
+    }) = yaml_tree::parse(body)
+    else {
+        return Ok(()); // syntax errors and a top level that is not a mapping: serde_norway says so
+    };
+    let (field, path) = ("--sweep-file", Path::new(path));
+    unique_keys(field, path, "", &pairs)?;
+    for (k, v) in &pairs {
+        if let (Some(name @ ("vary" | "find_capacity")), Kind::Map(entries)) = (k.text(), &v.kind) {
+            unique_keys(field, path, &format!("{name}."), entries)?;
+        }
+    }
+    let line = |name: &str| {
+        pairs
+            .iter()
+            .find(|(k, v)| k.text() == Some(name) && !v.is_null())
+            .map(|(k, _)| k.line)
+    };
+    if let (Some(levels), Some(search)) = (line("levels"), line("find_capacity")) {
+        return Err(at_line(
+            field,
+            path,
+            levels.max(search),
+            format!("levels (line {levels}) and find_capacity (line {search}) are both given: a sweep runs fixed levels or a capacity search, not both"),
+            "keep one of them (or give --levels or --find-capacity on the command line, which wins)",
+        ));
+    }
+    Ok(())
+}
+
 pub fn parse(path: &str, body: &str) -> Result<SweepFile, UsageError> {
+    check_shape(path, body)?;
     let bad = |field: &str, problem: String| {
         UsageError::new(
             format!("{field} (in {path})"),
@@ -134,5 +174,45 @@ mod tests {
             e.field.contains("s.yaml") && e.problem.contains("repeats"),
             "{e}"
         );
+    }
+
+    /// A key twice is named at its line; levels beside a search is ambiguous, named at both lines.
+    #[test]
+    fn twice_or_both_is_refused_at_its_line() {
+        for (body, at, says) in [
+            (
+                "vary: {nginx: [a, b]}\nlevels: [10]\nlevels: [20]\n",
+                "s.yaml:3",
+                "levels is given twice (first on line 2)",
+            ),
+            (
+                "vary:\n  nginx: [a, b]\n  nginx: [c]\nlevels: [10]\n",
+                "s.yaml:3",
+                "vary.nginx is given twice",
+            ),
+            (
+                "vary: {cpus: [1, 2]}\nfind_capacity:\n  to: 100\n  to: 200\n",
+                "s.yaml:4",
+                "find_capacity.to is given twice",
+            ),
+            (
+                "vary: {cpus: [1, 2]}\nlevels: [10, 20]\nfind_capacity: {to: 100}\n",
+                "s.yaml:3",
+                "levels (line 2) and find_capacity (line 3) are both given",
+            ),
+        ] {
+            let e = parse("s.yaml", body).unwrap_err();
+            assert_eq!(
+                (e.field.as_str(), e.value.as_str()),
+                ("--sweep-file", at),
+                "{e}"
+            );
+            assert!(e.problem.contains(says), "{e}");
+        }
+        assert!(parse(
+            "s.yaml",
+            "vary: {cpus: [1]}\nlevels:\nfind_capacity: {to: 9}\n"
+        )
+        .is_ok());
     }
 }
