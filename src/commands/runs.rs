@@ -1,8 +1,10 @@
-//! `exectl runs list|show|diff`: the recorded deploys and benches, and what differs between two of them.
+//! `exectl runs list|show|diff`: the recorded deploys, benches and sweeps, and what differs between two
+//! deploys or two benches.
 
 use crate::cli::{RunsArgs, RunsCommand};
 use crate::state::benches::{self, BenchRun, Shown};
 use crate::state::runs;
+use crate::state::sweeps::{self, SweepRun};
 use anyhow::Result;
 use serde_json::json;
 use std::path::Path;
@@ -11,18 +13,22 @@ use exectl_core::bench::compare::{self, Capacity};
 use exectl_core::bench::RunState;
 use exectl_core::error::{UsageError, UsageErrors};
 
-/// A run by its id: a deploy's record or a bench's results.
+/// A run by its id: a deploy's record, a bench's results or a sweep's.
 enum Run {
     Deploy(Box<runs::Record>),
     Bench(Box<BenchRun>),
+    Sweep(Box<SweepRun>),
 }
 
-/// Run `id`, or None when neither a deploy record nor a bench has that id.
+/// Run `id`, or None when no deploy record, bench or sweep has that id.
 fn find(root: &Path, id: &str) -> Result<Option<Run>> {
     if let Some(r) = runs::find(&crate::state::runs_dir(root), id)? {
         return Ok(Some(Run::Deploy(Box::new(r))));
     }
-    Ok(benches::find(root, id)?.map(|b| Run::Bench(Box::new(b))))
+    if let Some(b) = benches::find(root, id)? {
+        return Ok(Some(Run::Bench(Box::new(b))));
+    }
+    Ok(sweeps::load(root, id)?.map(|s| Run::Sweep(Box::new(s))))
 }
 
 fn no_such_run(root: &Path, id: &str) -> UsageError {
@@ -30,9 +36,10 @@ fn no_such_run(root: &Path, id: &str) -> UsageError {
         "run id",
         id,
         format!(
-            "no such run: no deploy record in {} and no bench in {}",
+            "no such run: no deploy record in {}, no bench in {} and no sweep in {}",
             crate::state::runs_dir(root).display(),
-            crate::state::benches_dir(root).display()
+            crate::state::benches_dir(root).display(),
+            crate::state::sweeps_dir(root).display()
         ),
         "see `exectl runs list` for the recorded ids",
     )
@@ -56,6 +63,26 @@ fn bench_line(b: &BenchRun) -> String {
     )
 }
 
+/// The sweep's variables and values, its points and its state.
+fn sweep_line(s: &SweepRun) -> String {
+    let r = &s.results;
+    let vary: Vec<String> = r
+        .variables
+        .iter()
+        .zip(&r.values)
+        .map(|(v, vs)| format!("{v}={}", vs.join(",")))
+        .collect();
+    format!(
+        "sweep  {:<36} stack {}  {}  {} point(s) of {}  {}",
+        s.id,
+        r.stack,
+        vary.join(" "),
+        r.points.len(),
+        r.values.iter().map(Vec::len).product::<usize>() * r.repeat as usize,
+        Shown::now_of(r.state, r.pid, r.started_unix_s).text()
+    )
+}
+
 pub fn run(args: &RunsArgs) -> Result<()> {
     let root = crate::state::checked_root()?;
     let dir = crate::state::runs_dir(&root);
@@ -66,6 +93,7 @@ pub fn run(args: &RunsArgs) -> Result<()> {
                 .map(|id| runs::load(&dir, id))
                 .collect::<Result<_>>()?;
             let (benches, broken) = benches::list(&root);
+            let (sweeps, broken_sweeps) = sweeps::list(&root);
             if *json {
                 let mut list: Vec<_> = records
                     .iter()
@@ -87,8 +115,25 @@ pub fn run(args: &RunsArgs) -> Result<()> {
                         .iter()
                         .map(|(id, why)| json!({"kind": "bench", "id": id, "error": why})),
                 );
+                list.extend(sweeps.iter().map(|s| {
+                    let r = &s.results;
+                    json!({"kind": "sweep", "id": s.id, "dir": s.dir,
+                           "state": Shown::now_of(r.state, r.pid, r.started_unix_s).text(),
+                           "started_unix_s": r.started_unix_s, "stack": r.stack,
+                           "variables": r.variables, "values": r.values, "points": r.points.len()})
+                }));
+                list.extend(
+                    broken_sweeps
+                        .iter()
+                        .map(|(id, why)| json!({"kind": "sweep", "id": id, "error": why})),
+                );
                 println!("{}", serde_json::to_string_pretty(&list)?);
-            } else if records.is_empty() && benches.is_empty() && broken.is_empty() {
+            } else if records.is_empty()
+                && benches.is_empty()
+                && broken.is_empty()
+                && sweeps.is_empty()
+                && broken_sweeps.is_empty()
+            {
                 println!("no runs recorded yet (every deploy and every bench records one)");
             } else {
                 for r in &records {
@@ -102,6 +147,12 @@ pub fn run(args: &RunsArgs) -> Result<()> {
                 }
                 for (id, why) in &broken {
                     println!("bench  {id:<36} unreadable: {why}");
+                }
+                for s in &sweeps {
+                    println!("{}", sweep_line(s));
+                }
+                for (id, why) in &broken_sweeps {
+                    println!("sweep  {id:<36} unreadable: {why}");
                 }
             }
         }
@@ -120,6 +171,20 @@ pub fn run(args: &RunsArgs) -> Result<()> {
                     r.pid = None;
                 }
                 println!("{}", serde_json::to_string_pretty(&r)?);
+            }
+            Some(Run::Sweep(s)) => {
+                let mut r = s.results;
+                if Shown::now_of(r.state, r.pid, r.started_unix_s) == Shown::Killed {
+                    eprintln!(
+                        "note: {} says running, but its process{} is gone: the sweep was killed (exectl sweep --resume {} goes on)",
+                        s.dir.join(exectl_core::sweep::results::RESULTS).display(),
+                        r.pid.map(|p| format!(" (pid {p})")).unwrap_or_default(),
+                        s.id
+                    );
+                    r.state = RunState::Interrupted;
+                    r.pid = None;
+                }
+                print!("{}", r.to_json()?);
             }
             None => return Err(no_such_run(&root, id).into()),
         },
@@ -149,10 +214,12 @@ pub fn run(args: &RunsArgs) -> Result<()> {
                 (Run::Deploy(x), Run::Deploy(y)) => {
                     print_deploy_diff(a, b, &runs::diff(&x, &y), *json)?
                 }
+                (Run::Sweep(_), _) => return Err(not_diffed(a).into()),
+                (_, Run::Sweep(_)) => return Err(not_diffed(b).into()),
                 (x, _) => {
                     let (bench_id, other) = match x {
                         Run::Bench(_) => (a, b),
-                        Run::Deploy(_) => (b, a),
+                        _ => (b, a),
                     };
                     return Err(UsageError::new(
                         "run id",
@@ -166,6 +233,16 @@ pub fn run(args: &RunsArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A sweep is not diffed: its own report compares its values.
+fn not_diffed(sweep_id: &str) -> UsageError {
+    UsageError::new(
+        "run id",
+        sweep_id,
+        format!("{sweep_id} is a sweep, and its report compares its values"),
+        "compare two of its points' benches or deploys (their ids are in exectl runs show SWEEP_ID), or read its report.html",
+    )
 }
 
 fn print_deploy_diff(a: &str, b: &str, d: &runs::Diff, json: bool) -> Result<()> {

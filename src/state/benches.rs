@@ -143,17 +143,27 @@ pub enum Shown {
 impl Shown {
     /// Pure: from the file and whether its pid is alive.
     pub fn of(r: &Results, alive: impl Fn(u32) -> bool) -> Shown {
-        match r.state {
+        Shown::of_state(r.state, r.pid, alive)
+    }
+
+    /// Pure: from a run's state, its pid and whether that is alive (a bench's, a sweep's).
+    pub fn of_state(state: RunState, pid: Option<u32>, alive: impl Fn(u32) -> bool) -> Shown {
+        match state {
             RunState::Complete => Shown::Complete,
             RunState::Interrupted => Shown::Interrupted,
-            RunState::Running if r.pid.is_some_and(alive) => Shown::Running,
+            RunState::Running if pid.is_some_and(alive) => Shown::Running,
             RunState::Running => Shown::Killed,
         }
     }
 
     /// On this machine, where the bench ran.
     pub fn now(r: &Results) -> Shown {
-        Shown::of(r, |pid| bench_alive(pid, r.started_unix_s))
+        Shown::now_of(r.state, r.pid, r.started_unix_s)
+    }
+
+    /// A run (a bench, a sweep) begun at `started_unix_s`, on this machine, where it ran.
+    pub fn now_of(state: RunState, pid: Option<u32>, started_unix_s: u64) -> Shown {
+        Shown::of_state(state, pid, |p| bench_alive(p, started_unix_s))
     }
 
     pub fn text(self) -> &'static str {

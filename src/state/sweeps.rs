@@ -60,6 +60,72 @@ impl SweepDir {
     }
 }
 
+/// The folder of sweep `run_id` in the state folder `root` (its `--out` folder when it was given one),
+/// if it has one.
+pub fn folder(root: &Path, run_id: &str) -> Option<PathBuf> {
+    super::runs::check_id(run_id).ok()?;
+    let entry = sweeps_dir(root).join(run_id);
+    let path = std::fs::read_link(&entry).unwrap_or(entry);
+    path.is_dir().then_some(path)
+}
+
+/// A sweep of the state folder, as `runs` lists and shows it.
+pub struct SweepRun {
+    pub id: String,
+    pub dir: PathBuf,
+    pub results: SweepResults,
+}
+
+/// Sweep `id` of the state folder `root`: None when there is none; an error naming its results.json
+/// when that cannot be read as a sweep's.
+pub fn load(root: &Path, id: &str) -> Result<Option<SweepRun>> {
+    let Some(dir) = folder(root, id) else {
+        return Ok(None);
+    };
+    let file = dir.join(RESULTS);
+    if !file.exists() {
+        return Ok(None);
+    }
+    let text =
+        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    let results = serde_json::from_str(&text).map_err(|e| {
+        UsageError::new(
+            "run id",
+            id,
+            format!(
+                "{} is not a sweep's results of this exectl: {e}",
+                file.display()
+            ),
+            "read it with the exectl that wrote it, or remove that folder",
+        )
+    })?;
+    Ok(Some(SweepRun {
+        id: id.to_string(),
+        dir,
+        results,
+    }))
+}
+
+/// Every sweep with results, oldest first; those whose results cannot be read, as (id, why).
+pub fn list(root: &Path) -> (Vec<SweepRun>, Vec<(String, String)>) {
+    let (mut found, mut broken) = (Vec::new(), Vec::new());
+    for e in std::fs::read_dir(sweeps_dir(root))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let id = e.file_name().to_string_lossy().into_owned();
+        match load(root, &id) {
+            Ok(Some(s)) => found.push(s),
+            Ok(None) => {}
+            Err(e) => broken.push((id, format!("{e:#}"))),
+        }
+    }
+    found.sort_by(|a, b| (a.results.started_unix_s, &a.id).cmp(&(b.results.started_unix_s, &b.id)));
+    broken.sort();
+    (found, broken)
+}
+
 /// The sweep `run_id` of the state folder, to go on with (`--resume`): its folder and its results.
 pub fn find(run_id: &str) -> Result<(SweepDir, SweepResults), UsageError> {
     super::runs::check_id(run_id).map_err(|_| not_found(run_id, "not a run id"))?;
