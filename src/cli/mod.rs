@@ -193,7 +193,8 @@ pub struct SweepArgs {
     /// The search's last level (the accounts prepared).
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub to: Option<String>,
-    /// Stop bisecting when the gap is within this share of the last pass [default: 10%].
+    /// Stop bisecting when the gap is within this percent of the last pass, with its % (e.g. 5%)
+    /// [default: 10%].
     #[arg(long, value_name = "PERCENT", allow_hyphen_values = true)]
     pub precision: Option<String>,
     #[command(flatten)]

@@ -22,38 +22,20 @@ impl BenchDir {
     /// a file, already holds a bench, or could not be created and written (checked on it, or on the
     /// folder it would be made in).
     pub fn check(path: &Path, field: &str, value: &str) -> Result<BenchDir, UsageError> {
-        let bad = |problem: String, fix: &str| UsageError::new(field, value, problem, fix);
-        if path.exists() && !path.is_dir() {
-            return Err(bad(
-                format!("{} is a file, not a folder", path.display()),
-                "give a folder for the bench's results.json, timeline.jsonl and report.html",
-            ));
-        }
         if path.join(RESULTS).exists() || path.join(TIMELINE).exists() {
-            return Err(bad(
+            return Err(UsageError::new(
+                field,
+                value,
                 format!("a bench already wrote its results in {}", path.display()),
                 "give another --run-id (or --out), or remove that folder",
             ));
         }
-        let existing = path
-            .ancestors()
-            .find(|a| a.exists())
-            .unwrap_or(Path::new("/"));
-        if !existing.is_dir() {
-            return Err(bad(
-                format!(
-                    "{} is a file: no folder can be made under it",
-                    existing.display()
-                ),
-                "give a folder path",
-            ));
-        }
-        tempfile::tempfile_in(existing).map_err(|e| {
-            bad(
-                format!("cannot write in {}: {e}", existing.display()),
-                "give a folder you can write",
-            )
-        })?;
+        writable_folder(
+            path,
+            field,
+            value,
+            "the bench's results.json, timeline.jsonl and report.html",
+        )?;
         Ok(BenchDir {
             path: path.to_path_buf(),
         })
@@ -79,6 +61,44 @@ impl BenchDir {
         let html = report::render(r, samples).map_err(|e| anyhow::anyhow!(e))?;
         crate::shell::atomic::write(&self.path.join(REPORT), html.as_bytes(), 0o644)
     }
+}
+
+/// A folder for `holds` (what will be written there): refused (naming `field` and `value`, exit 2)
+/// when it is a file, or could not be created and written (checked on it, or on the folder it would be
+/// made in). Nothing is made.
+pub fn writable_folder(
+    path: &Path,
+    field: &str,
+    value: &str,
+    holds: &str,
+) -> Result<(), UsageError> {
+    let bad = |problem: String, fix: &str| UsageError::new(field, value, problem, fix);
+    if path.exists() && !path.is_dir() {
+        return Err(bad(
+            format!("{} is a file, not a folder", path.display()),
+            &format!("give a folder for {holds}"),
+        ));
+    }
+    let existing = path
+        .ancestors()
+        .find(|a| a.exists())
+        .unwrap_or(Path::new("/"));
+    if !existing.is_dir() {
+        return Err(bad(
+            format!(
+                "{} is a file: no folder can be made under it",
+                existing.display()
+            ),
+            "give a folder path",
+        ));
+    }
+    tempfile::tempfile_in(existing).map_err(|e| {
+        bad(
+            format!("cannot write in {}: {e}", existing.display()),
+            "give a folder you can write",
+        )
+    })?;
+    Ok(())
 }
 
 /// Append one sample as a line of the timeline (written at once: a process killed later keeps it).

@@ -28,8 +28,13 @@ impl SweepDir {
                 "give another --run-id (or --out), remove that folder, or go on with it: --resume RUN_ID",
             ));
         }
-        // The same checks as a bench's folder: a file, or a folder that cannot be written, is refused.
-        super::bench_dir::BenchDir::check(path, field, value)?;
+        // As a bench's folder: a file, or a folder that cannot be written, is refused.
+        super::bench_dir::writable_folder(
+            path,
+            field,
+            value,
+            "the sweep's results.json, report.html and points/",
+        )?;
         Ok(SweepDir {
             path: path.to_path_buf(),
         })

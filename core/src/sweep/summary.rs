@@ -177,8 +177,12 @@ pub fn summarize(r: &SweepResults) -> Summary {
     }
 }
 
-/// "nginx: baseline-default 1,000 · tuned-ip-hash at least 1,200 · tuned-least-conn at least 1,200".
+/// "nginx: baseline-default 1,000 · tuned-ip-hash at least 1,200 · tuned-least-conn at least 1,200";
+/// "capacity by nginx: no point finished" before any did.
 fn headline(r: &SweepResults, values: &[ValueSummary]) -> String {
+    if values.is_empty() {
+        return format!("capacity by {}: no point finished", r.variables.join(" × "));
+    }
     let parts: Vec<String> = values
         .iter()
         .map(|v| {
@@ -315,6 +319,11 @@ pub(crate) mod tests {
             "{cap:?}"
         );
         assert_eq!(s.headline, "capacity by memory: A 1,000 · B 400");
+        r.points.clear();
+        assert_eq!(
+            summarize(&r).headline,
+            "capacity by memory: no point finished"
+        );
         assert_eq!(s.values[1].images["app"], "sha256:B");
     }
 }

@@ -323,21 +323,29 @@ fn mode(a: &SweepArgs, file: &SweepFile) -> Result<Mode, UsageError> {
     Ok(Mode::Search(Bounds::new(from, to, precision)?))
 }
 
-/// `10%` or `0.1`.
+/// A percent with its sign, `10%` or `0.5%`, from 0.1 % to 100 %. A bare number is refused: `0.1`
+/// could mean 10 % or 0.1 %.
 fn percent(text: &str) -> Result<f64, UsageError> {
-    let t = text.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
-        None => t.parse::<f64>(),
-    };
-    match v {
-        Ok(x) if exectl_core::sweep::search::PRECISION.contains(&x) => Ok(x),
-        _ => Err(UsageError::new(
+    let bad = |problem: &str| {
+        UsageError::new(
             "--precision",
             text,
-            "not a share between 0.1 % and 100 %",
-            "give a percent, e.g. --precision 10%",
-        )),
+            problem,
+            "give a percent from 0.1% to 100% with its %, e.g. --precision 10%",
+        )
+    };
+    let t = text.trim();
+    let Some(p) = t.strip_suffix('%') else {
+        return Err(bad(if t.parse::<f64>().is_ok() {
+            "a number without %, which could be a share or a percent"
+        } else {
+            "not a percent"
+        }));
+    };
+    match p.trim().parse::<f64>().map(|x| x / 100.0) {
+        Ok(x) if exectl_core::sweep::search::PRECISION.contains(&x) => Ok(x),
+        Ok(_) => Err(bad("not between 0.1 % and 100 %")),
+        Err(_) => Err(bad("not a percent")),
     }
 }
 
