@@ -94,6 +94,29 @@ async fn changing_db_over_kept_data_is_refused_before_anything_changes() {
         );
     }
     assert_eq!(container_ids(&d, stack).await, before, "nothing changed");
+    // A sweep whose second point would meet the data is refused before its first: exit 2, nothing
+    // deployed, nothing recorded, no resume suggested.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    let mut args = vec!["sweep"];
+    args.extend(base);
+    args.extend([
+        "--vary",
+        "db=sqlite,postgres",
+        "--levels",
+        "5",
+        "--hold",
+        "1s",
+    ]);
+    args.extend(["--images", FIXTURES, "--out", out.to_str().unwrap()]);
+    let (code, err) = failed(&x.run(&args));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("invalid --db \"postgres\"") && err.contains("holds MariaDB data"),
+        "{err}"
+    );
+    assert!(!err.contains("--resume") && !out.exists(), "{err}");
+    assert_eq!(container_ids(&d, stack).await, before, "nothing changed");
     // After --purge the same change deploys.
     x.ok(&["teardown", "--stack", stack, "--purge"]);
     x.deploy_json(&[&base[..], &["--db", "postgres"]].concat());

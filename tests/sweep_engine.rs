@@ -1,7 +1,8 @@
 //! `exectl sweep` on the real engine with the stand-in, one test per acceptance line of issue #22: the
 //! nginx variants (only nginx recreated), two images (the digest is the variable), a capacity search
 //! per instance count, a second variable stopping the sweep, repeats that find no difference, the
-//! browser probe per level, and a killed sweep resumed.
+//! browser probe per level, and a killed sweep resumed (from another folder, its `--set-secret` in no
+//! file but the stack's 0600 ones). Issue #36: a sweep keeps the accounts prepared before it.
 
 mod common;
 
@@ -439,6 +440,31 @@ async fn a_second_variable_stops_the_sweep_naming_it() {
     assert_eq!(code, 0, "{err}\n{r:#}");
     assert_eq!(points(&r).len(), 2, "{r:#}");
 
+    // Prepared for more users than the next sweep's level: its prepare keeps them (it once rewrote the
+    // manifest to the 5 its level needs, and a later `load --users 40` was refused).
+    x.ok(&[
+        "prepare",
+        "--stack",
+        stack,
+        "--accounts",
+        "40",
+        "--bcrypt-cost",
+        "4",
+    ]);
+    let manifest_accounts = || -> Vec<u64> {
+        let dir = x.stack_dir(stack).join("manifests");
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| {
+                let meta = std::fs::read_to_string(e.unwrap().path().join("pattern.json")).unwrap();
+                serde_json::from_str::<serde_json::Value>(&meta).unwrap()["accounts"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect()
+    };
+    assert_eq!(manifest_accounts(), [40]);
+
     // An image tag rebuilt under the sweep: the app's digest moves while env.SWEEP_MARK is swept.
     let tag = format!(
         "exectl-test/{}standin-rebuilt:latest",
@@ -479,6 +505,11 @@ async fn a_second_variable_stops_the_sweep_naming_it() {
     eprintln!("rebuilt: {why}");
     assert!(why.contains("image app"), "{why}");
     assert_eq!(points(&r).len(), 1, "{r:#}");
+    assert_eq!(
+        manifest_accounts(),
+        [40],
+        "the 40 prepared are still the manifest"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -630,6 +661,9 @@ async fn the_browser_is_timed_per_level_and_fails_where_the_app_is_paused() {
     );
 }
 
+/// A `--set-secret` value of the killed sweep below: distinctive, to be looked for everywhere.
+const SECRET: &str = "hunter2-sweep-Zq9";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the Docker engine, the fixture images and Chromium; bash scripts/test.sh runs it"]
 async fn a_sweep_killed_at_point_two_resumes_and_covers_all_three() {
@@ -640,6 +674,15 @@ async fn a_sweep_killed_at_point_two_resumes_and_covers_all_three() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("sweep");
     let out_s = out.to_str().unwrap().to_string();
+    // Begun in a folder with its own exectl.yaml, a relative --images and a secret; resumed from
+    // another folder.
+    let (began, elsewhere) = (dir.path().join("study"), dir.path().join("elsewhere"));
+    for d in [&began, &elsewhere] {
+        std::fs::create_dir(d).unwrap();
+    }
+    std::fs::write(began.join("exectl.yaml"), "memory: 512m\n").unwrap();
+    std::fs::copy(FIXTURES, began.join("images.yaml")).unwrap();
+    let secret = format!("SWEEP_SECRET={SECRET}");
     let mut full = vec!["sweep"];
     full.extend(small(stack, &port, "5"));
     full.extend([
@@ -649,7 +692,9 @@ async fn a_sweep_killed_at_point_two_resumes_and_covers_all_three() {
         "--run-id",
         "S-kill",
         "--images",
-        FIXTURES,
+        "images.yaml",
+        "--set-secret",
+        &secret,
         "--health-interval",
         "1s",
         "--bcrypt-cost",
@@ -657,7 +702,14 @@ async fn a_sweep_killed_at_point_two_resumes_and_covers_all_three() {
         "--out",
         &out_s,
     ]);
-    let mut child = x.command(&full).spawn().unwrap();
+    let log = |name: &str| std::fs::File::create(dir.path().join(name)).unwrap();
+    let mut child = x
+        .command(&full)
+        .current_dir(&began)
+        .stdout(log("killed.out"))
+        .stderr(log("killed.err"))
+        .spawn()
+        .unwrap();
     // Point 2's bench started: kill the sweep as a crash would, with no chance to write anything.
     wait_for(&out.join("points/S-kill-02"), Duration::from_secs(180));
     child.kill().unwrap();
@@ -666,9 +718,20 @@ async fn a_sweep_killed_at_point_two_resumes_and_covers_all_three() {
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     assert_eq!(points(&kept).len(), 1, "point 1 kept: {kept:#}");
 
-    let o = x.run(&["sweep", "--resume", "S-kill", "--json"]);
-    let (code, err, r) = parsed(&o, &out);
-    assert_eq!(code, 0, "{err}\n{r:#}");
+    // Resumed from elsewhere, without --json: exectl.yaml and images.yaml as where it began, the
+    // secret from the stack's .env.
+    let resume = |json: bool| {
+        let mut args = vec!["sweep", "--resume", "S-kill"];
+        if json {
+            args.push("--json");
+        }
+        x.command(&args).current_dir(&elsewhere).output().unwrap()
+    };
+    let o = resume(false);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(o.status.code(), Some(0), "{err}\n{r:#}");
     let p = points(&r);
     assert_eq!(
         p.iter()
@@ -692,5 +755,37 @@ async fn a_sweep_killed_at_point_two_resumes_and_covers_all_three() {
             html.contains(&format!(">{v}<")),
             "the report covers value {v}"
         );
+    }
+
+    // The resumed points deployed the secret, and it is nowhere but in the stack's 0600 files: not in
+    // the results, the reports, the run records, nor in anything the sweep said, with or without --json.
+    let env = docker_cli(&[
+        "inspect",
+        "-f",
+        "{{range .Config.Env}}{{println .}}{{end}}",
+        &s.container("app"),
+    ]);
+    assert!(env.lines().any(|l| l == secret), "the app's env: {env}");
+    let again = resume(true);
+    assert_eq!(again.status.code(), Some(0));
+    let printed: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(points(&printed).len(), 3);
+    let mut said = vec![o.stdout, o.stderr, again.stdout, again.stderr];
+    for f in ["killed.out", "killed.err"] {
+        said.push(std::fs::read(dir.path().join(f)).unwrap());
+    }
+    for text in said {
+        assert!(!String::from_utf8_lossy(&text).contains(SECRET));
+    }
+    use std::os::unix::fs::PermissionsExt;
+    for place in [x.state.path(), dir.path()] {
+        for f in common::files_holding(place, SECRET) {
+            let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
+            assert!(
+                f.starts_with(x.stack_dir(stack)) && mode == 0o600,
+                "{} (mode {mode:o}) holds the secret",
+                f.display()
+            );
+        }
     }
 }

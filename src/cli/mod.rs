@@ -222,7 +222,8 @@ pub struct SweepArgs {
     /// Folder for results.json, report.html and points/ [default: STATE/sweeps/RUN_ID].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Go on with the sweep RUN_ID (interrupted, killed or stopped): its points are kept, the next runs.
+    /// Go on with the sweep RUN_ID (interrupted, killed or stopped): its points are kept, the next runs,
+    /// as begun (its folder, its flags); a --set-secret is read from the stack's .env, or given again.
     #[arg(long, value_name = "RUN_ID", conflicts_with_all = ["vary", "sweep_file", "run_id", "out"])]
     pub resume: Option<String>,
     /// Print results.json on stdout (no progress lines).

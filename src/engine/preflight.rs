@@ -156,6 +156,32 @@ pub fn db_matches_data(
     ))
 }
 
+/// `db_matches_data` for each of `specs` (one stack's, e.g. a sweep's points), the stack's database
+/// volume read once: what deploy's preflight would refuse at each, known before the first deploys.
+pub async fn db_data_refusals(target: &Target, specs: &[Spec]) -> Result<Vec<UsageError>> {
+    let Some(first) = specs.first() else {
+        return Ok(Vec::new());
+    };
+    if specs.iter().all(|s| s.db_service().is_none()) {
+        return Ok(Vec::new());
+    }
+    let observed = super::observe::observe(&target.docker, &first.stack).await?;
+    let Some(volume) = db_volume(&first.stack, &observed) else {
+        return Ok(Vec::new());
+    };
+    let found = super::db_data::read(target, &first.stack, volume, &probe_images(first)).await?;
+    let mut refused: Vec<UsageError> = Vec::new();
+    for e in specs
+        .iter()
+        .filter_map(|s| db_matches_data(s, volume, found.as_ref()))
+    {
+        if !refused.contains(&e) {
+            refused.push(e);
+        }
+    }
+    Ok(refused)
+}
+
 /// A container on the target, as far as conflicts go.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Existing {

@@ -2,8 +2,10 @@
 //! runs: the spec read again (exectl.yaml as it is now) with the value set, its would-be run record
 //! compared with the previous point's (anything else that moved stops the sweep, named), a converging
 //! deploy, an idempotent prepare, then the bench (fixed levels, or the capacity search's probes), and
-//! the point recorded. results.json and report.html are written before point 1 and after every point,
-//! so a sweep stopped at point k keeps points 1..k-1 and `--resume` goes on from k.
+//! the point recorded. Before the first deploy every point's `--db` is checked against the data the
+//! stack's database volume holds. results.json and report.html are written once point 1 is deployed
+//! and after every point, so a sweep stopped at point k keeps points 1..k-1 and `--resume` goes on from
+//! k; a sweep refused before its first deploy leaves nothing behind.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,8 +19,8 @@ use super::deploy::DeployOptions;
 use super::prepare::PrepareOptions;
 use super::{Event, Progress};
 use crate::bench::Stop;
-use crate::state::runs;
 use crate::state::sweeps::SweepDir;
+use crate::state::{manifests, runs};
 use crate::sut::{Target, TargetSpec};
 use exectl_core::bench::RunState;
 use exectl_core::spec::{Spec, SpecInput};
@@ -54,8 +56,18 @@ pub struct BenchAsk<'a> {
 
 /// The spec input of a point before its value is set: read again at every point.
 pub type InputFn = dyn Fn() -> Result<SpecInput>;
-/// The seeding of a point: `accounts` to make (or find) and verify.
-pub type PrepareFn = dyn Fn(u64) -> Result<PrepareOptions>;
+/// What a point seeds: its accounts (and projects, and tokens), made or found, and verified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seeding {
+    pub accounts: u64,
+    /// None: prepare's default (one per account).
+    pub projects: Option<u64>,
+    /// Mint tokens.json too.
+    pub tokens: bool,
+}
+
+/// The seeding of a point, as `prepare` checks it.
+pub type PrepareFn = dyn Fn(Seeding) -> Result<PrepareOptions>;
 /// A point's bench options (the objectives, the load, the folder), checked as `exectl bench` checks them.
 pub type BenchFn = dyn Fn(BenchAsk<'_>) -> Result<BenchOptions>;
 
@@ -80,8 +92,10 @@ pub struct SweepOptions {
     pub stop: Arc<Stop>,
     /// The sweep to go on with (`--resume`): its points are kept, the next one runs.
     pub resumed: Option<SweepResults>,
-    /// The command line as given, kept in results.json for `--resume`.
+    /// The command line as given (its secrets redacted), kept in results.json for `--resume`.
     pub asked: Vec<String>,
+    /// The folder the sweep began in (absolute), where a resume reads exectl.yaml and relative paths.
+    pub started_in: PathBuf,
 }
 
 pub struct SweepOutcome {
@@ -140,16 +154,28 @@ pub fn sweep(spec: &TargetSpec, o: SweepOptions, progress: &dyn Progress) -> Res
             points: vec![],
             stopped: None,
             asked: o.asked.clone(),
+            started_in: o.started_in.clone(),
+            fingerprints: BTreeMap::new(),
         },
     };
-    o.dir.create(&o.run_id)?;
-    o.dir.save(&results)?;
     let t0 = Instant::now();
     let before = results.duration_s;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let target = rt.block_on(Target::connect(spec))?;
+    let remaining = &plan[results.points.len().min(plan.len())..];
+    rt.block_on(data_guard(&target, &o, remaining))?;
+    if o.resumed.is_some() {
+        progress.event(Event::Step(&format!(
+            "resuming sweep {} at point {} of {}, as begun in {}",
+            o.run_id,
+            results.points.len() + 1,
+            plan.len(),
+            o.started_in.display()
+        )));
+        begin(&o, &results)?;
+    }
     let ran = run_points(spec, &target, &rt, &o, &plan, &mut results, progress);
     results.duration_s = before + t0.elapsed().as_secs_f64();
     results.pid = None;
@@ -167,15 +193,23 @@ pub fn sweep(spec: &TargetSpec, o: SweepOptions, progress: &dyn Progress) -> Res
     if let Err(e) = &ran {
         results.stopped.get_or_insert_with(|| format!("{e:#}"));
     }
-    o.dir.save(&results)?;
-    ran.with_context(|| {
-        format!(
+    // Recorded once point 1 was deployed, or when a signal stopped the sweep before that (resumable).
+    let begun = o.dir.begun() || ran.is_ok();
+    if begun {
+        begin(&o, &results)?;
+    }
+    ran.with_context(|| match begun {
+        true => format!(
             "the sweep stopped at point {} of {}; what ran is in {} (exectl sweep --resume {} goes on)",
             results.points.len() + 1,
             plan.len(),
             o.dir.path.display(),
             o.run_id
-        )
+        ),
+        false => format!(
+            "the sweep stopped at point 1 of {}, before anything was recorded",
+            plan.len()
+        ),
     })?;
     if o.teardown && results.stopped.is_none() && !results.stack.is_empty() {
         progress.event(Event::Step(&format!(
@@ -191,6 +225,55 @@ pub fn sweep(spec: &TargetSpec, o: SweepOptions, progress: &dyn Progress) -> Res
     Ok(SweepOutcome {
         report: o.dir.report(),
         results,
+    })
+}
+
+/// The sweep's folder made and its results written (before a point's bench: what a resume reads).
+fn begin(o: &SweepOptions, results: &SweepResults) -> Result<()> {
+    o.dir.create(&o.run_id)?;
+    o.dir.save(results)
+}
+
+/// Each of `points`' `--db` against the data the stack's database volume holds, read once before the
+/// first deploy: the refusal deploy's preflight would make at a later point, made before point 1 (exit
+/// 2, nothing deployed).
+async fn data_guard(
+    target: &Target,
+    o: &SweepOptions,
+    points: &[(Vec<String>, u32)],
+) -> Result<()> {
+    let mut specs: Vec<Spec> = Vec::new();
+    for (values, _) in points {
+        let s = point_spec(o, values)?;
+        if !specs.iter().any(|x| x.db == s.db) {
+            specs.push(s);
+        }
+    }
+    let refused = crate::engine::preflight::db_data_refusals(target, &specs).await?;
+    exectl_core::error::UsageErrors::result(refused)
+        .context("checked before the sweep's first deploy; nothing was deployed")
+}
+
+/// What a point seeds: the accounts it needs, or as many as the stack's manifest of the same pattern
+/// has when that is more, with its projects and its tokens. A sweep never takes away what was prepared.
+fn seeding(o: &SweepOptions, stack_dir: &Path, needed: u64) -> Result<PrepareOptions> {
+    let asked = (o.prepare)(Seeding {
+        accounts: needed,
+        projects: None,
+        tokens: false,
+    })?;
+    let folder = manifests::folder(stack_dir, &asked.seed.plan.pattern);
+    let Some(there) = manifests::read_meta(&folder) else {
+        return Ok(asked);
+    };
+    let tokens = folder.join(exectl_core::manifest::TOKENS).exists();
+    if there.accounts <= needed && !tokens {
+        return Ok(asked);
+    }
+    (o.prepare)(Seeding {
+        accounts: there.accounts.max(needed),
+        projects: (there.accounts >= needed).then_some(there.projects),
+        tokens,
     })
 }
 
@@ -245,6 +328,9 @@ fn run_points(
                     .join(", ")
             );
         }
+        if !o.dir.begun() {
+            begin(o, results)?;
+        }
         let recreated: Vec<String> = deployed
             .plan
             .actions
@@ -257,11 +343,11 @@ fn run_points(
             &crate::state::runs_dir(&crate::state::root()),
             &deployed.run_id,
         )?;
-        let accounts = o.mode.top() + o.browser_probe as u64;
+        let needed = o.mode.top() + o.browser_probe as u64;
         let prepared = rt.block_on(super::prepare::prepare(
             target,
             &spec_now.stack,
-            (o.prepare)(accounts)?,
+            seeding(o, &target.stack_dir(&spec_now.stack), needed)?,
             progress,
         ))?;
         if let Some(bad) = prepared.summary.checks.iter().find(|c| !c.ok()) {

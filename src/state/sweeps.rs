@@ -47,6 +47,16 @@ impl SweepDir {
         super::benches::record_out_in(&sweeps_dir(&super::root()), run_id, &self.path)
     }
 
+    /// Its results.json.
+    pub fn results(&self) -> PathBuf {
+        self.path.join(RESULTS)
+    }
+
+    /// Its results were written (the sweep got past its first deploy).
+    pub fn begun(&self) -> bool {
+        self.results().exists()
+    }
+
     /// The folder of a point's bench `bench_id`.
     pub fn point_dir(&self, bench_id: &str) -> PathBuf {
         self.path.join(POINTS).join(bench_id)
@@ -139,6 +149,20 @@ pub fn find(run_id: &str) -> Result<(SweepDir, SweepResults), UsageError> {
     let file = path.join(RESULTS);
     let text = std::fs::read_to_string(&file)
         .map_err(|e| not_found(run_id, &format!("cannot read {}: {e}", file.display())))?;
+    let schema = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v["schema"].as_u64());
+    if let Some(schema) = schema.filter(|s| *s != SCHEMA as u64) {
+        return Err(UsageError::new(
+            "--resume",
+            run_id,
+            format!(
+                "{} has layout {schema} and this exectl reads {SCHEMA}",
+                file.display(),
+            ),
+            "resume it with the exectl that began it",
+        ));
+    }
     let r: SweepResults = serde_json::from_str(&text).map_err(|e| {
         not_found(
             run_id,

@@ -420,3 +420,27 @@ pub fn failed(out: &Output) -> (Option<i32>, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// Every regular file under `dir` (symbolic links not followed) whose bytes hold `needle`.
+pub fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            let Ok(meta) = std::fs::symlink_metadata(&p) else {
+                continue;
+            };
+            if meta.is_dir() {
+                todo.push(p);
+            } else if meta.is_file() {
+                let bytes = std::fs::read(&p).unwrap_or_default();
+                if bytes.windows(needle.len()).any(|w| w == needle.as_bytes()) {
+                    found.push(p);
+                }
+            }
+        }
+    }
+    found.sort();
+    found
+}

@@ -1,9 +1,11 @@
 //! A sweep's results.json: what was varied, every point as it ran (its deploy, what the deploy
 //! recreated, its benches, each level's figures side by side), and why it stopped early if it did.
-//! Written before point 1, after every point and at the end, so an interrupted sweep keeps what ran and
-//! `--resume` knows where to go on.
+//! Written once point 1 is deployed, after every point and at the end, so an interrupted sweep keeps
+//! what ran and `--resume` knows where to go on. Each write seals the file (`fingerprints`): a resume
+//! refuses one changed since, naming what changed.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -13,8 +15,9 @@ use crate::bench::cpu::CpuScale;
 use crate::bench::results::RunState;
 use crate::bench::{LevelResult, Limiting, Sample};
 
-/// results.json's layout version: a reader refuses a file it does not know.
-pub const SCHEMA: u32 = 1;
+/// results.json's layout version: a reader refuses a file it does not know. 2: the command line's
+/// secrets redacted, the starting folder, the fingerprints.
+pub const SCHEMA: u32 = 2;
 pub const RESULTS: &str = "results.json";
 pub const REPORT: &str = "report.html";
 /// The points' benches live in `points/<bench run id>/`.
@@ -48,8 +51,15 @@ pub struct SweepResults {
     /// Why the sweep ended before its last point (another variable moved, a failure, a signal).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
-    /// What the sweep asked for, as given: `--resume` runs it again from here.
+    /// What the sweep asked for, as given, each `--set-secret` value replaced by its fingerprint
+    /// (`<secret sha256:…>`): `--resume` runs it again from here.
     pub asked: Vec<String>,
+    /// The folder the sweep was started in (absolute): `--resume` reads exectl.yaml and the relative
+    /// paths of `asked` from there.
+    pub started_in: PathBuf,
+    /// Each other field's fingerprint, and each point's (`points.N`), as last written (`seal`).
+    #[serde(default)]
+    pub fingerprints: BTreeMap<String, String>,
 }
 
 /// One point: one value of each variable, one of its `--repeat` runs.
@@ -191,10 +201,12 @@ struct Written<'a> {
 }
 
 impl SweepResults {
-    /// results.json's text.
+    /// results.json's text, sealed.
     pub fn to_json(&self) -> serde_json::Result<String> {
+        let mut sealed = self.clone();
+        sealed.seal();
         let mut s = serde_json::to_string_pretty(&Written {
-            results: self,
+            results: &sealed,
             comparison: super::summary::summarize(self),
         })?;
         s.push('\n');
@@ -205,12 +217,123 @@ impl SweepResults {
     pub fn label(values: &[String]) -> String {
         values.join(" × ")
     }
+
+    /// Each field's fingerprint as the results are now (`points` one per point: `points.3`).
+    fn prints(&self) -> BTreeMap<String, String> {
+        let doc = serde_json::to_value(self).expect("results serialise");
+        let mut out = BTreeMap::new();
+        let Some(fields) = doc.as_object() else {
+            return out;
+        };
+        for (key, value) in fields {
+            match (key.as_str(), value) {
+                ("fingerprints", _) => {}
+                ("points", serde_json::Value::Array(points)) => {
+                    for (i, p) in points.iter().enumerate() {
+                        let k = format!("points.{}", i + 1);
+                        out.insert(k.clone(), fingerprint(&k, p));
+                    }
+                }
+                _ => {
+                    out.insert(key.clone(), fingerprint(key, value));
+                }
+            }
+        }
+        out
+    }
+
+    /// The fingerprints set to what the results are now (each write does it).
+    pub fn seal(&mut self) {
+        self.fingerprints = self.prints();
+    }
+
+    /// What was changed since the results were last sealed: each field (or `points.N`) whose fingerprint
+    /// differs, was dropped or was added. Empty for the file as exectl wrote it.
+    pub fn edited(&self) -> Vec<String> {
+        let now = self.prints();
+        let mut keys: Vec<&String> = now.keys().chain(self.fingerprints.keys()).collect();
+        keys.sort_by_key(|k| {
+            // points.2 before points.10
+            let n = k
+                .strip_prefix("points.")
+                .and_then(|n| n.parse::<usize>().ok());
+            (n.is_some(), n, k.as_str())
+        });
+        keys.dedup();
+        keys.into_iter()
+            .filter(|k| now.get(*k) != self.fingerprints.get(*k))
+            .cloned()
+            .collect()
+    }
+}
+
+/// A field's fingerprint: sha256 over its name and its JSON, each float at 9 significant digits (a
+/// float read back from JSON may differ from the one written in its last bit, and must not count as
+/// an edit).
+fn fingerprint(key: &str, value: &serde_json::Value) -> String {
+    use sha2::{Digest, Sha256};
+    fn canonical(v: &serde_json::Value) -> serde_json::Value {
+        use serde_json::Value;
+        match v {
+            Value::Number(n) if n.is_f64() => {
+                Value::String(format!("{:.8e}", n.as_f64().unwrap_or_default()))
+            }
+            Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
+            Value::Object(m) => {
+                Value::Object(m.iter().map(|(k, v)| (k.clone(), canonical(v))).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    let digest = Sha256::digest(format!("{key}\0{}", canonical(value)));
+    format!("sha256:{}", &hex::encode(digest)[..16])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::bench::{InstanceSample, LevelSpan};
+    use crate::sweep::summary::tests::{point, sweep};
+
+    /// The file as written reads back unedited; a value, a point or a dropped point is named.
+    #[test]
+    fn an_edit_of_the_written_file_is_named() {
+        let mut r = sweep(vec![
+            point(1, "c", 1, Some(100), 40.123456789012345),
+            point(2, "d", 1, Some(200), 0.1 + 0.2),
+        ]);
+        r.duration_s = 1234.567890123457;
+        r.values = vec![vec!["c".into(), "d".into(), "e".into()]];
+        let text = r.to_json().unwrap();
+        let read: SweepResults = serde_json::from_str(&text).unwrap();
+        assert_eq!(read.edited(), Vec::<String>::new(), "{text}");
+        // Rewritten by a resume (state, pid), sealed again: still as written.
+        let mut again = read.clone();
+        again.pid = Some(7);
+        let again: SweepResults = serde_json::from_str(&again.to_json().unwrap()).unwrap();
+        assert!(again.edited().is_empty());
+
+        let edit = |from: &str, to: &str| -> Vec<String> {
+            assert!(text.contains(from), "{from}");
+            serde_json::from_str::<SweepResults>(&text.replacen(from, to, 1))
+                .unwrap()
+                .edited()
+        };
+        assert_eq!(edit("\"e\"", "\"Y\""), ["values"]);
+        assert_eq!(edit("\"capacity\": 200", "\"capacity\": 900"), ["points.2"]);
+        let mut asked = r.clone();
+        asked.asked = vec!["--vary".into(), "env.X=c,d,e".into()];
+        let text = asked.to_json().unwrap();
+        let changed: SweepResults =
+            serde_json::from_str(&text.replace("env.X=c,d,e", "env.X=c,X,Y")).unwrap();
+        assert_eq!(changed.edited(), ["asked"]);
+        let mut dropped: SweepResults = serde_json::from_str(&text).unwrap();
+        dropped.points.pop();
+        assert_eq!(dropped.edited(), ["points.2"]);
+        let mut unsealed: SweepResults = serde_json::from_str(&text).unwrap();
+        unsealed.fingerprints.clear();
+        assert!(unsealed.edited().contains(&"values".to_string()));
+    }
 
     #[test]
     fn shares_are_of_the_instances_own_counts_during_the_hold() {

@@ -273,6 +273,8 @@ pub(crate) mod tests {
             points,
             stopped: None,
             asked: vec![],
+            started_in: "/home/u/study".into(),
+            fingerprints: BTreeMap::new(),
         }
     }
 

@@ -1,12 +1,15 @@
 //! `exectl sweep`'s flags (and its sweep file) as `SweepOptions`: the variable and its values, each
 //! point's spec resolved, the repeats, the levels or the capacity search, each point's bench flags, and
 //! the sweep's folder, all checked before the first deploy (exit 2). `--resume RUN_ID` reads the
-//! command line the sweep was begun with from its results.json and goes on with it.
+//! command line the sweep was begun with from its results.json (refused when the file was changed
+//! since), in the folder it was begun in, its `--set-secret` values from where they legitimately live,
+//! and goes on with it.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Parser;
 
 use crate::bench::Stop;
@@ -14,13 +17,13 @@ use crate::cli::values::{count_flag, duration_flag};
 use crate::cli::{BenchArgs, Cli, Command, PrepareArgs, SweepArgs};
 use crate::ops::deploy::DeployOptions;
 use crate::ops::prepare::PrepareOptions;
-use crate::ops::sweep::{BenchAsk, Mode, SweepOptions};
+use crate::ops::sweep::{BenchAsk, Mode, Seeding, SweepOptions};
 use crate::shell::alive;
 use crate::state::sweeps::SweepDir;
 use crate::sut::TargetSpec;
 use exectl_core::bench::{parse_levels, RunState};
 use exectl_core::error::UsageError;
-use exectl_core::spec::SpecInput;
+use exectl_core::spec::{SecretValue, SpecInput};
 use exectl_core::sweep::file::SweepFile;
 use exectl_core::sweep::search::{Bounds, DEFAULT_PRECISION};
 use exectl_core::sweep::vary::points;
@@ -31,12 +34,13 @@ const MAX_REPEAT: u64 = 50;
 /// The search's first level when --from is not given.
 const DEFAULT_FROM: u64 = 100;
 
-/// The target and the sweep's options, every flag checked; nothing connected to or made. `asked` is
-/// the command line after `sweep` (kept for `--resume`).
-pub fn sweep(a: &SweepArgs, asked: Vec<String>) -> Result<(TargetSpec, SweepOptions)> {
+/// The target and the sweep's options, every flag checked; nothing connected to or made. `argv` is
+/// the command line after `sweep` (kept for `--resume`, its secrets redacted).
+pub fn sweep(a: &SweepArgs, argv: Vec<String>) -> Result<(TargetSpec, SweepOptions)> {
     crate::state::checked_root()?;
     let Some(id) = &a.resume else {
-        return fresh(a, asked, None);
+        let here = std::env::current_dir().context("reading the current folder")?;
+        return fresh(a, redacted(&argv), here, None);
     };
     let (dir, results) = crate::state::sweeps::find(id)?;
     if let (RunState::Running, Some(pid)) = (results.state, results.pid) {
@@ -50,7 +54,22 @@ pub fn sweep(a: &SweepArgs, asked: Vec<String>) -> Result<(TargetSpec, SweepOpti
             .into());
         }
     }
-    let again = match Cli::try_parse_from(
+    let edited = results.edited();
+    if !edited.is_empty() {
+        return Err(UsageError::new(
+            "--resume",
+            id,
+            format!(
+                "{} was changed after the sweep wrote it: {} differ{} from what the sweep recorded",
+                dir.results().display(),
+                edited.join(", "),
+                if edited.len() == 1 { "s" } else { "" }
+            ),
+            "put the file back as the sweep wrote it, or start a new sweep (an edited sweep is not resumed)",
+        )
+        .into());
+    }
+    let mut again = match Cli::try_parse_from(
         ["exectl".to_string(), "sweep".to_string()]
             .into_iter()
             .chain(results.asked.iter().cloned()),
@@ -68,13 +87,132 @@ pub fn sweep(a: &SweepArgs, asked: Vec<String>) -> Result<(TargetSpec, SweepOpti
             .into())
         }
     };
-    let asked = results.asked.clone();
-    fresh(&again, asked, Some((dir, results)))
+    // exectl.yaml and every relative path of the command line, as where the sweep began.
+    std::env::set_current_dir(&results.started_in).map_err(|e| {
+        UsageError::new(
+            "--resume",
+            id,
+            format!(
+                "the sweep began in {}, where its exectl.yaml and relative paths are read, and that folder cannot be entered: {e}",
+                results.started_in.display()
+            ),
+            "put that folder back, or start a new sweep",
+        )
+    })?;
+    let env = crate::cli::target::target_spec(&again.target)?
+        .bundle_dir(&results.stack)
+        .join(exectl_core::render::ENV);
+    again.spec.set_secret = resumed_secrets(
+        id,
+        &again.spec.set_secret,
+        &a.spec.set_secret,
+        (&env, std::fs::read_to_string(&env).ok().as_deref()),
+    )?;
+    let (asked, started_in) = (results.asked.clone(), results.started_in.clone());
+    fresh(&again, asked, started_in, Some((dir, results)))
+}
+
+/// The command line as results.json keeps it: each `--set-secret KEY=VALUE` as
+/// `KEY=<secret sha256:…>`, the fingerprint the spec shows it by (keyed by its name).
+pub fn redacted(argv: &[String]) -> Vec<String> {
+    let pair = |p: &str| match p.split_once('=') {
+        Some((k, v)) => format!("{k}={}", SecretValue::new(k, v).redacted()),
+        None => "<redacted>".to_string(),
+    };
+    let mut out = Vec::with_capacity(argv.len());
+    let mut value_next = false;
+    for arg in argv {
+        out.push(if value_next {
+            pair(arg)
+        } else if let Some(p) = arg.strip_prefix("--set-secret=") {
+            format!("--set-secret={}", pair(p))
+        } else {
+            arg.clone()
+        });
+        value_next = !value_next && arg == "--set-secret";
+    }
+    out
+}
+
+/// A resumed sweep's `--set-secret KEY=VALUE`s: each recorded one (`KEY=<secret sha256:…>`) with its
+/// value from the resume's own `--set-secret` (`given`), else from the stack's .env (`env`: its path
+/// and text, 0600, where the deploy of the sweep put it), whichever has the value whose fingerprint was
+/// recorded. A value given that is not the recorded one, or a key the sweep was not begun with, or a
+/// value found nowhere, is refused naming the key (never the value).
+fn resumed_secrets(
+    id: &str,
+    recorded: &[String],
+    given: &[String],
+    env: (&Path, Option<&str>),
+) -> Result<Vec<String>, UsageError> {
+    let split = |p: &str| -> (String, String) {
+        let (k, v) = p.split_once('=').unwrap_or((p, ""));
+        (k.to_string(), v.to_string())
+    };
+    let recorded: Vec<(String, String)> = recorded.iter().map(|p| split(p)).collect();
+    for (k, v) in given.iter().map(|p| split(p)) {
+        let shown = format!("{k}=<redacted>");
+        match recorded.iter().find(|(rk, _)| *rk == k) {
+            None => {
+                return Err(UsageError::new(
+                    "--set-secret",
+                    shown,
+                    format!("sweep {id} was not begun with --set-secret {k}, and a resume runs it as it was begun"),
+                    "drop it, or start a new sweep with it",
+                ))
+            }
+            Some((_, print)) if SecretValue::new(&k, &v).redacted() != print => {
+                return Err(UsageError::new(
+                    "--set-secret",
+                    shown,
+                    format!("not the value sweep {id} was begun with (its fingerprint is not the recorded {print})"),
+                    "give the value the sweep was begun with, or start a new sweep",
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    let in_env = |k: &str| -> Option<String> {
+        env.1?.lines().find_map(|l| {
+            let (lk, lv) = l.split_once('=')?;
+            (lk.trim() == k).then(|| lv.trim().to_string())
+        })
+    };
+    recorded
+        .iter()
+        .map(|(k, print)| {
+            if !print.starts_with("<secret sha256:") {
+                return Ok(format!("{k}={print}"));
+            }
+            let from_line = given.iter().map(|p| split(p)).find(|(gk, _)| gk == k);
+            if let Some((_, v)) = from_line {
+                return Ok(format!("{k}={v}"));
+            }
+            match in_env(k) {
+                Some(v) if SecretValue::new(k, &v).redacted() == print => Ok(format!("{k}={v}")),
+                found => Err(UsageError::new(
+                    "--resume",
+                    id,
+                    format!(
+                        "the sweep was begun with --set-secret {k}, whose value exectl keeps only in the stack's {}, and {}",
+                        env.0.display(),
+                        match (env.1, found) {
+                            (None, _) => "that file cannot be read",
+                            (Some(_), None) => "that file has none",
+                            (Some(_), Some(_)) => "that file has another (the stack was deployed since with another value)",
+                        }
+                    ),
+                    format!("give it again: exectl sweep --resume {id} --set-secret {k}=VALUE"),
+                )),
+            }
+        })
+        .collect()
 }
 
 fn fresh(
     a: &SweepArgs,
     asked: Vec<String>,
+    started_in: PathBuf,
     resumed: Option<(SweepDir, exectl_core::sweep::results::SweepResults)>,
 ) -> Result<(TargetSpec, SweepOptions)> {
     let file = match &a.sweep_file {
@@ -109,14 +247,22 @@ fn fresh(
     };
     let now = input()?;
     let mut stack = None;
+    let mut engines: Vec<&str> = Vec::new();
     for (values, _) in points(&vary, 1) {
         let mut i = now.clone();
         for (v, value) in vary.iter().zip(&values) {
             v.var.apply(&mut i, value);
         }
-        stack = Some(exectl_core::spec::resolve(i)?.stack);
+        let spec = exectl_core::spec::resolve(i)?;
+        engines.extend(spec.db_service().filter(|e| !engines.contains(e)));
+        stack = Some(spec.stack);
     }
     let stack = stack.expect("at least one point");
+    let given: Vec<String> = vary
+        .iter()
+        .map(|v| format!("{}={}", v.var.name(), v.values.join(",")))
+        .collect();
+    one_database_engine(&engines, &given, &stack)?;
 
     let (run_id, dir, resumed) = match resumed {
         Some((dir, r)) => (r.run_id.clone(), dir, Some(r)),
@@ -154,18 +300,28 @@ fn fresh(
         place: Vec::new(),
     };
     // Checked now, as prepare checks it: a bad cost is refused before the first deploy.
+    let seeding = |accounts| Seeding {
+        accounts,
+        projects: None,
+        tokens: a.bench.tokens,
+    };
     crate::cli::options::prepare::options(&prepare_args(
         &a.target,
         &stack,
-        mode.top() + 1,
+        seeding(mode.top() + 1),
         a.bcrypt_cost.as_deref(),
     ))?;
     let prepare = {
         let target = a.target.clone();
         let stack = stack.clone();
         let cost = a.bcrypt_cost.clone();
-        move |accounts: u64| -> Result<PrepareOptions> {
-            let args = prepare_args(&target, &stack, accounts, cost.as_deref());
+        let tokens = a.bench.tokens;
+        move |s: Seeding| -> Result<PrepareOptions> {
+            let s = Seeding {
+                tokens: s.tokens || tokens,
+                ..s
+            };
+            let args = prepare_args(&target, &stack, s, cost.as_deref());
             Ok(PrepareOptions {
                 seed: crate::cli::options::prepare::options(&args)?,
                 break_lock: false,
@@ -206,15 +362,33 @@ fn fresh(
             stop: Arc::new(Stop::default()),
             resumed,
             asked,
+            started_in,
         },
     ))
 }
 
-/// `prepare`'s flags for a point: `accounts`, the rest its defaults.
+/// The stack has one database volume, and neither PostgreSQL nor MariaDB reads the other's data (the
+/// deploy refuses it): points that would put both on it are refused before anything is deployed.
+fn one_database_engine(engines: &[&str], vary: &[String], stack: &str) -> Result<(), UsageError> {
+    if engines.len() < 2 {
+        return Ok(());
+    }
+    Err(UsageError::new(
+        "--vary",
+        vary.join(" "),
+        format!(
+            "its points would run {} on the stack's one database volume, and a deploy never starts one engine on another's data",
+            engines.join(" and ")
+        ),
+        format!("compare database engines in two sweeps on two --stack names (or remove the data between them: exectl teardown --stack {stack} --purge)"),
+    ))
+}
+
+/// `prepare`'s flags for a point: its accounts (and projects, and tokens), the rest their defaults.
 fn prepare_args(
     target: &crate::cli::target::TargetArgs,
     stack: &str,
-    accounts: u64,
+    seeding: Seeding,
     bcrypt_cost: Option<&str>,
 ) -> PrepareArgs {
     let mut argv = vec![
@@ -223,8 +397,14 @@ fn prepare_args(
         "--stack".into(),
         stack.into(),
         "--accounts".into(),
-        accounts.to_string(),
+        seeding.accounts.to_string(),
     ];
+    if let Some(p) = seeding.projects {
+        argv.extend(["--projects".into(), p.to_string()]);
+    }
+    if seeding.tokens {
+        argv.push("--mint-tokens".into());
+    }
     if let Some(c) = bcrypt_cost {
         argv.extend(["--bcrypt-cost".into(), c.into()]);
     }
@@ -451,5 +631,123 @@ mod tests {
                 "{flags:?}"
             );
         }
+    }
+
+    /// A percent is written with its %; a bare number (a share or a percent?) and a percent out of
+    /// range are refused naming the flag, the value and the fix.
+    #[test]
+    fn the_precision_is_a_percent_with_its_sign() {
+        assert_eq!(percent("10%").unwrap(), 0.10);
+        assert_eq!(percent("0.5 %").unwrap(), 0.005);
+        for (text, says) in [
+            ("0.1", "without %"),
+            ("0.05%", "not between 0.1 % and 100 %"),
+            ("150%", "not between"),
+            ("ten%", "not a percent"),
+            ("lots", "not a percent"),
+        ] {
+            let e = percent(text).unwrap_err();
+            assert_eq!((e.field.as_str(), e.value.as_str()), ("--precision", text));
+            assert!(e.problem.contains(says), "{text}: {e}");
+            assert!(e.fix.contains("--precision 10%"), "{e}");
+        }
+    }
+
+    /// results.json keeps each --set-secret as its fingerprint, in either spelling; the rest as given.
+    #[test]
+    fn the_kept_command_line_has_no_secret() {
+        let argv: Vec<String> = [
+            "ha",
+            "--set-secret",
+            "SMTP_PASSWORD=hunter2",
+            "--set-secret=TOKEN=s3cr=t",
+            "--set",
+            "A=hunter2",
+            "--vary",
+            "env.M=a,b",
+        ]
+        .map(String::from)
+        .to_vec();
+        let kept = redacted(&argv);
+        assert!(!kept[..5].join(" ").contains("hunter2"), "{kept:?}");
+        assert_eq!(
+            kept[2],
+            format!(
+                "SMTP_PASSWORD={}",
+                SecretValue::new("SMTP_PASSWORD", "hunter2").redacted()
+            )
+        );
+        assert_eq!(
+            kept[3],
+            format!(
+                "--set-secret=TOKEN={}",
+                SecretValue::new("TOKEN", "s3cr=t").redacted()
+            )
+        );
+        assert!(!kept[3].contains("s3cr"));
+        assert_eq!(kept[5], "A=hunter2", "a --set value is not a secret");
+        assert_eq!(&kept[6..], &argv[6..]);
+        // It still parses as the same sweep.
+        let again = args(&kept.iter().skip(1).map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(again.vary, ["env.M=a,b"]);
+        assert_eq!(again.spec.set_secret.len(), 2);
+    }
+
+    /// A resume takes each secret's value from its own --set-secret or the stack's .env, where the
+    /// fingerprint recorded matches; anything else is refused naming the key, never the value.
+    #[test]
+    fn a_resumed_secret_is_the_recorded_one_or_refused() {
+        let print = SecretValue::new("K", "hunter2").redacted().to_string();
+        let recorded = vec![format!("K={print}")];
+        let env = Path::new("/s/bundle/.env");
+        let ok = |given: &[&str], text: Option<&str>| {
+            let given: Vec<String> = given.iter().map(|s| s.to_string()).collect();
+            resumed_secrets("S-1", &recorded, &given, (env, text))
+        };
+        let dotenv = "# Secrets of stack s\nAPP_SECRET=x\nK=hunter2\n";
+        assert_eq!(ok(&[], Some(dotenv)).unwrap(), ["K=hunter2"]);
+        assert_eq!(ok(&["K=hunter2"], None).unwrap(), ["K=hunter2"]);
+        for (given, text, field, says) in [
+            (
+                vec!["K=wrong"],
+                Some(dotenv),
+                "--set-secret",
+                "not the value",
+            ),
+            (
+                vec!["J=x"],
+                Some(dotenv),
+                "--set-secret",
+                "not begun with --set-secret J",
+            ),
+            (vec![], Some("K=0th3rval\n"), "--resume", "has another"),
+            (vec![], Some("APP_SECRET=x\n"), "--resume", "has none"),
+            (vec![], None, "--resume", "cannot be read"),
+        ] {
+            let e = ok(&given, text).unwrap_err();
+            assert_eq!(e.field, field, "{e}");
+            assert!(e.problem.contains(says), "{e}");
+            let all = e.to_string();
+            assert!(
+                !all.contains("hunter2") && !all.contains("wrong") && !all.contains("0th3rval"),
+                "{all}"
+            );
+            if field == "--resume" {
+                assert!(e.fix.contains("--set-secret K=VALUE"), "{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn two_database_engines_on_one_volume_are_refused() {
+        let vary = vec!["db=postgres,mariadb".to_string()];
+        assert!(one_database_engine(&["postgres"], &vary, "s").is_ok());
+        assert!(one_database_engine(&[], &vary, "s").is_ok());
+        let e = one_database_engine(&["postgres", "mariadb"], &vary, "s").unwrap_err();
+        assert_eq!(
+            (e.field.as_str(), e.value.as_str()),
+            ("--vary", "db=postgres,mariadb")
+        );
+        assert!(e.problem.contains("postgres and mariadb"), "{e}");
     }
 }

@@ -1,0 +1,346 @@
+//! `exectl sweep` refusals and `--resume`'s reading of a recorded sweep, with no engine: DOCKER_HOST
+//! points at a socket that does not exist, so a sweep that gets past every check exits 3 (unreachable)
+//! and one refused as bad input exits 2, before any connection. A recorded sweep is written here as
+//! exectl writes one (sealed), in a state folder of the test's own.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use exectl_core::bench::RunState;
+use exectl_core::spec::SecretValue;
+use exectl_core::sweep::results::{SweepResults, SCHEMA};
+
+const SECRET: &str = "hunter2-sw-cli-Zq9";
+
+struct Dirs {
+    _tmp: tempfile::TempDir,
+    state: PathBuf,
+    /// Where the sweep began.
+    began: PathBuf,
+    /// Somewhere else.
+    elsewhere: PathBuf,
+}
+
+fn dirs() -> Dirs {
+    let tmp = tempfile::tempdir().unwrap();
+    let (state, began, elsewhere) = (
+        tmp.path().join("state"),
+        tmp.path().join("study"),
+        tmp.path().join("elsewhere"),
+    );
+    for d in [&state, &began, &elsewhere] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    Dirs {
+        _tmp: tmp,
+        state,
+        began,
+        elsewhere,
+    }
+}
+
+fn exectl(d: &Dirs, cwd: &Path, args: &[&str]) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_exectl"))
+        .args(args)
+        .current_dir(cwd)
+        .env("EXECTL_STATE_DIR", &d.state)
+        .env("DOCKER_HOST", "unix:///nonexistent/exectl-sweep-cli.sock")
+        .env_remove("EXECTL_TARGET")
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap()
+}
+
+fn code_err(o: &Output) -> (Option<i32>, String) {
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// A sweep begun in `d.began` with `--images images.yaml` (relative) and a `--set-secret`, stopped
+/// before its first point, recorded as exectl records one: STATE/sweeps/S-cli/results.json.
+fn recorded(d: &Dirs) -> PathBuf {
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/images/fixtures.yaml");
+    std::fs::copy(fixtures, d.began.join("images.yaml")).unwrap();
+    std::fs::write(d.began.join("exectl.yaml"), "memory: 512m\n").unwrap();
+    let secret = format!("K={}", SecretValue::new("K", SECRET).redacted());
+    let asked: Vec<String> = [
+        "single",
+        "--db",
+        "sqlite",
+        "--stack",
+        "sw-cli",
+        "--images",
+        "images.yaml",
+        "--set-secret",
+        &secret,
+        "--vary",
+        "env.M=c,d,e",
+        "--levels",
+        "5",
+    ]
+    .map(String::from)
+    .to_vec();
+    let r = SweepResults {
+        schema: SCHEMA,
+        run_id: "S-cli".into(),
+        state: RunState::Interrupted,
+        pid: None,
+        exectl_version: env!("CARGO_PKG_VERSION").into(),
+        stack: "sw-cli".into(),
+        target: "the local engine".into(),
+        variables: vec!["env.M".into()],
+        values: vec![vec!["c".into(), "d".into(), "e".into()]],
+        repeat: 1,
+        scenario: "idle".into(),
+        levels: vec![5],
+        search: None,
+        browser_probe: false,
+        started_unix_s: 1,
+        duration_s: 0.5,
+        points: vec![],
+        stopped: Some("SIGINT received".into()),
+        asked,
+        started_in: d.began.clone(),
+        fingerprints: Default::default(),
+    };
+    let dir = d.state.join("sweeps/S-cli");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("results.json");
+    std::fs::write(&file, r.to_json().unwrap()).unwrap();
+    // The stack's .env, 0600, where the sweep's deploy put the secret.
+    let bundle = d.state.join("local/sw-cli/bundle");
+    std::fs::create_dir_all(&bundle).unwrap();
+    std::fs::write(bundle.join(".env"), format!("APP_SECRET=x\nK={SECRET}\n")).unwrap();
+    file
+}
+
+/// A sweep with a --set-secret writes its value nowhere, and says it nowhere, whether or not it gets
+/// far (here: refused as unreachable, after every check).
+#[test]
+fn a_secret_of_a_sweep_is_kept_nowhere() {
+    let d = dirs();
+    let out = d.began.join("out");
+    let flag = format!("K={SECRET}");
+    for json in [false, true] {
+        let mut args = vec![
+            "sweep",
+            "single",
+            "--db",
+            "sqlite",
+            "--stack",
+            "sw-cli",
+            "--set-secret",
+            &flag,
+            "--vary",
+            "env.M=a,b",
+            "--levels",
+            "5",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        if json {
+            args.push("--json");
+        }
+        let o = exectl(&d, &d.began, &args);
+        let (code, err) = code_err(&o);
+        assert_eq!(code, Some(3), "{err}");
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            !stdout.contains(SECRET) && !err.contains(SECRET),
+            "{stdout}{err}"
+        );
+        assert_eq!(
+            common::files_holding(&d.state, SECRET),
+            Vec::<PathBuf>::new()
+        );
+        assert_eq!(
+            common::files_holding(&d.began, SECRET),
+            Vec::<PathBuf>::new()
+        );
+        assert!(
+            !out.join("results.json").exists(),
+            "nothing recorded before a connection"
+        );
+    }
+}
+
+/// `--resume` reads exectl.yaml and the relative paths from the folder the sweep began in, and its
+/// secret from the stack's .env: from anywhere it gets as far as connecting.
+#[test]
+fn a_resume_from_elsewhere_reads_where_the_sweep_began() {
+    let d = dirs();
+    recorded(&d);
+    // Read here, this file would be refused.
+    std::fs::write(d.elsewhere.join("exectl.yaml"), "cpus: lots\n").unwrap();
+    let o = exectl(&d, &d.elsewhere, &["sweep", "--resume", "S-cli"]);
+    let (code, err) = code_err(&o);
+    assert_eq!(code, Some(3), "past every check, to the connection: {err}");
+    assert!(!err.contains(SECRET), "{err}");
+
+    // The folder it began in is gone: refused naming it.
+    std::fs::rename(&d.began, d.elsewhere.join("moved")).unwrap();
+    let (code, err) = code_err(&exectl(&d, &d.elsewhere, &["sweep", "--resume", "S-cli"]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("invalid --resume \"S-cli\"")
+            && err.contains(&format!("the sweep began in {}", d.began.display())),
+        "{err}"
+    );
+}
+
+/// An edited results.json is not resumed: refused naming what changed. A secret given again must be
+/// the recorded one, and one found nowhere is asked for by name.
+#[test]
+fn an_edited_sweep_or_another_secret_is_refused() {
+    let d = dirs();
+    let file = recorded(&d);
+    let written = std::fs::read_to_string(&file).unwrap();
+    let resume = |extra: &[&str]| {
+        let mut args = vec!["sweep", "--resume", "S-cli"];
+        args.extend(extra);
+        code_err(&exectl(&d, &d.began, &args))
+    };
+
+    let mut r: serde_json::Value = serde_json::from_str(&written).unwrap();
+    r["values"][0] = serde_json::json!(["c", "X", "Y"]);
+    r["asked"][10] = "env.M=c,X,Y".into();
+    std::fs::write(&file, serde_json::to_string_pretty(&r).unwrap()).unwrap();
+    let (code, err) = resume(&[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("was changed after the sweep wrote it: asked, values differ"),
+        "{err}"
+    );
+    std::fs::write(&file, &written).unwrap();
+
+    let (code, err) = resume(&["--set-secret", "K=not-the-one"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("invalid --set-secret \"K=<redacted>\"") && err.contains("not the value"),
+        "{err}"
+    );
+    assert!(!err.contains("not-the-one"), "{err}");
+
+    std::fs::remove_file(d.state.join("local/sw-cli/bundle/.env")).unwrap();
+    let (code, err) = resume(&[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--set-secret K=VALUE"), "{err}");
+    // Given again, the right value goes on (to the connection).
+    let flag = format!("K={SECRET}");
+    let (code, err) = resume(&["--set-secret", &flag]);
+    assert_eq!(code, Some(3), "{err}");
+}
+
+/// A recorded sweep is a run: `runs show` prints its results, `runs list` lists it.
+#[test]
+fn runs_show_and_list_a_sweep() {
+    let d = dirs();
+    recorded(&d);
+    let o = exectl(&d, &d.began, &["runs", "show", "S-cli"]);
+    let (code, err) = code_err(&o);
+    assert_eq!(code, Some(0), "{err}");
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (r["run_id"].as_str(), r["state"].as_str()),
+        (Some("S-cli"), Some("interrupted"))
+    );
+    let o = exectl(&d, &d.began, &["runs", "list"]);
+    let list = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        list.contains("sweep  S-cli")
+            && list.contains("env.M=c,d,e")
+            && list.contains("0 point(s) of 3"),
+        "{list}"
+    );
+}
+
+/// Refused before any connection (exit 2), naming the flag or the file's line.
+#[test]
+fn a_sweep_that_cannot_run_is_refused_before_connecting() {
+    let d = dirs();
+    let file = d.began.join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let sweep_file = d.began.join("sweep.yaml");
+    std::fs::write(
+        &sweep_file,
+        "vary: {instances: [1, 2]}\nlevels: [10]\nfind_capacity: {to: 100}\n",
+    )
+    .unwrap();
+    let twice = d.began.join("twice.yaml");
+    std::fs::write(
+        &twice,
+        "vary:\n  instances: [1, 2]\n  instances: [3]\nlevels: [10]\n",
+    )
+    .unwrap();
+    let ha = |extra: &[&str]| -> Vec<String> {
+        let mut v = vec!["sweep", "ha", "--stack", "sw-cli"];
+        v.extend(extra);
+        v.into_iter().map(String::from).collect()
+    };
+    for (args, named, says) in [
+        (
+            ha(&["--vary", "db=postgres,mariadb", "--levels", "10"]),
+            "invalid --vary \"db=postgres,mariadb\"",
+            "postgres and mariadb on the stack's one database volume",
+        ),
+        (
+            ha(&[
+                "--vary",
+                "instances=1,2",
+                "--find-capacity",
+                "--to",
+                "1000",
+                "--precision",
+                "0.1",
+            ]),
+            "invalid --precision \"0.1\"",
+            "give a percent from 0.1% to 100% with its %",
+        ),
+        (
+            ha(&[
+                "--vary",
+                "instances=1,2",
+                "--find-capacity",
+                "--to",
+                "1000",
+                "--precision",
+                "0.05%",
+            ]),
+            "invalid --precision \"0.05%\"",
+            "not between 0.1 % and 100 %",
+        ),
+        (
+            ha(&[
+                "--vary",
+                "instances=1,2",
+                "--levels",
+                "10",
+                "--out",
+                file.to_str().unwrap(),
+            ]),
+            "invalid --out",
+            "give a folder for the sweep's results.json",
+        ),
+        (
+            ha(&["--sweep-file", sweep_file.to_str().unwrap()]),
+            &format!("invalid --sweep-file \"{}:3\"", sweep_file.display()),
+            "levels (line 2) and find_capacity (line 3) are both given",
+        ),
+        (
+            ha(&["--sweep-file", twice.to_str().unwrap()]),
+            &format!("invalid --sweep-file \"{}:3\"", twice.display()),
+            "vary.instances is given twice (first on line 2)",
+        ),
+    ] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, err) = code_err(&exectl(&d, &d.began, &args));
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(named) && err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    assert!(!d.state.join("sweeps").exists(), "nothing recorded");
+}
