@@ -60,14 +60,8 @@ const NOT_NUMERIC: &[&str] = &[
     "--levels",
 ];
 
-/// Flags where zero is a meaningful value (no ramp, no settling, no projects given yet).
-const ZERO_OK: &[&str] = &[
-    "--ramp",
-    "--settle",
-    "--accounts",
-    "--projects",
-    "--users-per-project",
-];
+/// Flags where zero is a meaningful value (no ramp, no settling).
+const ZERO_OK: &[&str] = &["--ramp", "--settle"];
 
 const ABSURD: [&str; 7] = [
     "1e30",
