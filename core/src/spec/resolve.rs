@@ -358,14 +358,24 @@ fn env_key_problem(key: &str) -> Option<(String, String)> {
         .map(|(_, why)| (format!("{key} is set by exectl"), why.to_string()))
 }
 
+/// `--set KEY=VALUE` pairs over exectl.yaml's `env:`: a flag wins over the file (and a sweep's `--vary
+/// env.KEY` over both), but one key given twice by `--set` is refused, as a key twice in `env:` is: which
+/// one was meant cannot be told.
 fn resolve_env(pairs: &[Raw]) -> Result<BTreeMap<String, String>, UsageError> {
     let mut env = BTreeMap::new();
+    let mut flagged = std::collections::BTreeSet::new();
     for r in pairs {
         let Some((key, value)) = r.value.split_once('=') else {
             return Err(r.error("expected KEY=VALUE", "write it as --set DB_POOL_MAX=50"));
         };
         if let Some((problem, fix)) = env_key_problem(key) {
             return Err(r.error(problem, fix));
+        }
+        if r.origin == super::Origin::Flag("--set") && !flagged.insert(key) {
+            return Err(r.error(
+                format!("{key} is given twice with --set"),
+                format!("give {key} once"),
+            ));
         }
         if value.contains('\0') {
             return Err(r.error("the value contains a NUL byte", "remove it"));
@@ -381,7 +391,7 @@ fn resolve_secret_env(
     pairs: &[Raw],
     env: &BTreeMap<String, String>,
 ) -> Result<BTreeMap<String, super::SecretValue>, UsageError> {
-    let mut out = BTreeMap::new();
+    let mut out: BTreeMap<String, super::SecretValue> = BTreeMap::new();
     for r in pairs {
         let field = r.origin.to_string();
         let Some((key, value)) = r.value.split_once('=') else {
@@ -399,6 +409,14 @@ fn resolve_secret_env(
                     (
                         format!("{key} is a secret exectl generates"),
                         "pick another name".to_string(),
+                    )
+                })
+            })
+            .or_else(|| {
+                out.contains_key(key).then(|| {
+                    (
+                        format!("{key} is given twice with --set-secret"),
+                        format!("give {key} once"),
                     )
                 })
             })
