@@ -61,10 +61,8 @@ pub fn run(args: &RunsArgs) -> Result<()> {
     let dir = crate::state::runs_dir(&root);
     match &args.command {
         RunsCommand::List { json } => {
-            let records: Vec<runs::Record> = runs::list_ids(&dir)
-                .iter()
-                .map(|id| runs::load(&dir, id))
-                .collect::<Result<_>>()?;
+            // A record that cannot be read is listed as such; the others are listed all the same.
+            let (records, broken_deploys) = runs::list(&dir);
             let (benches, broken) = benches::list(&root);
             if *json {
                 let mut list: Vec<_> = records
@@ -83,12 +81,21 @@ pub fn run(args: &RunsArgs) -> Result<()> {
                            "capacity_at_least": Capacity::of(&r.verdict).at_least, "knee": r.verdict.knee})
                 }));
                 list.extend(
+                    broken_deploys
+                        .iter()
+                        .map(|(id, why)| json!({"kind": "deploy", "id": id, "error": why})),
+                );
+                list.extend(
                     broken
                         .iter()
                         .map(|(id, why)| json!({"kind": "bench", "id": id, "error": why})),
                 );
                 println!("{}", serde_json::to_string_pretty(&list)?);
-            } else if records.is_empty() && benches.is_empty() && broken.is_empty() {
+            } else if records.is_empty()
+                && broken_deploys.is_empty()
+                && benches.is_empty()
+                && broken.is_empty()
+            {
                 println!("no runs recorded yet (every deploy and every bench records one)");
             } else {
                 for r in &records {
@@ -96,6 +103,9 @@ pub fn run(args: &RunsArgs) -> Result<()> {
                         "deploy {:<36} {}  stack {}  {} change(s)",
                         r.id, r.created, r.stack, r.changed
                     );
+                }
+                for (id, why) in &broken_deploys {
+                    println!("deploy {id:<36} unreadable: {why}");
                 }
                 for b in &benches {
                     println!("{}", bench_line(b));
