@@ -57,6 +57,29 @@ async fn what_the_target_cannot_give_is_refused_by_plan_and_deploy() {
             }
         }
     }
+    // A value given beyond the target is refused as given, never fitted like a default: the card's
+    // tuned nofile, and nginx's worker_connections that the fitted nofile cannot hold.
+    let ha: [(&[&str], &str, &str); 2] = [
+        (
+            &["--nofile", "200000"],
+            "--nofile",
+            "the target allows at most 20000 open files",
+        ),
+        (
+            &["--worker-connections", "16000"],
+            "--worker-connections",
+            "nginx needs worker_rlimit_nofile 32000",
+        ),
+    ];
+    for (extra, flag, why) in ha {
+        for cmd in ["plan", "deploy"] {
+            let mut args = vec![cmd, "ha", "--stack", stack, "--lb-port", &port];
+            args.extend(["--images", FIXTURES, "--instances", "4"]);
+            args.extend(extra);
+            let err = refused(x, &d, stack, &args, flag).await;
+            assert!(err.contains(why), "{cmd} {extra:?}: {err}");
+        }
+    }
     assert!(
         !x.stack_dir(stack).join("bundle").exists(),
         "nothing written"

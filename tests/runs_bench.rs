@@ -180,6 +180,7 @@ fn diff_names_a_missing_id_for_benches_and_deploys() {
         exectl: exectl::state::runs::ExectlRecord::current(),
         changed: 0,
         seconds: 0.0,
+        fitted: vec![],
     };
     std::fs::write(
         runs.join("E-ha-2-tuned-least-conn-001.json"),

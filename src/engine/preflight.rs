@@ -371,6 +371,32 @@ pub async fn missing_images(target: &Target, images: &[String]) -> Vec<String> {
     missing
 }
 
+/// What the target offers for fitting `spec`'s defaults to it (`Spec::fit`): the engine's CPUs and
+/// memory, and its open-files limit (a host command) when nofile is left to its default. Read at every
+/// deploy and plan, whatever they start, so that one spec fits one target the same way every time.
+pub async fn offers(target: &Target, spec: &Spec) -> Result<exectl_core::spec::Offers> {
+    let info = async {
+        target
+            .docker
+            .info()
+            .await
+            .context("reading the engine's info")
+    };
+    let max_nofile = async {
+        match spec.given.nofile {
+            None => target.max_nofile().await,
+            Some(_) => None,
+        }
+    };
+    let (info, max_nofile) = tokio::join!(info, max_nofile);
+    let info = info?;
+    Ok(exectl_core::spec::Offers {
+        ncpu: info.ncpu,
+        mem_total: info.mem_total,
+        max_nofile,
+    })
+}
+
 /// What the target offers against the spec. The engine's open-files limit (a host command) is read only
 /// with `nofile`: when a container is to start with the spec's.
 pub async fn capacity(target: &Target, spec: &Spec, nofile: bool) -> Result<Vec<UsageError>> {

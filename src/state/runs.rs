@@ -27,6 +27,9 @@ pub struct Record {
     pub exectl: ExectlRecord,
     pub changed: usize,
     pub seconds: f64,
+    /// The defaults lowered to what the target allows (`Spec::fit`); the knobs hold the values used.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fitted: Vec<exectl_core::spec::Fitted>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -375,6 +378,7 @@ mod tests {
             exectl: ExectlRecord::current(),
             changed: 0,
             seconds: 0.0,
+            fitted: vec![],
         }
     }
 

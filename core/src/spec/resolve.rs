@@ -102,7 +102,7 @@ pub fn resolve(input: SpecInput) -> Result<Spec, UsageError> {
     };
 
     let nofile = match &input.nofile {
-        None => 200_000,
+        None => super::fit::DEFAULT_NOFILE,
         Some(r) => parse_in(r, 1024, 1 << 20)?,
     };
 
@@ -113,12 +113,15 @@ pub fn resolve(input: SpecInput) -> Result<Spec, UsageError> {
     };
 
     let cpus = match &input.cpus {
-        None => "2".to_string(),
+        None => format!("{}", super::fit::DEFAULT_CPUS),
         Some(r) => parse_cpus(r)?,
     };
 
     let (memory, memory_bytes) = match &input.memory {
-        None => ("2g".to_string(), 2 << 30),
+        None => (
+            units::show_size(super::fit::DEFAULT_MEMORY),
+            super::fit::DEFAULT_MEMORY,
+        ),
         Some(r) => parse_memory(r)?,
     };
 
@@ -180,6 +183,14 @@ pub fn resolve(input: SpecInput) -> Result<Spec, UsageError> {
     let env = resolve_env(&input.env)?;
     let secret_env = resolve_secret_env(&input.secret_env, &env)?;
     let images = resolve_images(&input.images)?;
+    let origin = |r: &Option<Raw>| r.as_ref().map(|r| r.origin.to_string());
+    let given = super::Given {
+        cpus: origin(&input.cpus),
+        memory: origin(&input.memory),
+        nofile: origin(&input.nofile),
+        worker_connections: origin(&input.worker_connections),
+        worker_rlimit_nofile: origin(&input.worker_rlimit_nofile),
+    };
 
     Ok(Spec {
         topology,
@@ -201,6 +212,7 @@ pub fn resolve(input: SpecInput) -> Result<Spec, UsageError> {
         env,
         secret_env,
         images,
+        given,
     })
 }
 
