@@ -48,12 +48,7 @@ impl BenchDir {
                 "give a folder path",
             ));
         }
-        tempfile::tempfile_in(existing).map_err(|e| {
-            bad(
-                format!("cannot write in {}: {e}", existing.display()),
-                "give a folder you can write",
-            )
-        })?;
+        writable(existing, bad, "give a folder you can write")?;
         Ok(BenchDir {
             path: path.to_path_buf(),
         })
@@ -106,13 +101,18 @@ pub fn check_report_out(path: &Path) -> Result<(), UsageError> {
             "give a file in an existing folder, or create the folder first",
         ));
     }
-    tempfile::tempfile_in(folder).map_err(|e| {
-        bad(
-            format!("cannot write in {}: {e}", folder.display()),
-            "give a file in a folder you can write",
-        )
-    })?;
-    Ok(())
+    writable(folder, bad, "give a file in a folder you can write")
+}
+
+/// `folder` takes a new file (a temporary one, gone at once), else `bad`'s refusal with `fix`.
+fn writable(
+    folder: &Path,
+    bad: impl Fn(String, &str) -> UsageError,
+    fix: &str,
+) -> Result<(), UsageError> {
+    tempfile::tempfile_in(folder)
+        .map(drop)
+        .map_err(|e| bad(format!("cannot write in {}: {e}", folder.display()), fix))
 }
 
 /// Append one sample as a line of the timeline (written at once: a process killed later keeps it).
