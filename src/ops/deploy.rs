@@ -1,6 +1,7 @@
 //! `deploy` and `plan`: the spec's defaults fitted to the target (`Spec::fit`), the spec staged (secrets,
-//! bundle, desired state), preflight (nothing is created before it passes), the lock, the bundle written and uploaded, the plan applied, readiness waited for,
-//! the limits in effect read back, and the run record written.
+//! bundle, desired state), preflight (nothing is created before it passes), the lock, the bundle written
+//! and uploaded, the plan applied, readiness waited for, the limits in effect read back, and the run
+//! record written.
 
 use super::{Event, Progress};
 use crate::engine::desired::Desired;

@@ -170,7 +170,7 @@ fn timeline_error(path: &Path, run: &str, why: String) -> UsageError {
         "RUN_ID",
         run,
         format!("timeline unreadable: {} {why}", path.display()),
-        "restore it from a copy (the report's charts are drawn from it); the verdict alone is in `exectl runs show RUN_ID`",
+        format!("restore it from a copy (the report's charts are drawn from it); the verdict alone is in `exectl runs show {run}`"),
     )
 }
 
