@@ -26,35 +26,68 @@ fn args<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
     base.iter().chain(extra).copied().collect()
 }
 
+/// The defaults of one deploy (knob, default, value), as its JSON lists them.
+fn fitted(deployed: &serde_json::Value) -> Vec<(String, String, String)> {
+    deployed["fitted"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no fitted: {deployed}"))
+        .iter()
+        .map(|f| {
+            let s = |k: &str| f[k].as_str().unwrap().to_string();
+            (s("knob"), s("default"), s("value"))
+        })
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn ha_deploys_converges_scales_and_tears_down() {
     let d = docker().await;
     let s = Stack::new("ha").await;
     let (x, stack, port) = (&*s.x, s.name.as_str(), Stack::port());
-    let mut base = vec![
-        "ha",
-        "--stack",
-        stack,
-        "--lb-port",
-        &port,
-        "--cpus",
-        "1",
-        "--memory",
-        "512m",
-    ];
+    let plain = vec!["ha", "--stack", stack, "--lb-port", &port];
+    let mut base = plain.clone();
     base.extend(HA_LIMITS);
 
-    let first = x.deploy_json(&args(&base, &["--instances", "2"]));
+    // The card's first command, no limit flag: the seed's nofile 200000 and nginx's tuned values do
+    // not fit this engine (hard limit 20000), so they are lowered together, said, and recorded.
+    let first = x.deploy_json(&args(&plain, &["--instances", "2"]));
     assert_eq!(first["ok"], true, "{first}");
     assert_eq!(
         first["changed"], 5,
         "app-1, app-2, postgres, redis, nginx: {first}"
     );
+    let owned = |v: [&str; 3]| v.map(String::from).into();
+    assert_eq!(
+        fitted(&first),
+        [
+            owned(["nofile", "200000", "20000"]),
+            owned(["nginx.worker_rlimit_nofile", "200000", "20000"]),
+            owned(["nginx.worker_connections", "32768", "10000"]),
+        ]
+    );
     for l in first["limits"].as_array().unwrap() {
         assert_eq!(l["nofile_soft"], 20000, "{l}");
         assert!(l["mismatches"].as_array().unwrap().is_empty(), "{l}");
     }
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            x.state
+                .path()
+                .join("runs")
+                .join(format!("{}.json", first["run_id"].as_str().unwrap())),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        fitted(&record),
+        fitted(&first),
+        "kept in the run record: {record}"
+    );
+    assert_eq!(record["knobs"]["nginx.worker_connections"], "10000");
+    // CPUs and memory: deploy's defaults, fitted to the engine the same way.
+    let info = d.info().await.unwrap();
     let app1 = first["limits"]
         .as_array()
         .unwrap()
@@ -63,7 +96,10 @@ async fn ha_deploys_converges_scales_and_tears_down() {
         .unwrap();
     assert_eq!(
         (app1["cpus"].as_f64(), app1["memory"].as_u64()),
-        (Some(1.0), Some(512 << 20))
+        (
+            Some(exectl_core::spec::fit::default_cpus(info.ncpu)),
+            Some(exectl_core::spec::fit::default_memory(info.mem_total))
+        )
     );
 
     let counts = spread(&d, stack, &port, &["app-1", "app-2"], 40).await;
@@ -73,7 +109,7 @@ async fn ha_deploys_converges_scales_and_tears_down() {
         "least_conn reaches every instance: {counts:?}"
     );
 
-    // Same spec again: nothing recreated.
+    // Same spec again, the fitted values now given as flags: the same stack, nothing recreated.
     let ids = container_ids(&d, stack).await;
     let again = x.deploy_json(&args(&base, &["--instances", "2"]));
     assert_eq!(
@@ -126,21 +162,31 @@ async fn ha_deploys_converges_scales_and_tears_down() {
         "every one of 4 instances serves some: {counts:?}"
     );
 
-    let plan = x.ok(&args(
-        &["plan"],
-        &args(
-            &base,
-            &[
-                "--instances",
-                "4",
-                "--images",
-                FIXTURES,
-                "--health-interval",
-                "1s",
-            ],
-        ),
-    ));
-    assert!(plan.contains("nothing to change"), "{plan}");
+    // The fitted values given, or left to be fitted again: the same stack, nothing to change; plan
+    // says what it fits, as deploy does.
+    for (flags, fits) in [(&base, false), (&plain, true)] {
+        let plan = x.ok(&args(
+            &["plan"],
+            &args(
+                flags,
+                &[
+                    "--instances",
+                    "4",
+                    "--images",
+                    FIXTURES,
+                    "--health-interval",
+                    "1s",
+                ],
+            ),
+        ));
+        assert!(plan.contains("nothing to change"), "{plan}");
+        assert_eq!(
+            plan.contains("defaults fitted to the target")
+                && plan.contains("fitted   nofile 200000 -> 20000"),
+            fits,
+            "{plan}"
+        );
+    }
 
     x.ok(&["teardown", "--stack", stack, "--purge"]);
     assert!(labelled(&d, stack).await.is_empty());

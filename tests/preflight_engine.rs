@@ -57,6 +57,19 @@ async fn what_the_target_cannot_give_is_refused_by_plan_and_deploy() {
             }
         }
     }
+    // A value given beyond the target is refused as given, never fitted like a default (a given
+    // --nofile: above, and deploy_engine's preflight test): nginx's worker_connections that the nofile
+    // fitted to the target cannot hold, named.
+    for cmd in ["plan", "deploy"] {
+        let mut args = vec![cmd, "ha", "--stack", stack, "--lb-port", &port];
+        args.extend(["--images", FIXTURES, "--worker-connections", "16000"]);
+        let err = refused(x, &d, stack, &args, "--worker-connections").await;
+        assert!(
+            err.contains("nginx needs worker_rlimit_nofile 32000")
+                && err.contains("pass --worker-connections 10000 or less"),
+            "{cmd}: {err}"
+        );
+    }
     assert!(
         !x.stack_dir(stack).join("bundle").exists(),
         "nothing written"

@@ -757,6 +757,7 @@ fn runs_diff_prints_one_line_per_change_and_plain_file_keys() {
             exectl: ExectlRecord::current(),
             changed: 0,
             seconds: 0.0,
+            fitted: vec![],
         };
         runs::save_next(&env.state.path().join("runs"), &s, &mut r).unwrap();
         r.id

@@ -61,6 +61,12 @@ fn all_passed(r: &mut Value) {
     r["verdict"]["reasons"] = serde_json::json!([]);
 }
 
+/// A timeline of `n` samples in `dir` (the fixture's results count 26).
+fn timeline(dir: &Path, n: usize) {
+    let sample = serde_json::to_string(&exectl_core::bench::Sample::default()).unwrap();
+    std::fs::write(dir.join("timeline.jsonl"), format!("{sample}\n").repeat(n)).unwrap();
+}
+
 fn line<'a>(out: &'a str, id: &str) -> &'a str {
     out.lines()
         .find(|l| l.split_whitespace().nth(1) == Some(id))
@@ -174,6 +180,7 @@ fn diff_names_a_missing_id_for_benches_and_deploys() {
         exectl: exectl::state::runs::ExectlRecord::current(),
         changed: 0,
         seconds: 0.0,
+        fitted: vec![],
     };
     std::fs::write(
         runs.join("E-ha-2-tuned-least-conn-001.json"),
@@ -255,8 +262,145 @@ fn a_bench_written_to_out_is_found_by_its_id() {
     let diff = ok(state.path(), &["runs", "diff", "B-home", "B-out"]);
     assert!(diff.contains("B-home -> B-out"), "{diff}");
     // `exectl report RUN_ID` follows it too, and writes the report beside its results.
-    std::fs::write(out_dir.join("timeline.jsonl"), "").unwrap();
+    timeline(&out_dir, 26);
     let report = ok(state.path(), &["report", "B-out"]);
     assert!(report.trim().ends_with("report.html"), "{report}");
     assert!(out_dir.join("report.html").exists());
+}
+
+/// One unreadable file does not hide the others: a corrupt deploy record is listed as unreadable beside
+/// the rest (it made `runs list` fail whole), and `runs show` of a corrupt record or bench is bad input
+/// naming the file (exit 2), as a state folder that is a file is.
+#[test]
+fn corrupt_records_are_named_not_fatal() {
+    let state = tempfile::tempdir().unwrap();
+    let runs = state.path().join("runs");
+    std::fs::create_dir_all(&runs).unwrap();
+    std::fs::write(runs.join("E-ha-2-tuned-least-conn-001.json"), "{\"id\": 1").unwrap();
+    bench(&state.path().join("benches/B-ok"), "B-ok", all_passed);
+    bench(&state.path().join("benches/B-bad"), "B-bad", |_| {});
+    std::fs::write(
+        state.path().join("benches/B-bad/results.json"),
+        "\u{1}\u{2}garbage",
+    )
+    .unwrap();
+    let out = ok(state.path(), &["runs", "list"]);
+    assert!(
+        line(&out, "E-ha-2-tuned-least-conn-001").contains("unreadable:")
+            && line(&out, "E-ha-2-tuned-least-conn-001").contains("is not a deploy's run record"),
+        "{out}"
+    );
+    assert!(line(&out, "B-bad").contains("unreadable:"), "{out}");
+    assert!(
+        line(&out, "B-ok").contains("capacity at least 200"),
+        "{out}"
+    );
+    let json: Value = serde_json::from_str(&ok(state.path(), &["runs", "list", "--json"])).unwrap();
+    let kinds: Vec<(&str, bool)> = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["kind"].as_str().unwrap(), r["error"].is_string()))
+        .collect();
+    assert!(
+        kinds.contains(&("deploy", true)) && kinds.contains(&("bench", true)),
+        "{json}"
+    );
+    for id in ["B-bad", "E-ha-2-tuned-least-conn-001"] {
+        let (code, _, err) = exectl(state.path(), &["runs", "show", id]);
+        assert_eq!(code, Some(2), "{id}: {err}");
+        assert!(
+            err.contains(&format!("invalid run id \"{id}\"")) && err.contains(".json"),
+            "{id}: {err}"
+        );
+    }
+    // A state folder that is a file, or lies under one: refused, naming the variable.
+    let file = state.path().join("not-a-folder");
+    std::fs::write(&file, "").unwrap();
+    for root in [file.clone(), file.join("below")] {
+        let (code, out, err) = exectl(&root, &["runs", "list"]);
+        assert_eq!(code, Some(2), "{}: {out}{err}", root.display());
+        assert!(
+            err.contains("invalid EXECTL_STATE_DIR") && err.contains("is a file"),
+            "{err}"
+        );
+    }
+}
+
+/// `report --out` is the report's file, in a folder that exists: a folder, or a path under folders that
+/// do not exist, is refused (exit 2) and nothing is made (the missing folders were created).
+#[test]
+fn report_out_is_a_file_in_an_existing_folder() {
+    let state = tempfile::tempdir().unwrap();
+    let dir = state.path().join("benches/B-r");
+    bench(&dir, "B-r", all_passed);
+    timeline(&dir, 26);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let folder = elsewhere.path().display().to_string();
+    let missing = elsewhere.path().join("nonexistent");
+    let under = missing.join("x.html").display().to_string();
+    for (out, said) in [(&folder, "is a folder"), (&under, "does not exist")] {
+        let (code, _, err) = exectl(state.path(), &["report", "B-r", "--out", out]);
+        assert_eq!(code, Some(2), "--out {out}: {err}");
+        assert!(
+            err.contains(&format!("invalid --out \"{out}\"")) && err.contains(said),
+            "{err}"
+        );
+    }
+    assert!(!missing.exists(), "no folder made for --out");
+    assert!(!dir.join("report.html").exists(), "nothing written");
+    let file = elsewhere.path().join("r.html").display().to_string();
+    let out = ok(state.path(), &["report", "B-r", "--out", &file]);
+    assert!(out.trim().ends_with("r.html"), "{out}");
+}
+
+/// A timeline that is missing, not text, unreadable or shorter than the bench counted is refused
+/// naming the file and why, never drawn as "not sampled in this run"; a bench still running, with an
+/// empty timeline, says it has sampled nothing yet.
+#[test]
+fn an_unreadable_timeline_is_named_not_drawn_as_unsampled() {
+    let state = tempfile::tempdir().unwrap();
+    let dir = state.path().join("benches/B-t");
+    bench(&dir, "B-t", all_passed);
+    let path = dir.join("timeline.jsonl");
+    let refused = |why: &str| {
+        let (code, out, err) = exectl(state.path(), &["report", "B-t"]);
+        assert_eq!(code, Some(2), "{why}: {out}{err}");
+        assert!(
+            err.contains("timeline unreadable:")
+                && err.contains(&path.display().to_string())
+                && err.contains(why),
+            "{err}"
+        );
+        assert!(
+            !dir.join("report.html").exists(),
+            "{why}: a report was written"
+        );
+    };
+    refused("is missing");
+    std::fs::write(&path, [0x7f, b'E', b'L', b'F', 0xff, 0xfe, 0, 1]).unwrap();
+    refused("is not text");
+    std::fs::remove_file(&path).unwrap();
+    std::fs::create_dir(&path).unwrap();
+    refused("cannot be read");
+    std::fs::remove_dir(&path).unwrap();
+    std::fs::write(&path, "").unwrap();
+    refused("holds 0 samples where results.json counts 26");
+    timeline(&dir, 26);
+    ok(state.path(), &["report", "B-t"]);
+    assert!(dir.join("report.html").exists());
+    // Running (this test's process, started before it), nothing sampled yet: said so.
+    bench(&dir, "B-t", |r| {
+        r["state"] = "running".into();
+        r["pid"] = std::process::id().into();
+        r["started_unix_s"] = now_s().into();
+        r["sampler"]["samples"] = 0.into();
+    });
+    std::fs::write(&path, "").unwrap();
+    ok(state.path(), &["report", "B-t"]);
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(
+        html.contains("not sampled yet: the bench is running") && !html.contains("in this run"),
+        "a running bench's empty charts"
+    );
 }

@@ -348,3 +348,29 @@ fn watch_interval_below_the_floor_is_refused() {
         assert!(err.contains("invalid --interval"), "{bad}: {err}");
     }
 }
+
+/// A `swarm+ssh://` target whose engine is no swarm manager is bad input naming --target (it was exit 1),
+/// for status as for every command that lists the swarm's nodes. This engine is in no swarm: it answers
+/// the node list as a worker does (503, "This node is not a swarm manager").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine; bash scripts/test.sh runs it"]
+async fn an_engine_that_is_no_swarm_manager_is_bad_input() {
+    let d = docker().await;
+    let swarm = d.info().await.unwrap().swarm.unwrap_or_default();
+    assert!(
+        swarm.control_available != Some(true),
+        "this test needs an engine that manages no swarm: {swarm:?}"
+    );
+    let target = "swarm+ssh://root@10.199.99.2:2222";
+    let e = exectl::sut::swarm::list_nodes(&d, target)
+        .await
+        .unwrap_err();
+    assert_eq!(exectl::error::exit_code(&e), 2, "{e:#}");
+    let text = format!("{e:#}");
+    assert!(
+        text.starts_with(&format!(
+            "invalid --target \"{target}\": that engine is not a swarm manager"
+        )) && text.contains("This node is not a swarm manager"),
+        "{text}"
+    );
+}

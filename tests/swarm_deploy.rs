@@ -129,6 +129,17 @@ fn ha_over_a_three_node_swarm() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("the swarm has no node nowhere"));
     assert!(sw.lines(1, &["service", "ls", "-q"]).is_empty());
 
+    // A worker named as the manager: bad input naming --target (it was exit 1).
+    let mut worker = target.clone();
+    worker[1] = format!("swarm+ssh://root@{}:{}", sw.nodes[1].addr, sw.ssh_port);
+    let (code, _, out) = status(&x, &worker, &[]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(
+        out.contains(&format!("invalid --target \"{}\"", worker[1]))
+            && out.contains("not a swarm manager"),
+        "{out}"
+    );
+
     // The manager lacks nginx's image: refused, naming the node and the image, nothing made…
     let mut args = with_target(
         &target,

@@ -3,7 +3,7 @@
 
 use crate::cli::spec::{load_templates, spec_from};
 use crate::cli::{DeployArgs, PlanArgs};
-use crate::ops::deploy::{plan_lines, DeployOutcome};
+use crate::ops::deploy::{fitted_lines, plan_lines, DeployOutcome};
 use crate::ops::{Event, Progress};
 use anyhow::Result;
 use serde_json::json;
@@ -17,16 +17,22 @@ pub async fn plan_cmd(args: &PlanArgs) -> Result<()> {
     let spec = spec_from(file, &args.spec)?;
     let templates = load_templates(&args.spec)?;
     let p = crate::ops::deploy::plan(&target, &spec, &templates, &place).await?;
+    // The spec deploy would deploy: its defaults fitted to the target.
+    let spec = &p.spec;
     if args.json {
         println!(
             "{}",
             serde_json::to_string_pretty(&json!({
                 "stack": spec.stack, "noop": p.plan.is_noop(), "plan": p.plan, "pull": p.to_pull,
+                "fitted": p.fitted,
                 "refused": p.refused.as_ref().map(|e| format!("{e:#}")),
             }))?
         );
     } else {
         println!("plan for stack {} ({}):", spec.stack, spec.describe());
+        for line in fitted_lines(&p.fitted) {
+            println!("{line}");
+        }
         for image in &p.to_pull {
             println!("  pull     image {image} (not on the target)");
         }
@@ -129,6 +135,7 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
                 "limits": o.limits,
                 "bundle": target.bundle_dir(stack).display().to_string(),
                 "seconds": o.seconds,
+                "fitted": o.fitted,
             }))?
         );
     } else {

@@ -72,9 +72,10 @@ fn recorded_front_doors(stacks_root: Option<&Path>) -> Vec<endpoint::FrontDoor> 
     doors
 }
 
-/// One GET /healthcheck before any load: a 404 means a Host-routed front door (Traefik) that does not
-/// route the Host sent — every login would 404 — so refuse with a fix that works. Anything else (a
-/// slow or down server included) is the run's to measure.
+/// One GET /healthcheck before any load: a 404 means no app behind that front door — every login would
+/// 404 — so refuse with a fix that works (a Traefik not routing the Host sent is named as such when the
+/// front door is Traefik: `endpoint::not_routed`). Anything else (a slow or down server included) is the
+/// run's to measure.
 pub fn check_routed(args: &LoadFlags, opts: &LoadOptions) -> Result<(), UsageError> {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -84,14 +85,18 @@ pub fn check_routed(args: &LoadFlags, opts: &LoadOptions) -> Result<(), UsageErr
         Err(_) => return Ok(()),
     };
     let http = crate::app::Client::new(1, crate::load::TIMEOUTS);
-    let r = rt.block_on(
+    let answer = rt.block_on(
         http.healthcheck(&opts.endpoint)
             .timeout(Duration::from_secs(5))
-            .timed(),
+            .answer(),
     );
-    if r.status != "404" {
-        return Ok(());
-    }
+    let body = match answer {
+        Ok(a) if a.status == reqwest::StatusCode::NOT_FOUND => match a.body {
+            serde_json::Value::String(text) => text,
+            other => other.to_string(),
+        },
+        _ => return Ok(()),
+    };
     let (field, value) = match (&args.stack, &args.host_header, &args.url) {
         (Some(s), _, _) => ("--stack", s.clone()),
         (None, Some(h), _) => ("--host-header", h.clone()),
@@ -106,5 +111,6 @@ pub fn check_routed(args: &LoadFlags, opts: &LoadOptions) -> Result<(), UsageErr
         &value,
         &opts.endpoint,
         &recorded_front_doors(root.as_deref()),
+        &body,
     ))
 }

@@ -1,6 +1,7 @@
 //! `exectl report RUN_ID [--from DIR] [--out FILE]`: the HTML again, from results.json and the timeline
 //! alone — after a bench that was killed too (its results.json still says running: the report says
-//! interrupted, and draws every sample the timeline kept).
+//! interrupted, and draws every sample the timeline kept). A timeline that is missing or unreadable,
+//! and an `--out` that is a folder or in none, are refused (exit 2), nothing written.
 
 use std::path::Path;
 
@@ -13,6 +14,9 @@ use exectl_core::error::{exit, UsageError};
 
 pub fn run(run: &str, from: Option<&Path>, out: Option<&Path>) -> Result<i32> {
     crate::state::runs::check_id(run)?;
+    if let Some(out) = out {
+        files::check_report_out(out)?;
+    }
     let dir = match from {
         Some(d) => d.to_path_buf(),
         None => crate::state::benches_dir(&crate::state::root()).join(run),

@@ -88,10 +88,8 @@ pub fn run(args: &RunsArgs) -> Result<()> {
     let dir = crate::state::runs_dir(&root);
     match &args.command {
         RunsCommand::List { json } => {
-            let records: Vec<runs::Record> = runs::list_ids(&dir)
-                .iter()
-                .map(|id| runs::load(&dir, id))
-                .collect::<Result<_>>()?;
+            // A record that cannot be read is listed as such; the others are listed all the same.
+            let (records, broken_deploys) = runs::list(&dir);
             let (benches, broken) = benches::list(&root);
             let (sweeps, broken_sweeps) = sweeps::list(&root);
             if *json {
@@ -111,6 +109,11 @@ pub fn run(args: &RunsArgs) -> Result<()> {
                            "capacity_at_least": Capacity::of(&r.verdict).at_least, "knee": r.verdict.knee})
                 }));
                 list.extend(
+                    broken_deploys
+                        .iter()
+                        .map(|(id, why)| json!({"kind": "deploy", "id": id, "error": why})),
+                );
+                list.extend(
                     broken
                         .iter()
                         .map(|(id, why)| json!({"kind": "bench", "id": id, "error": why})),
@@ -129,6 +132,7 @@ pub fn run(args: &RunsArgs) -> Result<()> {
                 );
                 println!("{}", serde_json::to_string_pretty(&list)?);
             } else if records.is_empty()
+                && broken_deploys.is_empty()
                 && benches.is_empty()
                 && broken.is_empty()
                 && sweeps.is_empty()
@@ -141,6 +145,9 @@ pub fn run(args: &RunsArgs) -> Result<()> {
                         "deploy {:<36} {}  stack {}  {} change(s)",
                         r.id, r.created, r.stack, r.changed
                     );
+                }
+                for (id, why) in &broken_deploys {
+                    println!("deploy {id:<36} unreadable: {why}");
                 }
                 for b in &benches {
                     println!("{}", bench_line(b));

@@ -397,9 +397,15 @@ pub async fn missing_images(target: &Target, images: &[String]) -> Vec<String> {
     missing
 }
 
-/// What the target offers against the spec. The engine's open-files limit (a host command) is read only
-/// with `nofile`: when a container is to start with the spec's.
-pub async fn capacity(target: &Target, spec: &Spec, nofile: bool) -> Result<Vec<UsageError>> {
+/// What the target offers for fitting `spec`'s defaults to it (`Spec::fit`): the engine's CPUs and
+/// memory, and its open-files limit (a host command) when nofile is left to its default. Read at every
+/// deploy and plan, whatever they start, so that one spec fits one target the same way every time.
+pub async fn offers(target: &Target, spec: &Spec) -> Result<exectl_core::spec::Offers> {
+    read_offers(target, spec.given.nofile.is_none()).await
+}
+
+/// The engine's CPUs and memory, and its open-files limit (a host command) only with `nofile`.
+async fn read_offers(target: &Target, nofile: bool) -> Result<exectl_core::spec::Offers> {
     let info = async {
         target
             .docker
@@ -415,7 +421,18 @@ pub async fn capacity(target: &Target, spec: &Spec, nofile: bool) -> Result<Vec<
     };
     let (info, max_nofile) = tokio::join!(info, max_nofile);
     let info = info?;
-    Ok(check_capacity(spec, info.ncpu, info.mem_total, max_nofile))
+    Ok(exectl_core::spec::Offers {
+        ncpu: info.ncpu,
+        mem_total: info.mem_total,
+        max_nofile,
+    })
+}
+
+/// What the target offers against the spec. The engine's open-files limit (a host command) is read only
+/// with `nofile`: when a container is to start with the spec's.
+pub async fn capacity(target: &Target, spec: &Spec, nofile: bool) -> Result<Vec<UsageError>> {
+    let o = read_offers(target, nofile).await?;
+    Ok(check_capacity(spec, o.ncpu, o.mem_total, o.max_nofile))
 }
 
 /// Every image present on the target, pulling the missing ones. Returns the images it pulled.

@@ -103,6 +103,19 @@ pub fn from_url(value: &str, allow: &AllowList) -> Result<Endpoint, UsageError> 
             "a base URL has no query, fragment or credentials",
         ));
     }
+    if !matches!(url.path(), "" | "/") {
+        // Load adds the app's own paths to the front door (/healthcheck, /api/…, /yjs/…): a path here
+        // would be sent before each, and its 404 blamed on the front door's routing.
+        return Err(UsageError::new(
+            "--url",
+            value,
+            format!(
+                "the URL has a path ({}): exectl's load takes the front door alone (scheme, host, port) and adds the app's paths itself",
+                url.path()
+            ),
+            format!("give --url {}", url.origin().ascii_serialization()),
+        ));
+    }
     let port = url.port_or_known_default().unwrap_or(80);
     let mut url = url;
     let mut host_header = None;
@@ -174,17 +187,51 @@ impl FrontDoor {
     }
 }
 
-/// The front door answered 404 on /healthcheck: it routes by Host and this one is not routed. The fix
-/// names the recorded stack publishing that port when there is one (a fix that works), else the forms
-/// that send a Host. `field`/`value` are the flag that chose the endpoint.
-pub fn not_routed(field: &str, value: &str, e: &Endpoint, recorded: &[FrontDoor]) -> UsageError {
+/// Traefik's own answer to a Host it does not route (Go's `http.NotFound`).
+pub const TRAEFIK_NOT_FOUND: &str = "404 page not found";
+
+/// The front door answered 404 (its body `body`) on /healthcheck, which the app answers. When the front
+/// door is Traefik (a recorded stack's Traefik publishes that port, or the 404 is Traefik's own), it
+/// routes by Host and this one is not routed: the fix names the recorded stack publishing that port
+/// when there is one (a fix that works), else the forms that send a Host. Otherwise (nginx, or not an
+/// exectl stack) Traefik is not named. `field`/`value` are the flag that chose the endpoint.
+pub fn not_routed(
+    field: &str,
+    value: &str,
+    e: &Endpoint,
+    recorded: &[FrontDoor],
+    body: &str,
+) -> UsageError {
+    let door = recorded.iter().find(|d| d.port == e.addr.port());
+    let traefik = door.is_some_and(|d| d.host.is_some()) || body.trim() == TRAEFIK_NOT_FOUND;
+    if !traefik {
+        let (whose, fix) = match door {
+            Some(d) => (
+                format!(" (port {} is stack {}'s nginx)", d.port, d.stack),
+                format!(
+                    "see what its app answers with `exectl status --stack {}`, or give --stack {}",
+                    d.stack, d.stack
+                ),
+            ),
+            None => (String::new(), FRONT_DOOR_FIX.to_string()),
+        };
+        return UsageError::new(
+            field,
+            value,
+            format!(
+                "{} answers 404 on /healthcheck{whose}, which the app answers: no app is behind that front door",
+                e.addr
+            ),
+            fix,
+        );
+    }
     let sent = e.host_header.as_deref().unwrap_or("(the address)");
     let problem = format!(
         "{} answers 404 on /healthcheck with Host {sent}: a Host-routed front door (Traefik) that does \
          not route that Host",
         e.addr
     );
-    let fix = match recorded.iter().find(|d| d.port == e.addr.port()) {
+    let fix = match door {
         Some(FrontDoor {
             stack,
             host: Some(h),
@@ -251,7 +298,7 @@ mod tests {
             "http://127.0.0.1:8080",
             "http://127.3.4.5",
             "http://[::1]:9/",
-            "http://localhost:8090/base/",
+            "http://localhost:8090/",
         ] {
             let e = from_url(ok, &allow).unwrap_or_else(|e| panic!("{ok}: {e}"));
             assert!(e.addr.ip().is_loopback(), "{ok}");
@@ -260,12 +307,10 @@ mod tests {
         assert_eq!(e.addr.port(), 8080);
         assert_eq!(e.http("/healthcheck"), "http://127.0.0.1:8080/healthcheck");
         assert_eq!(e.yjs("u", "t"), "ws://127.0.0.1:8080/yjs/project-u?token=t");
-        let based = from_url("http://127.0.0.1/exe/", &allow).unwrap();
         assert_eq!(
-            based.http("/healthcheck"),
-            "http://127.0.0.1/exe/healthcheck"
+            from_url("http://127.0.0.1", &allow).unwrap().addr.port(),
+            80
         );
-        assert_eq!(based.addr.port(), 80);
     }
 
     #[test]
@@ -347,7 +392,7 @@ mod tests {
         };
         let doors = [single, remote];
         let e = from_url("http://127.0.0.1:8080", &lo).unwrap();
-        let err = not_routed("--url", "http://127.0.0.1:8080", &e, &doors);
+        let err = not_routed("--url", "http://127.0.0.1:8080", &e, &doors, "");
         assert_eq!(err.field, "--url");
         assert!(err.problem.contains("404"), "{err}");
         assert!(
@@ -355,10 +400,10 @@ mod tests {
             "{err}"
         );
         let e = from_url("http://127.0.0.1:8081", &lo).unwrap();
-        let err = not_routed("--url", "u", &e, &doors);
+        let err = not_routed("--url", "u", &e, &doors, "");
         assert!(err.fix.contains("--host-header far.example.org"), "{err}");
         let e = from_url("http://127.0.0.1:9999", &lo).unwrap();
-        let err = not_routed("--url", "u", &e, &doors);
+        let err = not_routed("--url", "u", &e, &doors, "404 page not found\n");
         assert!(err.fix.contains("http://NAME.localhost:9999"), "{err}");
         // An ha record: nginx's port, no Host.
         assert_eq!(
@@ -371,6 +416,53 @@ mod tests {
         );
         // A record without its ports is no front door: the reader refuses it, naming the file.
         assert!(record::parse("f", "x", "{}").is_err());
+    }
+
+    #[test]
+    fn traefik_is_named_only_when_the_front_door_is_traefik() {
+        let lo = AllowList::loopback_only();
+        let doors = [FrontDoor::from_record(&record::example("h", Topology::Ha))];
+        // An ha stack's nginx (no Host routing): not blamed on Traefik, the stack named.
+        let e = from_url("http://127.0.0.1:8090", &lo).unwrap();
+        let err = not_routed("--url", "http://127.0.0.1:8090", &e, &doors, "Not Found");
+        assert!(!err.to_string().contains("Traefik"), "{err}");
+        assert!(
+            err.problem.contains("no app is behind that front door"),
+            "{err}"
+        );
+        assert!(
+            err.problem.contains("stack h's nginx") && err.fix.contains("--stack h"),
+            "{err}"
+        );
+        // Nothing recorded there and not Traefik's own 404: neither.
+        let e = from_url("http://127.0.0.1:9999", &lo).unwrap();
+        let err = not_routed("--url", "u", &e, &doors, "{\"error\":\"nope\"}");
+        assert!(!err.problem.contains("Traefik"), "{err}");
+        assert!(
+            err.problem.contains("no app is behind that front door"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_url_with_a_path_is_refused_naming_the_front_door_alone() {
+        let lo = AllowList::loopback_only();
+        for ok in ["http://127.0.0.1:8090", "http://127.0.0.1:8090/"] {
+            assert!(from_url(ok, &lo).is_ok(), "{ok}");
+        }
+        for bad in [
+            "http://127.0.0.1:8090/some/path",
+            "http://127.0.0.1:8090/healthcheck",
+            "http://exe.localhost:8080/x/",
+        ] {
+            let e = from_url(bad, &lo).unwrap_err();
+            assert_eq!((e.field.as_str(), e.value.as_str()), ("--url", bad));
+            assert!(e.problem.contains("the URL has a path"), "{e}");
+            assert!(!e.to_string().contains("Traefik"), "{e}");
+        }
+        let e = from_url("http://127.0.0.1:8090/some/path", &lo).unwrap_err();
+        assert!(e.problem.contains("(/some/path)"), "{e}");
+        assert_eq!(e.fix, "give --url http://127.0.0.1:8090");
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! `deploy` and `plan`: the spec staged (secrets, bundle, desired state), preflight (nothing is created
-//! before it passes), the lock, the bundle written and uploaded, the plan applied, readiness waited for,
-//! the limits in effect read back, and the run record written.
+//! `deploy` and `plan`: the spec's defaults fitted to the target (`Spec::fit`), the spec staged (secrets,
+//! bundle, desired state), preflight (nothing is created before it passes), the lock, the bundle written
+//! and uploaded, the plan applied, readiness waited for, the limits in effect read back, and the run
+//! record written.
 
 use super::{Event, Progress};
 use crate::engine::desired::Desired;
@@ -11,7 +12,7 @@ use anyhow::{bail, Result};
 use exectl_core::error::UsageError;
 use exectl_core::plan::{self, Plan};
 use exectl_core::render::{self, Bundle, Templates};
-use exectl_core::spec::Spec;
+use exectl_core::spec::{Fitted, Spec};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -58,6 +59,8 @@ pub struct DeployOutcome {
     pub limits: Vec<crate::shell::scripts::limits::Effective>,
     pub changed: usize,
     pub seconds: f64,
+    /// The defaults lowered to what the target allows (also in the run record).
+    pub fitted: Vec<Fitted>,
 }
 
 impl DeployOutcome {
@@ -77,6 +80,10 @@ impl DeployOutcome {
 /// What `plan` found: the plan, the images the target lacks, and what deploy's preflight would refuse.
 #[derive(Debug)]
 pub struct PlanOutcome {
+    /// The spec deploy would deploy: its defaults fitted to the target.
+    pub spec: Spec,
+    /// The defaults lowered to what the target allows.
+    pub fitted: Vec<Fitted>,
     pub plan: Plan,
     pub to_pull: Vec<String>,
     /// Bad input deploy would refuse (exit 2), said after the plan.
@@ -89,12 +96,15 @@ pub(super) struct Staged<'a> {
     pub bundle: Bundle,
     pub secrets: secrets::Secrets,
     pub desired: Desired,
+    /// The defaults of `spec` that were fitted to the target, for the run record.
+    pub fitted: Vec<Fitted>,
 }
 
 pub(super) fn stage<'a>(
     target: &Target,
     spec: &'a Spec,
     templates: &Templates,
+    fitted: Vec<Fitted>,
 ) -> Result<Staged<'a>> {
     let secrets = secrets::load_or_generate(&target.stack_dir(&spec.stack), false)?;
     let exectl_core::pipeline::Rendered { bundle, desired } = exectl_core::pipeline::desired_state(
@@ -108,7 +118,26 @@ pub(super) fn stage<'a>(
         bundle,
         secrets,
         desired,
+        fitted,
     })
+}
+
+/// `spec` on `target`: the defaults the target cannot take lowered to what it allows (`Spec::fit`),
+/// and each one that was. Bad input (exit 2) when a value given to nginx cannot fit the lowered nofile.
+pub async fn fit(target: &Target, spec: &Spec) -> Result<(Spec, Vec<Fitted>)> {
+    let offers = preflight::offers(target, spec).await?;
+    Ok(spec.fit(&offers)?)
+}
+
+/// The defaults fitted, as lines for people (deploy's progress, plan's output).
+pub fn fitted_lines(fitted: &[Fitted]) -> Vec<String> {
+    if fitted.is_empty() {
+        return Vec::new();
+    }
+    let mut lines =
+        vec!["defaults fitted to the target (give a value to set it yourself):".to_string()];
+    lines.extend(fitted.iter().map(|f| format!("  fitted   {f}")));
+    lines
 }
 
 /// The plan for `spec` on `target`, and what deploy's preflight would refuse; changes nothing.
@@ -122,17 +151,32 @@ pub async fn plan(
         return super::deploy_swarm::plan(target, swarm, spec, templates, place).await;
     }
     refuse_place(place)?;
-    let p = stage(target, spec, templates)?;
+    // A refusal (bad input) is reported after the plan; a failure to check at all is that failure. A
+    // spec whose defaults cannot be fitted is the refusal deploy would stop at first: the plan shown is
+    // the spec's as given.
+    let usage = |e: anyhow::Error| match exectl_core::error::is_usage(&e) {
+        true => Ok(e),
+        false => Err(e),
+    };
+    let (spec, fitted, misfit) = match fit(target, spec).await {
+        Ok((s, f)) => (s, f, None),
+        Err(e) => (spec.clone(), Vec::new(), Some(usage(e)?)),
+    };
+    let p = stage(target, &spec, templates, fitted.clone())?;
     let observed = observe::observe(&target.docker, &spec.stack).await?;
-    // A refusal (bad input) is reported after the plan; a failure to check at all is that failure.
-    let refused = match preflight::check(target, spec, &p.desired, &observed).await {
-        Ok(()) => None,
-        Err(e) if exectl_core::error::is_usage(&e) => Some(e),
-        Err(e) => return Err(e),
+    let refused = match misfit {
+        Some(e) => Some(e),
+        None => preflight::check(target, &spec, &p.desired, &observed)
+            .await
+            .err()
+            .map(usage)
+            .transpose()?,
     };
     let to_pull = preflight::missing_images(target, &images_of(&p.desired)).await;
     let plan = plan::plan(&p.desired, &observed).map_err(anyhow::Error::msg)?;
     Ok(PlanOutcome {
+        spec,
+        fitted,
         plan,
         to_pull,
         refused,
@@ -151,7 +195,12 @@ pub async fn deploy(
     }
     refuse_place(&opts.place)?;
     let started = Instant::now();
-    let p = stage(target, spec, &opts.templates)?;
+    let (spec, fitted) = fit(target, spec).await?;
+    let spec = &spec;
+    for line in fitted_lines(&fitted) {
+        progress.event(Event::Step(&line));
+    }
+    let p = stage(target, spec, &opts.templates, fitted)?;
     let stack = spec.stack.as_str();
 
     // Preflight: nothing is created before these pass.
@@ -228,6 +277,7 @@ pub async fn deploy(
         limits,
         changed,
         seconds,
+        fitted: p.fitted,
     })
 }
 
@@ -271,14 +321,16 @@ fn images_of(desired: &Desired) -> Vec<String> {
     images
 }
 
-/// The run record a deploy of `spec` would write now, without deploying anything: what `sweep`
-/// compares with the previous point's record before it deploys the next point.
+/// The run record a deploy of `spec` would write now (its defaults fitted to the target as deploy fits
+/// them), without deploying anything: what `sweep` compares with the previous point's record before it
+/// deploys the next point.
 pub async fn would_record(
     target: &Target,
     spec: &Spec,
     templates: &Templates,
 ) -> Result<runs::Record> {
-    let p = stage(target, spec, templates)?;
+    let (spec, fitted) = fit(target, spec).await?;
+    let p = stage(target, &spec, templates, fitted)?;
     record_of(target, &p, 0, 0.0).await
 }
 
@@ -358,5 +410,6 @@ async fn record_of(
         exectl: runs::ExectlRecord::current(),
         changed,
         seconds,
+        fitted: p.fitted.clone(),
     })
 }

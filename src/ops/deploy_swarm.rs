@@ -134,6 +134,7 @@ pub async fn deploy(
         limits,
         changed,
         seconds,
+        fitted: Vec::new(),
     })
 }
 
@@ -145,7 +146,8 @@ fn staged<'a>(
     templates: &Templates,
     place: &[PlaceRule],
 ) -> Result<(Staged<'a>, Vec<SwarmService>)> {
-    let p = stage(target, spec, templates)?;
+    // No defaults fitted on a swarm: its preflight does not read the nodes' limits yet.
+    let p = stage(target, spec, templates, Vec::new())?;
     let files: BTreeMap<String, Vec<u8>> = p
         .bundle
         .files
@@ -192,6 +194,8 @@ pub async fn plan(
     let observed = engine::observe(&target.docker, &spec.stack, &wanted).await?;
     let plan = plan::plan(&wanted, &observed).map_err(anyhow::Error::msg)?;
     Ok(PlanOutcome {
+        spec: spec.clone(),
+        fitted: Vec::new(),
         plan,
         to_pull,
         refused: None,

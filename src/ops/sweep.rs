@@ -512,6 +512,7 @@ fn knobs_only(spec: &Spec) -> runs::Record {
         exectl: runs::ExectlRecord::current(),
         changed: 0,
         seconds: 0.0,
+        fitted: Vec::new(),
     }
 }
 

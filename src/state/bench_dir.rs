@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use exectl_core::bench::results::{REPORT, RESULTS, TIMELINE};
-use exectl_core::bench::{report, Results, Sample};
+use exectl_core::bench::{report, Results, RunState, Sample};
 use exectl_core::error::UsageError;
 
 pub struct BenchDir {
@@ -92,13 +92,46 @@ pub fn writable_folder(
             "give a folder path",
         ));
     }
-    tempfile::tempfile_in(existing).map_err(|e| {
-        bad(
-            format!("cannot write in {}: {e}", existing.display()),
-            "give a folder you can write",
-        )
-    })?;
-    Ok(())
+    writable(existing, bad, "give a folder you can write")
+}
+
+/// `exectl report --out FILE`, checked before anything is read or written: a file path (not a folder)
+/// in a folder that exists and can be written. No folder is made for it: a typo in a path must not
+/// leave folders the user never named (`/nonexistent/x.html` made `/nonexistent/`).
+pub fn check_report_out(path: &Path) -> Result<(), UsageError> {
+    let bad = |problem: String, fix: &str| UsageError::new("--out", path.display(), problem, fix);
+    if path.is_dir() {
+        return Err(bad(
+            format!("{} is a folder; --out is the report's file", path.display()),
+            "give a file path, e.g. --out DIR/report.html",
+        ));
+    }
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !folder.is_dir() {
+        let what = match folder.exists() {
+            true => "is not a folder",
+            false => "does not exist (exectl makes no folder for --out)",
+        };
+        return Err(bad(
+            format!("{} {what}", folder.display()),
+            "give a file in an existing folder, or create the folder first",
+        ));
+    }
+    writable(folder, bad, "give a file in a folder you can write")
+}
+
+/// `folder` takes a new file (a temporary one, gone at once), else `bad`'s refusal with `fix`.
+fn writable(
+    folder: &Path,
+    bad: impl Fn(String, &str) -> UsageError,
+    fix: &str,
+) -> Result<(), UsageError> {
+    tempfile::tempfile_in(folder)
+        .map(drop)
+        .map_err(|e| bad(format!("cannot write in {}: {e}", folder.display()), fix))
 }
 
 /// Append one sample as a line of the timeline (written at once: a process killed later keeps it).
@@ -112,6 +145,10 @@ pub fn append(timeline: &mut File, s: &Sample) -> Result<()> {
 
 /// A bench folder read back: its results and its timeline. A line of the timeline that is not a sample
 /// is named by its number; a last line cut short (the process was killed while writing it) is left out.
+/// A timeline that is missing, cannot be read, is not text, or holds fewer samples than the finished
+/// bench counted is refused naming the file and why: a report drawn from it would say "not sampled"
+/// about a bench that was. (A bench writes its timeline before level 1: one that has sampled nothing
+/// yet, or was killed before its first sample, has an empty one, and its charts say so.)
 pub fn read(dir: &Path, run: &str) -> Result<(Results, Vec<Sample>), UsageError> {
     let results_path = dir.join(RESULTS);
     let text = std::fs::read_to_string(&results_path).map_err(|e| {
@@ -131,8 +168,52 @@ pub fn read(dir: &Path, run: &str) -> Result<(Results, Vec<Sample>), UsageError>
         )
     })?;
     let path = dir.join(TIMELINE);
-    let timeline = std::fs::read_to_string(&path).unwrap_or_default();
-    Ok((results, parse_timeline(&timeline, &path, run)?))
+    let samples = parse_timeline(&read_timeline(&path, run)?, &path, run)?;
+    let counted = results.sampler.samples;
+    // Counted once the bench is over (complete or interrupted); a running (or killed) one counts 0.
+    if results.state != RunState::Running && (samples.len() as u64) < counted {
+        return Err(timeline_error(
+            &path,
+            run,
+            format!(
+                "holds {} samples where results.json counts {counted}: it was cut short or replaced",
+                samples.len()
+            ),
+        ));
+    }
+    Ok((results, samples))
+}
+
+fn timeline_error(path: &Path, run: &str, why: String) -> UsageError {
+    UsageError::new(
+        "RUN_ID",
+        run,
+        format!("timeline unreadable: {} {why}", path.display()),
+        format!("restore it from a copy (the report's charts are drawn from it); the verdict alone is in `exectl runs show {run}`"),
+    )
+}
+
+/// The timeline's text; missing, unreadable or not text are refused, named.
+fn read_timeline(path: &Path, run: &str) -> Result<String, UsageError> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        let why = match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                "is missing (a bench writes it before its first level)".to_string()
+            }
+            _ => format!("cannot be read: {e}"),
+        };
+        timeline_error(path, run, why)
+    })?;
+    String::from_utf8(bytes).map_err(|e| {
+        timeline_error(
+            path,
+            run,
+            format!(
+                "is not text (byte {} is not UTF-8): not a timeline of samples",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })
 }
 
 fn parse_timeline(text: &str, path: &Path, run: &str) -> Result<Vec<Sample>, UsageError> {

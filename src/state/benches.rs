@@ -84,11 +84,21 @@ pub struct BenchRun {
 }
 
 /// Bench `id`: None when the state folder has no bench of that id, or one that wrote no results yet.
-pub fn find(state_root: &Path, id: &str) -> Result<Option<BenchRun>> {
+/// Results that cannot be read, or are not a bench's, are bad input naming the file (exit 2): `runs
+/// list` shows them as unreadable.
+pub fn find(state_root: &Path, id: &str) -> Result<Option<BenchRun>, UsageError> {
     super::runs::check_id(id)?;
     let entry = benches_dir(state_root).join(id);
     let dir = std::fs::read_link(&entry).unwrap_or(entry);
     let path = dir.join(RESULTS);
+    let unreadable = |problem: String| {
+        UsageError::new(
+            "run id",
+            id,
+            problem,
+            "fix or remove that file (`exectl runs list` shows every unreadable bench)",
+        )
+    };
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e)
@@ -99,10 +109,10 @@ pub fn find(state_root: &Path, id: &str) -> Result<Option<BenchRun>> {
         {
             return Ok(None)
         }
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        Err(e) => return Err(unreadable(format!("cannot read {}: {e}", path.display()))),
     };
     let results = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a bench's results", path.display()))?;
+        .map_err(|e| unreadable(format!("{} is not a bench's results: {e}", path.display())))?;
     Ok(Some(BenchRun {
         id: id.to_string(),
         dir,
@@ -122,7 +132,7 @@ pub fn list(state_root: &Path) -> (Vec<BenchRun>, Vec<(String, String)>) {
         match find(state_root, &id) {
             Ok(Some(b)) => found.push(b),
             Ok(None) => {}
-            Err(e) => broken.push((id, format!("{e:#}"))),
+            Err(e) => broken.push((id, e.problem)),
         }
     }
     found.sort_by(|a, b| (a.results.started_unix_s, &a.id).cmp(&(b.results.started_unix_s, &b.id)));

@@ -30,16 +30,32 @@ pub fn root() -> PathBuf {
     state_root_from(|n| std::env::var_os(n)).2
 }
 
-/// The state root, refused (exit 2) when relative: secrets would land wherever the command runs, e.g.
-/// inside a git work tree.
+/// The state root, refused (exit 2) when relative (secrets would land wherever the command runs, e.g.
+/// inside a git work tree), or when it is a file or lies under one (nothing could be kept there, and
+/// nothing found: a list of runs there would say "none" about a folder that is not one).
 pub fn checked_root() -> Result<PathBuf, exectl_core::error::UsageError> {
     let (var, value, root) = state_root_from(|n| std::env::var_os(n));
+    let bad = |problem: String, fix: String| {
+        exectl_core::error::UsageError::new(var, value.to_string_lossy(), problem, fix)
+    };
     if root.is_relative() {
-        return Err(exectl_core::error::UsageError::new(
-            var,
-            value.to_string_lossy(),
-            "a relative state folder would put the stacks' secrets below the current folder",
+        return Err(bad(
+            "a relative state folder would put the stacks' secrets below the current folder".into(),
             format!("set {var} to an absolute path (or unset it)"),
+        ));
+    }
+    if let Some(file) = root.ancestors().find(|a| a.exists() && !a.is_dir()) {
+        let problem = match file == root {
+            true => format!("{} is a file, not a folder", root.display()),
+            false => format!(
+                "{} is a file: the state folder {} cannot be made under it",
+                file.display(),
+                root.display()
+            ),
+        };
+        return Err(bad(
+            problem,
+            format!("set {var} to a folder (or to a path where one can be made)"),
         ));
     }
     Ok(root)

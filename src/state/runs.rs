@@ -27,6 +27,9 @@ pub struct Record {
     pub exectl: ExectlRecord,
     pub changed: usize,
     pub seconds: f64,
+    /// The defaults lowered to what the target allows (`Spec::fit`); the knobs hold the values used.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fitted: Vec<exectl_core::spec::Fitted>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -171,18 +174,43 @@ pub fn check_id(id: &str) -> Result<(), UsageError> {
     Ok(())
 }
 
-/// The deploy record `id`, if there is one.
-pub fn find(dir: &Path, id: &str) -> Result<Option<Record>> {
+/// The deploy record `id`, if there is one. One that cannot be read, or is not a record, is bad input
+/// naming the file (exit 2): `runs list` shows it as unreadable.
+pub fn find(dir: &Path, id: &str) -> Result<Option<Record>, UsageError> {
     check_id(id)?;
     let path = dir.join(format!("{id}.json"));
+    let unreadable = |problem: String| {
+        UsageError::new(
+            "run id",
+            id,
+            problem,
+            "fix or remove that file (`exectl runs list` shows every unreadable record)",
+        )
+    };
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        Err(e) => return Err(unreadable(format!("cannot read {}: {e}", path.display()))),
     };
-    serde_json::from_str(&text)
-        .map(Some)
-        .with_context(|| format!("reading {}", path.display()))
+    serde_json::from_str(&text).map(Some).map_err(|e| {
+        unreadable(format!(
+            "{} is not a deploy's run record: {e}",
+            path.display()
+        ))
+    })
+}
+
+/// Every deploy record, by id; those that cannot be read, as (id, why).
+pub fn list(dir: &Path) -> (Vec<Record>, Vec<(String, String)>) {
+    let (mut found, mut broken) = (Vec::new(), Vec::new());
+    for id in list_ids(dir) {
+        match find(dir, &id) {
+            Ok(Some(r)) => found.push(r),
+            Ok(None) => {}
+            Err(e) => broken.push((id, e.problem)),
+        }
+    }
+    (found, broken)
 }
 
 pub fn load(dir: &Path, id: &str) -> Result<Record> {
@@ -350,6 +378,7 @@ mod tests {
             exectl: ExectlRecord::current(),
             changed: 0,
             seconds: 0.0,
+            fitted: vec![],
         }
     }
 

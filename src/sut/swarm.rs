@@ -26,7 +26,7 @@ pub struct Swarm {
 impl Swarm {
     /// The nodes as the manager lists them, each connected. `spec` is the manager's target spec.
     pub async fn connect(manager: &Docker, spec: &TargetSpec) -> Result<Swarm> {
-        let nodes = list_nodes(manager).await?;
+        let nodes = list_nodes(manager, &spec.describe()).await?;
         let home_id = manager
             .info()
             .await?
@@ -90,13 +90,14 @@ pub(crate) fn node_spec(spec: &TargetSpec, addr: &str) -> Option<TargetSpec> {
     Some(s)
 }
 
-/// The swarm's nodes, from the manager.
-pub async fn list_nodes(manager: &Docker) -> Result<Vec<Node>> {
-    let nodes = manager.list_nodes(None).await.map_err(|e| {
-        anyhow::anyhow!(
-            "the target's engine does not list swarm nodes ({e}); fix: give a swarm manager in --target swarm+ssh://USER@MANAGER"
-        )
-    })?;
+/// The swarm's nodes, from the manager `target` names (`TargetSpec::describe`). An engine that answers
+/// it is no swarm manager (a worker, or no swarm at all) is bad input (exit 2); one that does not answer
+/// keeps the engine's error (exit 3).
+pub async fn list_nodes(manager: &Docker, target: &str) -> Result<Vec<Node>> {
+    let nodes = manager
+        .list_nodes(None)
+        .await
+        .map_err(|e| not_a_manager(e, target))?;
     let mut out: Vec<Node> = nodes
         .into_iter()
         .map(|n| {
@@ -121,6 +122,24 @@ pub async fn list_nodes(manager: &Docker) -> Result<Vec<Node>> {
         .collect();
     out.sort_by(|a, b| a.hostname.cmp(&b.hostname));
     Ok(out)
+}
+
+/// The engine's refusal to list nodes as what it means: its 503 ("This node is not a swarm manager")
+/// says the target is no manager, which the user must change; anything else stays the engine's error.
+fn not_a_manager(e: bollard::errors::Error, target: &str) -> anyhow::Error {
+    match e {
+        bollard::errors::Error::DockerResponseServerError {
+            status_code: 503,
+            message,
+        } => exectl_core::error::UsageError::new(
+            "--target",
+            target,
+            format!("that engine is not a swarm manager: it answers \"{}\"", message.trim()),
+            "give a manager of the swarm (docker node ls there lists the nodes): --target swarm+ssh://USER@MANAGER, or ssh://USER@HOST for one engine",
+        )
+        .into(),
+        e => anyhow::Error::new(e).context(format!("listing the swarm's nodes on {target}")),
+    }
 }
 
 /// A running task: its service, node and container.
@@ -168,4 +187,41 @@ pub async fn running_tasks(manager: &Docker, stack: &str) -> Result<Vec<RunningT
             })
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_engine_that_is_no_manager_is_bad_input_and_one_that_does_not_answer_unreachable() {
+        let target = "swarm+ssh://root@10.0.0.2:22";
+        // A worker's answer (moby's errNoManager), and an engine in no swarm at all.
+        for message in [
+            "This node is not a swarm manager. Worker nodes can't be used to view or modify cluster state. Please run this command on a manager node or promote the current node to a manager.",
+            "This node is not a swarm manager. Use \"docker swarm init\" or \"docker swarm join\" to connect this node to swarm and try again.",
+        ] {
+            let e = not_a_manager(
+                bollard::errors::Error::DockerResponseServerError {
+                    status_code: 503,
+                    message: message.into(),
+                },
+                target,
+            );
+            assert_eq!(crate::error::exit_code(&e), 2, "{e:#}");
+            let text = format!("{e:#}");
+            assert!(
+                text.starts_with(&format!("invalid --target \"{target}\": that engine is not a swarm manager"))
+                    && text.contains(message),
+                "{text}"
+            );
+        }
+        let down = not_a_manager(
+            bollard::errors::Error::IOError {
+                err: std::io::Error::from(std::io::ErrorKind::ConnectionReset),
+            },
+            target,
+        );
+        assert_eq!(crate::error::exit_code(&down), 3, "{down:#}");
+    }
 }

@@ -28,6 +28,47 @@ pub struct Limits {
     pub idle_mib: Option<(u64, u64)>,
     /// Where they came from, for the detail ("stack exe", "flags").
     pub source: String,
+    /// `cpus` and `memory` are deploy's defaults (no flag, no stack gave them): fitted to the engine as
+    /// deploy fits them (`spec::fit`) before they are compared with it.
+    pub defaulted: Defaulted,
+}
+
+/// Which of the limits are deploy's defaults.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Defaulted {
+    pub cpus: bool,
+    pub memory: bool,
+}
+
+impl Limits {
+    /// The limits deploy would apply on an engine of `ncpu` CPUs and `mem` bytes: its defaults fitted
+    /// to them, each said in `source`.
+    pub fn fitted(&self, ncpu: u64, mem: u64) -> Limits {
+        let mut l = self.clone();
+        let mut said = Vec::new();
+        if l.defaulted.cpus {
+            let cpus = crate::spec::fit::default_cpus(i64::try_from(ncpu).ok());
+            if cpus < l.cpus {
+                said.push(format!("--cpus {}", num(cpus)));
+                l.cpus = cpus;
+            }
+        }
+        if l.defaulted.memory {
+            let memory = crate::spec::fit::default_memory(i64::try_from(mem).ok());
+            if memory < l.memory_bytes {
+                said.push(format!("--memory {}", crate::units::show_size(memory)));
+                l.memory_bytes = memory;
+            }
+        }
+        if !said.is_empty() {
+            l.source = format!(
+                "{}; deploy's defaults fitted to the engine: {}",
+                l.source,
+                said.join(", ")
+            );
+        }
+        l
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -197,7 +238,8 @@ fn cpu_memory(ncpu: Option<u64>, mem: Option<u64>, limits: Option<&Limits>) -> C
         );
     };
     let offers = format!("the engine offers {ncpu} CPUs and {}", mib(mem));
-    let Some(l) = limits else {
+    let fitted = limits.map(|l| l.fitted(ncpu, mem));
+    let Some(l) = fitted.as_ref() else {
         return Check::pass(
             NAME,
             format!(

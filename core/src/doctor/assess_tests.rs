@@ -234,6 +234,7 @@ fn limits(instances: u64, cpus: f64, memory_bytes: u64) -> Options {
             memory_bytes,
             idle_mib: None,
             source: "flags".into(),
+            defaulted: Default::default(),
         }),
     }
 }
@@ -302,6 +303,40 @@ fn cpu_and_memory_limits_versus_the_engine() {
         e.mem_total = None;
     }
     assert_eq!(level(&f, &opts(None), "cpu-memory"), Level::Warn);
+}
+
+#[test]
+fn deploys_defaults_are_fitted_to_the_engine_as_deploy_fits_them() {
+    // A 1-CPU, 1 GiB engine and `doctor --instances 1`: deploy would use --cpus 1 and --memory 1g.
+    let mut f = facts();
+    if let Ok(e) = &mut f.engine {
+        (e.ncpu, e.mem_total) = (Some(1), Some(1 << 30));
+    }
+    let given = |cpus: Option<&'static str>| super::super::options::Given {
+        instances: Some("1"),
+        cpus,
+        ..Default::default()
+    };
+    let o = super::super::options::options(&given(None)).unwrap();
+    let c = check(&f, &o, "cpu-memory");
+    assert_eq!(c.level, Level::Pass, "{}", c.detail);
+    assert!(
+        c.detail
+            .contains("1 app instances × 1 CPUs and 1024 MiB fit")
+            && c.detail
+                .contains("deploy's defaults fitted to the engine: --cpus 1, --memory 1g"),
+        "{}",
+        c.detail
+    );
+    // A value given is judged as given: deploy refuses it.
+    let o = super::super::options::options(&given(Some("2"))).unwrap();
+    let c = check(&f, &o, "cpu-memory");
+    assert_eq!(c.level, Level::Fail, "{}", c.detail);
+    assert!(
+        c.detail.contains("--cpus 2 exceeds the engine's 1 CPUs"),
+        "{}",
+        c.detail
+    );
 }
 
 #[test]

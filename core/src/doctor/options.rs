@@ -1,16 +1,17 @@
 //! doctor's flags, checked: each bad value is a `UsageError` naming the flag, the value and the fix.
 
-use super::assess::{Limits, Options};
+use super::assess::{Defaulted, Limits, Options};
 use crate::error::UsageError;
 use crate::footprint;
 use crate::record::StackRecord;
 use crate::spec::{MAX_CPUS, MIN_CPUS};
 use crate::units::{self, Invalid};
 
-/// deploy's defaults for what the flags leave out.
+/// deploy's defaults for what the flags leave out (CPUs and memory fitted to the engine, as deploy
+/// fits them: `Limits::fitted`).
 pub const DEFAULT_INSTANCES: u64 = 1;
-pub const DEFAULT_CPUS: f64 = 2.0;
-pub const DEFAULT_MEMORY: u64 = 2 << 30;
+pub const DEFAULT_CPUS: f64 = crate::spec::fit::DEFAULT_CPUS;
+pub const DEFAULT_MEMORY: u64 = crate::spec::fit::DEFAULT_MEMORY;
 
 /// The flags as given (text), and a deployed stack's recorded limits when `--stack` was given.
 #[derive(Debug, Clone, Default)]
@@ -43,6 +44,7 @@ pub fn options(g: &Given) -> Result<Options, UsageError> {
                 } else {
                     l.source
                 },
+                defaulted: Defaulted::default(),
             })
         }
         None if any_flag => Some(Limits {
@@ -52,6 +54,10 @@ pub fn options(g: &Given) -> Result<Options, UsageError> {
             // Flags alone: deploy's default image, the real app.
             idle_mib: footprint::idle_mib(&crate::spec::Images::default().app),
             source: "flags".into(),
+            defaulted: Defaulted {
+                cpus: cpus.is_none(),
+                memory: memory.is_none(),
+            },
         }),
         None => None,
     };
@@ -116,6 +122,7 @@ pub fn limits_from_record(record: &StackRecord) -> Result<Limits, UsageError> {
         memory_bytes: record.spec.memory_bytes,
         idle_mib: footprint::idle_mib(&record.spec.images.app),
         source: format!("stack {stack}"),
+        defaulted: Defaulted::default(),
     })
 }
 

@@ -402,6 +402,7 @@ mod tests {
             memory_bytes: 1 << 30,
             idle_mib: None,
             source: "stack sw".into(),
+            defaulted: Default::default(),
         };
         let o = Options {
             connections: None,

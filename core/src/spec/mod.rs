@@ -1,9 +1,12 @@
 //! The topology spec: what a benchmark stack is, fully resolved and validated. Pure: no I/O here except
 //! reading the optional spec and images files in `input`.
 
+pub mod fit;
 pub(crate) mod input;
 mod resolve;
 pub(crate) mod yaml_tree;
+
+pub use fit::{Fitted, Given, Offers};
 
 pub use input::{parse_images_file, parse_spec_file, Origin, Raw, SpecInput};
 pub use resolve::{
@@ -253,6 +256,10 @@ pub struct Spec {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub secret_env: BTreeMap<String, SecretValue>,
     pub images: Images,
+    /// Which of the settings a target may not take were given, and where: the others are defaults,
+    /// fitted to the target at deploy (`fit`). Not part of what is deployed or recorded.
+    #[serde(skip)]
+    pub given: Given,
 }
 
 impl Spec {

@@ -102,7 +102,7 @@ pub fn resolve(input: SpecInput) -> Result<Spec, UsageError> {
     };
 
     let nofile = match &input.nofile {
-        None => 200_000,
+        None => super::fit::DEFAULT_NOFILE,
         Some(r) => parse_in(r, 1024, 1 << 20)?,
     };
 
@@ -113,12 +113,15 @@ pub fn resolve(input: SpecInput) -> Result<Spec, UsageError> {
     };
 
     let cpus = match &input.cpus {
-        None => "2".to_string(),
+        None => format!("{}", super::fit::DEFAULT_CPUS),
         Some(r) => parse_cpus(r)?,
     };
 
     let (memory, memory_bytes) = match &input.memory {
-        None => ("2g".to_string(), 2 << 30),
+        None => (
+            units::show_size(super::fit::DEFAULT_MEMORY),
+            super::fit::DEFAULT_MEMORY,
+        ),
         Some(r) => parse_memory(r)?,
     };
 
@@ -180,6 +183,14 @@ pub fn resolve(input: SpecInput) -> Result<Spec, UsageError> {
     let env = resolve_env(&input.env)?;
     let secret_env = resolve_secret_env(&input.secret_env, &env)?;
     let images = resolve_images(&input.images)?;
+    let origin = |r: &Option<Raw>| r.as_ref().map(|r| r.origin.to_string());
+    let given = super::Given {
+        cpus: origin(&input.cpus),
+        memory: origin(&input.memory),
+        nofile: origin(&input.nofile),
+        worker_connections: origin(&input.worker_connections),
+        worker_rlimit_nofile: origin(&input.worker_rlimit_nofile),
+    };
 
     Ok(Spec {
         topology,
@@ -201,6 +212,7 @@ pub fn resolve(input: SpecInput) -> Result<Spec, UsageError> {
         env,
         secret_env,
         images,
+        given,
     })
 }
 
@@ -358,14 +370,24 @@ fn env_key_problem(key: &str) -> Option<(String, String)> {
         .map(|(_, why)| (format!("{key} is set by exectl"), why.to_string()))
 }
 
+/// `--set KEY=VALUE` pairs over exectl.yaml's `env:`: a flag wins over the file (and a sweep's `--vary
+/// env.KEY` over both), but one key given twice by `--set` is refused, as a key twice in `env:` is: which
+/// one was meant cannot be told.
 fn resolve_env(pairs: &[Raw]) -> Result<BTreeMap<String, String>, UsageError> {
     let mut env = BTreeMap::new();
+    let mut flagged = std::collections::BTreeSet::new();
     for r in pairs {
         let Some((key, value)) = r.value.split_once('=') else {
             return Err(r.error("expected KEY=VALUE", "write it as --set DB_POOL_MAX=50"));
         };
         if let Some((problem, fix)) = env_key_problem(key) {
             return Err(r.error(problem, fix));
+        }
+        if r.origin == super::Origin::Flag("--set") && !flagged.insert(key) {
+            return Err(r.error(
+                format!("{key} is given twice with --set"),
+                format!("give {key} once"),
+            ));
         }
         if value.contains('\0') {
             return Err(r.error("the value contains a NUL byte", "remove it"));
@@ -381,7 +403,7 @@ fn resolve_secret_env(
     pairs: &[Raw],
     env: &BTreeMap<String, String>,
 ) -> Result<BTreeMap<String, super::SecretValue>, UsageError> {
-    let mut out = BTreeMap::new();
+    let mut out: BTreeMap<String, super::SecretValue> = BTreeMap::new();
     for r in pairs {
         let field = r.origin.to_string();
         let Some((key, value)) = r.value.split_once('=') else {
@@ -399,6 +421,14 @@ fn resolve_secret_env(
                     (
                         format!("{key} is a secret exectl generates"),
                         "pick another name".to_string(),
+                    )
+                })
+            })
+            .or_else(|| {
+                out.contains_key(key).then(|| {
+                    (
+                        format!("{key} is given twice with --set-secret"),
+                        format!("give {key} once"),
                     )
                 })
             })

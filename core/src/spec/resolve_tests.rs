@@ -1,7 +1,7 @@
 //! The spec's resolution, as data: inputs in, a spec or the UsageError naming the field out.
 
 use super::*;
-use crate::spec::Raw;
+use crate::spec::{Origin, Raw};
 
 fn ha() -> SpecInput {
     SpecInput {
@@ -205,6 +205,60 @@ fn set_secret_follows_set_rules_and_never_echoes_the_value() {
         !shown.contains("hunter2") && shown.contains(v.redacted()),
         "{shown}"
     );
+}
+
+#[test]
+fn a_key_given_twice_on_the_command_line_is_refused_naming_it() {
+    let twice = |env: Vec<Raw>, secret_env: Vec<Raw>| {
+        resolve(SpecInput {
+            env,
+            secret_env,
+            ..ha()
+        })
+    };
+    let e = twice(
+        vec![Raw::flag("--set", "X=1"), Raw::flag("--set", "X=2")],
+        vec![],
+    )
+    .unwrap_err();
+    assert_eq!((e.field.as_str(), e.value.as_str()), ("--set", "X=2"));
+    assert!(e.problem.contains("X is given twice with --set"), "{e}");
+    let e = twice(
+        vec![],
+        vec![
+            Raw::flag("--set-secret", "S=hunter2"),
+            Raw::flag("--set-secret", "S=hunter3"),
+        ],
+    )
+    .unwrap_err();
+    assert_eq!(
+        (e.field.as_str(), e.value.as_str()),
+        ("--set-secret", "S=<redacted>")
+    );
+    assert!(
+        e.problem.contains("S is given twice with --set-secret"),
+        "{e}"
+    );
+    assert!(!e.to_string().contains("hunter"), "{e}");
+    // A flag still wins over exectl.yaml's env:, and a sweep's --vary env.X over both.
+    let file = Raw {
+        value: "X=1".into(),
+        origin: Origin::File {
+            path: "exectl.yaml".into(),
+            field: "env",
+        },
+    };
+    let s = twice(
+        vec![file, Raw::flag("--set", "X=2"), Raw::flag("--vary", "X=3")],
+        vec![],
+    )
+    .unwrap();
+    assert_eq!(s.env["X"], "3");
+    assert!(twice(
+        vec![Raw::flag("--set", "X=1"), Raw::flag("--set", "Y=1")],
+        vec![Raw::flag("--set-secret", "Z=a")]
+    )
+    .is_ok());
 }
 
 #[test]

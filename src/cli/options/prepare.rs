@@ -13,6 +13,9 @@ pub const DEFAULT_BATCH: usize = 5000;
 pub const DEFAULT_TOKEN_TTL: Duration = Duration::from_secs(7 * 86_400);
 pub const DEFAULT_SCHEMA_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Most --accounts, --projects and --users-per-project.
+const MAX_COUNT: u64 = 10_000_000;
+
 /// Longest --token-ttl: ten years (a JWT's exp is seconds since 1970 in an i64).
 const MAX_TOKEN_TTL: Duration = Duration::from_secs(3650 * 86_400);
 /// Longest --schema-timeout.
@@ -79,16 +82,18 @@ pub fn options(args: &PrepareArgs) -> Result<Options, UsageError> {
             "pass --accounts N (or --reset to remove what prepare made)",
         ));
     };
-    let accounts = count_flag("--accounts", accounts, 0, 10_000_000)?;
+    // Each from 1: the range an error states is the range the check takes (0 accounts, projects or
+    // members make nothing).
+    let accounts = count_flag("--accounts", accounts, 1, MAX_COUNT)?;
     let projects = args
         .projects
         .as_deref()
-        .map(|v| count_flag("--projects", v, 0, 10_000_000))
+        .map(|v| count_flag("--projects", v, 1, MAX_COUNT))
         .transpose()?;
     let k = args
         .users_per_project
         .as_deref()
-        .map(|v| count_flag("--users-per-project", v, 0, 10_000_000))
+        .map(|v| count_flag("--users-per-project", v, 1, MAX_COUNT))
         .transpose()?;
     let shape = plan::shape(accounts, projects, k)?;
     pattern.check_length(shape.accounts)?;
@@ -194,6 +199,57 @@ mod tests {
             let e = options(&args(&flags)).unwrap_err();
             assert_eq!(e.field, field, "{flags:?}: {e}");
             assert!(!e.to_string().contains("Bench"), "never the password");
+        }
+    }
+
+    /// Each count flag's stated range is the one its check takes: the lowest value an out-of-range
+    /// error offers is accepted, and the one below it is refused with the same range.
+    #[test]
+    fn each_count_flags_range_is_the_one_it_checks() {
+        let base = |flag: &str, v: &str| -> Vec<String> {
+            let mut a = vec![];
+            if flag != "--accounts" {
+                a.extend(["--accounts".to_string(), "100".to_string()]);
+            }
+            a.extend([flag.to_string(), v.to_string()]);
+            a
+        };
+        let run = |a: Vec<String>| {
+            let a: Vec<&str> = a.iter().map(String::as_str).collect();
+            options(&args(&a))
+        };
+        for flag in [
+            "--accounts",
+            "--projects",
+            "--users-per-project",
+            "--bcrypt-cost",
+            "--batch-size",
+        ] {
+            let e = run(base(flag, "99999999999")).unwrap_err();
+            assert_eq!(e.field, flag, "{e}");
+            let (from, to) = e
+                .fix
+                .strip_prefix("pass a whole number from ")
+                .and_then(|r| r.split_once(" to "))
+                .unwrap_or_else(|| panic!("{flag}: {e}"));
+            assert!(
+                e.problem.contains(&format!("out of range {from}..={to}")),
+                "{flag}: {e}"
+            );
+            let low: u64 = from.parse().unwrap();
+            let ok = run(base(flag, from));
+            assert!(
+                ok.is_ok(),
+                "{flag} {from}, the range's lowest: {:?}",
+                ok.err()
+            );
+            if low > 0 {
+                let e = run(base(flag, &(low - 1).to_string())).unwrap_err();
+                assert!(
+                    e.problem.contains(&format!("out of range {from}..")),
+                    "{flag}: {e}"
+                );
+            }
         }
     }
 

@@ -18,7 +18,7 @@ pub(super) async fn gather(
         Ok(t) => t,
         Err(e) => return Ok(Err(Facts::unreachable(failed_link(true, &e)))),
     };
-    let nodes = crate::sut::swarm::list_nodes(&manager.docker).await?;
+    let nodes = crate::sut::swarm::list_nodes(&manager.docker, &spec.describe()).await?;
     // The stack's app instances per node (their services are pinned by the node label).
     let mut placed: std::collections::BTreeMap<String, u64> = Default::default();
     if let Some(stack) = stack {

@@ -60,7 +60,14 @@ pub struct Chart {
     pub y_label: String,
     pub x: XAxis,
     pub series: Vec<Series>,
+    /// What the figure says when it has nothing to draw (`NOT_SAMPLED`, or `NOT_YET` while the bench runs).
+    pub empty: &'static str,
 }
+
+/// An empty chart of a bench that is over: nothing of it was sampled.
+pub const NOT_SAMPLED: &str = "not sampled in this run";
+/// An empty chart of a bench still running: nothing of it sampled yet.
+pub const NOT_YET: &str = "not sampled yet: the bench is running";
 
 const SIZE: (u32, u32) = (900, 260);
 
@@ -79,7 +86,7 @@ pub fn figure(chart: &Chart) -> Result<String, String> {
     let names: Vec<&str> = drawn.iter().map(|s| s.name.as_str()).collect();
     let counts: Vec<String> = drawn.iter().map(|s| s.points.len().to_string()).collect();
     let body = if drawn.is_empty() {
-        "<p class=\"empty\">not sampled in this run</p>".to_string()
+        format!("<p class=\"empty\">{}</p>", escape(chart.empty))
     } else {
         svg(chart, &drawn)?
     };
@@ -261,6 +268,7 @@ mod tests {
                 ),
                 Series::limit("app-1 limit", 0, vec![(0.0, 50.0), (20.0, 50.0)]),
             ],
+            empty: NOT_SAMPLED,
         };
         let f = figure(&chart).unwrap();
         assert!(
@@ -284,6 +292,15 @@ mod tests {
             ..chart
         };
         assert!(figure(&empty).unwrap().contains("not sampled in this run"));
+        let running = Chart {
+            empty: NOT_YET,
+            ..empty
+        };
+        let f = figure(&running).unwrap();
+        assert!(
+            f.contains("not sampled yet: the bench is running") && !f.contains("in this run"),
+            "{f}"
+        );
     }
 
     #[test]
@@ -300,6 +317,7 @@ mod tests {
                 1,
                 vec![(0.0, 12.0), (1.0, 30.0), (2.0, 900.0)],
             )],
+            empty: NOT_SAMPLED,
         };
         let f = figure(&chart).unwrap();
         assert!(f.contains("1000 users"), "{f}");

@@ -96,7 +96,7 @@ const CHARTS: [ChartSpec; 10] = [
 
 /// The timeline's charts, drawn.
 pub fn time_charts(r: &Results, samples: &[Sample], spans: &[Band]) -> Result<Vec<String>, String> {
-    draw(|spec| match spec.series {
+    draw(r, |spec| match spec.series {
         From::Timeline(series) => Some((
             XAxis::Time {
                 spans: spans.to_vec(),
@@ -109,7 +109,7 @@ pub fn time_charts(r: &Results, samples: &[Sample], spans: &[Band]) -> Result<Ve
 
 /// The per-level charts, drawn.
 pub fn level_charts(r: &Results) -> Result<Vec<String>, String> {
-    draw(|spec| match spec.series {
+    draw(r, |spec| match spec.series {
         From::Levels(series) => Some((
             XAxis::Levels {
                 users: r.levels.iter().map(|l| l.users).collect(),
@@ -120,7 +120,15 @@ pub fn level_charts(r: &Results) -> Result<Vec<String>, String> {
     })
 }
 
-fn draw(of: impl Fn(&ChartSpec) -> Option<(XAxis, Vec<Series>)>) -> Result<Vec<String>, String> {
+/// Each chart `of` gives an axis and series; an empty one says why by the bench's state.
+fn draw(
+    r: &Results,
+    of: impl Fn(&ChartSpec) -> Option<(XAxis, Vec<Series>)>,
+) -> Result<Vec<String>, String> {
+    let empty = match r.state {
+        super::super::results::RunState::Running => charts::NOT_YET,
+        _ => charts::NOT_SAMPLED,
+    };
     CHARTS
         .iter()
         .filter_map(|spec| {
@@ -131,6 +139,7 @@ fn draw(of: impl Fn(&ChartSpec) -> Option<(XAxis, Vec<Series>)>) -> Result<Vec<S
                 y_label: spec.y_label.into(),
                 x,
                 series,
+                empty,
             }))
         })
         .collect()
