@@ -241,27 +241,3 @@ fn every_numeric_flag_refuses_absurd_values_with_exit_2() {
     );
     assert!(!out.exists(), "render wrote a bundle for a bad value");
 }
-
-/// `load --url` with a path: refused before any connection, naming the flag and the front door alone
-/// (a path's 404 was blamed on Traefik's Host routing, with nginx the front door).
-#[test]
-fn a_url_with_a_path_is_refused_before_any_connection() {
-    let tmp = tempfile::tempdir().unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_exectl"))
-        .args(["load", "idle", "--url", "http://127.0.0.1:9/some/path"])
-        .arg("--manifest")
-        .arg(tmp.path())
-        .env("EXECTL_STATE_DIR", tmp.path().join("state"))
-        .env("DOCKER_HOST", "unix:///nonexistent/exectl-bad-values.sock")
-        .env_remove("EXECTL_TARGET")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("invalid --url \"http://127.0.0.1:9/some/path\": the URL has a path")
-            && err.contains("fix: give --url http://127.0.0.1:9")
-            && !err.contains("Traefik"),
-        "{err}"
-    );
-}

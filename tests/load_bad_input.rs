@@ -362,3 +362,49 @@ fn bad_generator_lists_exit_2_naming_the_entry() {
     assert_eq!(code, 3, "{err}");
     assert!(err.contains("ssh://root@127.0.0.1:1"), "{err}");
 }
+
+/// `load --url` with a path, through a front door that answers 404 as nginx does: exit 2 before any
+/// login, naming the path (the app's BASE_PATH) and not Traefik (it blamed Traefik's Host routing).
+#[test]
+fn a_404_under_a_url_path_names_the_path_before_any_login() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = asked.clone();
+    std::thread::spawn(move || {
+        for mut c in listener.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let n = c.read(&mut buf).unwrap_or(0);
+            let line = String::from_utf8_lossy(&buf[..n])
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string();
+            seen.lock().unwrap().push(line);
+            let _ = c.write_all(
+                b"HTTP/1.1 404 Not Found\r\nContent-Type: text/html\r\nContent-Length: 9\r\nConnection: close\r\n\r\nNot Found",
+            );
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    manifest(dir.path(), 2);
+    let url = format!("http://127.0.0.1:{port}/some/path");
+    let m = dir.path().to_str().unwrap();
+    let (code, err) = load(&["idle", "--url", &url, "--manifest", m, "--users", "2"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("no app answers under the path /some/path")
+            && err.contains("BASE_PATH=/some/path")
+            && !err.contains("Traefik"),
+        "{err}"
+    );
+    // Only the health check went out, under the path: no login.
+    let asked = asked.lock().unwrap().clone();
+    assert!(
+        asked
+            .iter()
+            .all(|l| l.starts_with("GET /some/path/healthcheck ")),
+        "{asked:?}"
+    );
+}

@@ -23,7 +23,7 @@ pub struct Probe {
     pub chromium: PathBuf,
     /// The front door, as a browser reaches it: `http://127.0.0.1:8090` (ha's nginx) or
     /// `http://STACK.localhost:8080` (single's Traefik routes on the Host header; Chromium resolves
-    /// `*.localhost` to loopback itself).
+    /// `*.localhost` to loopback itself). A base path (`BASE_PATH`) may follow.
     pub base_url: String,
     pub email: String,
     pub password: String,

@@ -103,19 +103,6 @@ pub fn from_url(value: &str, allow: &AllowList) -> Result<Endpoint, UsageError> 
             "a base URL has no query, fragment or credentials",
         ));
     }
-    if !matches!(url.path(), "" | "/") {
-        // Load adds the app's own paths to the front door (/healthcheck, /api/…, /yjs/…): a path here
-        // would be sent before each, and its 404 blamed on the front door's routing.
-        return Err(UsageError::new(
-            "--url",
-            value,
-            format!(
-                "the URL has a path ({}): exectl's load takes the front door alone (scheme, host, port) and adds the app's paths itself",
-                url.path()
-            ),
-            format!("give --url {}", url.origin().ascii_serialization()),
-        ));
-    }
     let port = url.port_or_known_default().unwrap_or(80);
     let mut url = url;
     let mut host_header = None;
@@ -203,7 +190,28 @@ pub fn not_routed(
     body: &str,
 ) -> UsageError {
     let door = recorded.iter().find(|d| d.port == e.addr.port());
-    let traefik = door.is_some_and(|d| d.host.is_some()) || body.trim() == TRAEFIK_NOT_FOUND;
+    let traefik_said = body.trim() == TRAEFIK_NOT_FOUND;
+    let path = e.base.path().trim_end_matches('/');
+    if !path.is_empty() && !traefik_said {
+        // The app answered (or the proxy passed it on): the URL's path is the app's BASE_PATH only when
+        // the app was started with that one.
+        let origin = e.base.origin().ascii_serialization();
+        return UsageError::new(
+            field,
+            value,
+            format!(
+                "{} answers 404 on {}: no app answers under the path {path} (an app serves its routes \
+                 under a path only when its BASE_PATH is that path)",
+                e.addr,
+                e.http("/healthcheck")
+            ),
+            format!(
+                "give the front door without the path (--url {origin}), or deploy the app with \
+                 --set BASE_PATH={path}"
+            ),
+        );
+    }
+    let traefik = door.is_some_and(|d| d.host.is_some()) || traefik_said;
     if !traefik {
         let (whose, fix) = match door {
             Some(d) => (
@@ -298,7 +306,7 @@ mod tests {
             "http://127.0.0.1:8080",
             "http://127.3.4.5",
             "http://[::1]:9/",
-            "http://localhost:8090/",
+            "http://localhost:8090/base/",
         ] {
             let e = from_url(ok, &allow).unwrap_or_else(|e| panic!("{ok}: {e}"));
             assert!(e.addr.ip().is_loopback(), "{ok}");
@@ -307,10 +315,13 @@ mod tests {
         assert_eq!(e.addr.port(), 8080);
         assert_eq!(e.http("/healthcheck"), "http://127.0.0.1:8080/healthcheck");
         assert_eq!(e.yjs("u", "t"), "ws://127.0.0.1:8080/yjs/project-u?token=t");
+        // A path is the app's BASE_PATH: every route goes under it.
+        let based = from_url("http://127.0.0.1/exe/", &allow).unwrap();
         assert_eq!(
-            from_url("http://127.0.0.1", &allow).unwrap().addr.port(),
-            80
+            based.http("/healthcheck"),
+            "http://127.0.0.1/exe/healthcheck"
         );
+        assert_eq!(based.addr.port(), 80);
     }
 
     #[test]
@@ -445,24 +456,35 @@ mod tests {
     }
 
     #[test]
-    fn a_url_with_a_path_is_refused_naming_the_front_door_alone() {
+    fn a_404_under_a_path_names_the_path_not_the_front_door() {
         let lo = AllowList::loopback_only();
-        for ok in ["http://127.0.0.1:8090", "http://127.0.0.1:8090/"] {
-            assert!(from_url(ok, &lo).is_ok(), "{ok}");
-        }
-        for bad in [
+        let doors = [FrontDoor::from_record(&record::example("h", Topology::Ha))];
+        // nginx passed /some/path/healthcheck to an app without that BASE_PATH: the path is named.
+        let e = from_url("http://127.0.0.1:8090/some/path", &lo).unwrap();
+        let err = not_routed(
+            "--url",
             "http://127.0.0.1:8090/some/path",
-            "http://127.0.0.1:8090/healthcheck",
-            "http://exe.localhost:8080/x/",
-        ] {
-            let e = from_url(bad, &lo).unwrap_err();
-            assert_eq!((e.field.as_str(), e.value.as_str()), ("--url", bad));
-            assert!(e.problem.contains("the URL has a path"), "{e}");
-            assert!(!e.to_string().contains("Traefik"), "{e}");
-        }
-        let e = from_url("http://127.0.0.1:8090/some/path", &lo).unwrap_err();
-        assert!(e.problem.contains("(/some/path)"), "{e}");
-        assert_eq!(e.fix, "give --url http://127.0.0.1:8090");
+            &e,
+            &doors,
+            "Not Found",
+        );
+        assert!(
+            err.problem
+                .contains("404 on http://127.0.0.1:8090/some/path/healthcheck")
+                && err
+                    .problem
+                    .contains("no app answers under the path /some/path"),
+            "{err}"
+        );
+        assert!(!err.to_string().contains("Traefik"), "{err}");
+        assert!(
+            err.fix.contains("--url http://127.0.0.1:8090")
+                && err.fix.contains("--set BASE_PATH=/some/path"),
+            "{err}"
+        );
+        // Traefik's own 404 is still Traefik not routing the Host, path or not.
+        let err = not_routed("--url", "u", &e, &doors, "404 page not found\n");
+        assert!(err.problem.contains("Traefik"), "{err}");
     }
 
     #[test]
