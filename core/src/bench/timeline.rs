@@ -223,6 +223,18 @@ impl LevelSpan {
     }
 }
 
+impl InstanceSample {
+    /// "app-1 6 connections / 2 rooms" (an unanswered count as 0).
+    pub fn counts(&self) -> String {
+        format!(
+            "{} {} connections / {} rooms",
+            self.service,
+            self.connections.unwrap_or(0),
+            self.rooms.unwrap_or(0)
+        )
+    }
+}
+
 impl Sample {
     /// Connections the app instances counted, summed (None when any instance did not answer).
     pub fn instance_connections(&self) -> Option<u64> {

@@ -57,12 +57,7 @@ impl LeakCheck {
                     (0, 0) => String::new(),
                     (c, r) => format!(" ({c} / {r} of them from before this level)"),
                 };
-                format!(
-                    "{} {} connections / {} rooms{before}",
-                    i.service,
-                    i.connections.unwrap_or(0),
-                    i.rooms.unwrap_or(0)
-                )
+                format!("{}{before}", i.counts())
             })
             .collect();
         let (ok, detail) = if !left.is_empty() {

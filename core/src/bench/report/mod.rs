@@ -64,18 +64,7 @@ pub fn render(r: &Results, samples: &[Sample]) -> Result<String, String> {
         .first()
         .filter(|l| !l.ghosts.is_empty())
         .map(|l| {
-            let each: Vec<String> = l
-                .ghosts
-                .iter()
-                .map(|g| {
-                    format!(
-                        "{} {} connections / {} rooms",
-                        g.service,
-                        g.connections.unwrap_or(0),
-                        g.rooms.unwrap_or(0)
-                    )
-                })
-                .collect();
+            let each: Vec<String> = l.ghosts.iter().map(|g| g.counts()).collect();
             format!(
                 "Before level 1 the instances counted {} with no client socket open to the stack: ghosts an earlier client left (the app's leak); every count of this bench is measured from them",
                 each.join(", ")
@@ -394,14 +383,20 @@ pub mod tests {
     fn a_leak_is_said_apart_from_the_capacity_and_fails_the_verdict() {
         let (mut r, samples) = example();
         let first = r.levels[0].clone();
+        // One connection and its room left by an earlier client (a ghost), then the level's 200.
+        let ghost = InstanceSample {
+            service: "app-1".into(),
+            connections: Some(1),
+            rooms: Some(1),
+        };
         let leak = LeakCheck::judge(
             vec![InstanceSample {
                 service: "app-1".into(),
-                connections: Some(200),
-                rooms: Some(50),
+                connections: Some(201),
+                rooms: Some(51),
             }],
             45_000,
-            &[],
+            std::slice::from_ref(&ghost),
         );
         let slos = r.slos.clone();
         let leaked = LevelResult::judge(
@@ -412,7 +407,7 @@ pub mod tests {
             Default::default(),
             super::super::Limiting::unknown,
         );
-        r.levels = vec![leaked];
+        r.levels = vec![leaked.with_ghosts(vec![ghost])];
         r.levels_asked = vec![200];
         r.verdict = Verdict::of(&r.levels, &r.levels_asked);
         let html = render(&r, &samples).unwrap();
@@ -431,6 +426,10 @@ pub mod tests {
         );
         assert!(
             html.contains("<td class=\"bad\">held; leaked</td>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("Before level 1 the instances counted app-1 1 connections &#x2F; 1 rooms with no client socket open to the stack"),
             "{html}"
         );
     }
