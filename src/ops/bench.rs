@@ -239,10 +239,7 @@ pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Res
             }
         }
     };
-    let clients = || {
-        rt.block_on(crate::bench::clients::count(&target, &stack, &services))
-            .ok()
-    };
+    let clients = || rt.block_on(client_sockets(&target, &stack, &services));
     let watching = std::sync::atomic::AtomicBool::new(true);
     let every = match target.is_remote() {
         // Each read of the SUT's lock is an exec over SSH.
@@ -452,6 +449,16 @@ fn level_line(d: &Done, cpu: &CpuScale) -> String {
     )
 }
 
+/// The client sockets open to the stack (`bench::clients`), None when they could not be read within
+/// 10 s (a link that stalls must not stall the bench: it says so itself).
+async fn client_sockets(target: &Target, stack: &str, services: &[String]) -> Option<u64> {
+    let count = crate::bench::clients::count(target, stack, services);
+    tokio::time::timeout(Duration::from_secs(10), count)
+        .await
+        .ok()?
+        .ok()
+}
+
 /// How long the instances' counts must stay unchanged, with no client socket open, before what they
 /// count is taken for ghosts (a close the app has not handled yet is no ghost).
 const GHOSTS_STEADY: Duration = Duration::from_secs(3);
@@ -516,9 +523,7 @@ async fn ready_and_idle(
         // Leftovers and no client socket: ghosts, once the counts hold still (or the wait is over).
         let clients = match idle.is_empty() {
             true => None,
-            false => crate::bench::clients::count(target, stack, &deployed.services)
-                .await
-                .ok(),
+            false => client_sockets(target, stack, &deployed.services).await,
         };
         if clients == Some(0) {
             let since = match &steady {
