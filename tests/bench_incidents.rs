@@ -2,7 +2,8 @@
 //! fails naming it exited with its exit code, and no CPU figure anywhere exceeds the container's scale (a
 //! gone container's cgroup path once read as the host's root cgroup: "app-2 253554 % CPU"); paused, the
 //! level fails naming it paused. The sampler follows containers by id and cgroup, their state by the
-//! engine's events.
+//! engine's events. Unpaused, Docker calls it unhealthy until its next check: deploy and bench both wait
+//! for that check (issue #36, 13).
 
 mod common;
 
@@ -13,14 +14,13 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// ha ×2 with fixture images, half a CPU per instance, rooms cleaned 2 s after their last member leaves.
-fn deploy_ha(s: &Stack) {
-    let port = Stack::port();
+fn ha_flags<'a>(s: &'a Stack, port: &'a str) -> Vec<&'a str> {
     let mut args = vec![
         "ha",
         "--stack",
         &s.name,
         "--lb-port",
-        &port,
+        port,
         "--cpus",
         "0.5",
         "--memory",
@@ -29,7 +29,12 @@ fn deploy_ha(s: &Stack) {
         "STANDIN_ROOM_CLEANUP_MS=2000",
     ];
     args.extend(HA_LIMITS);
-    let d = s.x.deploy_json(&args);
+    args
+}
+
+/// `ha_flags` deployed (Docker's health checked every second), and 100 accounts prepared.
+fn deploy_ha(s: &Stack, port: &str) {
+    let d = s.x.deploy_json(&ha_flags(s, port));
     assert_eq!(d["ok"], true, "{d}");
     s.x.ok(&[
         "prepare",
@@ -209,7 +214,8 @@ fn states(b: &Bench, service: &str) -> Vec<String> {
 fn an_instance_paused_or_killed_mid_level_is_named_and_fails_the_level() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let s = rt.block_on(Stack::new("incidents"));
-    deploy_ha(&s);
+    let port = Stack::port();
+    deploy_ha(&s, &port);
     let app2 = s.container("app-2");
 
     // Paused for a few seconds mid-level, then unpaused: named paused.
@@ -296,4 +302,54 @@ fn an_instance_paused_or_killed_mid_level_is_named_and_fails_the_level() {
         !left.join("results.json").exists() && !left.join("timeline.jsonl").exists(),
         "a refused bench leaves no results behind"
     );
+
+    // Issue #36, 13: Docker calls a paused instance unhealthy at once, and after the unpause until its
+    // next check, one --health-interval later (6 s here). Deploy and bench read readiness alike: a
+    // deploy waits for that check (it called the app ready while Docker said unhealthy), and a bench
+    // waits for it within --settle (it refused the stack).
+    let mut flags = vec!["deploy"];
+    flags.extend(ha_flags(&s, &port));
+    flags.extend(["--images", FIXTURES, "--health-interval", "6s", "--json"]);
+    let deploy = || -> Value { serde_json::from_str(&s.x.ok(&flags)).unwrap() };
+    assert_eq!(deploy()["ok"], true);
+    let app1 = s.container("app-1");
+    let health = || docker_cli(&["inspect", "-f", "{{.State.Health.Status}}", &app1]);
+    let pause_unpause = || {
+        docker_cli(&["pause", &app1]);
+        std::thread::sleep(Duration::from_millis(500));
+        docker_cli(&["unpause", &app1]);
+        assert_eq!(health().trim(), "unhealthy", "Docker's word after a pause");
+    };
+    pause_unpause();
+    let d = deploy();
+    let ready = d["ready"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["service"] == "app-1")
+        .unwrap_or_else(|| panic!("{d}"))
+        .clone();
+    assert_ne!(ready["docker_health"], "unhealthy", "{d}");
+    assert_eq!(ready["by"], "healthy", "{d}");
+    assert_eq!(health().trim(), "healthy");
+    pause_unpause();
+    let out = s.x.run(&[
+        "bench",
+        "--stack",
+        &s.name,
+        "--run-id",
+        "b-unpaused",
+        "--scenario",
+        "idle",
+        "--levels",
+        "10",
+        "--hold",
+        "2s",
+        "--ramp",
+        "1s",
+        "--settle",
+        "20s",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
 }

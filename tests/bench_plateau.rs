@@ -2,7 +2,8 @@
 //! (the instances' own counts say so, sample after sample), also when logins are slow; a bench stopped by
 //! SIGINT or killed keeps what it measured and `exectl report` rebuilds it; one bench per stack; a stack
 //! still holding another client's sockets is waited for, then refused; another client during a level
-//! makes it invalid.
+//! makes it invalid; a teardown --break-lock mid-level interrupts it; a browser that cannot start is
+//! refused before any load.
 
 mod common;
 
@@ -316,6 +317,37 @@ fn a_stopped_bench_keeps_what_it_measured_and_one_bench_runs_per_stack() {
                 .success()
         },
     );
+
+    // A teardown --break-lock mid-level takes the stack over (issue #36, 10): the level is
+    // interrupted, not the stack failing it, and the bench exits 4.
+    let b = spawn_bench(&s, "b-taken", &long);
+    let dir = bench_dir(&s, "b-taken");
+    wait_for(Duration::from_secs(60), "the bench's first samples", || {
+        samples(&dir) >= 5
+    });
+    s.x.ok(&["teardown", "--stack", &s.name, "--break-lock"]);
+    let out = b.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    // By the teardown, or by "another command, which has released it since" when the teardown was
+    // over before the lock was next read.
+    assert!(stderr.contains("was taken over by"), "{stderr}");
+    let r = json(&dir.join("results.json"));
+    assert_eq!(r["state"], "interrupted", "{r:#}");
+    let levels = r["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 1, "{r:#}");
+    assert_eq!(levels[0]["outcome"], "interrupted", "{r:#}");
+    let v = &r["verdict"];
+    assert!(v["knee"].is_null(), "a takeover is no knee: {v:#}");
+    assert_eq!(v["interrupted"], 200, "{v:#}");
+    let headline = v["headline"].as_str().unwrap();
+    assert!(
+        headline.starts_with(
+            "interrupted during the 200 users level (the stack's lock was taken over by"
+        ),
+        "{headline}"
+    );
+    assert!(stderr.contains("— INTERRUPTED: "), "{stderr}");
 }
 
 #[test]
@@ -400,6 +432,47 @@ fn another_clients_sockets_are_waited_for_then_refused_and_during_a_level_make_i
     assert!(
         r["verdict"]["limiting"].is_null(),
         "an invalid level blames no component: {r:#}"
+    );
+    // Neither a pass nor a knee (issue #36, 5): the verdict says invalid, and no capacity from it.
+    let v = &r["verdict"];
+    assert_eq!(r["levels"][0]["outcome"], "invalid", "{r:#}");
+    assert!(v["knee"].is_null() && v["capacity"].is_null(), "{v:#}");
+    assert_eq!(v["invalid"], serde_json::json!([200]), "{v:#}");
+    let headline = v["headline"].as_str().unwrap();
+    assert!(
+        headline.contains("the 200 users level is invalid")
+            && !headline.contains("no level passed")
+            && !headline.contains("users failed"),
+        "{headline}"
+    );
+    assert!(stderr.contains("— INVALID: "), "{stderr}");
+
+    // A browser that cannot start is the client's problem, refused before any load (issue #36, 10).
+    let out =
+        s.x.command(&[
+            "bench",
+            "--stack",
+            &s.name,
+            "--run-id",
+            "b-nobrowser",
+            "--levels",
+            "10",
+            "--hold",
+            "2s",
+            "--browser-probe",
+        ])
+        .env("EXECTL_CHROMIUM", "/bin/false")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--browser-probe") && stderr.contains("/bin/false exited at start"),
+        "{stderr}"
+    );
+    assert!(
+        !bench_dir(&s, "b-nobrowser").join("results.json").exists(),
+        "no level ran"
     );
 }
 

@@ -5,6 +5,7 @@
 //! from outside (`Stop`: a signal, a lost SUT link). The caller writes the results after every level, so
 //! a bench cut short keeps what it measured.
 
+pub mod clients;
 pub mod figures;
 pub mod sampler;
 
@@ -18,7 +19,9 @@ use crate::load::metrics::Live;
 use crate::load::LoadOptions;
 use exectl_core::bench::limiting::{self, Known};
 use exectl_core::bench::timeline::at_once;
-use exectl_core::bench::{Besides, CpuScale, LeakCheck, LevelResult, LevelSpan, Sample, Slos};
+use exectl_core::bench::{
+    Besides, CpuScale, InstanceSample, LeakCheck, LevelResult, LevelSpan, Sample, Slos,
+};
 use sampler::{LevelState, Sampler};
 
 /// The levels of a bench and what each needs besides its user count (not a deploy's `plan::Plan`).
@@ -39,6 +42,9 @@ pub struct Levels {
     pub generator_local: bool,
     /// `--browser-probe`: one more user, in headless Chromium, during each level's plateau.
     pub browser: Option<crate::browser::Probe>,
+    /// What the instances counted before level 1 with no client socket open (ghosts an earlier client
+    /// left: the app's leak): level 1 is measured from them.
+    pub ghosts: Vec<InstanceSample>,
 }
 
 /// A stop asked from outside the levels (SIGINT/SIGTERM, a lost link to the SUT): the running level's
@@ -89,20 +95,30 @@ pub struct Ran {
     pub failed: Option<anyhow::Error>,
 }
 
-/// Run every level (the caller saves after each: `after_level`).
-pub fn run(plan: Levels, sampler: &Sampler, after_level: impl FnMut(Done) -> Result<()>) -> Ran {
+/// Run every level (the caller saves after each: `after_level`). `clients` reads the client sockets
+/// open to the stack (`clients::count`; None when they could not be read): after a failed leak check,
+/// none open means the instances count connections no socket holds — the app leaked them — and the
+/// next level is measured from them.
+pub fn run(
+    plan: Levels,
+    sampler: &Sampler,
+    clients: &dyn Fn() -> Option<u64>,
+    after_level: impl FnMut(Done) -> Result<()>,
+) -> Ran {
     let mut levels = Vec::new();
-    let failed = run_levels(plan, sampler, after_level, &mut levels).err();
+    let failed = run_levels(plan, sampler, clients, after_level, &mut levels).err();
     Ran { levels, failed }
 }
 
 fn run_levels(
     plan: Levels,
     sampler: &Sampler,
+    clients: &dyn Fn() -> Option<u64>,
     mut after_level: impl FnMut(Done) -> Result<()>,
     out: &mut Vec<LevelResult>,
 ) -> Result<()> {
     let of = plan.levels.len();
+    let mut ghosts = plan.ghosts.clone();
     for (index, mut opts) in plan.levels.into_iter().enumerate() {
         if plan.stop.why().is_some() {
             break;
@@ -142,7 +158,15 @@ fn run_levels(
         sampler.level(None);
         let leak = match plan.stop.why() {
             Some(_) => LeakCheck::not_run("the bench was stopped"),
-            None => sampler.leak_check(plan.settle, plan.stop.asked.clone()),
+            None => sampler.leak_check(plan.settle, plan.stop.asked.clone(), ghosts.clone()),
+        };
+        // What is left held by a socket, or by none (the app's leak).
+        let leak = match leak.ok {
+            Some(false) => {
+                let open = clients();
+                leak.with_sockets(open)
+            }
+            _ => leak,
         };
         // Read after the leak check: a stop during it leaves the level unjudged too.
         let interrupted = plan.stop.why();
@@ -170,8 +194,13 @@ fn run_levels(
             generator_cpus: crate::load::metrics::cpu_capacity(),
         };
         let mut figures = figures::of(&summary);
+        // The client's own browser failing (it could not start) says nothing of the SUT: the probe is
+        // not measured, and the level cannot count.
+        let browser_failed = browsed
+            .as_ref()
+            .and_then(exectl_core::bench::browser::BrowserProbe::client_failure);
         figures.browser = browsed;
-        let instances = at_once(&span, &samples);
+        let instances = at_once(&span, &samples, &ghosts);
         figures.instances_peak = instances.peak;
         figures.instances_min_in_hold = instances.min_in_hold;
         let checks = plan.slos.check(&figures);
@@ -180,12 +209,22 @@ fn run_levels(
                 .into_iter()
                 .chain(instances.unseen())
                 .collect(),
-            invalid: instances.foreign().into_iter().collect(),
+            invalid: instances
+                .foreign()
+                .into_iter()
+                .chain(browser_failed)
+                .collect(),
             interrupted,
         };
         let result = LevelResult::judge(span, figures, checks, leak, besides, || {
             limiting::limiting_component(&span, &samples, &known)
-        });
+        })
+        .with_ghosts(ghosts.clone());
+        // Left with no client socket open: what the instances count now is the app's leak, and the
+        // next level is measured from it.
+        if result.leak.ok == Some(false) && result.leak.sockets == Some(0) {
+            ghosts = result.leak.instances.clone();
+        }
         let passed = result.passed;
         out.push(result);
         after_level(Done {

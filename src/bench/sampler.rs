@@ -28,7 +28,7 @@ use crate::load::metrics::{self, Live};
 use crate::status::Deployed;
 use crate::sut::{Target, TargetSpec};
 use exectl_core::bench::timeline::NodeHost;
-use exectl_core::bench::{LeakCheck, Sample};
+use exectl_core::bench::{InstanceSample, LeakCheck, Sample};
 use node::{Node, Probes};
 
 /// Called once when the sampler cannot go on (the SSH link to the SUT is lost), with what happened.
@@ -52,9 +52,14 @@ pub struct LevelState {
 
 enum Command {
     Level(Option<LevelState>),
-    /// Wait until every instance is at 0 connections and 0 rooms (checked each tick), at most `settle`.
-    /// Cut short when its flag is set (a stop asked).
-    Leak(Duration, Arc<AtomicBool>, oneshot::Sender<LeakCheck>),
+    /// Wait until every instance is back at its ghosts (0 connections and 0 rooms without any; checked
+    /// each tick), at most `settle`. Cut short when its flag is set (a stop asked).
+    Leak(
+        Duration,
+        Arc<AtomicBool>,
+        Vec<InstanceSample>,
+        oneshot::Sender<LeakCheck>,
+    ),
     /// nginx's "worker_connections are not enough" lines since a unix time.
     NginxNotEnough(i64, oneshot::Sender<u64>),
     Snapshot(oneshot::Sender<Vec<Sample>>),
@@ -66,6 +71,7 @@ struct Leak {
     start: Instant,
     settle: Duration,
     stop: Arc<AtomicBool>,
+    ghosts: Vec<InstanceSample>,
     reply: oneshot::Sender<LeakCheck>,
 }
 
@@ -167,13 +173,18 @@ impl Sampler {
         let _ = self.tx.send(Command::Level(state));
     }
 
-    /// Wait up to `settle` for every instance at 0 connections and 0 rooms; cut short (not run) when
-    /// `stop` is set.
-    pub fn leak_check(&self, settle: Duration, stop: Arc<AtomicBool>) -> LeakCheck {
+    /// Wait up to `settle` for every instance back at its `ghosts` (0 connections and 0 rooms without
+    /// any); cut short (not run) when `stop` is set.
+    pub fn leak_check(
+        &self,
+        settle: Duration,
+        stop: Arc<AtomicBool>,
+        ghosts: Vec<InstanceSample>,
+    ) -> LeakCheck {
         let (tx, rx) = oneshot::channel();
-        let _ = self.tx.send(Command::Leak(settle, stop, tx));
+        let _ = self.tx.send(Command::Leak(settle, stop, ghosts, tx));
         rx.blocking_recv()
-            .unwrap_or_else(|_| LeakCheck::judge(vec![], 0))
+            .unwrap_or_else(|_| LeakCheck::judge(vec![], 0, &[]))
     }
 
     pub fn nginx_not_enough(&self, since_unix_s: i64) -> u64 {
@@ -322,8 +333,7 @@ impl Inner {
                     self.sample().await;
                     if let Some(l) = &leak {
                         let last = self.samples.last().map(|s| s.instances.clone()).unwrap_or_default();
-                        let zero = !last.is_empty()
-                            && last.iter().all(|i| i.connections == Some(0) && i.rooms == Some(0));
+                        let zero = LeakCheck::settled(&last, &l.ghosts);
                         let waited = l.start.elapsed();
                         if l.stop.load(Ordering::Acquire) {
                             let l = leak.take().expect("checked above");
@@ -331,7 +341,7 @@ impl Inner {
                         // With the link lost nothing can answer: judged at once, as could-not-run.
                         } else if zero || waited >= l.settle || self.link.is_lost() {
                             let l = leak.take().expect("checked above");
-                            let _ = l.reply.send(LeakCheck::judge(last, waited.as_millis() as u64));
+                            let _ = l.reply.send(LeakCheck::judge(last, waited.as_millis() as u64, &l.ghosts));
                         }
                     }
                 }
@@ -339,8 +349,8 @@ impl Inner {
                 c = rx.recv() => match c {
                     None => return,
                     Some(Command::Level(l)) => self.level = l,
-                    Some(Command::Leak(settle, stop, reply)) => {
-                        leak = Some(Leak { start: Instant::now(), settle, stop, reply })
+                    Some(Command::Leak(settle, stop, ghosts, reply)) => {
+                        leak = Some(Leak { start: Instant::now(), settle, stop, ghosts, reply })
                     }
                     Some(Command::NginxNotEnough(since, reply)) => {
                         let _ = reply.send(self.nginx_not_enough(since).await);

@@ -39,6 +39,17 @@ const PROBE_JS: &str = include_str!("probe.js");
 /// deemed stuck.
 const PAGE_GRACE: Duration = Duration::from_secs(2);
 
+/// How long Chromium may take to give its DevTools port when checked before a bench.
+const CHECK: Duration = Duration::from_secs(20);
+
+/// Start Chromium once and kill it: before any load, a browser that cannot start here is said as the
+/// client's problem (naming it and the fix), never measured as the SUT failing every level.
+pub async fn check(chromium: &std::path::Path) -> Result<(), String> {
+    let mut browser = chromium::Chromium::start(chromium, Instant::now() + CHECK).await?;
+    browser.kill().await;
+    Ok(())
+}
+
 /// Start Chromium, open the app's origin, run the probe in the page, kill Chromium. Never panics.
 pub async fn run(p: &Probe) -> BrowserProbe {
     let deadline = Instant::now() + p.timeout;
@@ -143,6 +154,13 @@ mod tests {
         assert_eq!(failed.total_ms, None);
         let odd = from_page(&json!({"login_ms": 1.5}));
         assert_eq!(odd.failed_step(), Some("open"));
+    }
+
+    /// Issue #36, 10: `EXECTL_CHROMIUM=/bin/false` is refused before any load, as the client's browser.
+    #[tokio::test]
+    async fn a_browser_that_exits_at_start_fails_its_check() {
+        let why = check(std::path::Path::new("/bin/false")).await.unwrap_err();
+        assert!(why.starts_with("/bin/false exited at start"), "{why}");
     }
 
     #[tokio::test]

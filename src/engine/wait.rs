@@ -33,8 +33,9 @@ pub struct Wanted<'a> {
 }
 
 /// Ready means: a one-shot that exited 0 (compose's `up --wait` wrongly calls that a failure); running
-/// when only a start is wanted; else the first of Docker's `healthy` and the probe's answer; running
-/// when it has neither a healthcheck nor a probe. A probe is never skipped for Docker's word on a
+/// when only a start is wanted; else the first of Docker's `healthy` and the probe's answer, the probe
+/// counting only while Docker does not call it unhealthy; running when it has neither a healthcheck
+/// nor a probe. A probe is never skipped for Docker's word on a
 /// service without a healthcheck: Traefik runs long before it routes.
 pub async fn wait_ready(
     target: &Target,
@@ -82,15 +83,26 @@ pub async fn wait_ready(
                 if health == Some(HealthStatusEnum::HEALTHY) {
                     return Ok(Readiness::Ready(ReadyBy::Healthy, docker_health));
                 }
-                match wanted.probe {
-                    Some(probe) => match prober.once(target, container, &info, probe).await {
-                        Ok(()) => return Ok(Readiness::Ready(ReadyBy::Probe, docker_health)),
-                        Err(why) => last_probe = Some(format!("{}: {why}", probe.describe())),
-                    },
-                    None if !has_health => {
-                        return Ok(Readiness::Ready(ReadyBy::Running, docker_health))
+                // Docker calls it unhealthy: whatever the probe answers, it is not ready until Docker's
+                // own check passes again, as status and bench read Docker's word (after `docker pause`
+                // Docker says unhealthy at once, and after the unpause until its next check, up to one
+                // --health-interval: a deploy then called the app ready and the bench refused it).
+                if health == Some(HealthStatusEnum::UNHEALTHY) {
+                    last_probe = Some(
+                        "Docker calls it unhealthy: waiting for Docker's own healthcheck to pass again"
+                            .into(),
+                    );
+                } else {
+                    match wanted.probe {
+                        Some(probe) => match prober.once(target, container, &info, probe).await {
+                            Ok(()) => return Ok(Readiness::Ready(ReadyBy::Probe, docker_health)),
+                            Err(why) => last_probe = Some(format!("{}: {why}", probe.describe())),
+                        },
+                        None if !has_health => {
+                            return Ok(Readiness::Ready(ReadyBy::Running, docker_health))
+                        }
+                        None => {}
                     }
-                    None => {}
                 }
             }
             _ => {}

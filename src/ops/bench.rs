@@ -19,7 +19,10 @@ use crate::status::{self, report as status_report, Deployed};
 use crate::sut::{Target, TargetSpec};
 use exectl_core::bench::cpu::busiest;
 use exectl_core::bench::results::{REPORT, TIMELINE};
-use exectl_core::bench::{AppThreads, CpuScale, Results, RunState, SamplerCost, Slos, Verdict};
+use exectl_core::bench::{
+    AppThreads, CpuScale, InstanceSample, Results, RunState, SamplerCost, Slos, Verdict,
+};
+use exectl_core::footprint::AppImage;
 
 /// The real app drops an empty room this long after its last client left (contract §2).
 const ROOM_CLEANUP: Duration = Duration::from_secs(30);
@@ -104,8 +107,22 @@ pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Res
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    // A browser that cannot start here is the client's problem: said before any load, not measured
+    // as the SUT failing every level.
+    if let Some(b) = &browser {
+        rt.block_on(crate::browser::check(&b.chromium))
+            .map_err(|why| {
+                exectl_core::error::UsageError::new(
+                    "--browser-probe",
+                    b.chromium.display(),
+                    format!("the browser could not start: {why}"),
+                    "point EXECTL_CHROMIUM at a headless Chromium that runs here (bash scripts/packages.sh installs Debian's chromium), or bench without --browser-probe",
+                )
+            })?;
+    }
     let target = rt.block_on(Target::connect(spec))?;
     let deployed = status::read_deployed(&target, &stack)?;
+    let services = deployed.services.clone();
     let deployed_nginx = deployed.services.iter().any(|s| s == "nginx");
     // One bench (or deploy, prepare, teardown) of the stack at a time, from any machine.
     let lock = rt.block_on(crate::engine::remote_lock::lock_stack(
@@ -114,7 +131,7 @@ pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Res
         "exectl bench",
         false,
     ))?;
-    rt.block_on(ready_and_idle(&target, &stack, &deployed, settle))?;
+    let ghosts = rt.block_on(ready_and_idle(&target, &stack, &deployed, settle, progress))?;
     let bundle = spec.bundle_dir(&stack);
     let started_unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -150,7 +167,11 @@ pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Res
         true => rt.block_on(nginx_workers(&target, &stack)),
         false => None,
     };
-    let (nginx_capacity, cpu_scale) = (record.nginx_capacity(workers), record.cpu_scale(host_cpus));
+    let app_image = rt.block_on(app_image(&target, &stack, &services, &record.app_image));
+    let (nginx_capacity, cpu_scale) = (
+        record.nginx_capacity(workers),
+        record.cpu_scale(&app_image, host_cpus),
+    );
     let generator_local = !target.is_remote();
     progress.event(Event::Step(&format!(
         "exectl bench {run_id}: {scenario} on {stack} ({target_name}), levels {levels_text}, hold {:?} of all users at once, ramp {:?}; results in {}",
@@ -199,29 +220,56 @@ pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Res
         cpu: cpu_scale.clone(),
         generator_local,
         browser,
+        ghosts,
     };
-    let mut lock_lost = None;
-    let ran = bench::run(plan, &sampler, |d| {
-        progress.event(Event::Step(&level_line(&d, &cpu_scale)));
-        results.levels.push(d.result.clone());
-        results.verdict = Verdict::of(&results.levels, &levels);
-        results.duration_s = t0.elapsed().as_secs_f64();
-        out.save(&results, d.samples)?;
-        // A `--break-lock` from someone else: stop before the next level. A check that could not read
-        // the lock is a blip of the link (the sampler says when it is lost for good): checked again
-        // after the next level.
-        match lock.still_held() {
-            Err(e) if e.downcast_ref::<crate::engine::lock::LockLost>().is_some() => {
-                stop.stop("the stack's lock was taken over");
-                lock_lost = Some(e);
+    let lock_lost: std::sync::Mutex<Option<anyhow::Error>> = Default::default();
+    // A `--break-lock` from someone else (a teardown) stops the running level at once: it is
+    // interrupted (taken over), not the stack failing. A check that could not read the lock is a blip
+    // of the link (the sampler says when it is lost for good): checked again next time.
+    let taken_over = |when: &str| {
+        if let Err(e) = lock.still_held() {
+            match e.downcast_ref::<crate::engine::lock::LockLost>() {
+                Some(l) => {
+                    stop.stop(format!("the stack's lock was taken over by {}", l.taken_by));
+                    lock_lost.lock().unwrap().get_or_insert(e);
+                }
+                None => progress.event(Event::Note(&format!(
+                    "warning: could not check the stack's lock {when}: {e:#}"
+                ))),
             }
-            Err(e) => progress.event(Event::Note(&format!(
-                "warning: could not check the stack's lock after this level: {e:#}"
-            ))),
-            Ok(()) => {}
         }
-        Ok(())
+    };
+    let clients = || rt.block_on(client_sockets(&target, &stack, &services));
+    let watching = std::sync::atomic::AtomicBool::new(true);
+    let every = match target.is_remote() {
+        // Each read of the SUT's lock is an exec over SSH.
+        true => Duration::from_secs(5),
+        false => Duration::from_secs(1),
+    };
+    let ran = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut last = std::time::Instant::now();
+            while watching.load(std::sync::atomic::Ordering::Acquire) && stop.why().is_none() {
+                std::thread::sleep(Duration::from_millis(100));
+                if last.elapsed() >= every {
+                    last = std::time::Instant::now();
+                    taken_over("during the level");
+                }
+            }
+        });
+        let ran = bench::run(plan, &sampler, &clients, |d| {
+            progress.event(Event::Step(&level_line(&d, &cpu_scale)));
+            results.levels.push(d.result.clone());
+            results.verdict = Verdict::of(&results.levels, &levels);
+            results.duration_s = t0.elapsed().as_secs_f64();
+            out.save(&results, d.samples)?;
+            taken_over("after this level");
+            Ok(())
+        });
+        watching.store(false, std::sync::atomic::Ordering::Release);
+        ran
     });
+    let lock_lost = lock_lost.into_inner().unwrap();
     let finished = sampler.stop();
     results.levels = ran.levels;
     results.verdict = Verdict::of(&results.levels, &levels);
@@ -313,19 +361,44 @@ impl Recorded {
         Some(self.worker_connections? * workers? as u64)
     }
 
-    fn cpu_scale(&self, host_cpus: Option<f64>) -> CpuScale {
+    fn cpu_scale(&self, image: &AppImage, host_cpus: Option<f64>) -> CpuScale {
         CpuScale {
             host_cpus,
-            app_threads: exectl_core::footprint::app_threads(
-                &self.app_image,
-                self.fault.as_deref(),
-            )
-            .map(|(cpus, why)| AppThreads {
-                cpus,
-                why: why.into(),
-            }),
+            app_threads: exectl_core::footprint::app_threads(image, self.fault.as_deref()).map(
+                |(cpus, why)| AppThreads {
+                    cpus,
+                    why: why.into(),
+                },
+            ),
         }
     }
+}
+
+/// The app instances' image as the engine describes it (its command and labels), read once from the
+/// first instance's; by its name only when it cannot be read.
+async fn app_image(target: &Target, stack: &str, services: &[String], name: &str) -> AppImage {
+    let read = async {
+        let first = services.iter().find(|s| exectl_core::status::is_app(s))?;
+        let (engine, container) = target.locate(stack, first).await.ok()?;
+        let info = engine
+            .docker
+            .inspect_container(&container, None)
+            .await
+            .ok()?;
+        let image = engine
+            .docker
+            .inspect_image(info.image.as_deref()?)
+            .await
+            .ok()?;
+        let config = image.config?;
+        Some(AppImage {
+            reference: name.into(),
+            entrypoint: config.entrypoint.unwrap_or_default(),
+            cmd: config.cmd.unwrap_or_default(),
+            labels: config.labels.unwrap_or_default().into_iter().collect(),
+        })
+    };
+    read.await.unwrap_or_else(|| AppImage::named(name))
 }
 
 /// The LB's worker processes, counted on the engine that runs it (None when they could not be: its
@@ -372,56 +445,136 @@ fn level_line(d: &Done, cpu: &CpuScale) -> String {
         l.figures.users,
         l.figures.failures.values().sum::<u64>(),
         busiest,
-        if l.passed {
-            "pass".to_string()
-        } else {
-            format!("FAIL: {}", l.reasons.join("; "))
-        }
+        l.result_text()
     )
 }
 
-/// Before level 1: every service of the stack running (none unhealthy), every instance answering, and
-/// none holding a connection or a room (waited for up to `settle`): a bench measures its own users only.
+/// The client sockets open to the stack (`bench::clients`), None when they could not be read within
+/// 10 s (a link that stalls must not stall the bench: it says so itself).
+async fn client_sockets(target: &Target, stack: &str, services: &[String]) -> Option<u64> {
+    let count = crate::bench::clients::count(target, stack, services);
+    tokio::time::timeout(Duration::from_secs(10), count)
+        .await
+        .ok()?
+        .ok()
+}
+
+/// How long the instances' counts must stay unchanged, with no client socket open, before what they
+/// count is taken for ghosts (a close the app has not handled yet is no ghost).
+const GHOSTS_STEADY: Duration = Duration::from_secs(3);
+
+/// Before level 1: every service of the stack running, every instance answering, Docker calling none
+/// unhealthy, and none holding a connection or a room: a bench measures its own users only. What clears
+/// on its own is waited for, up to `settle`: sockets and rooms closing (the app drops an empty room
+/// 30 s after its last client), and an instance Docker still calls unhealthy while it answers (after a
+/// pause Docker keeps "unhealthy" until its next check: deploy waits for that check too,
+/// `engine::wait`). What the instances still count when no client socket is open to the stack
+/// (`bench::clients`) is no client: connections no socket holds are ghosts, the app's leak; rooms with
+/// no connection are waiting for their cleanup, or leaked. The bench measures from them (returned,
+/// and said) instead of refusing a build that leaks; a client's sockets are still waited for, then
+/// refused.
 async fn ready_and_idle(
     target: &Target,
     stack: &str,
     deployed: &Deployed,
     settle: Duration,
-) -> Result<()> {
+    progress: &dyn Progress,
+) -> Result<Vec<InstanceSample>> {
     let deadline = tokio::time::Instant::now() + settle;
+    // The counts seen with no client socket open, and since when.
+    let mut steady: Option<(Vec<InstanceSample>, tokio::time::Instant)> = None;
     loop {
         let r = status_report::assess(
             status::observe_stack(target, stack, deployed).await?,
             true,
             false,
         );
-        let mut problems = r.problems.clone();
-        problems.extend(
-            r.services
-                .iter()
-                .filter(|s| s.health == "unhealthy")
-                .map(|s| format!("{} is unhealthy (Docker's healthcheck fails)", s.name)),
-        );
-        if problems.is_empty() {
-            return Ok(());
-        }
-        let waiting_for_idle = problems
+        let (idle, hard): (Vec<String>, Vec<String>) = r
+            .problems
             .iter()
-            .all(|p| p.contains(exectl_core::status::NOT_IDLE));
-        if !waiting_for_idle || tokio::time::Instant::now() >= deadline {
+            .cloned()
+            .partition(|p| p.contains(exectl_core::status::NOT_IDLE));
+        let unhealthy: Vec<String> = r
+            .services
+            .iter()
+            .filter(|s| s.health == "unhealthy")
+            .map(|s| format!("{} is unhealthy (Docker's healthcheck fails)", s.name))
+            .collect();
+        // Not running, not answering: nothing to wait for.
+        if !hard.is_empty() {
             anyhow::bail!(
-                "stack {stack} is not ready for a bench{}: {}; fix: {}",
-                if waiting_for_idle {
-                    format!(" after waiting {:?} (--settle)", settle)
-                } else {
-                    String::new()
-                },
-                problems.join("; "),
-                if waiting_for_idle {
-                    "another client (or a bench that was killed) still holds sockets, or the app leaks them (see exectl status): stop the client or wait for its sockets and rooms to close, or deploy again to start the instances afresh"
-                } else {
-                    "see `exectl status`, and deploy again to converge"
+                "stack {stack} is not ready for a bench: {}; fix: see `exectl status`, and deploy again to converge",
+                hard.iter().chain(&unhealthy).cloned().collect::<Vec<_>>().join("; ")
+            );
+        }
+        if idle.is_empty() && unhealthy.is_empty() {
+            return Ok(vec![]);
+        }
+        let now = tokio::time::Instant::now();
+        let counts: Vec<InstanceSample> = r
+            .instances
+            .iter()
+            .map(|i| InstanceSample {
+                service: i.name.clone(),
+                connections: i.total_connections,
+                rooms: i.rooms_count,
+            })
+            .collect();
+        // Leftovers and no client socket: ghosts, once the counts hold still (or the wait is over).
+        let clients = match idle.is_empty() {
+            true => None,
+            false => client_sockets(target, stack, &deployed.services).await,
+        };
+        if clients == Some(0) {
+            let since = match &steady {
+                Some((seen, t)) if *seen == counts => *t,
+                _ => now,
+            };
+            steady = Some((counts.clone(), since));
+            let ghosts_only = counts.iter().any(|c| c.connections.unwrap_or(0) > 0);
+            if unhealthy.is_empty()
+                && ((ghosts_only && now - since >= GHOSTS_STEADY) || now >= deadline)
+            {
+                let ghosts: Vec<InstanceSample> = counts
+                    .into_iter()
+                    .filter(|c| c.connections.unwrap_or(0) > 0 || c.rooms.unwrap_or(0) > 0)
+                    .collect();
+                progress.event(Event::Note(&format!(
+                    "warning: {} with no client socket open to the stack: connections no socket holds are ghosts an earlier client left (the app leaks them), rooms with no connection wait for their cleanup or leaked; the bench measures from them",
+                    ghosts
+                        .iter()
+                        .map(|g| format!(
+                            "{} counts {} connections and {} rooms",
+                            g.service,
+                            g.connections.unwrap_or(0),
+                            g.rooms.unwrap_or(0)
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+                return Ok(ghosts);
+            }
+        } else {
+            steady = None;
+        }
+        if now >= deadline {
+            let mut problems = unhealthy.clone();
+            let mut fixes = Vec::new();
+            if !unhealthy.is_empty() {
+                fixes.push("an instance Docker still calls unhealthy: see `exectl status` and its healthcheck's log (docker inspect), and deploy again to converge");
+            }
+            if clients != Some(0) {
+                problems.extend(idle.iter().cloned());
+                if let Some(n) = clients {
+                    problems.push(format!("{n} client sockets are open to the stack"));
                 }
+                fixes.push("another client (or a bench that was killed) still holds sockets (see exectl status): stop the client or wait for its sockets and rooms to close");
+            }
+            anyhow::bail!(
+                "stack {stack} is not ready for a bench after waiting {:?} (--settle): {}; fix: {}",
+                settle,
+                problems.join("; "),
+                fixes.join("; ")
             );
         }
         tokio::time::sleep(Duration::from_millis(500)).await;

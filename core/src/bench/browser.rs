@@ -67,6 +67,17 @@ impl BrowserProbe {
         }
     }
 
+    /// Why the probe says nothing of the SUT, when the client's own browser failed: it could not start,
+    /// or gave the probe no result (the `launch` step). None when it ran (finished or not).
+    pub fn client_failure(&self) -> Option<String> {
+        (self.failed_step() == Some("launch")).then(|| {
+            format!(
+                "invalid: the browser probe could not run ({}): a failure of the client's browser, not of the SUT",
+                self.failed.as_deref().unwrap_or_default()
+            )
+        })
+    }
+
     /// The step that did not finish, as `failed` names it ("login", …).
     pub fn failed_step(&self) -> Option<&str> {
         let f = self.failed.as_deref()?;
@@ -96,6 +107,31 @@ mod tests {
         };
         assert!(!partial.finished());
         assert_eq!(partial.failed_step(), Some("sync"));
+    }
+
+    /// Issue #36, 10: a browser that cannot start is the client's failure, not the SUT's.
+    #[test]
+    fn a_browser_that_cannot_start_is_the_clients_failure() {
+        let p = BrowserProbe::failure("launch", "/bin/false exited at start (exit status: 1)");
+        assert_eq!(
+            p.client_failure().as_deref(),
+            Some("invalid: the browser probe could not run (launch: /bin/false exited at start (exit status: 1)): a failure of the client's browser, not of the SUT")
+        );
+        assert_eq!(
+            BrowserProbe::failure("sync", "no answer").client_failure(),
+            None
+        );
+        assert_eq!(BrowserProbe::done(1.0, 1.0, 1.0).client_failure(), None);
+        // Not measured, so the objective is neither met nor failed.
+        let f = crate::bench::LevelFigures {
+            users: 10,
+            held: 10,
+            browser: Some(p),
+            ..Default::default()
+        };
+        let checks = crate::bench::Slos::default().check(&f);
+        let b = checks.iter().find(|c| c.key == "browser").unwrap();
+        assert_eq!((b.measured, b.ok), (None, None));
     }
 
     #[test]

@@ -27,27 +27,49 @@ pub struct LevelDelta {
 }
 
 /// A bench's capacity as its verdict means it: when no level failed, the knee lies beyond the levels
-/// run and the capacity is "at least" the last one.
+/// run and the capacity is "at least" the last one; the app's leak is said beside it (its users were
+/// held: the capacity stands, and the bench failed on the leak).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Capacity {
     pub users: Option<u64>,
     pub at_least: bool,
+    /// No capacity, and why not "none": `not established` (a level below a pass failed), `unknown`
+    /// (the levels below the knee, or every level, were invalid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unknown: Option<&'static str>,
+    /// A level that held its users failed its leak check.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub leaked: bool,
 }
 
 impl Capacity {
     pub fn of(v: &Verdict) -> Capacity {
+        let unknown = match (v.capacity, v.knee) {
+            (Some(_), _) => None,
+            (None, Some(_)) if !v.held_above_knee.is_empty() => Some("not established"),
+            (None, Some(k)) if v.invalid.iter().any(|i| *i < k) => Some("unknown"),
+            (None, None) if !v.invalid.is_empty() => Some("unknown"),
+            (None, _) => None,
+        };
         Capacity {
             users: v.capacity,
             at_least: v.capacity.is_some() && v.knee.is_none(),
+            unknown,
+            leaked: !v.leaked.is_empty(),
         }
     }
 
-    /// `at least 1000`, `1000`, or `none` (the first level failed, or none ran).
+    /// `at least 1000`, `1000`, `not established`, `unknown`, or `none` (the first level failed, or
+    /// none ran); `(the app leaked)` after it when a level that held its users leaked.
     pub fn text(&self) -> String {
-        match (self.users, self.at_least) {
+        let c = match (self.users, self.at_least) {
             (Some(c), true) => format!("at least {c}"),
             (Some(c), false) => c.to_string(),
-            (None, _) => "none".into(),
+            (None, _) => self.unknown.unwrap_or("none").into(),
+        };
+        match self.leaked {
+            true => format!("{c} (the app leaked)"),
+            false => c,
         }
     }
 }
@@ -310,6 +332,30 @@ mod tests {
         assert!(text.contains("500 users: fail -> not run"), "{text}");
         assert!(diff(&a, &a).knobs.is_empty());
         assert!(diff(&a, &a).variables.is_empty());
+    }
+
+    /// `runs list` says a capacity as the verdict means it (issue #36, 7 and 20): a level that held its
+    /// users and leaked is a capacity with a leak, levels that do not rise to a knee no capacity.
+    #[test]
+    fn a_capacity_with_a_leak_and_one_not_established() {
+        let (mut r, _) = super::super::report::tests::example();
+        r.verdict.capacity = Some(500);
+        r.verdict.knee = None;
+        r.verdict.leaked = vec![500];
+        assert_eq!(
+            Capacity::of(&r.verdict).text(),
+            "at least 500 (the app leaked)"
+        );
+        r.verdict.capacity = None;
+        r.verdict.knee = Some(200);
+        r.verdict.leaked = vec![];
+        r.verdict.held_above_knee = vec![500];
+        assert_eq!(Capacity::of(&r.verdict).text(), "not established");
+        r.verdict.held_above_knee = vec![];
+        assert_eq!(Capacity::of(&r.verdict).text(), "none");
+        r.verdict.knee = None;
+        r.verdict.invalid = vec![200];
+        assert_eq!(Capacity::of(&r.verdict).text(), "unknown");
     }
 
     #[test]

@@ -34,9 +34,23 @@ impl CpuScale {
         })
     }
 
-    /// `c`'s CPU as a share of what it can use (1.0: all of it).
+    /// `c`'s CPU as a share of what it can use (1.0: all of it). A figure above what the kernel lets
+    /// the container use — its quota, else the host's CPUs — is the sampling window's artefact, not
+    /// CPU it had: CFS grants the quota per 100 ms period, and a 1 s window between two reads of the
+    /// cgroup's counter cuts periods at both ends, holding up to 11 periods' grants (measured here: a
+    /// busy container under a 0.5-CPU quota read at 93–103 % second by second, each read timed at the
+    /// read; the sampler times the host script's answer, whose delay widens that: 101–108 % seen).
+    /// Such a figure is shown at the limit; the timeline keeps what was read.
     pub fn share(&self, c: &ContainerSample) -> Option<f64> {
-        Some(c.cpu_pct? / (self.usable(c)? * 100.0))
+        let enforced = match (c.cpu_limit, self.host_cpus) {
+            (Some(q), Some(h)) => Some(q.min(h)),
+            (q, h) => q.or(h),
+        };
+        let pct = match enforced {
+            Some(limit) => c.cpu_pct?.min(limit * 100.0),
+            None => c.cpu_pct?,
+        };
+        Some(pct / (self.usable(c)? * 100.0))
     }
 
     /// "92 % of 1 CPU": a container's CPU on this scale, for progress lines and tables.
@@ -166,6 +180,19 @@ mod tests {
             "capped by the host"
         );
         assert_eq!(CpuScale::default().usable(&nginx), None);
+        // Issue #36: 101–108 % of a 0.5 quota is the window cutting CFS periods, shown at the quota;
+        // above one thread of a 2-CPU quota is real CPU (Bun's other threads), kept.
+        let over = c("app-2", 54.0, Some(0.5));
+        assert_eq!(real.show(&over).unwrap(), "100 % of 0.5 CPU");
+        assert_eq!(real.share(&over), Some(1.0));
+        assert_eq!(
+            real.show(&c("app-1", 108.0, Some(2.0))).unwrap(),
+            "108 % of 1 CPU"
+        );
+        assert_eq!(
+            real.show(&c("nginx", 230.0, None)).unwrap(),
+            "100 % of 2 CPUs"
+        );
         let samples = vec![Sample {
             containers: vec![app, c("app-2", 1.0, Some(2.0)), nginx, small.clone()],
             ..Sample::default()

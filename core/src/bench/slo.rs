@@ -316,9 +316,15 @@ pub const OBJECTIVES: [Objective; 10] = [
             get: |s| s.browser_ms,
             set: |s, v| s.browser_ms = v,
         }),
-        measured: "With `--browser-probe`: one real user in headless Chromium during the level's plateau, login → project open → first Yjs sync; a browser that cannot finish fails it.",
+        measured: "With `--browser-probe`: one real user in headless Chromium during the level's plateau, login → project open → first Yjs sync; a browser that cannot finish fails it, one that cannot start (the client's failure) measures nothing and makes the level invalid.",
         scenarios: ALL,
-        figure: |f| f.browser.as_ref().map(|b| b.total_ms.unwrap_or(UNFINISHED)),
+        figure: |f| {
+            let b = f.browser.as_ref()?;
+            match b.client_failure() {
+                Some(_) => None,
+                None => Some(b.total_ms.unwrap_or(UNFINISHED)),
+            }
+        },
     },
     Objective {
         key: "plateau",

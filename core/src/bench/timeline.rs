@@ -223,6 +223,18 @@ impl LevelSpan {
     }
 }
 
+impl InstanceSample {
+    /// "app-1 6 connections / 2 rooms" (an unanswered count as 0).
+    pub fn counts(&self) -> String {
+        format!(
+            "{} {} connections / {} rooms",
+            self.service,
+            self.connections.unwrap_or(0),
+            self.rooms.unwrap_or(0)
+        )
+    }
+}
+
 impl Sample {
     /// Connections the app instances counted, summed (None when any instance did not answer).
     pub fn instance_connections(&self) -> Option<u64> {
@@ -252,12 +264,16 @@ pub struct AtOnce {
     pub unseen_max: u64,
 }
 
-pub fn at_once(span: &LevelSpan, samples: &[Sample]) -> AtOnce {
+/// The instances' counts over the level, less what they counted before it with no socket open
+/// (`ghosts`: an earlier client's leaked connections, which no socket of this level holds).
+pub fn at_once(span: &LevelSpan, samples: &[Sample], ghosts: &[InstanceSample]) -> AtOnce {
+    let before: u64 = ghosts.iter().filter_map(|g| g.connections).sum();
     let mut a = AtOnce::default();
     for s in span.during(samples) {
         let Some(sum) = s.instance_connections() else {
             continue;
         };
+        let sum = sum.saturating_sub(before);
         a.peak = a.peak.max(Some(sum));
         if (span.hold_ms..=span.hold_end_ms).contains(&s.t_ms) && span.hold_end_ms > span.hold_ms {
             a.min_in_hold = Some(a.min_in_hold.map_or(sum, |m| m.min(sum)));
@@ -407,22 +423,33 @@ mod tests {
             settled_ms: 7000,
         };
         let matched: Vec<Sample> = (1..=5).map(|s| at(s * 1000, 100, 100)).collect();
-        let a = at_once(&span, &matched);
+        let a = at_once(&span, &matched, &[]);
         assert_eq!((a.peak, a.min_in_hold), (Some(100), Some(100)));
         assert_eq!((a.unseen(), a.foreign()), (None, None));
         // One sample short (a socket closing between the two counts) is no finding; two are.
         let mut short = matched.clone();
         short[1] = at(2000, 99, 100);
-        assert_eq!(at_once(&span, &short).unseen(), None);
+        assert_eq!(at_once(&span, &short, &[]).unseen(), None);
         short[2] = at(3000, 60, 100);
-        let a = at_once(&span, &short);
+        let a = at_once(&span, &short, &[]);
         assert_eq!(
             a.unseen().unwrap(),
             "the app instances counted up to 40 fewer connections than the generator had open, in 2 samples of the hold (as few as 60 in all): sockets open at the generator that no instance held"
         );
         assert_eq!(a.foreign(), None);
+        // Ghosts an earlier client left (connections no socket holds) are no other client: the level's
+        // counts are measured from them (issue #36, 18).
+        let ghost = [InstanceSample {
+            service: "app-1".into(),
+            connections: Some(3),
+            rooms: Some(3),
+        }];
+        let haunted: Vec<Sample> = (1..=5).map(|s| at(s * 1000, 103, 100)).collect();
+        assert!(at_once(&span, &haunted, &[]).foreign().is_some());
+        let a = at_once(&span, &haunted, &ghost);
+        assert_eq!((a.foreign(), a.unseen(), a.peak), (None, None, Some(100)));
         // Outside the hold (the ramp, the close) the counts may differ.
         let ramping = vec![at(500, 10, 50), at(5500, 0, 100), at(5800, 0, 100)];
-        assert_eq!(at_once(&span, &ramping).unseen(), None);
+        assert_eq!(at_once(&span, &ramping, &[]).unseen(), None);
     }
 }

@@ -18,6 +18,10 @@ pub struct LeakCheck {
     /// Each instance's last counts.
     pub instances: Vec<InstanceSample>,
     pub detail: String,
+    /// A failed check: the client sockets still open to the stack (front door and instances) when it
+    /// ended — 0: what the instances still count is held by no socket (ghosts). None: not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sockets: Option<u64>,
 }
 
 impl LeakCheck {
@@ -28,11 +32,18 @@ impl LeakCheck {
             waited_ms: 0,
             instances: vec![],
             detail: format!("not run: {why}"),
+            sockets: None,
         }
     }
 
-    /// Judge the last counts read after waiting `waited_ms`.
-    pub fn judge(instances: Vec<InstanceSample>, waited_ms: u64) -> LeakCheck {
+    /// Judge the last counts read after waiting `waited_ms`, against what each instance counted before
+    /// the level with no socket open (`ghosts`: a leak of earlier clients, the level's baseline): an
+    /// instance back at its baseline is clean.
+    pub fn judge(
+        instances: Vec<InstanceSample>,
+        waited_ms: u64,
+        ghosts: &[InstanceSample],
+    ) -> LeakCheck {
         let unanswered: Vec<&str> = instances
             .iter()
             .filter(|i| i.connections.is_none() || i.rooms.is_none())
@@ -40,14 +51,13 @@ impl LeakCheck {
             .collect();
         let left: Vec<String> = instances
             .iter()
-            .filter(|i| i.connections.unwrap_or(0) > 0 || i.rooms.unwrap_or(0) > 0)
+            .filter(|i| above(i, ghosts) != (0, 0))
             .map(|i| {
-                format!(
-                    "{} {} connections / {} rooms",
-                    i.service,
-                    i.connections.unwrap_or(0),
-                    i.rooms.unwrap_or(0)
-                )
+                let before = match baseline(&i.service, ghosts) {
+                    (0, 0) => String::new(),
+                    (c, r) => format!(" ({c} / {r} of them from before this level)"),
+                };
+                format!("{}{before}", i.counts())
             })
             .collect();
         let (ok, detail) = if !left.is_empty() {
@@ -69,6 +79,17 @@ impl LeakCheck {
                     unanswered.join(", ")
                 ),
             )
+        } else if ghosts
+            .iter()
+            .any(|g| baseline(&g.service, ghosts) != (0, 0))
+        {
+            (
+                Some(true),
+                format!(
+                    "every instance back at what it counted before the level (its ghosts) after {:.1} s",
+                    waited_ms as f64 / 1000.0
+                ),
+            )
         } else {
             (
                 Some(true),
@@ -83,6 +104,104 @@ impl LeakCheck {
             waited_ms,
             instances,
             detail,
+            sockets: None,
+        }
+    }
+
+    /// Every instance is back at its baseline (`ghosts`): the leak check's wait may end.
+    pub fn settled(instances: &[InstanceSample], ghosts: &[InstanceSample]) -> bool {
+        !instances.is_empty()
+            && instances
+                .iter()
+                .all(|i| i.connections.is_some() && i.rooms.is_some() && above(i, ghosts) == (0, 0))
+    }
+
+    /// What the instances counted beyond their baseline when the check ended: (connections, rooms) left
+    /// by this level.
+    pub fn left(&self, ghosts: &[InstanceSample]) -> (u64, u64) {
+        self.instances
+            .iter()
+            .map(|i| above(i, ghosts))
+            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+    }
+
+    /// The client sockets open to the stack when a failed check ended (`sockets`), said: none means the
+    /// instances count connections no socket holds — ghosts, the app's leak.
+    pub fn with_sockets(mut self, sockets: Option<u64>) -> LeakCheck {
+        if self.ok == Some(false) {
+            self.sockets = sockets;
+            match sockets {
+                Some(0) => self.detail.push_str(
+                    "; no client socket is open to the stack: the app counts connections that no longer exist (ghosts: it leaked them)",
+                ),
+                Some(n) => self.detail.push_str(&format!(
+                    "; {n} client socket{} still open to the stack",
+                    if n == 1 { " is" } else { "s are" }
+                )),
+                None => {}
+            }
+        }
+        self
+    }
+}
+
+/// An instance's baseline: what it counted with no socket open before the level.
+fn baseline(service: &str, ghosts: &[InstanceSample]) -> (u64, u64) {
+    ghosts
+        .iter()
+        .find(|g| g.service == service)
+        .map_or((0, 0), |g| {
+            (g.connections.unwrap_or(0), g.rooms.unwrap_or(0))
+        })
+}
+
+/// What an instance counts beyond its baseline (connections, rooms).
+fn above(i: &InstanceSample, ghosts: &[InstanceSample]) -> (u64, u64) {
+    let (c, r) = baseline(&i.service, ghosts);
+    (
+        i.connections.unwrap_or(0).saturating_sub(c),
+        i.rooms.unwrap_or(0).saturating_sub(r),
+    )
+}
+
+/// What a level says of the capacity question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Every objective held and the leak check passed.
+    Pass,
+    /// Every objective held (its users held at once), but the leak check failed: the level counts for
+    /// the capacity, and the app's leak is a defect the verdict fails on.
+    Leaked,
+    /// Every objective held, but the leak check could not run: counts for the capacity, not a pass.
+    LeakUnchecked,
+    /// An objective failed, or an instance exited, restarted or was paused: a knee.
+    Fail,
+    /// The level cannot count, whatever its figures (another client on the stack, the client's own
+    /// browser failing): neither a pass nor a knee.
+    Invalid,
+    /// The bench was stopped while it ran: neither a pass nor a knee.
+    Interrupted,
+}
+
+impl Outcome {
+    /// Its users were held: the capacity question answered yes, whatever the leak check said.
+    pub fn held(self) -> bool {
+        matches!(
+            self,
+            Outcome::Pass | Outcome::Leaked | Outcome::LeakUnchecked
+        )
+    }
+
+    /// As the report's levels table and the terminal say it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Leaked => "held; leaked",
+            Outcome::LeakUnchecked => "held; leak unchecked",
+            Outcome::Fail => "fail",
+            Outcome::Invalid => "invalid",
+            Outcome::Interrupted => "interrupted",
         }
     }
 }
@@ -102,6 +221,14 @@ pub struct LevelResult {
     /// The bench was stopped (SIGINT/SIGTERM) while this level ran: its figures are partial, it did not pass.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// What the level says of the capacity (None in results written before it: `outcome()` reads the
+    /// older fields).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
+    /// What the instances counted before the level with no socket open to the stack (ghosts of earlier
+    /// clients: the app's leak): the level's counts, its leak check included, are measured from them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ghosts: Vec<InstanceSample>,
 }
 
 /// What else than the objectives and the leak check decides a level.
@@ -117,9 +244,12 @@ pub struct Besides {
 
 impl LevelResult {
     /// A level passes when every measured objective holds, its leak check passed (a leak check that
-    /// could not run is no pass), nothing made it invalid and it ran to its end. The limiting component
-    /// is looked for only when the level failed on capacity (an objective: held, refused, latencies,
-    /// the plateau); a level that failed only its leak check names the leak.
+    /// could not run is no pass), nothing made it invalid and it ran to its end. Its outcome says what
+    /// it tells of the capacity: a stop makes it interrupted, anything that makes it invalid (another
+    /// client, the client's own tool) invalid, a failed objective or incident a failure (a knee); a
+    /// level whose objectives all held but whose leak check failed held its users (`Leaked`). The
+    /// limiting component is looked for only when the level failed on capacity (an objective: held,
+    /// refused, latencies, the plateau); a level that failed only its leak check names the leak.
     pub fn judge(
         span: LevelSpan,
         figures: LevelFigures,
@@ -174,14 +304,23 @@ impl LevelResult {
             None => reasons.push(format!("leak check could not run: {}", leak.detail)),
         }
         let passed = reasons.is_empty();
-        let limiting = if passed || besides.interrupted.is_some() {
-            None
+        let outcome = if besides.interrupted.is_some() {
+            Outcome::Interrupted
+        } else if !besides.invalid.is_empty() {
+            Outcome::Invalid
         } else if capacity {
-            Some(limiting())
-        } else if leak.ok == Some(false) && besides.invalid.is_empty() {
-            Some(Limiting::leak(&leak.detail))
+            Outcome::Fail
         } else {
-            None
+            match leak.ok {
+                Some(true) => Outcome::Pass,
+                Some(false) => Outcome::Leaked,
+                None => Outcome::LeakUnchecked,
+            }
+        };
+        let limiting = match outcome {
+            Outcome::Fail => Some(limiting()),
+            Outcome::Leaked => Some(Limiting::leak(&leak.detail)),
+            _ => None,
         };
         LevelResult {
             users: span.users,
@@ -193,6 +332,44 @@ impl LevelResult {
             reasons,
             limiting,
             interrupted: besides.interrupted.is_some(),
+            outcome: Some(outcome),
+            ghosts: vec![],
+        }
+    }
+
+    /// The ghosts it was measured from (see `ghosts`).
+    pub fn with_ghosts(mut self, ghosts: Vec<InstanceSample>) -> LevelResult {
+        self.ghosts = ghosts;
+        self
+    }
+
+    /// What the level says of the capacity; results written before `outcome` was recorded knew only
+    /// pass, interrupted and fail.
+    pub fn outcome(&self) -> Outcome {
+        self.outcome.unwrap_or(if self.passed {
+            Outcome::Pass
+        } else if self.interrupted {
+            Outcome::Interrupted
+        } else {
+            Outcome::Fail
+        })
+    }
+
+    /// "pass", or the outcome's word in capitals with the reasons: the line the terminal prints when a
+    /// level ends.
+    pub fn result_text(&self) -> String {
+        match self.outcome() {
+            Outcome::Pass => "pass".into(),
+            o => {
+                // "INVALID: another client …", not "INVALID: invalid: another client …".
+                let prefix = format!("{}: ", o.word());
+                let reasons: Vec<&str> = self
+                    .reasons
+                    .iter()
+                    .map(|r| r.strip_prefix(&prefix).unwrap_or(r))
+                    .collect();
+                format!("{}: {}", o.word().to_uppercase(), reasons.join("; "))
+            }
         }
     }
 }
@@ -200,13 +377,29 @@ impl LevelResult {
 /// The bench's answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
-    /// The highest level such that it and every level below it passed (None: the first level failed).
+    /// The highest level such that it and every level below it held its users (invalid levels, which
+    /// say nothing, skipped), when no level above a failed one held (None: the first level judged
+    /// failed, none was judged, or the capacity is not established).
     pub capacity: Option<u64>,
     /// The first level that failed, with its reasons and limiting component.
     pub knee: Option<u64>,
     /// The level the bench was stopped in (SIGINT/SIGTERM, a lost SUT link): neither a pass nor a knee.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<u64>,
+    /// Levels that could not count (another client, the client's own browser): neither pass nor knee.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invalid: Vec<u64>,
+    /// Levels that held their users but failed their leak check: they count for the capacity, and the
+    /// verdict fails on the app's leak, a defect.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub leaked: Vec<u64>,
+    /// Levels that held their users but whose leak check could not run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub leak_unchecked: Vec<u64>,
+    /// Levels above the knee that held their users (`--continue-after-fail`): a level below a pass
+    /// failed, so the capacity is not established.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held_above_knee: Vec<u64>,
     pub reasons: Vec<String>,
     pub limiting: Option<Limiting>,
     /// One line for the top of the report and the terminal.
@@ -216,68 +409,209 @@ pub struct Verdict {
 impl Verdict {
     pub fn of(levels: &[LevelResult], asked: &[u64]) -> Verdict {
         // A level cut short by a stop says nothing of the SUT: the verdict is of the levels before it.
-        let interrupted = levels.last().filter(|l| l.interrupted);
+        let interrupted = levels
+            .last()
+            .filter(|l| l.outcome() == Outcome::Interrupted);
         let judged = &levels[..levels.len() - interrupted.is_some() as usize];
-        let first_fail = judged.iter().position(|l| !l.passed);
-        let passed_before = &judged[..first_fail.unwrap_or(judged.len())];
-        let capacity = passed_before.last().map(|l| l.users);
+        let first_fail = judged.iter().position(|l| l.outcome() == Outcome::Fail);
         let knee = first_fail.map(|i| &judged[i]);
+        let below = &judged[..first_fail.unwrap_or(judged.len())];
+        let above: Vec<&LevelResult> = first_fail
+            .map(|i| {
+                judged[i + 1..]
+                    .iter()
+                    .filter(|l| l.outcome().held())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let held_below = below.iter().rev().find(|l| l.outcome().held());
+        // A level below a pass failed: the levels do not rise to a knee, no capacity is established.
+        let capacity = match above.is_empty() {
+            true => held_below.map(|l| l.users),
+            false => None,
+        };
+        let of = |o: Outcome| -> Vec<&LevelResult> {
+            judged.iter().filter(|l| l.outcome() == o).collect()
+        };
+        let (invalid, leaked, unchecked) = (
+            of(Outcome::Invalid),
+            of(Outcome::Leaked),
+            of(Outcome::LeakUnchecked),
+        );
         let not_run: Vec<String> = asked
             .iter()
             .filter(|u| !levels.iter().any(|l| l.users == **u))
             .map(u64::to_string)
             .collect();
-        let not_run_text = || match not_run.is_empty() {
-            true => String::new(),
-            false => format!("; levels not run: {}", not_run.join(", ")),
-        };
-        let held = || match capacity {
-            Some(c) => format!("capacity {c} users"),
-            None => "no level passed".to_string(),
-        };
-        let headline = match (capacity, knee, interrupted) {
-            (_, Some(k), _) => {
-                let by = match &k.limiting {
-                    Some(l) if l.generator_bound => format!("; generator-bound: {}", l.detail),
-                    Some(l) => format!("; limiting component: {}", l.component),
-                    None => String::new(),
-                };
-                format!(
-                    "{}; {} users failed ({}){by}{}",
-                    held(),
-                    k.users,
-                    k.reasons.join("; "),
-                    not_run_text()
-                )
-            }
-            (c, None, Some(i)) => format!(
-                "interrupted during the {} users level ({}); capacity {} so far{}",
-                i.users,
-                i.reasons
-                    .iter()
-                    .find_map(|r| r.strip_prefix("interrupted: "))
-                    .unwrap_or("stopped"),
-                c.map_or("unknown".into(), |c| format!("at least {c} users")),
-                not_run_text()
-            ),
-            (Some(c), None, None) if not_run.is_empty() => {
-                format!("capacity at least {c} users: every level passed (the knee lies beyond)")
-            }
-            (c, None, None) => format!(
-                "capacity {} users so far{}",
-                c.map_or("unknown".into(), |c| c.to_string()),
-                not_run_text()
-            ),
-        };
+        let mut parts = vec![headline(
+            levels,
+            capacity,
+            knee,
+            &above,
+            interrupted,
+            below.iter().any(|l| l.outcome() == Outcome::Invalid),
+            !not_run.is_empty(),
+            judged.iter().all(|l| l.outcome() == Outcome::Pass),
+        )];
+        // The app's leak is said apart from the capacity: the users were held, the app leaked.
+        if let Some(first) = leaked.first() {
+            let each: Vec<String> = leaked
+                .iter()
+                .map(|l| {
+                    let (c, r) = l.leak.left(&l.ghosts);
+                    format!(
+                        "{c} connections and {r} rooms in the {} users level",
+                        l.users
+                    )
+                })
+                .collect();
+            parts.push(format!(
+                "but the app leaked {}, whose users it held ({})",
+                each.join(", "),
+                leak_reason(first)
+            ));
+        }
+        for l in &unchecked {
+            parts.push(format!(
+                "the {} users level held its users, but its {}",
+                l.users,
+                leak_reason(l)
+            ));
+        }
+        for l in &invalid {
+            let why: Vec<&str> = l
+                .reasons
+                .iter()
+                .map(|r| r.strip_prefix("invalid: ").unwrap_or(r))
+                .collect();
+            parts.push(format!(
+                "the {} users level is invalid: {}",
+                l.users,
+                why.join("; ")
+            ));
+        }
+        if !not_run.is_empty() {
+            parts.push(format!("levels not run: {}", not_run.join(", ")));
+        }
+        let users = |v: &[&LevelResult]| v.iter().map(|l| l.users).collect::<Vec<_>>();
         Verdict {
             capacity,
             knee: knee.map(|k| k.users),
             interrupted: interrupted.map(|l| l.users),
+            invalid: users(&invalid),
+            leaked: users(&leaked),
+            leak_unchecked: users(&unchecked),
+            held_above_knee: users(&above),
             reasons: knee.map(|k| k.reasons.clone()).unwrap_or_default(),
             limiting: knee.and_then(|k| k.limiting.clone()),
-            headline,
+            headline: parts.join("; "),
         }
     }
+
+    /// The capacity as the report's verdict says it first: "Capacity: 200 users", "Capacity: at least
+    /// 10000 users", "Capacity: not established (…)", "Capacity: unknown (…)".
+    pub fn capacity_line(&self) -> String {
+        match (self.capacity, self.knee) {
+            (Some(c), Some(_)) => format!("Capacity: {c} users"),
+            (Some(c), None) => format!("Capacity: at least {c} users"),
+            (None, Some(k)) if !self.held_above_knee.is_empty() => format!(
+                "Capacity: not established ({k} users failed below a level that held its users)"
+            ),
+            (None, Some(k)) if self.invalid.iter().any(|i| *i < k) => {
+                format!("Capacity: unknown (below {k} users; the levels below it were invalid)")
+            }
+            (None, Some(_)) => "Capacity: below the first level".to_string(),
+            (None, None) if !self.invalid.is_empty() => {
+                "Capacity: unknown (every level run was invalid)".to_string()
+            }
+            (None, None) => "Capacity: not measured yet".to_string(),
+        }
+    }
+
+    /// Something the levels ran into fails the verdict: a knee, the app's leak (or a leak check that
+    /// could not run), an invalid level.
+    pub fn fails(&self) -> bool {
+        self.knee.is_some()
+            || !self.leaked.is_empty()
+            || !self.leak_unchecked.is_empty()
+            || !self.invalid.is_empty()
+    }
+}
+
+/// The verdict's first part: what the levels say of the capacity.
+#[allow(clippy::too_many_arguments)]
+fn headline(
+    levels: &[LevelResult],
+    capacity: Option<u64>,
+    knee: Option<&LevelResult>,
+    above: &[&LevelResult],
+    interrupted: Option<&LevelResult>,
+    invalid_below: bool,
+    not_run: bool,
+    all_passed: bool,
+) -> String {
+    let place = |l: &LevelResult| {
+        let i = levels.iter().position(|x| std::ptr::eq(x, l)).unwrap_or(0);
+        format!("level {} ({} users)", i + 1, l.users)
+    };
+    if let Some(k) = knee {
+        let by = match &k.limiting {
+            Some(l) if l.generator_bound => format!("; generator-bound: {}", l.detail),
+            Some(l) => format!("; limiting component: {}", l.component),
+            None => String::new(),
+        };
+        if !above.is_empty() {
+            let held: Vec<String> = above.iter().map(|l| place(l)).collect();
+            return format!(
+                "{} failed ({}){by}; {} held {} users; capacity not established: a level below a pass failed",
+                place(k),
+                k.reasons.join("; "),
+                held.join(", "),
+                if above.len() == 1 { "its" } else { "their" }
+            );
+        }
+        let held = match capacity {
+            Some(c) => format!("capacity {c} users"),
+            None if invalid_below => "capacity unknown (the levels below were invalid)".into(),
+            None => "no level passed".to_string(),
+        };
+        return format!(
+            "{held}; {} users failed ({}){by}",
+            k.users,
+            k.reasons.join("; ")
+        );
+    }
+    if let Some(i) = interrupted {
+        return format!(
+            "interrupted during the {} users level ({}); capacity {} so far",
+            i.users,
+            i.reasons
+                .iter()
+                .find_map(|r| r.strip_prefix("interrupted: "))
+                .unwrap_or("stopped"),
+            capacity.map_or("unknown".into(), |c| format!("at least {c} users"))
+        );
+    }
+    match capacity {
+        Some(c) if !not_run && all_passed => {
+            format!("capacity at least {c} users: every level passed (the knee lies beyond)")
+        }
+        Some(c) if !not_run => {
+            format!("capacity at least {c} users held at once (the knee lies beyond)")
+        }
+        Some(c) => format!("capacity at least {c} users so far"),
+        None if levels.is_empty() => "capacity unknown so far".into(),
+        None => "capacity unknown: no level that ran could count".into(),
+    }
+}
+
+/// The level's reason that is its leak check's ("leak check failed: still open after 45 s: …").
+fn leak_reason(l: &LevelResult) -> String {
+    l.reasons
+        .iter()
+        .find(|r| r.starts_with("leak check"))
+        .cloned()
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -304,6 +638,7 @@ mod tests {
         let leak = LeakCheck::judge(
             vec![inst("app-1", Some(leaked), Some(leaked.min(1)))],
             2_000,
+            &[],
         );
         let span = LevelSpan {
             users,
@@ -327,6 +662,7 @@ mod tests {
                 inst("app-2", Some(0), Some(0)),
             ],
             1_500,
+            &[],
         );
         assert_eq!(ok.ok, Some(true), "{}", ok.detail);
         let leak = LeakCheck::judge(
@@ -335,6 +671,7 @@ mod tests {
                 inst("app-2", Some(7), Some(2)),
             ],
             45_000,
+            &[],
         );
         assert_eq!(leak.ok, Some(false));
         assert_eq!(
@@ -344,12 +681,13 @@ mod tests {
         let silent = LeakCheck::judge(
             vec![inst("app-1", Some(0), Some(0)), inst("app-2", None, None)],
             45_000,
+            &[],
         );
         assert_eq!(
             silent.ok, None,
             "an instance that did not answer is not at zero"
         );
-        assert!(LeakCheck::judge(vec![], 0).ok.is_none());
+        assert!(LeakCheck::judge(vec![], 0, &[]).ok.is_none());
     }
 
     #[test]
@@ -383,11 +721,32 @@ mod tests {
             v.headline
         );
 
-        // --continue-after-fail: a later pass does not raise the capacity past a failed level.
+        // --continue-after-fail: a later pass does not raise the capacity past a failed level, and the
+        // verdict says that one passed (issue #36, 7).
         let bumpy = [level(200, 100, 0), level(500, 500, 0)];
         let v = Verdict::of(&bumpy, &[200, 500]);
         assert_eq!((v.capacity, v.knee), (None, Some(200)));
-        assert!(v.headline.starts_with("no level passed"), "{}", v.headline);
+        assert_eq!(v.held_above_knee, [500]);
+        assert_eq!(
+            v.headline,
+            "level 1 (200 users) failed (held 50 % (≥ 99.9%)); limiting component: none identified; level 2 (500 users) held its users; capacity not established: a level below a pass failed"
+        );
+        assert!(!v.headline.contains("no level passed"), "{}", v.headline);
+        assert_eq!(
+            v.capacity_line(),
+            "Capacity: not established (200 users failed below a level that held its users)"
+        );
+        // A pass, a failure, then a pass: no capacity either.
+        let v = Verdict::of(
+            &[level(100, 100, 0), level(200, 100, 0), level(500, 500, 0)],
+            &[100, 200, 500],
+        );
+        assert_eq!((v.capacity, v.knee), (None, Some(200)));
+        assert!(
+            v.headline.contains("level 3 (500 users) held its users"),
+            "{}",
+            v.headline
+        );
 
         let short = [level(200, 200, 0)];
         let v = Verdict::of(&short, &[200, 500]);
@@ -406,6 +765,7 @@ mod tests {
         let leak = LeakCheck::judge(
             vec![inst("app-1", Some(leaked), Some(leaked.min(1)))],
             2_000,
+            &[],
         );
         let span = LevelSpan {
             users: figures.users,
@@ -460,9 +820,19 @@ mod tests {
     #[test]
     fn an_interrupted_level_is_no_knee_and_the_verdict_says_so() {
         let ok = level(200, 200, 0);
-        let mut cut = level(500, 120, 0);
-        cut.interrupted = true;
-        cut.reasons.push("interrupted: SIGINT received".into());
+        let cut = judged(
+            LevelFigures {
+                users: 500,
+                held: 120,
+                ..LevelFigures::default()
+            },
+            0,
+            Besides {
+                interrupted: Some("SIGINT received".into()),
+                ..Besides::default()
+            },
+        );
+        assert_eq!(cut.result_text().split(':').next(), Some("INTERRUPTED"));
         let v = Verdict::of(&[ok, cut], &[200, 500, 1000]);
         assert_eq!(
             (v.capacity, v.knee, v.interrupted),
@@ -472,6 +842,158 @@ mod tests {
             v.headline,
             "interrupted during the 500 users level (SIGINT received); capacity at least 200 users so far; levels not run: 1000"
         );
+    }
+
+    /// Issue #36, 5: a level another client made invalid held its users, yet it said "no level passed;
+    /// 20 users failed". It is neither a pass nor a knee: the capacity is unknown from it.
+    #[test]
+    fn an_invalid_level_is_neither_a_pass_nor_a_knee() {
+        let ok = LevelFigures {
+            users: 20,
+            held: 20,
+            ..LevelFigures::default()
+        };
+        let other = || {
+            Besides {
+            invalid: vec!["invalid: the instances counted up to 5 more connections than this bench had open, in 3 samples of the hold: another client is connected to the stack".into()],
+            ..Besides::default()
+        }
+        };
+        let invalid = judged(ok.clone(), 0, other());
+        assert_eq!(invalid.outcome(), Outcome::Invalid);
+        assert!(invalid.result_text().starts_with("INVALID: the instances"));
+        let v = Verdict::of(std::slice::from_ref(&invalid), &[20]);
+        assert_eq!(
+            (v.capacity, v.knee, v.invalid.clone()),
+            (None, None, vec![20])
+        );
+        assert_eq!(
+            v.headline,
+            "capacity unknown: no level that ran could count; the 20 users level is invalid: the instances counted up to 5 more connections than this bench had open, in 3 samples of the hold: another client is connected to the stack"
+        );
+        assert!(v.limiting.is_none() && v.fails());
+        assert_eq!(
+            v.capacity_line(),
+            "Capacity: unknown (every level run was invalid)"
+        );
+        // Below a pass, an invalid level takes nothing away; above one, it adds nothing.
+        let ten = level(10, 10, 0);
+        let v = Verdict::of(&[ten.clone(), invalid.clone()], &[10, 20]);
+        assert_eq!((v.capacity, v.knee), (Some(10), None));
+        assert!(
+            v.headline
+                .starts_with("capacity at least 10 users held at once"),
+            "{}",
+            v.headline
+        );
+        let thirty = level(30, 30, 0);
+        let v = Verdict::of(&[ten, invalid.clone(), thirty], &[10, 20, 30]);
+        assert_eq!((v.capacity, v.knee), (Some(30), None));
+        // An invalid level below the knee: not "no level passed".
+        let v = Verdict::of(&[invalid, level(30, 10, 0)], &[20, 30]);
+        assert_eq!((v.capacity, v.knee), (None, Some(30)));
+        assert!(
+            v.headline
+                .starts_with("capacity unknown (the levels below were invalid); 30 users failed"),
+            "{}",
+            v.headline
+        );
+        assert_eq!(
+            v.capacity_line(),
+            "Capacity: unknown (below 30 users; the levels below it were invalid)"
+        );
+        // Another client during a level whose users failed too: the failure cannot be the SUT's alone.
+        let both = judged(LevelFigures { held: 12, ..ok }, 0, other());
+        assert_eq!(both.outcome(), Outcome::Invalid);
+        assert!(both.limiting.is_none());
+    }
+
+    /// Issue #36, 20: 10,000 held at once for the whole hold, every objective met, and the leak check
+    /// failed: "Capacity: below the first level" pretended nobody was held. The capacity and the leak
+    /// are said apart, and the verdict fails on the leak.
+    #[test]
+    fn a_level_that_held_its_users_and_leaked_counts_for_the_capacity_and_fails_on_the_leak() {
+        let figures = LevelFigures {
+            users: 10_000,
+            held: 10_000,
+            ..LevelFigures::default()
+        };
+        let leak = LeakCheck::judge(vec![inst("app-1", Some(10_000), Some(2_500))], 45_000, &[])
+            .with_sockets(Some(0));
+        let span = LevelSpan {
+            users: 10_000,
+            ..LevelSpan::default()
+        };
+        let slos = Slos::default().check(&figures);
+        let l = LevelResult::judge(
+            span,
+            figures,
+            slos,
+            leak,
+            Besides::default(),
+            Limiting::unknown,
+        );
+        assert_eq!(l.outcome(), Outcome::Leaked);
+        assert!(!l.passed);
+        assert!(l
+            .result_text()
+            .starts_with("HELD; LEAKED: leak check failed"));
+        let v = Verdict::of(std::slice::from_ref(&l), &[10_000]);
+        assert_eq!((v.capacity, v.knee), (Some(10_000), None));
+        assert_eq!(v.leaked, [10_000]);
+        assert!(v.fails(), "the leak fails the verdict");
+        assert_eq!(v.capacity_line(), "Capacity: at least 10000 users");
+        assert_eq!(
+            v.headline,
+            "capacity at least 10000 users held at once (the knee lies beyond); but the app leaked 10000 connections and 2500 rooms in the 10000 users level, whose users it held (leak check failed: still open after 45 s: app-1 10000 connections / 2500 rooms; no client socket is open to the stack: the app counts connections that no longer exist (ghosts: it leaked them))"
+        );
+        assert!(!v.headline.contains("below the first level"));
+        // A leak check that could not run: the users were held, nothing is said leaked.
+        let mut unchecked = l.clone();
+        unchecked.outcome = Some(Outcome::LeakUnchecked);
+        unchecked.reasons =
+            vec!["leak check could not run: app-1 did not answer /api/websocket/info".into()];
+        let v = Verdict::of(&[unchecked], &[10_000]);
+        assert_eq!(
+            (v.capacity, v.leak_unchecked.clone()),
+            (Some(10_000), vec![10_000])
+        );
+        assert!(
+            v.headline.ends_with("the 10000 users level held its users, but its leak check could not run: app-1 did not answer /api/websocket/info"),
+            "{}",
+            v.headline
+        );
+    }
+
+    /// Issue #36, 18: the leak check measures from what the instances counted before the level with no
+    /// socket open (ghosts of an earlier client), and says a leak is one.
+    #[test]
+    fn the_leak_check_measures_from_the_ghosts_before_the_level() {
+        let ghosts = [inst("app-1", Some(1), Some(1))];
+        let back = LeakCheck::judge(
+            vec![
+                inst("app-1", Some(1), Some(1)),
+                inst("app-2", Some(0), Some(0)),
+            ],
+            2_000,
+            &ghosts,
+        );
+        assert_eq!(back.ok, Some(true), "{}", back.detail);
+        assert!(LeakCheck::settled(&back.instances, &ghosts));
+        assert!(!LeakCheck::settled(&back.instances, &[]));
+        let leaked = LeakCheck::judge(vec![inst("app-1", Some(6), Some(2))], 5_000, &ghosts)
+            .with_sockets(Some(0));
+        assert_eq!(leaked.ok, Some(false));
+        assert_eq!(leaked.left(&ghosts), (5, 1));
+        assert_eq!(
+            leaked.detail,
+            "still open after 5 s: app-1 6 connections / 2 rooms (1 / 1 of them from before this level); no client socket is open to the stack: the app counts connections that no longer exist (ghosts: it leaked them)"
+        );
+        let held = LeakCheck::judge(vec![inst("app-1", Some(6), Some(2))], 5_000, &[])
+            .with_sockets(Some(4));
+        assert!(held
+            .detail
+            .ends_with("; 4 client sockets are still open to the stack"));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 pub mod dockerd;
 pub mod facts;
 pub mod files;
+pub mod sockets;
 pub mod tune;
 
 /// A shell script and its arguments ($1, $2, ...): what a host shell runs.

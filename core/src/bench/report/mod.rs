@@ -25,12 +25,51 @@ pub fn render(r: &Results, samples: &[Sample]) -> Result<String, String> {
     let spans = spans(r, samples);
     let time_charts = series::time_charts(r, samples, &spans)?;
     let level_charts = series::level_charts(r)?;
-    let capacity = match (r.verdict.capacity, r.verdict.knee) {
-        (Some(c), Some(_)) => format!("Capacity: {c} users"),
-        (Some(c), None) => format!("Capacity: at least {c} users"),
-        (None, Some(_)) => "Capacity: below the first level".to_string(),
-        (None, None) => "Capacity: not measured yet".to_string(),
+    let capacity = r.verdict.capacity_line();
+    // A knee, a leak, an invalid level or levels that do not rise to a knee fail the verdict.
+    let class = if r.verdict.fails() {
+        "fail"
+    } else if r.verdict.interrupted.is_some() {
+        "interrupted"
+    } else {
+        "pass"
     };
+    // The app's leak, said apart from the capacity (the users were held; the app leaked).
+    let defects: Vec<String> = r
+        .levels
+        .iter()
+        .filter(|l| {
+            matches!(
+                l.outcome(),
+                super::verdict::Outcome::Leaked | super::verdict::Outcome::LeakUnchecked
+            )
+        })
+        .map(|l| match l.outcome() {
+            super::verdict::Outcome::Leaked => {
+                let (c, rooms) = l.leak.left(&l.ghosts);
+                format!(
+                    "The app leaked {c} connections and {rooms} rooms in the {} users level, whose users it held: {}",
+                    l.users, l.leak.detail
+                )
+            }
+            _ => format!(
+                "The {} users level held its users, but its leak check could not run: {}",
+                l.users, l.leak.detail
+            ),
+        })
+        .collect();
+    // Ghosts found before level 1: the app had leaked before this bench.
+    let ghosts = r
+        .levels
+        .first()
+        .filter(|l| !l.ghosts.is_empty())
+        .map(|l| {
+            let each: Vec<String> = l.ghosts.iter().map(|g| g.counts()).collect();
+            format!(
+                "Before level 1 the instances counted {} with no client socket open to the stack: ghosts an earlier client left (the app's leak); every count of this bench is measured from them",
+                each.join(", ")
+            )
+        });
     let state = match r.state {
         RunState::Complete => None,
         RunState::Running => Some("Running: this report was written while the bench runs; it is rebuilt after every level".to_string()),
@@ -63,6 +102,9 @@ pub fn render(r: &Results, samples: &[Sample]) -> Result<String, String> {
     ctx.insert("time_charts", &time_charts);
     ctx.insert("level_charts", &level_charts);
     ctx.insert("capacity", &capacity);
+    ctx.insert("class", class);
+    ctx.insert("defects", &defects);
+    ctx.insert("ghosts", &ghosts);
     ctx.insert("state", &state);
     ctx.insert("served", super::figures::served_word(&r.scenario));
     ctx.insert("cpu_scale", &r.cpu_scale.describe(samples));
@@ -77,7 +119,7 @@ pub fn render(r: &Results, samples: &[Sample]) -> Result<String, String> {
     );
     ctx.insert(
         "started",
-        &format!("started at unix time {}", r.started_unix_s),
+        &format!("started {}", crate::units::show_utc(r.started_unix_s)),
     );
     let mut t = tera::Tera::default();
     t.add_raw_template("report.html", TEMPLATE)
@@ -227,6 +269,7 @@ pub mod tests {
                         rooms: Some(0),
                     }],
                     1_000,
+                    &[],
                 );
                 let checks = slos.check(&figures);
                 LevelResult::judge(*span, figures, checks, leak, Default::default(), || {
@@ -321,6 +364,73 @@ pub mod tests {
             render(&r, &samples).unwrap(),
             html,
             "the same input gives the same bytes"
+        );
+    }
+
+    /// Issue #36: the header said "started at unix time 1796472849"; a date and time reads.
+    #[test]
+    fn the_header_says_when_the_bench_started_as_a_date_and_time() {
+        let (mut r, samples) = example();
+        r.started_unix_s = 1_796_479_331;
+        let html = render(&r, &samples).unwrap();
+        assert!(html.contains("started 2026-12-05 14:02:11 UTC"), "{html}");
+        assert!(!html.contains("unix time"));
+    }
+
+    /// A level that held its users and leaked: the capacity stands, the leak is said apart and the
+    /// verdict is red (issue #36, 20).
+    #[test]
+    fn a_leak_is_said_apart_from_the_capacity_and_fails_the_verdict() {
+        let (mut r, samples) = example();
+        let first = r.levels[0].clone();
+        // One connection and its room left by an earlier client (a ghost), then the level's 200.
+        let ghost = InstanceSample {
+            service: "app-1".into(),
+            connections: Some(1),
+            rooms: Some(1),
+        };
+        let leak = LeakCheck::judge(
+            vec![InstanceSample {
+                service: "app-1".into(),
+                connections: Some(201),
+                rooms: Some(51),
+            }],
+            45_000,
+            std::slice::from_ref(&ghost),
+        );
+        let slos = r.slos.clone();
+        let leaked = LevelResult::judge(
+            first.span,
+            first.figures.clone(),
+            slos.check(&first.figures),
+            leak,
+            Default::default(),
+            super::super::Limiting::unknown,
+        );
+        r.levels = vec![leaked.with_ghosts(vec![ghost])];
+        r.levels_asked = vec![200];
+        r.verdict = Verdict::of(&r.levels, &r.levels_asked);
+        let html = render(&r, &samples).unwrap();
+        assert!(
+            html.contains("<strong>Capacity: at least 200 users</strong>"),
+            "{html}"
+        );
+        assert!(!html.contains("below the first level"));
+        assert!(
+            html.contains("class=\"verdict fail\" id=\"verdict\""),
+            "{html}"
+        );
+        assert!(
+            html.contains("Defect: The app leaked 200 connections and 50 rooms in the 200 users level, whose users it held"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<td class=\"bad\">held; leaked</td>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("Before level 1 the instances counted app-1 1 connections &#x2F; 1 rooms with no client socket open to the stack"),
+            "{html}"
         );
     }
 

@@ -15,7 +15,7 @@ use crate::plateau::{duration, group};
 #[derive(Serialize)]
 pub struct Row {
     users: u64,
-    /// "pass", "fail" or "interrupted".
+    /// "pass", "fail", "invalid", "interrupted", "held; leaked", "held; leak unchecked".
     result: &'static str,
     passed: bool,
     held: String,
@@ -79,11 +79,7 @@ pub fn rows(r: &Results, samples: &[Sample]) -> Vec<Row> {
             };
             Row {
                 users: l.users,
-                result: match (l.passed, l.interrupted) {
-                    (_, true) => "interrupted",
-                    (true, _) => "pass",
-                    _ => "fail",
-                },
+                result: l.outcome().word(),
                 passed: l.passed,
                 held: format!("{} / {}", f.held, f.users),
                 at_once,

@@ -267,6 +267,7 @@ pub fn render(r: &SweepResults) -> Result<String, String> {
     };
     let mut ctx = tera::Context::new();
     ctx.insert("r", r);
+    ctx.insert("started", &crate::units::show_utc(r.started_unix_s));
     ctx.insert("s", &s);
     ctx.insert("variables", &variables);
     ctx.insert("mode", &mode);
