@@ -615,7 +615,9 @@ fn search_point(
             return Ok(false);
         };
         let level = b.levels.into_iter().next();
-        let passed = level.as_ref().is_some_and(|l| l.passed);
+        // The capacity question: did it hold its users at once? A level that held them and leaked
+        // counts, as in a bench's verdict; the leak stays in its reasons, the defect it is.
+        let passed = b.results.levels.first().is_some_and(|l| l.outcome().held());
         if let Some(l) = b.results.verdict.limiting {
             limits.insert(users, l);
         }

@@ -53,6 +53,8 @@ impl Bounds {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Probe {
     pub users: u64,
+    /// Its users held at once (the capacity question): a level that held them and leaked counts, its
+    /// leak said in `reasons`.
     pub passed: bool,
     /// Its bench (a one-level bench of the point).
     pub run_id: String,

@@ -226,7 +226,19 @@ pub fn render(r: &SweepResults) -> Result<String, String> {
             probes: p
                 .probes
                 .iter()
-                .map(|q| format!("{} {}", q.users, if q.passed { "✓" } else { "✗" }))
+                .map(|q| {
+                    // Held its users, and something besides capacity failed (the leak check): said.
+                    let besides: Vec<&str> = q
+                        .reasons
+                        .iter()
+                        .map(|r| r.split(':').next().unwrap_or(r))
+                        .collect();
+                    match (q.passed, besides.is_empty()) {
+                        (true, true) => format!("{} ✓", q.users),
+                        (true, false) => format!("{} ✓ ({})", q.users, besides.join("; ")),
+                        (false, _) => format!("{} ✗", q.users),
+                    }
+                })
                 .collect::<Vec<_>>()
                 .join(", "),
             capacity: match (p.capacity, p.at_least) {
@@ -313,5 +325,34 @@ mod tests {
             "each bench's report linked"
         );
         assert!(!html.contains("<script"), "self-contained, no script");
+    }
+
+    /// A probe that held its users and leaked counts for the capacity (as a bench's verdict does) and
+    /// says its leak; a probe that did not hold them is the fail above it.
+    #[test]
+    fn a_probe_that_held_and_leaked_is_marked_with_its_leak() {
+        use super::super::search::{Bounds, Probe};
+        let mut p = point(1, "1g", 1, Some(20), 40.0);
+        p.probes = vec![
+            Probe {
+                users: 20,
+                passed: true,
+                run_id: "S-1-01-20".into(),
+                reasons: vec![
+                    "leak check failed: still open after 45 s: app-1 20 connections / 5 rooms"
+                        .into(),
+                ],
+            },
+            Probe {
+                users: 40,
+                passed: false,
+                run_id: "S-1-01-40".into(),
+                reasons: vec!["held 50 % (≥ 99.9 %)".into()],
+            },
+        ];
+        let mut r = sweep(vec![p]);
+        r.search = Some(Bounds::new(20, 40, 0.1).unwrap());
+        let html = render(&r).unwrap();
+        assert!(html.contains("20 ✓ (leak check failed), 40 ✗"), "{html}");
     }
 }
