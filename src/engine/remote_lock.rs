@@ -5,7 +5,7 @@
 use super::lock::{takeover, Holder, LockLost, Locked, StackLock};
 use crate::shell::alive;
 use crate::shell::scripts::lock::{self, Acquire};
-use crate::shell::HostShell;
+use crate::shell::{HostShell, ShellLoop};
 use crate::sut::{Target, REMOTE_STACKS_ROOT};
 use anyhow::{Context, Result};
 use std::sync::Arc;
@@ -15,12 +15,13 @@ pub struct StackGuard {
     stack: String,
     local: StackLock,
     remote: Option<RemoteLock>,
-    /// The SUT's lock is read at most once a second (each read is an exec over SSH).
+    /// The SUT's lock is read at most once a second.
     remote_checked: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 impl StackGuard {
-    /// Ok while both locks still name this holder (one exec on the SUT for a remote target).
+    /// Ok while both locks still name this holder. The SUT's is read by one script kept running
+    /// (`lock::watch`): a check is a line on its channel, not an exec session per check.
     pub fn still_held(&self) -> Result<()> {
         self.local.still_held(&self.stack)?;
         if let Some(r) = &self.remote {
@@ -31,10 +32,8 @@ impl StackGuard {
             *checked = Some(std::time::Instant::now());
             // A failed read is that failure, not a lost lock.
             let now = r
-                .shell
-                .run(&lock::read(&r.path), None)
-                .with_context(|| format!("reading the lock {} on the SUT", r.path))?
-                .stdout;
+                .read()
+                .with_context(|| format!("reading the lock {} on the SUT", r.path))?;
             if now.trim() != r.mine {
                 return Err(LockLost::from_file(&self.stack, &now).into());
             }
@@ -47,6 +46,24 @@ pub struct RemoteLock {
     shell: Arc<dyn HostShell>,
     path: String,
     mine: String,
+    /// The running `lock::watch` script, opened at the first read; dropped when a read fails (a blip of
+    /// the link), so the next read opens it again.
+    watch: std::sync::Mutex<Option<Box<dyn ShellLoop>>>,
+}
+
+impl RemoteLock {
+    /// The lock file's text now.
+    fn read(&self) -> Result<String> {
+        let mut watch = self.watch.lock().expect("lock watch");
+        if watch.is_none() {
+            *watch = Some(self.shell.open_loop(&lock::watch(&self.path))?);
+        }
+        let answer = watch.as_mut().expect("opened").ask("read");
+        if answer.is_err() {
+            *watch = None;
+        }
+        answer
+    }
 }
 
 /// Take the local lock, then the SUT's (remote targets).
@@ -89,6 +106,7 @@ async fn acquire_remote(
                     shell: target.shell.clone(),
                     path,
                     mine,
+                    watch: Default::default(),
                 })
             }
             Acquire::Held(text) => text,
@@ -122,7 +140,9 @@ async fn acquire_remote(
 
 impl Drop for RemoteLock {
     fn drop(&mut self) {
-        // Blocking, but brief: one exec on the SUT. Only our own lock is removed.
+        // The watch ends first (its stdin closed), then the release: one exec on the SUT, blocking but
+        // brief. Only our own lock is removed.
+        self.watch.get_mut().map(Option::take).ok();
         let _ = self.shell.run(&lock::release(&self.path, &self.mine), None);
     }
 }

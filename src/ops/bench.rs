@@ -241,11 +241,8 @@ pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Res
     };
     let clients = || rt.block_on(client_sockets(&target, &stack, &services));
     let watching = std::sync::atomic::AtomicBool::new(true);
-    let every = match target.is_remote() {
-        // Each read of the SUT's lock is an exec over SSH.
-        true => Duration::from_secs(5),
-        false => Duration::from_secs(1),
-    };
+    // A read of the SUT's lock is a line to a script kept running there (`remote_lock`).
+    let every = Duration::from_secs(1);
     let ran = std::thread::scope(|scope| {
         scope.spawn(|| {
             let mut last = std::time::Instant::now();

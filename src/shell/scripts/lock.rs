@@ -33,6 +33,17 @@ pub fn read(path: &str) -> Script {
     Script::new(r#"cat -- "$1" 2>/dev/null; true"#).arg(path)
 }
 
+/// Read the lock file at $1 on every request line, each answer ended by the `END` line: kept running for
+/// a holder that checks its lock all along (a bench's level, a deploy's waits), so a check over SSH is
+/// a line on one channel, not an exec session each time.
+pub fn watch(path: &str) -> Script {
+    Script::new(format!(
+        r#"while read -r _; do cat -- "$1" 2>/dev/null; echo '{}'; done"#,
+        crate::shell::END
+    ))
+    .arg(path)
+}
+
 /// Remove the lock whoever holds it (a stale or broken lock being taken over).
 pub fn remove(path: &str) -> Script {
     Script::new(r#"rm -f -- "$1""#).arg(path)
@@ -65,6 +76,20 @@ mod tests {
         );
         assert_eq!(remove("/l").body, r#"rm -f -- "$1""#);
         assert_eq!(release("/l", "me").args, ["/l", "me"]);
+    }
+
+    /// One running script answers every read, and sees the file change between two.
+    #[test]
+    fn a_watch_reads_the_lock_anew_on_each_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.lock");
+        let p = path.to_str().unwrap();
+        let mut w = Local.open_loop(&watch(p)).unwrap();
+        assert_eq!(w.ask("read").unwrap().trim(), "", "absent: empty");
+        std::fs::write(&path, "{\"pid\":7}\n").unwrap();
+        assert_eq!(w.ask("read").unwrap().trim(), "{\"pid\":7}");
+        std::fs::write(&path, "{\"pid\":8}\n").unwrap();
+        assert_eq!(w.ask("read").unwrap().trim(), "{\"pid\":8}");
     }
 
     #[test]
