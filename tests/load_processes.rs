@@ -300,3 +300,43 @@ fn a_generator_held_to_a_sliver_of_a_cpu_is_reported_generator_bound() {
     );
     assert!(stderr.contains("GENERATOR-BOUND"), "{stderr}");
 }
+
+/// `--processes` above what the users' rooms fill: the header says how many run and why, and the
+/// users still start over the whole `--ramp` (each at its place in the run, not at each slice's start).
+#[test]
+fn more_processes_than_rooms_run_what_the_rooms_fill_and_keep_the_ramp() {
+    let s = Standin::start(&[]);
+    let seeded = load_support::seed(&s, 3, Seeded::solo_layout(3), 4);
+    let m = tempfile::tempdir().unwrap();
+    seeded.write_manifest(m.path(), None, 0);
+    let (url, manifest) = (s.url(), m.path().to_str().unwrap().to_string());
+    let (code, j, err) = exectl_load(
+        &[
+            "idle",
+            "--url",
+            &url,
+            "--manifest",
+            &manifest,
+            "--users",
+            "3",
+            "--ramp",
+            "3s",
+            "--hold",
+            "1s",
+            "--processes",
+            "5",
+            "--json",
+        ],
+        Duration::from_secs(60),
+    );
+    let j = j.unwrap_or_else(|| panic!("no summary:\n{err}"));
+    assert_eq!(code, 0, "{j:#}\n{err}");
+    assert!(
+        err.contains("(ramp 3 s, hold 1 s,") && err.contains("3 of the 5 processes asked"),
+        "{err}"
+    );
+    assert_eq!(j["generator"]["slices"].as_array().unwrap().len(), 3);
+    // Users at 0, 1 and 2 s: the first to last connect spans the ramp, not a single instant.
+    let ramp = j["plateau"]["ramp_s"].as_f64().unwrap();
+    assert!((1.5..3.0).contains(&ramp), "ramp {ramp} s: {j:#}");
+}

@@ -179,7 +179,7 @@ async fn run_async(opts: LoadOptions) -> Summary {
         tokio::spawn(async move {
             let sem = Arc::new(Semaphore::new(c));
             for i in 0..n {
-                let at = t0 + ctx.opts.ramp.mul_f64(i as f64 / n as f64);
+                let at = t0 + ctx.opts.start_after(i);
                 if unless_stopped(&ctx.live, sleep_until(at)).await.is_none() {
                     return;
                 }

@@ -211,6 +211,63 @@ pub struct Parts {
     pub autosave: Hist,
     pub probe: Hist,
     pub connect_span_s: f64,
+    #[serde(default)]
+    pub spans: Spans,
+}
+
+/// When a run's successful connects and logins happened, in seconds from its start: what its ramp and
+/// its login rate are read from. Slices share the common start, so a parent merges their spans.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spans {
+    /// The first and the last successful connect.
+    pub connects: Option<(f64, f64)>,
+    /// The first successful login's start and the last one's answer.
+    pub logins: Option<(f64, f64)>,
+    pub logins_ok: u64,
+}
+
+impl Spans {
+    pub fn of(outcomes: &[UserOutcome]) -> Spans {
+        let s = |us: u64| us as f64 / 1e6;
+        let mut out = Spans::default();
+        let widen = |span: &mut Option<(f64, f64)>, a: f64, b: f64| {
+            *span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
+        };
+        for o in outcomes {
+            if let Some(at) = o.connected_at_us {
+                widen(&mut out.connects, s(at), s(at));
+            }
+            if o.login_status.as_deref() == Some("200") {
+                out.logins_ok += 1;
+                if let (Some(done), Some(took)) = (o.login_done_us, o.login_us) {
+                    widen(&mut out.logins, s(done.saturating_sub(took)), s(done));
+                }
+            }
+        }
+        out
+    }
+
+    pub fn add(&mut self, o: &Spans) {
+        let merge = |a: Option<(f64, f64)>, b: Option<(f64, f64)>| match (a, b) {
+            (Some((a0, a1)), Some((b0, b1))) => Some((a0.min(b0), a1.max(b1))),
+            (a, b) => a.or(b),
+        };
+        self.connects = merge(self.connects, o.connects);
+        self.logins = merge(self.logins, o.logins);
+        self.logins_ok += o.logins_ok;
+    }
+
+    /// First to last successful connect (None when no socket connected).
+    pub fn ramp_s(&self) -> Option<f64> {
+        self.connects.map(|(a, b)| b - a)
+    }
+
+    /// Successful logins per second, from the first one's start to the last one's answer (None with
+    /// minted tokens or when none succeeded).
+    pub fn logins_per_s(&self) -> Option<f64> {
+        let (a, b) = self.logins?;
+        Some(self.logins_ok as f64 / (b - a).max(1e-3))
+    }
 }
 
 /// What the runner measured besides the users' outcomes.
@@ -342,10 +399,11 @@ impl Summary {
             autosave_ms: ctx.autosave_ms.percentiles(),
             users_with_http_failures: http_failed,
         });
+        let spans = Spans::of(outcomes);
         let plateau = scenario.uses_socket().then(|| {
             ctx.live
                 .plateau
-                .figures(ramp_span_s(outcomes), logins_per_s(outcomes))
+                .figures(spans.ramp_s(), spans.logins_per_s())
         });
         let rate = if facts.connect_span_s > 0.0 {
             (connected as f64 / facts.connect_span_s * 10.0).round() / 10.0
@@ -405,6 +463,7 @@ impl Summary {
                 autosave: ctx.autosave_ms.snapshot(),
                 probe: probe_hist,
                 connect_span_s: facts.connect_span_s,
+                spans,
             },
         }
     }
@@ -577,28 +636,6 @@ fn slice_line(u: &SliceUse) -> String {
         s += &format!(" (its clock {c:+.1} ms)");
     }
     s
-}
-
-/// First to last successful connect, seconds (None when no socket connected).
-fn ramp_span_s(outcomes: &[UserOutcome]) -> Option<f64> {
-    let at = || outcomes.iter().filter_map(|o| o.connected_at_us);
-    Some((at().max()? - at().min()?) as f64 / 1e6)
-}
-
-/// Successful logins per second, from the first login's start to the last one's answer (None with
-/// minted tokens or when none succeeded).
-fn logins_per_s(outcomes: &[UserOutcome]) -> Option<f64> {
-    let ok = || {
-        outcomes
-            .iter()
-            .filter(|o| o.login_status.as_deref() == Some("200"))
-    };
-    let first = ok()
-        .filter_map(|o| Some(o.login_done_us?.saturating_sub(o.login_us?)))
-        .min()?;
-    let last = ok().filter_map(|o| o.login_done_us).max()?;
-    let span_s = (last.saturating_sub(first) as f64 / 1e6).max(1e-3);
-    Some(ok().count() as f64 / span_s)
 }
 
 /// `delivered 40 of 40 expected  lost 0  duplicated 0  echoed 0  cross-room 0`.

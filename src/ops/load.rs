@@ -5,6 +5,7 @@ use super::{Event, Progress};
 use crate::load::summary::Summary;
 use crate::load::{preflight, LoadOptions};
 use anyhow::Result;
+use exectl_core::units::readable;
 
 pub fn load(opts: LoadOptions, progress: &dyn Progress) -> Result<Summary> {
     if let Some(w) = opts.manifest.tokens_expiring_within(opts.ramp + opts.hold) {
@@ -15,9 +16,16 @@ pub fn load(opts: LoadOptions, progress: &dyn Progress) -> Result<Summary> {
     opts.processes = Some(processes);
     {
         let hold = if opts.scenario.uses_socket() {
-            format!(", hold {:?}", opts.hold)
+            format!(", hold {}", readable(opts.hold))
         } else {
             String::new()
+        };
+        // What runs: a slice is never without a room, so fewer than asked when the users have fewer.
+        let hosts = opts.generators.hosts.len();
+        let here = match (processes, hosts, opts.generators.local) {
+            (_, 1.., false) => 0,
+            (p @ (0 | 1), 0, _) => p,
+            (p, _, _) => opts.dealt(p)[..p].iter().filter(|u| !u.is_empty()).count(),
         };
         let host = opts
             .endpoint
@@ -25,19 +33,26 @@ pub fn load(opts: LoadOptions, progress: &dyn Progress) -> Result<Summary> {
             .as_deref()
             .map_or(String::new(), |h| format!(" Host {h}"));
         progress.event(Event::Step(&format!(
-            "exectl load {}: {} users → {}{host} (ramp {:?}{hold}, {} in flight; nofile {}, ports {}{})",
+            "exectl load {}: {} users → {}{host} (ramp {}{hold}, {} in flight; nofile {}, ports {}{})",
             opts.scenario,
             opts.users,
             opts.endpoint.base,
-            opts.ramp,
+            readable(opts.ramp),
             opts.dial_concurrency,
             limits.nofile_soft,
             limits
                 .ephemeral_ports
                 .map_or("?".to_string(), |p| p.to_string()),
-            match processes {
-                1 => String::new(),
-                p => format!("; {p} processes"),
+            match (here, processes) {
+                (h, p) if h < p && h > 0 => format!(
+                    "; {h} of the {p} processes asked: the users' rooms fill only {h} (a room is never split)"
+                ),
+                (0 | 1, _) => String::new(),
+                (h, _) => format!("; {h} processes"),
+            } + &match hosts {
+                0 => String::new(),
+                1 => "; 1 generator host".to_string(),
+                n => format!("; {n} generator hosts"),
             }
         )));
     }

@@ -297,6 +297,7 @@ pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
         processes,
         probe: true,
         generators,
+        ramp_slots: None,
     })
 }
 

@@ -65,6 +65,7 @@ fn add_parts(into: &mut Parts, p: &Parts) {
     into.autosave.add(&p.autosave);
     into.probe.add(&p.probe);
     into.connect_span_s = into.connect_span_s.max(p.connect_span_s);
+    into.spans.add(&p.spans);
 }
 
 pub fn merge(opts: &LoadOptions, results: Vec<SliceResult>, parent: Parent) -> Summary {
@@ -80,7 +81,6 @@ pub fn merge(opts: &LoadOptions, results: Vec<SliceResult>, parent: Parent) -> S
     let mut uses = Vec::new();
     // The hold's figures: each slice's count is exact for its sockets, so the sums are a floor.
     let (mut open_at_start, mut min_open, mut hold_len) = (0u64, 0u64, f64::INFINITY);
-    let (mut ramp_s, mut logins_per_s): (Option<f64>, Option<f64>) = (None, None);
     let mut started_unix_s = u64::MAX;
     for r in &results {
         let rep = match &r.outcome {
@@ -122,13 +122,6 @@ pub fn merge(opts: &LoadOptions, results: Vec<SliceResult>, parent: Parent) -> S
             open_at_start += p.open_at_start;
             min_open += p.min_open;
             hold_len = hold_len.min(p.length_s());
-            ramp_s = match (ramp_s, p.ramp_s) {
-                (Some(a), Some(b)) => Some(a.max(b)),
-                (a, b) => a.or(b),
-            };
-            if let Some(l) = p.logins_per_s {
-                logins_per_s = Some(logins_per_s.unwrap_or(0.0) + l);
-            }
         }
         if let Some(b) = &s.login_burst {
             let m = login_burst.get_or_insert_with(LoginBurst::default);
@@ -195,9 +188,10 @@ pub fn merge(opts: &LoadOptions, results: Vec<SliceResult>, parent: Parent) -> S
             // Sampled four times a second over the slices: never below what was open throughout.
             peak_open: w.peak_open.max(min_open),
             peak_at_s: w.peak_at_s,
-            ramp_s,
+            // From the slices' spans together: they share the common start.
+            ramp_s: parts.spans.ramp_s(),
             ramp_asked_s: opts.ramp.as_secs_f64(),
-            logins_per_s,
+            logins_per_s: parts.spans.logins_per_s(),
         }
     });
     let rate = if parts.connect_span_s > 0.0 {
@@ -323,10 +317,31 @@ mod tests {
         let a: Vec<u64> = (1..=100).collect();
         let b: Vec<u64> = (101..=200).collect();
         let c: Vec<u64> = (900..=999).collect();
+        // Each slice's connects and logins, in seconds from the common start.
+        let spanned = |mut r: Box<SliceReport>, connects, logins| {
+            r.parts.spans = crate::load::summary::Spans {
+                connects: Some(connects),
+                logins: Some(logins),
+                logins_ok: 100,
+            };
+            r
+        };
         let results = vec![
-            slice(0, 100, Outcome::Report(report(100, &a, 100))),
-            slice(1, 100, Outcome::Report(report(100, &b, 100))),
-            slice(2, 100, Outcome::Report(report(100, &c, 98))),
+            slice(
+                0,
+                100,
+                Outcome::Report(spanned(report(100, &a, 100), (0.5, 1.0), (0.0, 1.0))),
+            ),
+            slice(
+                1,
+                100,
+                Outcome::Report(spanned(report(100, &b, 100), (0.8, 1.5), (0.5, 2.0))),
+            ),
+            slice(
+                2,
+                100,
+                Outcome::Report(spanned(report(100, &c, 98), (1.0, 2.5), (1.0, 2.0))),
+            ),
         ];
         let s = merge(&opts(300), results, parent());
         let mut union = Hist::default();
@@ -348,7 +363,10 @@ mod tests {
         assert_eq!((p.open_at_start, p.min_open, p.peak_open), (300, 298, 298));
         assert_eq!(p.start_s, Some(2.1));
         assert!((p.length_s() - 5.0).abs() < 1e-9);
-        assert_eq!(p.logins_per_s, Some(30.0));
+        // The run's ramp and login rate over all its slices: first to last of any, not the longest
+        // slice's nor a sum of rates.
+        assert_eq!(p.ramp_s, Some(2.0));
+        assert_eq!(p.logins_per_s, Some(150.0));
         assert_eq!(s.client_peak_rss_bytes, 3500);
         assert_eq!(s.connect_rate_per_s, 150.0);
         let held: u64 = s.generator.slices.iter().map(|u| u.held).sum();

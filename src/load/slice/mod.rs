@@ -44,6 +44,9 @@ pub struct SliceSpec<U = Users> {
     pub host_header: Option<String>,
     pub users: U,
     pub ramp_ms: u64,
+    /// The whole run's users: a slice's user starts at its place among them (`Users::slots`).
+    #[serde(default)]
+    pub ramp_of: usize,
     pub hold_ms: u64,
     pub dial_concurrency: usize,
     pub interval_ms: u64,
@@ -62,6 +65,9 @@ pub struct SliceSpec<U = Users> {
 pub struct Users {
     pub accounts: Vec<Account>,
     pub tokens: Option<Vec<String>>,
+    /// Each user's place in the whole run (its index among `SliceSpec::ramp_of` users).
+    #[serde(default)]
+    pub slots: Vec<u32>,
 }
 
 /// The users `picked` (indices into `manifest`), serialised as `Users` is.
@@ -91,9 +97,10 @@ impl Serialize for Picked<'_> {
             }
         }
         let m = self.manifest;
-        let mut st = s.serialize_struct("Users", 2)?;
+        let mut st = s.serialize_struct("Users", 3)?;
         st.serialize_field("accounts", &Each(&m.accounts, self.picked))?;
         st.serialize_field("tokens", &m.tokens.as_deref().map(|t| Each(t, self.picked)))?;
+        st.serialize_field("slots", self.picked)?;
         st.end()
     }
 }
@@ -119,6 +126,7 @@ impl<'a> SliceSpec<Picked<'a>> {
                 picked: users,
             },
             ramp_ms: opts.ramp.as_millis() as u64,
+            ramp_of: opts.users,
             hold_ms: opts.hold.as_millis() as u64,
             dial_concurrency: opts.dial_concurrency.div_ceil(of).max(1),
             interval_ms: opts.interval.as_millis() as u64,
@@ -156,6 +164,11 @@ impl SliceSpec {
             .ok_or_else(|| format!("unknown scenario {:?}", self.scenario))?;
         let base = reqwest::Url::parse(&self.url).map_err(|e| format!("url {}: {e}", self.url))?;
         let users = self.users.accounts.len();
+        let ramp_slots =
+            (self.ramp_of > 0 && self.users.slots.len() == users).then(|| crate::load::RampSlots {
+                slot: self.users.slots,
+                of: self.ramp_of,
+            });
         let manifest = Manifest {
             dir: std::path::PathBuf::from(format!("(slice {} of {})", self.slice, self.of)),
             accounts: self.users.accounts,
@@ -182,6 +195,7 @@ impl SliceSpec {
         o.sources = self.sources;
         o.processes = Some(1);
         o.probe = self.probe;
+        o.ramp_slots = ramp_slots;
         Ok(o)
     }
 }
@@ -331,6 +345,7 @@ mod tests {
             host_header: host_header.map(str::to_string),
             users,
             ramp_ms: 0,
+            ramp_of: 0,
             hold_ms: 1000,
             dial_concurrency: 1,
             interval_ms: 1000,
@@ -386,13 +401,9 @@ mod tests {
                 manifest,
                 picked: &picked,
             };
-            serde_json::to_string(&spec_of(
-                "http://127.0.0.1:8090/",
-                "127.0.0.1:8090",
-                None,
-                users,
-            ))
-            .unwrap()
+            let mut spec = spec_of("http://127.0.0.1:8090/", "127.0.0.1:8090", None, users);
+            (spec.ramp_ms, spec.ramp_of) = (10_000, 5);
+            serde_json::to_string(&spec).unwrap()
         };
         let line = sent(&manifest);
         let back: SliceSpec = serde_json::from_str(&line).unwrap();
@@ -407,6 +418,11 @@ mod tests {
         let o = back.into_options().unwrap();
         assert_eq!((o.users, o.tokens), (3, true));
         assert_eq!(o.manifest.accounts[2], account(4));
+        // Each user starts at its place in the whole run's 10 s ramp of 5, not the slice's own 3.
+        let starts: Vec<u64> = (0..3)
+            .map(|i| o.start_after(i).as_millis() as u64)
+            .collect();
+        assert_eq!(starts, [6_000, 0, 8_000]);
         // Without tokens, none travel and the slice logs in.
         let no_tokens = Manifest {
             tokens: None,
