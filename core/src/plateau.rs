@@ -37,6 +37,15 @@ impl PlateauFigures {
         }
     }
 
+    /// The common hold's length as the `plateau` objective reads it: 0 when no socket was open through
+    /// it (every dial failed, or every socket closed), since a hold of nobody is no plateau.
+    pub fn open_length_s(&self) -> f64 {
+        match self.min_open {
+            0 => 0.0,
+            _ => self.length_s(),
+        }
+    }
+
     /// Every user open at once from the hold's start to its end, and the hold as long as asked.
     pub fn full(&self) -> bool {
         self.target > 0 && self.min_open >= self.target && self.length_s() >= self.hold_s

@@ -325,9 +325,9 @@ pub const OBJECTIVES: [Objective; 10] = [
         unit: Unit::Seconds,
         bound: Bound::AtLeast,
         setting: None,
-        measured: "The common hold's length: every user of the level open at once, from the last dial's end (a stop cuts it short). Its bound is `--hold`, not a `--slo` key.",
+        measured: "The common hold's length: every user of the level open at once, from the last dial's end (a stop cuts it short; 0 when no socket was open through it). Its bound is `--hold`, not a `--slo` key.",
         scenarios: SOCKETS,
-        figure: |f| f.plateau.as_ref().map(|p| p.length_s()),
+        figure: |f| f.plateau.as_ref().map(|p| p.open_length_s()),
     },
 ];
 

@@ -196,7 +196,19 @@ fn values(args: &LoadFlags) -> Result<Values, UsageError> {
 /// The flags' own values checked, before the stack they load exists (sweep checks each point's bench
 /// this way before its first deploy).
 pub fn check(args: &LoadFlags) -> Result<(), UsageError> {
-    values(args).map(drop)
+    let v = values(args)?;
+    if let (Some(text), false) = (&args.source_addrs, v.sources.is_empty()) {
+        // The front door is --url's address, or the stack's on the target.
+        let target = crate::cli::target::target_spec(&args.target)?.address()?;
+        let door = match &args.url {
+            Some(u) => endpoint::from_url(u, &AllowList::loopback_only().allow(target))?
+                .addr
+                .ip(),
+            None => target,
+        };
+        exectl_core::load::sources::check_family(&v.sources, door, text)?;
+    }
+    Ok(())
 }
 
 /// The flags, checked, as a run (no network, no limits yet).
@@ -239,6 +251,9 @@ pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
             ))
         }
     };
+    if let Some(text) = &args.source_addrs {
+        exectl_core::load::sources::check_family(&sources, endpoint.addr.ip(), text)?;
+    }
     // With --stack and no --manifest, the stack's newest manifest (or --pattern's).
     let manifest_dir = match (&args.stack, &args.manifest) {
         (Some(stack), None) => {
