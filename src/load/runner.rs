@@ -66,7 +66,8 @@ struct Probe {
 }
 
 /// GET /healthcheck every 200 ms, one request at a time (a stalled server shows as few, slow samples),
-/// on its own connection, until `stop`; one still waiting then counts with its wait so far.
+/// on its own connection, until `stop`; one still waiting then counts with its wait so far. Errors are
+/// counted, not timed.
 async fn probe(ctx: Arc<Ctx>, stop: Arc<Notify>, deadline: Instant) -> Probe {
     let http = app::Client::new(1, super::TIMEOUTS);
     let mut p = Probe {
@@ -90,7 +91,12 @@ async fn probe(ctx: Arc<Ctx>, stop: Arc<Notify>, deadline: Instant) -> Probe {
             r = http.healthcheck(&ctx.opts.endpoint).timeout(PROBE_TIMEOUT).timed() => r,
         };
         p.samples += 1;
-        p.hist.record(r.took);
+        // A latency when answered, or when it timed out (the stall lasted at least that long, as for
+        // one still waiting at the end); a probe refused or answered with an error is counted as such,
+        // never as a fast answer.
+        if r.ok || r.status == "timeout" {
+            p.hist.record(r.took);
+        }
         if !r.ok {
             p.errors += 1;
         }

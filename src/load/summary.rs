@@ -106,7 +106,9 @@ pub struct Summary {
     pub close_codes: BTreeMap<String, u64>,
     /// Failure kind (login_401, connect_timeout, closed_4003, eof_without_close, …) → count.
     pub failures: BTreeMap<String, u64>,
+    /// Successful logins (a failed one is a failure of its kind, never a latency).
     pub login_ms: Percentiles,
+    /// Successful connects: TCP and the upgrade to its 101.
     pub connect_ms: Percentiles,
     /// For sockets that ended early: how long after the upgrade (ACCESS_DENIED shows as ~0).
     pub early_end_ms: Percentiles,

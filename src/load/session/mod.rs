@@ -112,6 +112,7 @@ pub enum Ended {
 /// Everything measured about one user.
 #[derive(Debug, Clone, Default)]
 pub struct UserOutcome {
+    /// How long its login took, when it succeeded.
     pub login_us: Option<u64>,
     /// "200", "401", "timeout", …; None with --tokens.
     pub login_status: Option<String>,
@@ -119,7 +120,7 @@ pub struct UserOutcome {
     pub connected: bool,
     /// When the upgrade completed, from the run's start.
     pub connected_at_us: Option<u64>,
-    /// When the login answered, from the run's start (None with --tokens).
+    /// When the login succeeded, from the run's start (None with --tokens or when it failed).
     pub login_done_us: Option<u64>,
     pub held: bool,
     pub ended: Option<Ended>,
@@ -182,10 +183,12 @@ pub async fn run_user(ctx: Arc<Ctx>, i: usize, permit: OwnedSemaphorePermit) -> 
                 r = login => r,
                 () = ctx.live.plateau.until_stopped() => return stopped(&ctx, out),
             };
-            out.login_us = Some(us(start.elapsed()));
-            out.login_done_us = Some(us(ctx.t0.elapsed()));
             match r {
                 Ok(login) => {
+                    // A latency only when it succeeded: a refused connect or a 401 is a failure of its
+                    // kind, never a fast login.
+                    out.login_us = Some(us(start.elapsed()));
+                    out.login_done_us = Some(us(ctx.t0.elapsed()));
                     out.login_status = Some("200".into());
                     Live::inc(&ctx.live.logins_ok);
                     login.token.into()

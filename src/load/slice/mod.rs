@@ -164,11 +164,12 @@ impl SliceSpec {
             .ok_or_else(|| format!("unknown scenario {:?}", self.scenario))?;
         let base = reqwest::Url::parse(&self.url).map_err(|e| format!("url {}: {e}", self.url))?;
         let users = self.users.accounts.len();
-        let ramp_slots =
-            (self.ramp_of > 0 && self.users.slots.len() == users).then(|| crate::load::RampSlots {
+        let ramp_slots = (self.ramp_of > 0 && self.users.slots.len() == users).then_some(
+            crate::load::RampSlots {
                 slot: self.users.slots,
                 of: self.ramp_of,
-            });
+            },
+        );
         let manifest = Manifest {
             dir: std::path::PathBuf::from(format!("(slice {} of {})", self.slice, self.of)),
             accounts: self.users.accounts,
