@@ -9,7 +9,6 @@ use crate::cli::options::load::{check_out, LoadFlags};
 use crate::cli::LoadArgs;
 use crate::load::{endpoint, LoadOptions};
 use exectl_core::error::Unreachable;
-use std::path::Path;
 use std::time::Duration;
 
 pub fn run(args: &LoadArgs) -> Result<i32> {
@@ -26,7 +25,8 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     let ready = crate::ops::load::ready(opts, &progress)?;
     check_front_door(&flags, ready.opts())?;
     crate::interrupt::on_signal(move |_| live.stop())?;
-    let summary = crate::ops::load::run(ready, &progress)?;
+    let crate::ops::load::LoadOutcome { summary, lock_lost } =
+        crate::ops::load::run(ready, &progress)?;
     let json = serde_json::to_string_pretty(&summary).context("serialising the summary")?;
     if args.json {
         eprint!("{}", summary.render());
@@ -37,6 +37,10 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     if let Some(out) = &args.out {
         std::fs::write(out, format!("{json}\n"))
             .with_context(|| format!("writing {}", out.display()))?;
+    }
+    // What was measured is printed first; then the lock taken over is this run's end (exit 4).
+    if let Some(lost) = lock_lost {
+        return Err(anyhow::Error::new(lost).context("the load stopped its hold"));
     }
     Ok(summary.exit_code())
 }
@@ -54,25 +58,6 @@ impl crate::ops::Progress for Lines {
             _ => {}
         }
     }
-}
-
-/// The front doors recorded for this target's stacks (for a fix that names the right one).
-fn recorded_front_doors(stacks_root: Option<&Path>) -> Vec<endpoint::FrontDoor> {
-    let Some(Ok(entries)) = stacks_root.map(std::fs::read_dir) else {
-        return Vec::new();
-    };
-    let mut doors: Vec<endpoint::FrontDoor> = entries
-        .filter_map(Result::ok)
-        .filter_map(|e| {
-            let stack = e.file_name().to_string_lossy().into_owned();
-            // A hint: a stack whose record cannot be read is left out of it.
-            let record =
-                crate::state::record::read(&crate::state::bundle_dir(&e.path()), &stack).ok()??;
-            Some(endpoint::FrontDoor::from_record(&record))
-        })
-        .collect();
-    doors.sort_by(|a, b| a.stack.cmp(&b.stack));
-    doors
 }
 
 /// Before any load, the front door: a TCP connect refused, or unanswered within 5 s, is unreachable
@@ -142,7 +127,7 @@ pub fn check_front_door(args: &LoadFlags, opts: &LoadOptions) -> Result<()> {
         field,
         &value,
         &opts.endpoint,
-        &recorded_front_doors(root.as_deref()),
+        &crate::cli::options::load::recorded_front_doors(root.as_deref()),
     )
     .into())
 }

@@ -123,6 +123,17 @@ pub struct LoadOptions {
     pub generators: Generators,
     /// A slice's users' places in the whole run's ramp (None: users 0..users are the whole run).
     pub ramp_slots: Option<RampSlots>,
+    /// The recorded stacks whose front door the load goes to: `exectl load` holds each as a reader
+    /// while it runs (`ops::load`), so that no deploy, prepare, reset or teardown changes it meanwhile.
+    /// Empty: a `--url` that no stack recorded on this target publishes.
+    pub stacks: Vec<StackRef>,
+}
+
+/// A recorded stack: its name and its state folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StackRef {
+    pub name: String,
+    pub dir: std::path::PathBuf,
 }
 
 /// Where a slice's users start in the whole run's ramp: user i of the slice is user `slot[i]` of `of`,
@@ -185,6 +196,7 @@ impl LoadOptions {
             probe: true,
             generators: Generators::default(),
             ramp_slots: None,
+            stacks: Vec::new(),
         }
     }
 

@@ -2,10 +2,14 @@
 //! scenario run to its summary. Options come from `cli::options::load` or from a bench level.
 
 use super::{Event, Progress};
+use crate::engine::lock::{LockLost, ReaderLock};
 use crate::load::summary::Summary;
 use crate::load::{preflight, LoadOptions};
 use anyhow::Result;
 use exectl_core::units::readable;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// A run whose client can hold it: its limits raised, its processes settled (`ready`).
 pub struct Ready {
@@ -36,19 +40,64 @@ pub fn ready(opts: LoadOptions, progress: &dyn Progress) -> Result<Ready> {
     })
 }
 
-/// Run it to its summary (its header first).
-pub fn run(ready: Ready, progress: &dyn Progress) -> Result<Summary> {
+/// A run's end: its summary, and whether a `--break-lock` took a stack it held (the run stopped then).
+pub struct LoadOutcome {
+    pub summary: Summary,
+    pub lock_lost: Option<LockLost>,
+}
+
+/// Run it to its summary (its header first), holding the stacks it loads as a reader: a deploy,
+/// prepare (reset included), bench or teardown of them is refused meanwhile (exit 4, naming this
+/// load), and a `--break-lock` of one stops the run there. Refused (exit 4) while a writer holds one.
+pub fn run(ready: Ready, progress: &dyn Progress) -> Result<LoadOutcome> {
     let Ready {
-        opts,
+        mut opts,
         limits,
         processes,
     } = ready;
+    let command = format!("exectl load {}", opts.scenario);
+    let held = opts
+        .stacks
+        .iter()
+        .map(|s| ReaderLock::acquire(&s.dir, &s.name, &command))
+        .collect::<Result<Vec<_>>>()?;
+    if held.is_empty() {
+        progress.event(Event::Note(&format!(
+            "note: no stack recorded on this target publishes {}: this load holds no stack's lock, \
+             so a deploy, prepare --reset or teardown of the stack behind it is not refused meanwhile \
+             (give --stack NAME for one exectl deployed)",
+            opts.endpoint.addr
+        )));
+    }
     progress.event(Event::Step(&header(&opts, limits, processes)));
-    crate::load::run(opts)
+    let live = opts.live.get_or_insert_with(Default::default).clone();
+    let done = Arc::new(AtomicBool::new(false));
+    // Checked every second: a writer that broke the lock ends the hold now, as Ctrl-C would.
+    let watch = (!held.is_empty()).then(|| {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Acquire) {
+                if let Some(lost) = held.iter().find_map(|l| l.still_held().err()) {
+                    live.stop();
+                    return Some(lost);
+                }
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            // The last look, after the run: released on drop here.
+            held.iter().find_map(|l| l.still_held().err())
+        })
+    });
+    let summary = crate::load::run(opts);
+    done.store(true, Ordering::Release);
+    let lock_lost = watch.and_then(|w| w.join().ok().flatten());
+    Ok(LoadOutcome {
+        summary: summary?,
+        lock_lost,
+    })
 }
 
 /// `ready`, then `run`.
-pub fn load(opts: LoadOptions, progress: &dyn Progress) -> Result<Summary> {
+pub fn load(opts: LoadOptions, progress: &dyn Progress) -> Result<LoadOutcome> {
     run(ready(opts, progress)?, progress)
 }
 

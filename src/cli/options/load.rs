@@ -9,8 +9,8 @@ use crate::cli::target::TargetArgs;
 use crate::cli::values::{count_flag, duration_flag};
 use crate::cli::LoadArgs;
 use crate::load::{
-    endpoint, AllowList, LoadOptions, Manifest, Scenario, DEFAULT_DIAL_CONCURRENCY, DEFAULT_HOLD,
-    DEFAULT_RAMP,
+    endpoint, AllowList, LoadOptions, Manifest, Scenario, StackRef, DEFAULT_DIAL_CONCURRENCY,
+    DEFAULT_HOLD, DEFAULT_RAMP,
 };
 use exectl_core::error::UsageError;
 use exectl_core::load::liveness::Bounds;
@@ -229,11 +229,17 @@ pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
     // Load goes to loopback or the target's own address, nowhere else.
     let target_ip = target.address()?;
     let stack_dir = |stack: &str| target.stack_dir(stack);
+    let mut stacks = Vec::new();
     let endpoint = match (&args.stack, &args.url) {
         (Some(stack), _) => {
             let stack = exectl_core::spec::resolve_stack_name(Some(stack))?;
             let record = crate::state::record::read(&target.bundle_dir(&stack), &stack)?;
-            endpoint::from_stack(&stack, record.as_ref(), target_ip)?
+            let e = endpoint::from_stack(&stack, record.as_ref(), target_ip)?;
+            stacks.push(StackRef {
+                dir: stack_dir(&stack),
+                name: stack,
+            });
+            e
         }
         (None, Some(url)) => {
             let e = endpoint::from_url(url, &AllowList::loopback_only().allow(target_ip))?;
@@ -253,6 +259,18 @@ pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
     };
     if let Some(text) = &args.source_addrs {
         exectl_core::load::sources::check_family(&sources, endpoint.addr.ip(), text)?;
+    }
+    if args.stack.is_none() {
+        // A --url that a recorded stack of this target publishes is that stack's front door.
+        let root = crate::state::root().join(target.key());
+        stacks = recorded_front_doors(Some(&root))
+            .into_iter()
+            .filter(|d| d.fronts(&endpoint, target_ip))
+            .map(|d| StackRef {
+                dir: stack_dir(&d.stack),
+                name: d.stack,
+            })
+            .collect();
     }
     // With --stack and no --manifest, the stack's newest manifest (or --pattern's).
     let manifest_dir = match (&args.stack, &args.manifest) {
@@ -313,7 +331,28 @@ pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
         probe: true,
         generators,
         ramp_slots: None,
+        stacks,
     })
+}
+
+/// The front doors recorded for this target's stacks (`stacks_root`: its folder of the state), in the
+/// stacks' order.
+pub fn recorded_front_doors(stacks_root: Option<&Path>) -> Vec<endpoint::FrontDoor> {
+    let Some(Ok(entries)) = stacks_root.map(std::fs::read_dir) else {
+        return Vec::new();
+    };
+    let mut doors: Vec<endpoint::FrontDoor> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let stack = e.file_name().to_string_lossy().into_owned();
+            // A hint: a stack whose record cannot be read is left out of it.
+            let record =
+                crate::state::record::read(&crate::state::bundle_dir(&e.path()), &stack).ok()??;
+            Some(endpoint::FrontDoor::from_record(&record))
+        })
+        .collect();
+    doors.sort_by(|a, b| a.stack.cmp(&b.stack));
+    doors
 }
 
 /// collab relays frames between the members of a room: a layout where no room of the first `users`
