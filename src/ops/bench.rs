@@ -153,9 +153,9 @@ pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Res
     let (nginx_capacity, cpu_scale) = (record.nginx_capacity(workers), record.cpu_scale(host_cpus));
     let generator_local = !target.is_remote();
     progress.event(Event::Step(&format!(
-        "exectl bench {run_id}: {scenario} on {stack} ({target_name}), levels {levels_text}, hold {:?} of all users at once, ramp {:?}; results in {}",
-        hold,
-        ramp,
+        "exectl bench {run_id}: {scenario} on {stack} ({target_name}), levels {levels_text}, hold {} of all users at once, ramp {}; results in {}",
+        exectl_core::units::readable(hold),
+        exectl_core::units::readable(ramp),
         out.path.display()
     )));
     let mut results = Results {
@@ -412,7 +412,10 @@ async fn ready_and_idle(
             anyhow::bail!(
                 "stack {stack} is not ready for a bench{}: {}; fix: {}",
                 if waiting_for_idle {
-                    format!(" after waiting {:?} (--settle)", settle)
+                    format!(
+                        " after waiting {} (--settle)",
+                        exectl_core::units::readable(settle)
+                    )
                 } else {
                     String::new()
                 },
