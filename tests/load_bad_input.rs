@@ -76,6 +76,16 @@ fn solo_manifest(dir: &Path, accounts: usize) {
     Manifest::write(dir, &accounts_, &projects, None).unwrap();
 }
 
+/// Nothing connected to `server` (listening, never accepting): load refused before any connection.
+fn assert_never_connected(server: &std::net::TcpListener) {
+    server.set_nonblocking(true).unwrap();
+    let accepted = server.accept();
+    assert!(
+        matches!(&accepted, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "load connected before refusing: {accepted:?}"
+    );
+}
+
 fn now_s() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -276,12 +286,7 @@ fn expired_tokens_exit_2_before_any_connection() {
         "{err}"
     );
     // Not one connection reached the server.
-    server.set_nonblocking(true).unwrap();
-    let accepted = server.accept();
-    assert!(
-        matches!(&accepted, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
-        "load connected before refusing: {accepted:?}"
-    );
+    assert_never_connected(&server);
 }
 
 #[test]
@@ -434,12 +439,7 @@ fn source_addresses_that_cannot_dial_the_door_are_refused_before_any_connection(
         assert!(err.contains("fix:"), "{bad}: {err}");
         assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
     }
-    door.set_nonblocking(true).unwrap();
-    let accepted = door.accept();
-    assert!(
-        matches!(&accepted, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
-        "load connected before refusing: {accepted:?}"
-    );
+    assert_never_connected(&door);
 }
 
 /// A front door nothing listens on is unreachable (exit 3, naming it and the fix) before any user
@@ -502,4 +502,31 @@ fn failed_attempts_are_counted_by_kind_and_never_timed() {
     assert_eq!(j["login_ms"]["count"], 0, "{j:#}");
     assert!(b["probe_errors"].as_u64().unwrap() > 0, "{j:#}");
     assert_eq!(b["probe_ms"]["count"], 0, "{j:#}");
+}
+
+/// `load --help` says what the flags do: the hold is the level's common hold (not each socket's), and
+/// the action interval's waits are uniform in [D/2, 2D], so their mean is 1.25·D.
+#[test]
+fn help_says_the_hold_is_common_and_the_interval_its_range() {
+    let out = Command::new(env!("CARGO_BIN_EXE_exectl"))
+        .args(["load", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    let flag = |name: &str| {
+        help.lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no {name}: {help}"))
+            .to_string()
+    };
+    let hold = flag("--hold");
+    assert!(
+        hold.contains("The common hold") && !hold.contains("each socket"),
+        "{hold}"
+    );
+    let interval = flag("--interval");
+    assert!(
+        interval.contains("uniform in [D/2, 2D]") && interval.contains("mean is 1.25·D"),
+        "{interval}"
+    );
 }

@@ -154,11 +154,7 @@ fn a_slice_killed_mid_run_fails_its_users_and_the_run_ends_on_time() {
         .spawn()
         .unwrap();
     // During the hold (all 60 open on the server), SIGKILL one slice.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while load_support::server_connections(s.port) < 60 {
-        assert!(Instant::now() < deadline, "the 60 sockets never opened");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    s.wait_for_sockets(60, Duration::from_secs(30));
     std::thread::sleep(Duration::from_secs(1));
     let victim = slices_of(run.id())[1];
     let st = Command::new("kill")

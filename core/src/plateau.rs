@@ -111,6 +111,10 @@ impl PlateauFigures {
     fn ramp_text(&self) -> String {
         let took = match self.ramp_s {
             Some(r) => format!("the ramp took {}", duration(r)),
+            // Sockets were open, but no report of their connects came (the slices that had them died).
+            None if self.peak_open > 0 => {
+                "the ramp's span unknown (no report of its connects)".into()
+            }
             None => "no socket connected".to_string(),
         };
         let asked = if self
@@ -284,13 +288,26 @@ mod tests {
             start_s: None,
             end_s: None,
             min_open: 0,
+            peak_open: 0,
             ramp_s: None,
             logins_per_s: None,
             ..plateau()
         };
         assert_eq!(
             none.describe(),
-            "peak 400 of 400 at once; the common hold never began; no socket connected"
+            "peak 0 of 400 at once; the common hold never began; no socket connected"
+        );
+        // Open sockets seen, but no slice that had them reported its connects.
+        let unreported = PlateauFigures {
+            peak_open: 20,
+            ..none.clone()
+        };
+        assert!(
+            unreported
+                .describe()
+                .ends_with("; the ramp's span unknown (no report of its connects)"),
+            "{}",
+            unreported.describe()
         );
     }
 

@@ -272,8 +272,9 @@ pub struct BenchFlags {
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub interval: Option<String>,
     /// Ping a held socket whose server has been silent this long (a frozen server keeps its sockets
-    /// open); unanswered 10 s more, it is stalled [default: 5s; past 10,000 users longer, so that a run
-    /// sends at most 2,000 pings a second].
+    /// open), whatever the server's own pings; unanswered 10 s more, it is stalled [default: 5s, past
+    /// 10,000 users longer so that a run sends at most 2,000 pings a second; and once the server is seen
+    /// to ping, its own cadence + 5s].
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub ping_after: Option<String>,
     /// Use the minted tokens of tokens.json instead of logging in.
@@ -357,8 +358,9 @@ pub struct LoadArgs {
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub interval: Option<String>,
     /// Ping a held socket whose server has been silent this long (a frozen server keeps its sockets
-    /// open); unanswered 10 s more, it is stalled [default: 5s; past 10,000 users longer, so that a run
-    /// sends at most 2,000 pings a second].
+    /// open), whatever the server's own pings; unanswered 10 s more, it is stalled [default: 5s, past
+    /// 10,000 users longer so that a run sends at most 2,000 pings a second; and once the server is seen
+    /// to ping, its own cadence + 5s].
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub ping_after: Option<String>,
     /// Use the minted tokens of tokens.json instead of logging in.

@@ -10,6 +10,7 @@ use super::metrics::{Hist, Percentiles};
 use super::session::{Ctx, Ended, UserOutcome};
 use super::Scenario;
 use exectl_core::load::delivery::{self, Deliveries, Member};
+use exectl_core::load::liveness::Pings;
 use exectl_core::plateau::PlateauFigures;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -25,8 +26,15 @@ pub struct Settings {
     pub tokens: bool,
     /// The client pings after this much server silence…
     pub ping_after_s: f64,
-    /// …and a socket whose server stays silent past this is stalled.
+    /// …and a socket whose server stays silent past this is stalled…
     pub stall_after_s: f64,
+    /// …both longer once the server is seen to ping, past its own cadence (false: `--ping-after`).
+    #[serde(default = "yes")]
+    pub follow_server_pings: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Settings {
@@ -41,6 +49,7 @@ impl Settings {
             tokens: opts.tokens,
             ping_after_s: opts.liveness.ping_after_ms as f64 / 1000.0,
             stall_after_s: opts.liveness.stall_after_ms() as f64 / 1000.0,
+            follow_server_pings: opts.liveness.follow_server,
         }
     }
 }
@@ -84,6 +93,7 @@ pub struct Summary {
     pub scenario: String,
     pub users: usize,
     pub started_unix_s: u64,
+    /// From the first dial (a run over processes: the common start) to the run's end.
     pub duration_s: f64,
     /// Users whose WebSocket upgrade succeeded (101), whatever happened next.
     pub connected: u64,
@@ -118,6 +128,10 @@ pub struct Summary {
     pub connect_rate_per_s: f64,
     pub client_peak_rss_bytes: u64,
     pub client_cpu_seconds: f64,
+    /// The generator's liveness pings (socket scenarios): sent, a second during the hold, and the
+    /// server's own cadence it followed — what the measurement itself asked of the server.
+    #[serde(default)]
+    pub pings: Pings,
     pub settings: Settings,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub login_burst: Option<LoginBurst>,
@@ -198,6 +212,19 @@ pub struct SliceUse {
     /// Why the slice gave no report (its process died, its host went away): its users failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// A slice that gave no report: what its last counters said, and when it was last heard from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_seen: Option<LastSeen>,
+}
+
+/// What a slice that gave no report had done when it was last heard from (its last counters).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LastSeen {
+    /// Seconds from the common start (the first dial).
+    pub at_s: f64,
+    /// Its users whose upgrade had succeeded, and of those still open then.
+    pub connected: u64,
+    pub open: u64,
 }
 
 /// The histograms behind a summary's percentiles, and the seconds from the first dial to the last
@@ -285,6 +312,8 @@ pub struct RunFacts {
     pub hold_cpu: (Option<f64>, Option<f64>),
     /// login-burst's probe: samples, errors, latencies.
     pub probe: Option<(u64, u64, Hist)>,
+    /// The liveness pings it sent, and the server's own it followed.
+    pub pings: Pings,
 }
 
 impl Summary {
@@ -434,6 +463,7 @@ impl Summary {
             connect_rate_per_s: rate,
             client_peak_rss_bytes: facts.peak_rss,
             client_cpu_seconds: facts.cpu_s,
+            pings: facts.pings,
             settings: Settings::of(opts),
             login_burst,
             fanout,
@@ -454,6 +484,7 @@ impl Summary {
                 generator: None,
                 clock_offset_ms: None,
                 error: None,
+                last_seen: None,
             }]),
             parts: Parts {
                 login,
@@ -523,7 +554,7 @@ impl Summary {
         );
         let _ = writeln!(
             s,
-            "  users {}  succeeded {}  failed {}  ({:.1} s)",
+            "  users {}  succeeded {}  failed {}  ({:.1} s from the first dial)",
             self.users, self.succeeded, self.failed, self.duration_s
         );
         if self.scenario != Scenario::LoginBurst.name() {
@@ -545,12 +576,20 @@ impl Summary {
         if self.early_end_ms.count > 0 {
             let _ = writeln!(s, "  early end     {}", p(&self.early_end_ms));
         }
+        if self.scenario != Scenario::LoginBurst.name() {
+            let _ = writeln!(s, "  pings         {}", self.pings.describe());
+        }
         if self.server_silence_ms.count > 0 {
+            // The bound in force at the end: past the server's own cadence once it was seen to ping.
+            let answer_s = self.settings.stall_after_s - self.settings.ping_after_s;
+            let stall_s = match self.pings.ping_after_s {
+                a if a > 0.0 => a + answer_s,
+                _ => self.settings.stall_after_s,
+            };
             let _ = writeln!(
                 s,
-                "  server silent {}  (longest per socket; stalled past {:.0} s)",
+                "  server silent {}  (longest per socket; stalled past {stall_s:.0} s)",
                 p(&self.server_silence_ms),
-                self.settings.stall_after_s
             );
         }
         if let Some(b) = &self.login_burst {
@@ -613,7 +652,13 @@ fn slice_line(u: &SliceUse) -> String {
         u.slice, u.pid, u.users, u.held
     );
     if let Some(e) = &u.error {
-        return s + &format!("  FAILED: {e}");
+        let seen = u.last_seen.map_or(String::new(), |l| {
+            format!(
+                " {:.1} s after the first dial (last heard: {} connected, {} open)",
+                l.at_s, l.connected, l.open
+            )
+        });
+        return s + &format!("  FAILED{seen}: {e}");
     }
     s += &format!("  CPU {:.2} s", u.cpu_s);
     if let Some(share) = u.hold_cpu_share {

@@ -230,7 +230,7 @@ pub const OBJECTIVES: [Objective; 10] = [
             get: |s| s.stalled as f64,
             set: |s, v| s.stalled = v as u64,
         }),
-        measured: "Sockets left open by a silent server: no frame for 15 s, or the hold's last ping unanswered for 10 s (a frozen or paused instance keeps its sockets open).",
+        measured: "Sockets left open by a silent server: no frame for 15 s (for a server seen to ping, its own cadence and 15 s more: 45 s for the app's 30 s), or the hold's last ping unanswered for 10 s (a frozen or paused instance keeps its sockets open).",
         scenarios: SOCKETS,
         figure: |f| Some(f.stalled as f64),
     },

@@ -317,10 +317,7 @@ pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
         interval,
         tokens: args.tokens,
         liveness: match ping_after {
-            Some(d) => Bounds {
-                ping_after_ms: d.as_millis() as u32,
-                ..Bounds::default()
-            },
+            Some(d) => Bounds::fixed(d),
             None => Bounds::for_users(users),
         },
         run_id,
@@ -430,6 +427,10 @@ mod tests {
         assert_eq!(load(&flags(None)).unwrap().liveness, Bounds::for_users(3));
         let set = load(&flags(Some("40s"))).unwrap().liveness;
         assert_eq!((set.ping_after_ms, set.answer_within_ms), (40_000, 10_000));
+        assert!(
+            !set.follow_server,
+            "a given --ping-after is kept whatever the server does"
+        );
         let e = load(&flags(Some("500ms"))).unwrap_err();
         assert_eq!(e.field, "--ping-after");
     }

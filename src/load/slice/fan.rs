@@ -400,6 +400,11 @@ pub fn run(opts: LoadOptions, processes: usize) -> Result<Summary> {
             generator: s.generator,
             clock_offset_ms: s.clock_offset_ms,
             outcome: s.outcome.unwrap_or(Outcome::Failed("no report".into())),
+            last: s.latest,
+            last_heard_s: s
+                .heard
+                .saturating_duration_since(t0.into_std())
+                .as_secs_f64(),
         })
         .collect();
     let (peak_rss, _) = metrics::rss_bytes();

@@ -5,11 +5,12 @@
 
 use std::collections::BTreeMap;
 
+use exectl_core::load::liveness::Pings;
 use exectl_core::plateau::PlateauFigures;
 
 use super::SliceReport;
 use crate::load::summary::{
-    Editing, Fanout, Generator, LoginBurst, Parts, Settings, SliceUse, Summary,
+    Editing, Fanout, Generator, LastSeen, LoginBurst, Parts, Settings, SliceUse, Summary,
 };
 use crate::load::{LoadOptions, Scenario};
 
@@ -30,6 +31,10 @@ pub struct SliceResult {
     pub generator: String,
     pub clock_offset_ms: Option<f64>,
     pub outcome: Outcome,
+    /// Its last counters, and when it was last heard from (seconds from the common start): what a
+    /// slice without a report is known to have done.
+    pub last: super::Counters,
+    pub last_heard_s: f64,
 }
 
 impl SliceResult {
@@ -82,12 +87,20 @@ pub fn merge(opts: &LoadOptions, results: Vec<SliceResult>, parent: Parent) -> S
     // The hold's figures: each slice's count is exact for its sockets, so the sums are a floor.
     let (mut open_at_start, mut min_open, mut hold_len) = (0u64, 0u64, f64::INFINITY);
     let mut started_unix_s = u64::MAX;
+    let mut pings = Pings::default();
     for r in &results {
         let rep = match &r.outcome {
             Outcome::Report(rep) => rep,
             Outcome::Failed(why) => {
                 *failures.entry("slice_failed".to_string()).or_default() += r.users as u64;
-                hold_len = 0.0;
+                // Its sockets that upgraded did connect (its ticks said so), and the common hold of
+                // every user lasted until it was last heard from.
+                connected += r.last.connected;
+                pings.sent += r.last.pings_sent;
+                hold_len = match parent.window.start_s {
+                    Some(start) => hold_len.min((r.last_heard_s - start).max(0.0)),
+                    None => 0.0,
+                };
                 uses.push(SliceUse {
                     slice: r.slice,
                     host: match r.remote() {
@@ -101,6 +114,11 @@ pub fn merge(opts: &LoadOptions, results: Vec<SliceResult>, parent: Parent) -> S
                     generator: r.remote(),
                     clock_offset_ms: r.clock_offset_ms,
                     error: Some(why.clone()),
+                    last_seen: Some(LastSeen {
+                        at_s: (r.last_heard_s * 10.0).round() / 10.0,
+                        connected: r.last.connected,
+                        open: r.last.open,
+                    }),
                     ..SliceUse::default()
                 });
                 continue;
@@ -118,6 +136,19 @@ pub fn merge(opts: &LoadOptions, results: Vec<SliceResult>, parent: Parent) -> S
         cpu += s.client_cpu_seconds;
         interrupted |= s.interrupted;
         started_unix_s = started_unix_s.min(s.started_unix_s);
+        // Counts and rates add up (the slices hold at once); the server's cadence is the shortest any
+        // slice saw, and the silence before a ping the longest any used.
+        let p = &s.pings;
+        pings.sent += p.sent;
+        pings.per_s_in_hold = match (pings.per_s_in_hold, p.per_s_in_hold) {
+            (Some(a), Some(b)) => Some(((a + b) * 10.0).round() / 10.0),
+            (a, b) => a.or(b),
+        };
+        pings.server_every_s = match (pings.server_every_s, p.server_every_s) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        pings.ping_after_s = pings.ping_after_s.max(p.ping_after_s);
         if let Some(p) = &s.plateau {
             open_at_start += p.open_at_start;
             min_open += p.min_open;
@@ -225,6 +256,7 @@ pub fn merge(opts: &LoadOptions, results: Vec<SliceResult>, parent: Parent) -> S
         connect_rate_per_s: rate,
         client_peak_rss_bytes: rss,
         client_cpu_seconds: (cpu * 1000.0).round() / 1000.0,
+        pings,
         settings: Settings::of(opts),
         login_burst,
         fanout,
@@ -293,6 +325,12 @@ mod tests {
             generator: "local".into(),
             clock_offset_ms: None,
             outcome,
+            last: super::super::Counters {
+                connected: users as u64,
+                open: users as u64,
+                ..Default::default()
+            },
+            last_heard_s: 5.1,
         }
     }
 
@@ -407,5 +445,48 @@ mod tests {
         let dead = &s.generator.slices[1];
         assert_eq!((dead.pid, dead.users, dead.failed), (101, 50, 50));
         assert!(dead.error.as_deref().unwrap().contains("signal"));
+        // One account of what it did: its 50 connected (its last counters, 5.1 s in), so the run's 100;
+        // the common hold of all 100 lasted until then (2.1 s to 5.1 s), not its full 5 s nor none.
+        assert_eq!(s.connected, 100);
+        assert_eq!(
+            dead.last_seen,
+            Some(LastSeen {
+                at_s: 5.1,
+                connected: 50,
+                open: 50
+            })
+        );
+        assert!((p.length_s() - 3.0).abs() < 1e-9, "{p:?}");
+        assert!(
+            p.describe()
+                .contains("the common hold lasted 3.0 s of 30 s"),
+            "{}",
+            p.describe()
+        );
+        let text = s.render();
+        assert!(
+            text.contains("FAILED 5.1 s after the first dial (last heard: 50 connected, 50 open): its process ended (signal: 9)"),
+            "{text}"
+        );
+        // Every slice dead: the sockets their ticks saw are not "no socket connected".
+        let all_dead = merge(
+            &opts(50),
+            vec![slice(0, 50, Outcome::Failed("its channel ended".into()))],
+            Parent {
+                window: PlateauFigures {
+                    start_s: Some(2.1),
+                    peak_open: 50,
+                    ..Default::default()
+                },
+                ..parent()
+            },
+        );
+        let p = all_dead.plateau.unwrap();
+        assert_eq!(all_dead.connected, 50);
+        assert!(
+            p.describe().contains("the ramp's span unknown") && !p.describe().contains("no socket"),
+            "{}",
+            p.describe()
+        );
     }
 }

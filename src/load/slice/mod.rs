@@ -52,12 +52,19 @@ pub struct SliceSpec<U = Users> {
     pub interval_ms: u64,
     pub ping_after_ms: u32,
     pub answer_within_ms: u32,
+    /// Ping only past a pinging server's own cadence (`Bounds::follow_server`).
+    #[serde(default = "yes")]
+    pub follow_server_pings: bool,
     pub sources: Vec<IpAddr>,
     /// The wall-clock instant (unix ms) every slice starts its ramp at.
     pub start_at_unix_ms: u64,
     pub run_id: String,
     /// login-burst's probe runs in one slice only.
     pub probe: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// A slice's users as it reads them: their accounts, and their tokens with `--tokens`.
@@ -132,6 +139,7 @@ impl<'a> SliceSpec<Picked<'a>> {
             interval_ms: opts.interval.as_millis() as u64,
             ping_after_ms: opts.liveness.ping_after_ms,
             answer_within_ms: opts.liveness.answer_within_ms,
+            follow_server_pings: opts.liveness.follow_server,
             sources: opts.sources.clone(),
             start_at_unix_ms,
             run_id: format!("{}-s{slice}", opts.run_id),
@@ -191,6 +199,7 @@ impl SliceSpec {
         o.liveness = exectl_core::load::liveness::Bounds {
             ping_after_ms: self.ping_after_ms,
             answer_within_ms: self.answer_within_ms,
+            follow_server: self.follow_server_pings,
         };
         o.run_id = self.run_id;
         o.sources = self.sources;
@@ -217,6 +226,8 @@ pub struct Counters {
     pub frames_received: u64,
     pub http_requests: u64,
     pub dials_over: u64,
+    #[serde(default)]
+    pub pings_sent: u64,
 }
 
 impl Counters {
@@ -225,7 +236,7 @@ impl Counters {
     fn pairs<'a>(
         &'a mut self,
         live: &'a Live,
-    ) -> [(&'a mut u64, &'a std::sync::atomic::AtomicU64); 12] {
+    ) -> [(&'a mut u64, &'a std::sync::atomic::AtomicU64); 13] {
         [
             (&mut self.started, &live.started),
             (&mut self.dialing, &live.dialing),
@@ -239,6 +250,7 @@ impl Counters {
             (&mut self.frames_sent, &live.frames_sent),
             (&mut self.frames_received, &live.frames_received),
             (&mut self.http_requests, &live.http_requests),
+            (&mut self.pings_sent, &live.pings_sent),
         ]
     }
 
@@ -268,6 +280,7 @@ impl Counters {
             frames_received,
             http_requests,
             dials_over,
+            pings_sent,
         } = *o;
         self.started += started;
         self.dialing += dialing;
@@ -282,6 +295,7 @@ impl Counters {
         self.frames_received += frames_received;
         self.http_requests += http_requests;
         self.dials_over += dials_over;
+        self.pings_sent += pings_sent;
     }
 
     /// Into `live`'s counters (a parent's, from its slices' sums).
@@ -352,6 +366,7 @@ mod tests {
             interval_ms: 1000,
             ping_after_ms: 5000,
             answer_within_ms: 10000,
+            follow_server_pings: true,
             sources: Vec::new(),
             start_at_unix_ms: 0,
             run_id: "r".into(),
