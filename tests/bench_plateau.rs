@@ -2,8 +2,8 @@
 //! (the instances' own counts say so, sample after sample), also when logins are slow; a bench stopped by
 //! SIGINT or killed keeps what it measured and `exectl report` rebuilds it; one bench per stack; a stack
 //! still holding another client's sockets is waited for, then refused; another client during a level
-//! makes it invalid; a teardown --break-lock mid-level interrupts it; a browser that cannot start is
-//! refused before any load.
+//! makes it invalid (a load of this machine's state is refused instead, the bench holding the stack); a
+//! teardown --break-lock mid-level interrupts it; a browser that cannot start is refused before any load.
 
 mod common;
 
@@ -355,15 +355,28 @@ fn a_stopped_bench_keeps_what_it_measured_and_one_bench_runs_per_stack() {
 fn another_clients_sockets_are_waited_for_then_refused_and_during_a_level_make_it_invalid() {
     let _one = serial();
     let s = stack("other", "1", &[], "400", "4");
+    // Another client: one this machine's state knows nothing of (another operator's exectl, a k6), so
+    // it holds no lock of the stack: the stack's front door by URL, from a state folder of its own.
+    let stack_dir = exectl::state::stack_dir(s.x.state.path(), "local", &s.name);
+    let record: Value = serde_json::from_str(&read(
+        &exectl::state::bundle_dir(&stack_dir).join(exectl_core::render::RECORD),
+    ))
+    .unwrap();
+    let door = format!("http://127.0.0.1:{}", record["spec"]["lb_port"]);
+    let manifest = exectl::state::manifests::locate(&s.name, &stack_dir, None).unwrap();
+    let elsewhere = Exectl::new();
     let load = |users: &str, hold: &str| -> Child {
-        s.x.command(&[
-            "load", "idle", "--stack", &s.name, "--users", users, "--ramp", "0s", "--hold", hold,
-            "--quiet",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+        elsewhere
+            .command(&[
+                "load", "idle", "--url", &door, "--users", users, "--ramp", "0s", "--hold", hold,
+                "--quiet",
+            ])
+            .arg("--manifest")
+            .arg(&manifest)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
     };
     // Another client holds 20 sockets for 40 s: the bench waits its --settle for them, then refuses.
     let mut other = load("20", "40s");
@@ -385,7 +398,7 @@ fn another_clients_sockets_are_waited_for_then_refused_and_during_a_level_make_i
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains("is not ready for a bench after waiting 4s"),
+        stderr.contains("is not ready for a bench after waiting 4 s"),
         "{stderr}"
     );
     assert!(
@@ -417,6 +430,13 @@ fn another_clients_sockets_are_waited_for_then_refused_and_during_a_level_make_i
             })
         })
     });
+    // A load of this machine's state is refused while the bench holds the stack, naming it.
+    let refused = s.x.run(&[
+        "load", "idle", "--stack", &s.name, "--users", "5", "--hold", "5s",
+    ]);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(4), "{said}");
+    assert!(said.contains("is locked by exectl bench"), "{said}");
     let mut joined = load("15", "15s");
     let out = b.wait_with_output().unwrap();
     joined.wait().unwrap();

@@ -44,6 +44,48 @@ fn manifest_with_tokens(dir: &Path, accounts: usize, tokens: Option<(i64, i64)>)
     Manifest::write(dir, &accounts, &projects, tokens.as_deref()).unwrap();
 }
 
+/// A front door that accepts every connection and closes it at once: reachable, and every login fails.
+fn closing_door() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            drop(c);
+        }
+    });
+    url
+}
+
+/// `accounts` accounts, each in a project of its own (rooms of one: a run splits over processes).
+fn solo_manifest(dir: &Path, accounts: usize) {
+    let uuid = |i: usize| format!("0b8e6f6e-8a43-4f55-9d3c-{i:012}");
+    let accounts_: Vec<Account> = (0..accounts)
+        .map(|i| Account {
+            email: format!("u{i}@x.org"),
+            password: "pw".into(),
+            project_uuid: uuid(i),
+            role: Role::Owner,
+        })
+        .collect();
+    let projects: Vec<Project> = (0..accounts)
+        .map(|i| Project {
+            uuid: uuid(i),
+            owner_email: format!("u{i}@x.org"),
+        })
+        .collect();
+    Manifest::write(dir, &accounts_, &projects, None).unwrap();
+}
+
+/// Nothing connected to `server` (listening, never accepting): load refused before any connection.
+fn assert_never_connected(server: &std::net::TcpListener) {
+    server.set_nonblocking(true).unwrap();
+    let accepted = server.accept();
+    assert!(
+        matches!(&accepted, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "load connected before refusing: {accepted:?}"
+    );
+}
+
 fn now_s() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -176,7 +218,8 @@ fn bad_input_exits_2_naming_the_flag() {
     assert_eq!(code, 2);
 }
 
-/// `exectl load idle` of `manifest` towards a closed port, under `ulimit -n nofile` (soft and hard).
+/// `exectl load idle` of `manifest` towards a door that closes every connection, under `ulimit -n
+/// nofile` (soft and hard).
 fn load_under_nofile(nofile: u32, manifest: &str, extra: &[&str]) -> (Option<i32>, String) {
     let out = Command::new("sh")
         .arg("-c")
@@ -186,7 +229,7 @@ fn load_under_nofile(nofile: u32, manifest: &str, extra: &[&str]) -> (Option<i32
             "load",
             "idle",
             "--url",
-            "http://127.0.0.1:1",
+            &closing_door(),
             "--manifest",
             manifest,
         ])
@@ -202,7 +245,7 @@ fn load_under_nofile(nofile: u32, manifest: &str, extra: &[&str]) -> (Option<i32
 #[test]
 fn limits_that_cannot_hold_the_run_exit_2_with_the_fix() {
     let d = tempfile::tempdir().unwrap();
-    manifest(d.path(), 300);
+    solo_manifest(d.path(), 300);
     let m = d.path().to_str().unwrap();
     // 300 sockets cannot fit one process under a hard limit of 256 open files: refused with one asked…
     let (code, stderr) = load_under_nofile(256, m, &["--processes", "1"]);
@@ -213,7 +256,7 @@ fn limits_that_cannot_hold_the_run_exit_2_with_the_fix() {
         stderr.contains("--processes 2"),
         "the split is named: {stderr}"
     );
-    // …and run over two by default (every dial refused by the closed port: exit 1, not 2).
+    // …and run over two by default (every login's connection closed by the door: exit 1, not 2).
     let (code, stderr) = load_under_nofile(256, m, &["--ramp", "1s", "--hold", "1s"]);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("; 2 processes)"), "{stderr}");
@@ -243,12 +286,7 @@ fn expired_tokens_exit_2_before_any_connection() {
         "{err}"
     );
     // Not one connection reached the server.
-    server.set_nonblocking(true).unwrap();
-    let accepted = server.accept();
-    assert!(
-        matches!(&accepted, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
-        "load connected before refusing: {accepted:?}"
-    );
+    assert_never_connected(&server);
 }
 
 #[test]
@@ -353,7 +391,7 @@ fn bad_generator_lists_exit_2_naming_the_entry() {
     let (code, err) = load(&[
         "idle",
         "--url",
-        "http://127.0.0.1:1",
+        &closing_door(),
         "--manifest",
         m,
         "--generators",
@@ -406,5 +444,135 @@ fn a_404_under_a_url_path_names_the_path_before_any_login() {
             .iter()
             .all(|l| l.starts_with("GET /some/path/healthcheck ")),
         "{asked:?}"
+    );
+}
+
+/// Source addresses that cannot dial the front door: another family than its address (`::1` towards
+/// 127.0.0.1), or no address to dial from at all (unspecified, multicast, broadcast). Refused before
+/// any connection (exit 2), naming the flag, the value, the problem and the fix.
+#[test]
+fn source_addresses_that_cannot_dial_the_door_are_refused_before_any_connection() {
+    let d = tempfile::tempdir().unwrap();
+    manifest(d.path(), 3);
+    let m = d.path().to_str().unwrap();
+    let door = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", door.local_addr().unwrap());
+    for (bad, says) in [
+        (
+            "::1",
+            "::1 is IPv6 and the front door's address 127.0.0.1 is IPv4",
+        ),
+        ("127.0.0.1,::1", "give IPv4 addresses of this host"),
+        ("0.0.0.0", "0.0.0.0 is the unspecified address"),
+        ("::", ":: is the unspecified address"),
+        ("224.0.0.1", "224.0.0.1 is a multicast address"),
+        ("255.255.255.255", "the broadcast address"),
+    ] {
+        let (code, err) = load(&[
+            "idle",
+            "--url",
+            &url,
+            "--manifest",
+            m,
+            "--source-addrs",
+            bad,
+        ]);
+        assert_eq!(code, 2, "{bad}: {err}");
+        assert!(
+            err.contains("invalid --source-addrs") && err.contains(bad) && err.contains(says),
+            "{bad}: {err}"
+        );
+        assert!(err.contains("fix:"), "{bad}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    }
+    assert_never_connected(&door);
+}
+
+/// A front door nothing listens on is unreachable (exit 3, naming it and the fix) before any user
+/// starts: no summary, no latency of a failed connect.
+#[test]
+fn a_closed_front_door_is_unreachable_before_the_run() {
+    let d = tempfile::tempdir().unwrap();
+    manifest(d.path(), 3);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let out = Command::new(env!("CARGO_BIN_EXE_exectl"))
+        .args(["load", "idle", "--url", &url, "--hold", "2s", "--json"])
+        .arg("--manifest")
+        .arg(d.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains(&format!("the front door {url}/ cannot be reached"))
+            && err.contains("refused")
+            && err.contains("fix: check the address and port of --url"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "no summary: {err}");
+    assert!(!err.contains("p95"), "{err}");
+}
+
+/// Logins that fail (a door that closes every connection) are failures by kind, never latencies: no
+/// login sample, no connect sample; login-burst's probe errors are counted, not timed.
+#[test]
+fn failed_attempts_are_counted_by_kind_and_never_timed() {
+    let d = tempfile::tempdir().unwrap();
+    manifest(d.path(), 3);
+    let m = d.path().to_str().unwrap();
+    let url = closing_door();
+    let summary = |scenario: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_exectl"))
+            .args(["load", scenario, "--url", &url, "--manifest", m])
+            .args(["--hold", "1s", "--ramp", "0s", "--quiet", "--json"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (j, err)
+    };
+    let (j, err) = summary("idle");
+    assert_eq!(j["failed"], 3, "{j:#}");
+    assert_eq!(j["failures"]["login_error"], 3, "{j:#}");
+    assert_eq!(j["login_ms"]["count"], 0, "{j:#}");
+    assert_eq!(j["connect_ms"]["count"], 0, "{j:#}");
+    assert!(err.contains("login         -"), "no login latency: {err}");
+    let (j, _) = summary("login-burst");
+    let b = &j["login_burst"];
+    assert_eq!(j["login_ms"]["count"], 0, "{j:#}");
+    assert!(b["probe_errors"].as_u64().unwrap() > 0, "{j:#}");
+    assert_eq!(b["probe_ms"]["count"], 0, "{j:#}");
+}
+
+/// `load --help` says what the flags do: the hold is the level's common hold (not each socket's), and
+/// the action interval's waits are uniform in [D/2, 2D], so their mean is 1.25·D.
+#[test]
+fn help_says_the_hold_is_common_and_the_interval_its_range() {
+    let out = Command::new(env!("CARGO_BIN_EXE_exectl"))
+        .args(["load", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    let flag = |name: &str| {
+        help.lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no {name}: {help}"))
+            .to_string()
+    };
+    let hold = flag("--hold");
+    assert!(
+        hold.contains("The common hold") && !hold.contains("each socket"),
+        "{hold}"
+    );
+    let interval = flag("--interval");
+    assert!(
+        interval.contains("uniform in [D/2, 2D]") && interval.contains("mean is 1.25·D"),
+        "{interval}"
     );
 }

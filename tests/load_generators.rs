@@ -44,7 +44,10 @@ fn this_host_and_two_generator_hosts_are_one_run_and_a_host_dying_fails_its_slic
     let users = 90;
     let seeded = load_support::seed(&s, users, Seeded::solo_layout(users), 4);
     let m = tempfile::tempdir().unwrap();
-    seeded.write_manifest(m.path(), None, 0);
+    // Minted tokens: no logins, so every connection the stand-in sees from a slice is one of its
+    // sockets (a login's keep-alive connections, one or more as a loaded machine overlaps them, would
+    // blur the count).
+    seeded.write_manifest(m.path(), Some(&s.secret), 0);
     let url = s.url();
     let manifest = m.path().to_str().unwrap().to_string();
     let gens = format!("local,{},{}", a.target_url(), b.target_url());
@@ -57,6 +60,7 @@ fn this_host_and_two_generator_hosts_are_one_run_and_a_host_dying_fails_its_slic
             &url,
             "--manifest",
             &manifest,
+            "--tokens",
             "--users",
             "90",
             "--ramp",
@@ -75,8 +79,7 @@ fn this_host_and_two_generator_hosts_are_one_run_and_a_host_dying_fails_its_slic
         .collect()
     };
 
-    // During the hold, the stand-in's sockets come from three addresses, 30 from each (and perhaps
-    // the keep-alive connection of its logins).
+    // During the hold, the stand-in's sockets come from three addresses, 30 from each.
     let port = s.port;
     let watch = std::thread::spawn(move || {
         let deadline = Instant::now() + Duration::from_secs(40);
@@ -102,15 +105,12 @@ fn this_host_and_two_generator_hosts_are_one_run_and_a_host_dying_fails_its_slic
     assert_eq!(code, 0, "{summary:#}\n{err}");
     for from in [&a.addr, "127.0.0.1"] {
         let n = peers.get(from).copied().unwrap_or(0);
-        assert!(
-            (30..=31).contains(&n),
+        assert_eq!(
+            n, 30,
             "each slice dials from its own host's address: {peers:?}"
         );
     }
-    assert!(
-        (30..=31).contains(&peers.get(&b.addr).copied().unwrap_or(0)),
-        "{peers:?}"
-    );
+    assert_eq!(peers.get(&b.addr).copied(), Some(30), "{peers:?}");
     assert_eq!(peers.len(), 3, "{peers:?}");
     let slices = summary["generator"]["slices"].as_array().unwrap();
     assert_eq!(slices.len(), 3, "{summary:#}");
@@ -151,12 +151,17 @@ fn this_host_and_two_generator_hosts_are_one_run_and_a_host_dying_fails_its_slic
     }
 
     // Again, and host b dies a few seconds into the hold: every process of its namespace killed.
-    let run = args("10s");
+    let mut run = args("10s");
+    run.push("--json".into()); // the text summary on stderr
     let run: Vec<&str> = run.iter().map(String::as_str).collect();
     let ns = format!("exectl-{}", b.name());
     let killer = std::thread::spawn(move || {
-        // 3 s start lead + 2 s ramp + 3 s of the hold.
-        std::thread::sleep(Duration::from_secs(8));
+        // Every socket open (the hold has begun), then a second of the hold.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while load_support::server_connections(port) < 90 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        std::thread::sleep(Duration::from_secs(1));
         let pids = Command::new("ip")
             .args(["netns", "pids", &ns])
             .output()
@@ -188,6 +193,35 @@ fn this_host_and_two_generator_hosts_are_one_run_and_a_host_dying_fails_its_slic
     for u in &slices[..2] {
         assert_eq!(u["held"], 30, "{u:#}");
     }
+    // One account of what the dead slice did: its 30 connected and were open when it was last heard
+    // from, a few seconds into the hold; the run connected all 90, and the common hold of every user
+    // lasted until the slice died (not its full 10 s, nor none); the run's duration covers it.
+    let seen = &dead["last_seen"];
+    assert_eq!(
+        (seen["connected"].as_u64(), seen["open"].as_u64()),
+        (Some(30), Some(30)),
+        "{dead:#}"
+    );
+    assert_eq!(summary["connected"], 90, "{summary:#}");
+    let p = &summary["plateau"];
+    let (start, end) = (p["start_s"].as_f64().unwrap(), p["end_s"].as_f64().unwrap());
+    let died = seen["at_s"].as_f64().unwrap();
+    assert!(end - start > 0.3 && end - start < 9.0, "{p:#}");
+    assert!(
+        (died - end).abs() < 0.5,
+        "ended when the slice was last heard: {p:#} {dead:#}"
+    );
+    assert!(
+        summary["duration_s"].as_f64().unwrap() >= end,
+        "{summary:#}"
+    );
+    assert!(
+        err.contains(&format!(
+            "FAILED {died:.1} s after the first dial (last heard: 30 connected, 30 open)"
+        )) && err.contains("the common hold lasted")
+            && !err.contains("no socket connected"),
+        "{err}"
+    );
     // 3 s lead + 2 s ramp + 10 s hold: on time, not held up by the dead host.
     assert!(took < Duration::from_secs(25), "took {took:?}");
 }

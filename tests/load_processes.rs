@@ -154,11 +154,7 @@ fn a_slice_killed_mid_run_fails_its_users_and_the_run_ends_on_time() {
         .spawn()
         .unwrap();
     // During the hold (all 60 open on the server), SIGKILL one slice.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while load_support::server_connections(s.port) < 60 {
-        assert!(Instant::now() < deadline, "the 60 sockets never opened");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    s.wait_for_sockets(60, Duration::from_secs(30));
     std::thread::sleep(Duration::from_secs(1));
     let victim = slices_of(run.id())[1];
     let st = Command::new("kill")
@@ -299,4 +295,44 @@ fn a_generator_held_to_a_sliver_of_a_cpu_is_reported_generator_bound() {
         "{bound}"
     );
     assert!(stderr.contains("GENERATOR-BOUND"), "{stderr}");
+}
+
+/// `--processes` above what the users' rooms fill: the header says how many run and why, and the
+/// users still start over the whole `--ramp` (each at its place in the run, not at each slice's start).
+#[test]
+fn more_processes_than_rooms_run_what_the_rooms_fill_and_keep_the_ramp() {
+    let s = Standin::start(&[]);
+    let seeded = load_support::seed(&s, 3, Seeded::solo_layout(3), 4);
+    let m = tempfile::tempdir().unwrap();
+    seeded.write_manifest(m.path(), None, 0);
+    let (url, manifest) = (s.url(), m.path().to_str().unwrap().to_string());
+    let (code, j, err) = exectl_load(
+        &[
+            "idle",
+            "--url",
+            &url,
+            "--manifest",
+            &manifest,
+            "--users",
+            "3",
+            "--ramp",
+            "3s",
+            "--hold",
+            "1s",
+            "--processes",
+            "5",
+            "--json",
+        ],
+        Duration::from_secs(60),
+    );
+    let j = j.unwrap_or_else(|| panic!("no summary:\n{err}"));
+    assert_eq!(code, 0, "{j:#}\n{err}");
+    assert!(
+        err.contains("(ramp 3 s, hold 1 s,") && err.contains("3 of the 5 processes asked"),
+        "{err}"
+    );
+    assert_eq!(j["generator"]["slices"].as_array().unwrap().len(), 3);
+    // Users at 0, 1 and 2 s: the first to last connect spans the ramp, not a single instant.
+    let ramp = j["plateau"]["ramp_s"].as_f64().unwrap();
+    assert!((1.5..3.0).contains(&ramp), "ramp {ramp} s: {j:#}");
 }

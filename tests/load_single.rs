@@ -7,7 +7,6 @@ mod common;
 
 use common::*;
 
-const STACK: &str = "hl-single";
 const USERS: &str = "8";
 
 fn load(x: &Exectl, door: &[&str], manifest: &str) -> (Option<i32>, serde_json::Value, String) {
@@ -31,14 +30,14 @@ fn load(x: &Exectl, door: &[&str], manifest: &str) -> (Option<i32>, serde_json::
     (out.status.code(), json, stderr)
 }
 
-fn assert_all_held(r: (Option<i32>, serde_json::Value, String), how: &str) {
+fn assert_all_held(r: (Option<i32>, serde_json::Value, String), stack: &str, how: &str) {
     let (code, j, stderr) = r;
     assert_eq!(code, Some(0), "{how}: {j:#}\n{stderr}");
     assert_eq!(j["held_full_duration"], 8, "{how}: {j:#}");
     assert_eq!(j["login_ms"]["count"], 8, "{how}: {j:#}");
     assert_eq!(
         j["settings"]["host_header"],
-        format!("{STACK}.localhost"),
+        format!("{stack}.localhost"),
         "{how}: {j:#}"
     );
 }
@@ -47,18 +46,12 @@ fn assert_all_held(r: (Option<i32>, serde_json::Value, String), how: &str) {
 #[ignore = "needs the Docker engine and the fixture images; bash scripts/test.sh runs it"]
 async fn load_on_a_single_stack_sends_its_host() {
     let d = docker().await;
-    let x = Exectl::new();
-    x.purge_leftovers(&[STACK]).await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
+    let st = Stack::new("single").await;
+    let (x, stack, port) = (&st.x, st.name.as_str(), Stack::port());
     let deployed = x.deploy_json(&[
         "single",
         "--stack",
-        STACK,
+        stack,
         "--db",
         "sqlite",
         "--http-port",
@@ -70,7 +63,7 @@ async fn load_on_a_single_stack_sends_its_host() {
     let prepared: serde_json::Value = serde_json::from_str(&x.ok(&[
         "prepare",
         "--stack",
-        STACK,
+        stack,
         "--accounts",
         USERS,
         "--users-per-project",
@@ -84,41 +77,46 @@ async fn load_on_a_single_stack_sends_its_host() {
     let manifest = prepared["manifest"].as_str().unwrap();
 
     // By name: the stack's recorded host goes with every login and dial.
-    assert_all_held(load(&x, &["--stack", STACK], manifest), "--stack");
+    assert_all_held(load(x, &["--stack", stack], manifest), stack, "--stack");
 
     // The bare address: Traefik 404s every request, so it is refused before any load, exit 2, and the
     // fix names this stack and a URL that reaches it.
     let bare = format!("http://127.0.0.1:{port}");
-    let (code, _, stderr) = load(&x, &["--url", &bare], manifest);
+    let (code, _, stderr) = load(x, &["--url", &bare], manifest);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains("--url") && stderr.contains("404"),
         "{stderr}"
     );
-    assert!(stderr.contains(&format!("--stack {STACK}")), "{stderr}");
-    let fixed = format!("http://{STACK}.localhost:{port}");
+    assert!(stderr.contains(&format!("--stack {stack}")), "{stderr}");
+    let fixed = format!("http://{stack}.localhost:{port}");
     assert!(
         stderr.contains(&format!("--url {fixed}")),
         "the fix names the URL: {stderr}"
     );
 
     // The printed fix works: a *.localhost URL is dialled on loopback with its name as Host.
-    assert_all_held(load(&x, &["--url", &fixed], manifest), "the printed --url");
-    // And the address with an explicit Host.
-    let host = format!("{STACK}.localhost");
     assert_all_held(
-        load(&x, &["--url", &bare, "--host-header", &host], manifest),
+        load(x, &["--url", &fixed], manifest),
+        stack,
+        "the printed --url",
+    );
+    // And the address with an explicit Host.
+    let host = format!("{stack}.localhost");
+    assert_all_held(
+        load(x, &["--url", &bare, "--host-header", &host], manifest),
+        stack,
         "--host-header",
     );
     // A Host the front door does not route: refused naming --host-header.
     let (code, _, stderr) = load(
-        &x,
+        x,
         &["--url", &bare, "--host-header", "elsewhere.localhost"],
         manifest,
     );
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("--host-header"), "{stderr}");
 
-    x.ok(&["teardown", "--stack", STACK, "--purge"]);
-    assert!(labelled(&d, STACK).await.is_empty());
+    x.ok(&["teardown", "--stack", stack, "--purge"]);
+    assert!(labelled(&d, stack).await.is_empty());
 }

@@ -8,11 +8,10 @@ use common::*;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-const STACK: &str = "hl-stall";
 const USERS: u64 = 40;
 
-fn status_json(x: &Exectl) -> serde_json::Value {
-    let out = x.run(&["status", "--stack", STACK, "--json"]);
+fn status_json(x: &Exectl, stack: &str) -> serde_json::Value {
+    let out = x.run(&["status", "--stack", stack, "--json"]);
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -42,10 +41,10 @@ fn container_of(r: &serde_json::Value, service: &str) -> String {
         .to_string()
 }
 
-fn load(x: &Exectl, run_id: &str) -> std::process::Child {
+fn load(x: &Exectl, stack: &str, run_id: &str) -> std::process::Child {
     let users = USERS.to_string();
     x.command(&[
-        "load", "idle", "--stack", STACK, "--users", &users, "--hold", "20s", "--ramp", "2s",
+        "load", "idle", "--stack", stack, "--users", &users, "--hold", "20s", "--ramp", "2s",
         "--run-id", run_id, "--json", "--quiet",
     ])
     .stdout(Stdio::piped())
@@ -55,10 +54,10 @@ fn load(x: &Exectl, run_id: &str) -> std::process::Child {
 }
 
 /// Wait until every user's socket is on an instance; the per-instance counts.
-async fn all_connected(x: &Exectl) -> Vec<(String, u64)> {
+async fn all_connected(x: &Exectl, stack: &str) -> Vec<(String, u64)> {
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
-        let counts = per_instance(&status_json(x));
+        let counts = per_instance(&status_json(x, stack));
         if counts.iter().map(|c| c.1).sum::<u64>() == USERS || Instant::now() > deadline {
             return counts;
         }
@@ -77,18 +76,12 @@ fn summary(child: std::process::Child) -> (Option<i32>, serde_json::Value) {
 #[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn a_paused_instance_under_load_idle_produces_stalled_failures() {
     let d = docker().await;
-    let x = Exectl::new();
-    x.purge_leftovers(&[STACK]).await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
+    let st = Stack::new("stall").await;
+    let (x, stack, port) = (&st.x, st.name.as_str(), Stack::port());
     let mut base = vec![
         "ha",
         "--stack",
-        STACK,
+        stack,
         "--instances",
         "2",
         "--lb-port",
@@ -105,7 +98,7 @@ async fn a_paused_instance_under_load_idle_produces_stalled_failures() {
     x.ok(&[
         "prepare",
         "--stack",
-        STACK,
+        stack,
         "--accounts",
         &users,
         "--users-per-project",
@@ -116,8 +109,8 @@ async fn a_paused_instance_under_load_idle_produces_stalled_failures() {
     ]);
 
     // Healthy: the client's pings are answered all along, nothing is stalled.
-    let run = load(&x, "hl-stall-healthy");
-    let counts = all_connected(&x).await;
+    let run = load(x, stack, "hl-stall-healthy");
+    let counts = all_connected(x, stack).await;
     assert_eq!(counts.iter().map(|c| c.1).sum::<u64>(), USERS, "{counts:?}");
     let (code, j) = summary(run);
     assert_eq!(code, Some(0), "{j:#}");
@@ -131,12 +124,12 @@ async fn a_paused_instance_under_load_idle_produces_stalled_failures() {
     );
 
     // app-1 frozen shortly after every socket is up: its sockets stay open, and are stalled, not held.
-    let run = load(&x, "hl-stall-paused");
-    let counts = all_connected(&x).await;
+    let run = load(x, stack, "hl-stall-paused");
+    let counts = all_connected(x, stack).await;
     assert_eq!(counts.iter().map(|c| c.1).sum::<u64>(), USERS, "{counts:?}");
     let on_app1 = counts.iter().find(|c| c.0 == "app-1").unwrap().1;
     assert!(on_app1 > 0, "least_conn puts some on app-1: {counts:?}");
-    let app1 = container_of(&status_json(&x), "app-1");
+    let app1 = container_of(&status_json(x, stack), "app-1");
     let paused = Paused::pause(&app1);
     let (code, j) = summary(run);
     drop(paused);
@@ -151,6 +144,6 @@ async fn a_paused_instance_under_load_idle_produces_stalled_failures() {
         "{j:#}"
     );
 
-    x.ok(&["teardown", "--stack", STACK, "--purge"]);
-    assert!(labelled(&d, STACK).await.is_empty());
+    x.ok(&["teardown", "--stack", stack, "--purge"]);
+    assert!(labelled(&d, stack).await.is_empty());
 }

@@ -37,6 +37,15 @@ impl PlateauFigures {
         }
     }
 
+    /// The common hold's length as the `plateau` objective reads it: 0 when no socket was open through
+    /// it (every dial failed, or every socket closed), since a hold of nobody is no plateau.
+    pub fn open_length_s(&self) -> f64 {
+        match self.min_open {
+            0 => 0.0,
+            _ => self.length_s(),
+        }
+    }
+
     /// Every user open at once from the hold's start to its end, and the hold as long as asked.
     pub fn full(&self) -> bool {
         self.target > 0 && self.min_open >= self.target && self.length_s() >= self.hold_s
@@ -102,6 +111,10 @@ impl PlateauFigures {
     fn ramp_text(&self) -> String {
         let took = match self.ramp_s {
             Some(r) => format!("the ramp took {}", duration(r)),
+            // Sockets were open, but no report of their connects came (the slices that had them died).
+            None if self.peak_open > 0 => {
+                "the ramp's span unknown (no report of its connects)".into()
+            }
             None => "no socket connected".to_string(),
         };
         let asked = if self
@@ -275,13 +288,26 @@ mod tests {
             start_s: None,
             end_s: None,
             min_open: 0,
+            peak_open: 0,
             ramp_s: None,
             logins_per_s: None,
             ..plateau()
         };
         assert_eq!(
             none.describe(),
-            "peak 400 of 400 at once; the common hold never began; no socket connected"
+            "peak 0 of 400 at once; the common hold never began; no socket connected"
+        );
+        // Open sockets seen, but no slice that had them reported its connects.
+        let unreported = PlateauFigures {
+            peak_open: 20,
+            ..none.clone()
+        };
+        assert!(
+            unreported
+                .describe()
+                .ends_with("; the ramp's span unknown (no report of its connects)"),
+            "{}",
+            unreported.describe()
         );
     }
 

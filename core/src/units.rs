@@ -167,6 +167,37 @@ pub fn show(d: Duration) -> String {
     out
 }
 
+/// A duration for people to read: `0 s`, `250 ms`, `1.5 s`, `10 s`, `1 min 30 s`, `2 h 5 min` (never
+/// Debug's `0ns` or `1.5s`).
+pub fn readable(d: Duration) -> String {
+    let ms = d.as_secs_f64() * 1000.0;
+    let trim = |x: f64, places: usize| {
+        let t = format!("{x:.places$}");
+        match t.contains('.') {
+            true => t.trim_end_matches('0').trim_end_matches('.').to_string(),
+            false => t,
+        }
+    };
+    if d.is_zero() {
+        "0 s".into()
+    } else if ms < 1.0 {
+        format!("{} µs", trim(ms * 1000.0, 0))
+    } else if ms < 1000.0 {
+        format!("{} ms", trim(ms, 1))
+    } else if d < Duration::from_secs(60) {
+        format!("{} s", trim(ms / 1000.0, 2))
+    } else {
+        let s = d.as_secs_f64().round() as u64;
+        let (h, m, s) = (s / 3600, s % 3600 / 60, s % 60);
+        match (h, m, s) {
+            (0, m, 0) => format!("{m} min"),
+            (0, m, s) => format!("{m} min {s} s"),
+            (h, 0, _) => format!("{h} h"),
+            (h, m, _) => format!("{h} h {m} min"),
+        }
+    }
+}
+
 /// Whole seconds of a duration within `min..=max` (for settings rendered as `Ns`).
 pub fn whole_seconds_in(text: &str, min: Duration, max: Duration) -> Result<u64, Invalid> {
     let d = duration_in(text, min, max)?;
@@ -394,6 +425,22 @@ mod tests {
         assert_eq!(duration_in("1m", S, 60 * S), Ok(60 * S));
         assert_eq!(whole_seconds_in("30s", S, 3600 * S), Ok(30));
         assert!(whole_seconds_in("1.5s", S, 3600 * S).is_err());
+    }
+
+    #[test]
+    fn readable_durations() {
+        let r = |ms: u64| readable(Duration::from_millis(ms));
+        assert_eq!(r(0), "0 s");
+        assert_eq!(readable(Duration::from_micros(300)), "300 µs");
+        assert_eq!(r(250), "250 ms");
+        assert_eq!(readable(Duration::from_micros(2_500)), "2.5 ms");
+        assert_eq!(r(1_000), "1 s");
+        assert_eq!(r(1_500), "1.5 s");
+        assert_eq!(r(10_000), "10 s");
+        assert_eq!(r(60_000), "1 min");
+        assert_eq!(r(90_000), "1 min 30 s");
+        assert_eq!(r(3_600_000), "1 h");
+        assert_eq!(r(7_500_000), "2 h 5 min");
     }
 
     #[test]

@@ -56,5 +56,6 @@ pub fn of(s: &Summary) -> LevelFigures {
         instances_min_in_hold: None,
         // The browser's session (`--browser-probe`), filled in by the bench.
         browser: None,
+        pings: sockets.then_some(s.pings),
     }
 }

@@ -238,7 +238,7 @@ pub struct BenchFlags {
     /// idle, login-burst, collab or editing.
     #[arg(long, default_value = "idle")]
     pub scenario: String,
-    /// How long each level holds its sockets [default: 30s].
+    /// Each level's common hold: how long all its users' sockets stay open at once [default: 30s].
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub hold: Option<String>,
     /// Start each level's users evenly over this long [default: 0 for login-burst, else 10s].
@@ -270,12 +270,13 @@ pub struct BenchFlags {
     /// Connection attempts in flight at most, per level [default: as exectl load].
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub dial_concurrency: Option<String>,
-    /// collab/editing: mean time between a user's actions.
+    /// collab/editing: time between a user's actions, each wait uniform in [D/2, 2D] (mean 1.25·D).
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub interval: Option<String>,
     /// Ping a held socket whose server has been silent this long (a frozen server keeps its sockets
-    /// open); unanswered 10 s more, it is stalled [default: 5s; past 10,000 users longer, so that a run
-    /// sends at most 2,000 pings a second].
+    /// open), whatever the server's own pings; unanswered 10 s more, it is stalled [default: 5s, past
+    /// 10,000 users longer so that a run sends at most 2,000 pings a second; and once the server is seen
+    /// to ping, its own cadence + 5s].
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub ping_after: Option<String>,
     /// Use the minted tokens of tokens.json instead of logging in.
@@ -350,15 +351,18 @@ pub struct LoadArgs {
     /// Connection attempts in flight at most [default: every user for login-burst, else 64].
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub dial_concurrency: Option<String>,
-    /// How long each socket must stay open after it connects [default: 30s].
+    /// The common hold: how long every user's socket stays open at once, from when the last dial is
+    /// over to one end for all (a socket that connected earlier stays open until then) [default: 30s].
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub hold: Option<String>,
-    /// Mean time between a user's actions; waits are uniform in [D/2, 2D] [default: 1s collab, 10s editing].
+    /// Time between a user's actions: each wait is uniform in [D/2, 2D], so its mean is 1.25·D
+    /// [default: 1s collab, 10s editing (5-20 s, the seed's)].
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub interval: Option<String>,
     /// Ping a held socket whose server has been silent this long (a frozen server keeps its sockets
-    /// open); unanswered 10 s more, it is stalled [default: 5s; past 10,000 users longer, so that a run
-    /// sends at most 2,000 pings a second].
+    /// open), whatever the server's own pings; unanswered 10 s more, it is stalled [default: 5s, past
+    /// 10,000 users longer so that a run sends at most 2,000 pings a second; and once the server is seen
+    /// to ping, its own cadence + 5s].
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub ping_after: Option<String>,
     /// Use the minted tokens of tokens.json instead of logging in.

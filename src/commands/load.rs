@@ -1,14 +1,14 @@
 //! `exectl load`: flags → `LoadOptions` (`cli::options::load`: exit 2 on any bad input, before a single
-//! dial), the operation (`ops::load`), the summary printed. Exit 0 when every user met the scenario's
-//! criterion, 1 when some did not.
+//! dial), the client's limits (`ops::load::ready`, exit 2), the front door reached (exit 3 when it
+//! cannot be), the operation (`ops::load::run`), the summary printed. Exit 0 when every user met the
+//! scenario's criterion, 1 when some did not.
 
 use anyhow::{Context, Result};
 
 use crate::cli::options::load::{check_out, LoadFlags};
 use crate::cli::LoadArgs;
 use crate::load::{endpoint, LoadOptions};
-use exectl_core::error::UsageError;
-use std::path::Path;
+use exectl_core::error::Unreachable;
 use std::time::Duration;
 
 pub fn run(args: &LoadArgs) -> Result<i32> {
@@ -17,13 +17,16 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     if let Some(out) = &args.out {
         check_out(out)?;
     }
-    check_routed(&flags, &opts)?;
     // Ctrl-C ends the hold now and prints what was measured, marked interrupted.
     let live = std::sync::Arc::new(crate::load::metrics::Live::default());
     opts.live = Some(live.clone());
-    crate::interrupt::on_signal(move |_| live.stop())?;
     let progress = Lines { quiet: args.quiet };
-    let summary = crate::ops::load::load(opts, &progress)?;
+    // Bad input first (the client's limits, the source addresses: exit 2), then the front door (3).
+    let ready = crate::ops::load::ready(opts, &progress)?;
+    check_front_door(&flags, ready.opts())?;
+    crate::interrupt::on_signal(move |_| live.stop())?;
+    let crate::ops::load::LoadOutcome { summary, lock_lost } =
+        crate::ops::load::run(ready, &progress)?;
     let json = serde_json::to_string_pretty(&summary).context("serialising the summary")?;
     if args.json {
         eprint!("{}", summary.render());
@@ -34,6 +37,10 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     if let Some(out) = &args.out {
         std::fs::write(out, format!("{json}\n"))
             .with_context(|| format!("writing {}", out.display()))?;
+    }
+    // What was measured is printed first; then the lock taken over is this run's end (exit 4).
+    if let Some(lost) = lock_lost {
+        return Err(anyhow::Error::new(lost).context("the load stopped its hold"));
     }
     Ok(summary.exit_code())
 }
@@ -53,30 +60,13 @@ impl crate::ops::Progress for Lines {
     }
 }
 
-/// The front doors recorded for this target's stacks (for a fix that names the right one).
-fn recorded_front_doors(stacks_root: Option<&Path>) -> Vec<endpoint::FrontDoor> {
-    let Some(Ok(entries)) = stacks_root.map(std::fs::read_dir) else {
-        return Vec::new();
-    };
-    let mut doors: Vec<endpoint::FrontDoor> = entries
-        .filter_map(Result::ok)
-        .filter_map(|e| {
-            let stack = e.file_name().to_string_lossy().into_owned();
-            // A hint: a stack whose record cannot be read is left out of it.
-            let record =
-                crate::state::record::read(&crate::state::bundle_dir(&e.path()), &stack).ok()??;
-            Some(endpoint::FrontDoor::from_record(&record))
-        })
-        .collect();
-    doors.sort_by(|a, b| a.stack.cmp(&b.stack));
-    doors
-}
-
-/// One GET /healthcheck before any load: a 404 means no app behind that front door — every login would
-/// 404 — so refuse with a fix that works (a Traefik not routing the Host sent is named as such when the
-/// front door is Traefik: `endpoint::not_routed`). Anything else (a slow or down server included) is the
-/// run's to measure.
-pub fn check_routed(args: &LoadFlags, opts: &LoadOptions) -> Result<(), UsageError> {
+/// Before any load, the front door: a TCP connect refused, or unanswered within 5 s, is unreachable
+/// (exit 3: every user would fail to connect, and a failed connect is no figure). Then one GET
+/// /healthcheck: a 404 means no app behind that front door — every login would 404 — so refuse with a
+/// fix that works (a Traefik not routing the Host sent is named as such when the front door is
+/// Traefik, a path that no app answers under as such: `endpoint::not_routed`). Any other answer (a
+/// slow or failing server included) is the run's to measure.
+pub fn check_front_door(args: &LoadFlags, opts: &LoadOptions) -> Result<()> {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -84,10 +74,42 @@ pub fn check_routed(args: &LoadFlags, opts: &LoadOptions) -> Result<(), UsageErr
         Ok(rt) => rt,
         Err(_) => return Ok(()),
     };
+    let addr = opts.endpoint.addr;
+    let connect = rt.block_on(async {
+        tokio::time::timeout(DOOR_TIMEOUT, tokio::net::TcpStream::connect(addr)).await
+    });
+    let unreachable = |why: String| {
+        let fix = match &args.stack {
+            Some(s) => format!(
+                "check that stack {s} runs (`exectl status --stack {s}`), or deploy it again"
+            ),
+            None => format!(
+                "check the address and port of --url (nothing answers at {addr}), or give --stack \
+                 NAME for a stack exectl deployed"
+            ),
+        };
+        anyhow::Error::new(Unreachable {
+            what: format!(
+                "the front door {} cannot be reached: {why}",
+                opts.endpoint.base
+            ),
+            fix,
+        })
+    };
+    match connect {
+        Err(_) => {
+            return Err(unreachable(format!(
+                "no TCP connect to {addr} within {} s",
+                DOOR_TIMEOUT.as_secs()
+            )))
+        }
+        Ok(Err(e)) => return Err(unreachable(format!("connecting to {addr}: {e}"))),
+        Ok(Ok(_)) => {}
+    }
     let http = crate::app::Client::new(1, crate::load::TIMEOUTS);
     let answer = rt.block_on(
         http.healthcheck(&opts.endpoint)
-            .timeout(Duration::from_secs(5))
+            .timeout(DOOR_TIMEOUT)
             .answer(),
     );
     let body = match answer {
@@ -110,7 +132,11 @@ pub fn check_routed(args: &LoadFlags, opts: &LoadOptions) -> Result<(), UsageErr
         field,
         &value,
         &opts.endpoint,
-        &recorded_front_doors(root.as_deref()),
+        &crate::cli::options::load::recorded_front_doors(root.as_deref()),
         &body,
-    ))
+    )
+    .into())
 }
+
+/// How long the front door has to accept a connection, and to answer /healthcheck.
+const DOOR_TIMEOUT: Duration = Duration::from_secs(5);

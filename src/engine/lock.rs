@@ -1,6 +1,11 @@
 //! One deploy or teardown of a stack at a time: a lock file in the stack's folder on the target, naming
 //! its holder. A lock whose holder process is gone (same host) is stale and taken over with a notice;
 //! any other can be broken explicitly with --break-lock.
+//!
+//! `load` takes the stack as a reader (`ReaderLock`): any number of loads at once, each a file of its
+//! own in `exectl.readers/`, and no writer (deploy, prepare and its reset, bench, teardown) while one
+//! runs. Each side publishes itself before it looks for the other, so of a writer and a reader that
+//! start together at least one sees the other and stands back (exit 4, naming it).
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -110,7 +115,11 @@ impl StackLock {
             {
                 Ok(mut f) => {
                     f.write_all(mine.as_bytes())?;
-                    return Ok(StackLock { path, mine });
+                    let lock = StackLock { path, mine };
+                    // Published first, then the readers looked for: a load that starts meanwhile sees
+                    // this lock. Refused, the lock goes with `lock`'s drop.
+                    no_readers(dir, stack, &me, break_lock)?;
+                    return Ok(lock);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     let holder: Option<Holder> = std::fs::read_to_string(&path)
@@ -141,6 +150,112 @@ impl StackLock {
             }
         }
         anyhow::bail!("could not take the lock {} (raced twice)", path.display())
+    }
+}
+
+/// A writer's check of the stack's readers (loads running against it): a live one refuses the writer
+/// (exit 4, naming it) unless `break_lock`, which ends its hold (the load notices and stops); the file
+/// of a reader of this host whose process is gone is removed.
+fn no_readers(dir: &Path, stack: &str, me: &Holder, break_lock: bool) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(crate::state::readers_dir(dir)) else {
+        return Ok(());
+    };
+    for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+        // A reader's file arrives whole (renamed into place): one that does not parse is no reader.
+        let holder: Option<Holder> = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
+        match holder {
+            Some(h) if !takeover(Some(&h), me, false, crate::shell::alive) && !break_lock => {
+                return Err(Locked {
+                    stack: stack.to_string(),
+                    holder: h,
+                }
+                .into())
+            }
+            Some(h) if break_lock && (h.host != me.host || crate::shell::alive(h.pid)) => {
+                eprintln!(
+                    "note: ending the hold of {} (pid {} on {}) on stack {stack} since {} (--break-lock)",
+                    h.command, h.pid, h.host, h.since
+                );
+                let _ = std::fs::remove_file(&path);
+            }
+            _ => drop(std::fs::remove_file(&path)),
+        }
+    }
+    Ok(())
+}
+
+/// A `load`'s hold on the stack: writers are refused while it lasts. Released on drop.
+#[derive(Debug)]
+pub struct ReaderLock {
+    path: PathBuf,
+    lock: PathBuf,
+    stack: String,
+    mine: String,
+}
+
+impl ReaderLock {
+    /// Hold `stack` (its folder `dir`) as a reader, for `command`: refused (exit 4, naming the holder)
+    /// while a writer holds its lock, unless that writer's process is gone.
+    pub fn acquire(dir: &Path, stack: &str, command: &str) -> Result<ReaderLock> {
+        let me = Holder::me(command);
+        let mine = serde_json::to_string(&me)?;
+        let readers = crate::state::readers_dir(dir);
+        std::fs::create_dir_all(&readers)
+            .with_context(|| format!("creating {}", readers.display()))?;
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = crate::state::reader_file(dir, &me.host, me.pid, n);
+        // Whole or not at all: written beside the folder, then renamed into it.
+        let part = dir.join(format!(".exectl.reader-{}-{}-{n}", me.host, me.pid));
+        std::fs::write(&part, &mine)
+            .and_then(|_| std::fs::rename(&part, &path))
+            .with_context(|| format!("writing {}", path.display()))?;
+        let reader = ReaderLock {
+            path,
+            lock: crate::state::lock_file(dir),
+            stack: stack.to_string(),
+            mine,
+        };
+        // Published first, then the writer looked for: a writer that starts meanwhile sees this one.
+        let writer: Option<Holder> = std::fs::read_to_string(&reader.lock)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
+        if let Some(h) = writer {
+            if !takeover(Some(&h), &me, false, crate::shell::alive) {
+                return Err(Locked {
+                    stack: stack.to_string(),
+                    holder: h,
+                }
+                .into());
+            }
+        }
+        Ok(reader)
+    }
+
+    /// Ok while its file is still there: a writer's `--break-lock` removes it (the load then stops),
+    /// and names the writer that holds the stack now.
+    pub fn still_held(&self) -> Result<(), LockLost> {
+        match std::fs::read_to_string(&self.path) {
+            Ok(now) if now == self.mine => Ok(()),
+            _ => Err(LockLost::from_file(
+                &self.stack,
+                &std::fs::read_to_string(&self.lock).unwrap_or_default(),
+            )),
+        }
+    }
+}
+
+impl Drop for ReaderLock {
+    fn drop(&mut self) {
+        if std::fs::read_to_string(&self.path).is_ok_and(|t| t == self.mine) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+        // The folder goes with its last reader (a writer's files are never in it).
+        if let Some(d) = self.path.parent() {
+            let _ = std::fs::remove_dir(d);
+        }
     }
 }
 
@@ -249,6 +364,61 @@ mod tests {
         // Another machine's process cannot be checked from here: refused unless --break-lock.
         assert!(!takeover(Some(&holder("bench-b", 7)), &me, false, dead));
         assert!(takeover(Some(&holder("bench-b", 7)), &me, true, live));
+    }
+
+    #[test]
+    fn readers_share_the_stack_and_keep_writers_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = ReaderLock::acquire(dir.path(), "exe", "exectl load idle").unwrap();
+        // A second reader at once: readers share the stack.
+        let b = ReaderLock::acquire(dir.path(), "exe", "exectl load collab").unwrap();
+        a.still_held().unwrap();
+        drop(b);
+        a.still_held().unwrap();
+        // A writer is refused while a reader holds the stack, naming it; its own lock is not left.
+        let e = StackLock::acquire(dir.path(), "exe", "exectl prepare", false).unwrap_err();
+        assert!(e.to_string().contains("locked by exectl load idle"), "{e}");
+        assert!(!crate::state::lock_file(dir.path()).exists());
+        drop(a);
+        assert!(
+            !crate::state::readers_dir(dir.path()).exists(),
+            "the folder goes too"
+        );
+        // A writer holding the stack refuses a reader, which leaves no file behind.
+        let w = StackLock::acquire(dir.path(), "exe", "exectl prepare", false).unwrap();
+        let e = ReaderLock::acquire(dir.path(), "exe", "exectl load idle").unwrap_err();
+        assert!(e.to_string().contains("locked by exectl prepare"), "{e}");
+        assert!(std::fs::read_dir(crate::state::readers_dir(dir.path()))
+            .map_or(true, |mut d| d.next().is_none()));
+        drop(w);
+    }
+
+    #[test]
+    fn a_dead_reader_is_stale_and_a_broken_reader_knows_who_took_the_stack() {
+        let dir = tempfile::tempdir().unwrap();
+        let stale = Holder {
+            pid: u32::MAX - 1,
+            host: hostname(),
+            command: "exectl load idle".into(),
+            since: "then".into(),
+            since_epoch: 0,
+        };
+        let readers = crate::state::readers_dir(dir.path());
+        std::fs::create_dir_all(&readers).unwrap();
+        let dead = readers.join("gone");
+        std::fs::write(&dead, serde_json::to_string(&stale).unwrap()).unwrap();
+        drop(StackLock::acquire(dir.path(), "exe", "exectl prepare", false).unwrap());
+        assert!(!dead.exists(), "a reader whose process is gone is removed");
+
+        let r = ReaderLock::acquire(dir.path(), "exe", "exectl load idle").unwrap();
+        let w = StackLock::acquire(dir.path(), "exe", "exectl prepare", true).unwrap();
+        let lost = r.still_held().unwrap_err();
+        assert!(
+            lost.to_string().contains("taken over by exectl prepare"),
+            "{lost}"
+        );
+        drop(r);
+        w.still_held("exe").unwrap();
     }
 
     #[test]

@@ -163,6 +163,18 @@ pub struct FrontDoor {
 }
 
 impl FrontDoor {
+    /// Whether `e` is this door: its port on loopback or the target's address `target`, with its Host
+    /// when both name one.
+    pub fn fronts(&self, e: &Endpoint, target: IpAddr) -> bool {
+        let ip = e.addr.ip();
+        e.addr.port() == self.port
+            && (ip.is_loopback() || ip == target)
+            && match (&self.host, &e.host_header) {
+                (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+                _ => true,
+            }
+    }
+
     /// From the stack's record: nginx's port for ha, Traefik's with the stack's Host for single.
     pub fn from_record(record: &StackRecord) -> FrontDoor {
         let (port, host) = record.front_door();
@@ -425,6 +437,14 @@ mod tests {
                 host: None
             }
         );
+        // Which door a URL is: its port, on loopback or the target, with its Host when both have one.
+        let exe = &doors[0];
+        let at = |url: &str| from_url(url, &AllowList::loopback_only()).unwrap();
+        let here: IpAddr = "127.0.0.1".parse().unwrap();
+        assert!(exe.fronts(&at("http://exe.localhost:8080"), here));
+        assert!(exe.fronts(&at("http://127.0.0.1:8080"), here));
+        assert!(!exe.fronts(&at("http://other.localhost:8080"), here));
+        assert!(!exe.fronts(&at("http://127.0.0.1:8081"), here));
         // A record without its ports is no front door: the reader refuses it, naming the file.
         assert!(record::parse("f", "x", "{}").is_err());
     }

@@ -145,6 +145,8 @@ pub struct Live {
     pub frames_sent: AtomicU64,
     pub frames_received: AtomicU64,
     pub http_requests: AtomicU64,
+    /// Liveness pings the generator sent (the hold's last check aside).
+    pub pings_sent: AtomicU64,
 }
 
 impl Live {

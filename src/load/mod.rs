@@ -75,7 +75,8 @@ impl Scenario {
         self != Scenario::LoginBurst
     }
 
-    /// Mean time between a user's actions: collab sends often, editing at the seed's 5–20 s.
+    /// The action interval D (waits uniform in [D/2, 2·D]): collab sends often, editing at the seed's
+    /// 5–20 s.
     pub fn default_interval(self) -> Duration {
         match self {
             Scenario::Editing => Duration::from_secs(10),
@@ -101,7 +102,7 @@ pub struct LoadOptions {
     pub ramp: Duration,
     pub dial_concurrency: usize,
     pub hold: Duration,
-    /// Mean action interval; each wait is uniform in [interval/2, 2·interval].
+    /// The action interval D: each wait is uniform in [D/2, 2·D] (mean 1.25·D).
     pub interval: Duration,
     pub tokens: bool,
     /// When a held socket's silent server counts as stalled.
@@ -120,6 +121,27 @@ pub struct LoadOptions {
     pub probe: bool,
     /// `--generators`: other hosts that run slices of the run, and whether this one does too.
     pub generators: Generators,
+    /// A slice's users' places in the whole run's ramp (None: users 0..users are the whole run).
+    pub ramp_slots: Option<RampSlots>,
+    /// The recorded stacks whose front door the load goes to: `exectl load` holds each as a reader
+    /// while it runs (`ops::load`), so that no deploy, prepare, reset or teardown changes it meanwhile.
+    /// Empty: a `--url` that no stack recorded on this target publishes.
+    pub stacks: Vec<StackRef>,
+}
+
+/// A recorded stack: its name and its state folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StackRef {
+    pub name: String,
+    pub dir: std::path::PathBuf,
+}
+
+/// Where a slice's users start in the whole run's ramp: user i of the slice is user `slot[i]` of `of`,
+/// so that a run over processes starts its users as evenly as one process would.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RampSlots {
+    pub slot: Vec<u32>,
+    pub of: usize,
 }
 
 /// The generator hosts of a run (`--generators local,ssh://USER@HOST[:PORT],…`).
@@ -173,7 +195,29 @@ impl LoadOptions {
             processes: None,
             probe: true,
             generators: Generators::default(),
+            ramp_slots: None,
+            stacks: Vec::new(),
         }
+    }
+
+    /// When user `i` starts, after the run's start: evenly over `--ramp`, by its place among all the
+    /// run's users (a slice's users keep theirs).
+    pub fn start_after(&self, i: usize) -> Duration {
+        let (k, n) = match &self.ramp_slots {
+            Some(s) => (s.slot.get(i).map_or(i, |&k| k as usize), s.of),
+            None => (i, self.users),
+        };
+        self.ramp.mul_f64(k as f64 / n.max(1) as f64)
+    }
+
+    /// The users of each slice of a run over `processes` slices here and one per generator host
+    /// (this host's first), rooms kept whole; a slice left without a room does not run.
+    pub fn dealt(&self, processes: usize) -> Vec<Vec<usize>> {
+        let rooms: Vec<u64> = self.manifest.accounts[..self.users]
+            .iter()
+            .map(|a| exectl_core::frame::room_id(&a.project_uuid))
+            .collect();
+        exectl_core::load::slices::assign(&rooms, processes + self.generators.hosts.len())
     }
 
     /// The users this host dials itself: all of them, or with generator hosts its slices' share (the

@@ -17,6 +17,7 @@ use super::summary::{RunFacts, Summary};
 use super::{LoadOptions, Scenario, CLOSE_GRACE, CONNECT_TIMEOUT, LOGIN_TIMEOUT};
 use super::{PROBE_EVERY, PROBE_TIMEOUT};
 use crate::app;
+use exectl_core::load::liveness::Pings;
 
 /// Run the scenario to its end and return the summary.
 pub fn run(opts: LoadOptions) -> Result<Summary> {
@@ -66,7 +67,8 @@ struct Probe {
 }
 
 /// GET /healthcheck every 200 ms, one request at a time (a stalled server shows as few, slow samples),
-/// on its own connection, until `stop`; one still waiting then counts with its wait so far.
+/// on its own connection, until `stop`; one still waiting then counts with its wait so far. Errors are
+/// counted, not timed.
 async fn probe(ctx: Arc<Ctx>, stop: Arc<Notify>, deadline: Instant) -> Probe {
     let http = app::Client::new(1, super::TIMEOUTS);
     let mut p = Probe {
@@ -90,7 +92,12 @@ async fn probe(ctx: Arc<Ctx>, stop: Arc<Notify>, deadline: Instant) -> Probe {
             r = http.healthcheck(&ctx.opts.endpoint).timeout(PROBE_TIMEOUT).timed() => r,
         };
         p.samples += 1;
-        p.hist.record(r.took);
+        // A latency when answered, or when it timed out (the stall lasted at least that long, as for
+        // one still waiting at the end); a probe refused or answered with an error is counted as such,
+        // never as a fast answer.
+        if r.ok || r.status == "timeout" {
+            p.hist.record(r.took);
+        }
         if !r.ok {
             p.errors += 1;
         }
@@ -128,10 +135,11 @@ pub fn progress_line(l: &Live, opts: &LoadOptions, t0: Instant, n: usize) -> Str
             .map(|v| exectl_core::plateau::ramp_status(&v))
             .unwrap_or_default();
         s += &format!(
-            " connected {} {at_once} held {} stalled {}",
+            " connected {} {at_once} held {} stalled {} pings {}",
             g(&l.connected),
             g(&l.held),
-            g(&l.stalled)
+            g(&l.stalled),
+            g(&l.pings_sent)
         );
     } else {
         s += &format!(" logins ok {}", g(&l.logins_ok));
@@ -179,7 +187,7 @@ async fn run_async(opts: LoadOptions) -> Summary {
         tokio::spawn(async move {
             let sem = Arc::new(Semaphore::new(c));
             for i in 0..n {
-                let at = t0 + ctx.opts.ramp.mul_f64(i as f64 / n as f64);
+                let at = t0 + ctx.opts.start_after(i);
                 if unless_stopped(&ctx.live, sleep_until(at)).await.is_none() {
                     return;
                 }
@@ -219,7 +227,7 @@ async fn run_async(opts: LoadOptions) -> Summary {
         tokio::select! {
             _ = all_done.notified() => if finished(&ctx.live) { break },
             _ = tick.tick() => {
-                cpu.tick(ctx.live.plateau.window());
+                cpu.tick(&ctx.live);
                 if opts.progress {
                     eprintln!("{}", progress_line(&ctx.live, opts, t0, n));
                 }
@@ -283,6 +291,12 @@ async fn run_async(opts: LoadOptions) -> Summary {
             cpu_capacity,
             hold_cpu: cpu.shares(t0, cpu_capacity),
             probe,
+            pings: Pings {
+                sent: Live::get(&ctx.live.pings_sent),
+                per_s_in_hold: cpu.pings_per_s(&ctx.live),
+                server_every_s: ctx.server_every_ms().map(|ms| ms as f64 / 1000.0),
+                ping_after_s: ctx.bounds().ping_after_ms as f64 / 1000.0,
+            },
         },
     )
 }
@@ -301,28 +315,46 @@ struct CpuMark {
     at: Instant,
     cpu_s: f64,
     throttling: Option<(u64, u64)>,
+    /// Liveness pings sent so far.
+    pings: u64,
 }
 
 impl CpuMark {
-    fn now() -> CpuMark {
+    fn now(live: &Live) -> CpuMark {
         CpuMark {
             at: Instant::now(),
             cpu_s: metrics::cpu_seconds(),
             throttling: metrics::cpu_throttling(),
+            pings: Live::get(&live.pings_sent),
         }
     }
 }
 
 impl HoldCpu {
-    fn tick(&mut self, window: Option<super::plateau::Window>) {
-        let Some(w) = window else { return };
+    fn tick(&mut self, live: &Live) {
+        let Some(w) = live.plateau.window() else {
+            return;
+        };
         let now = Instant::now();
         if self.start.is_none() && now < w.end {
-            self.start = Some(CpuMark::now());
+            self.start = Some(CpuMark::now(live));
         }
         if self.end.is_none() && self.start.is_some() && now >= w.end {
-            self.end = Some(CpuMark::now());
+            self.end = Some(CpuMark::now(live));
         }
+    }
+
+    /// Liveness pings a second over the hold (None: no hold of a second was seen). The run may end
+    /// before a tick past the hold's end: then up to its end (the last check's pings are not counted).
+    fn pings_per_s(&self, live: &Live) -> Option<f64> {
+        let a = self.start?;
+        let (at, pings) = match (self.end, live.plateau.window()) {
+            (Some(b), _) => (b.at, b.pings),
+            (None, Some(w)) => (w.end.min(Instant::now()), Live::get(&live.pings_sent)),
+            (None, None) => return None,
+        };
+        let s = at.saturating_duration_since(a.at).as_secs_f64();
+        (s >= 1.0).then(|| ((pings - a.pings) as f64 / s * 10.0).round() / 10.0)
     }
 
     /// The hold's (share of the CPU, share of periods throttled); the whole run's when no hold was
@@ -332,8 +364,14 @@ impl HoldCpu {
             at: t0,
             cpu_s: 0.0,
             throttling: None,
+            pings: 0,
         });
-        let end = self.end.unwrap_or_else(CpuMark::now);
+        let end = self.end.unwrap_or_else(|| CpuMark {
+            at: Instant::now(),
+            cpu_s: metrics::cpu_seconds(),
+            throttling: metrics::cpu_throttling(),
+            pings: 0,
+        });
         let round = |x: f64| (x * 1000.0).round() / 1000.0;
         let share = exectl_core::load::slices::cpu_share(
             end.cpu_s - begin.cpu_s,

@@ -10,6 +10,7 @@ use super::metrics::{Hist, Percentiles};
 use super::session::{Ctx, Ended, UserOutcome};
 use super::Scenario;
 use exectl_core::load::delivery::{self, Deliveries, Member};
+use exectl_core::load::liveness::Pings;
 use exectl_core::plateau::PlateauFigures;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -25,8 +26,15 @@ pub struct Settings {
     pub tokens: bool,
     /// The client pings after this much server silence…
     pub ping_after_s: f64,
-    /// …and a socket whose server stays silent past this is stalled.
+    /// …and a socket whose server stays silent past this is stalled…
     pub stall_after_s: f64,
+    /// …both longer once the server is seen to ping, past its own cadence (false: `--ping-after`).
+    #[serde(default = "yes")]
+    pub follow_server_pings: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Settings {
@@ -41,6 +49,7 @@ impl Settings {
             tokens: opts.tokens,
             ping_after_s: opts.liveness.ping_after_ms as f64 / 1000.0,
             stall_after_s: opts.liveness.stall_after_ms() as f64 / 1000.0,
+            follow_server_pings: opts.liveness.follow_server,
         }
     }
 }
@@ -84,6 +93,7 @@ pub struct Summary {
     pub scenario: String,
     pub users: usize,
     pub started_unix_s: u64,
+    /// From the first dial (a run over processes: the common start) to the run's end.
     pub duration_s: f64,
     /// Users whose WebSocket upgrade succeeded (101), whatever happened next.
     pub connected: u64,
@@ -106,7 +116,9 @@ pub struct Summary {
     pub close_codes: BTreeMap<String, u64>,
     /// Failure kind (login_401, connect_timeout, closed_4003, eof_without_close, …) → count.
     pub failures: BTreeMap<String, u64>,
+    /// Successful logins (a failed one is a failure of its kind, never a latency).
     pub login_ms: Percentiles,
+    /// Successful connects: TCP and the upgrade to its 101.
     pub connect_ms: Percentiles,
     /// For sockets that ended early: how long after the upgrade (ACCESS_DENIED shows as ~0).
     pub early_end_ms: Percentiles,
@@ -116,6 +128,10 @@ pub struct Summary {
     pub connect_rate_per_s: f64,
     pub client_peak_rss_bytes: u64,
     pub client_cpu_seconds: f64,
+    /// The generator's liveness pings (socket scenarios): sent, a second during the hold, and the
+    /// server's own cadence it followed — what the measurement itself asked of the server.
+    #[serde(default)]
+    pub pings: Pings,
     pub settings: Settings,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub login_burst: Option<LoginBurst>,
@@ -196,6 +212,19 @@ pub struct SliceUse {
     /// Why the slice gave no report (its process died, its host went away): its users failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// A slice that gave no report: what its last counters said, and when it was last heard from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_seen: Option<LastSeen>,
+}
+
+/// What a slice that gave no report had done when it was last heard from (its last counters).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LastSeen {
+    /// Seconds from the common start (the first dial).
+    pub at_s: f64,
+    /// Its users whose upgrade had succeeded, and of those still open then.
+    pub connected: u64,
+    pub open: u64,
 }
 
 /// The histograms behind a summary's percentiles, and the seconds from the first dial to the last
@@ -211,6 +240,63 @@ pub struct Parts {
     pub autosave: Hist,
     pub probe: Hist,
     pub connect_span_s: f64,
+    #[serde(default)]
+    pub spans: Spans,
+}
+
+/// When a run's successful connects and logins happened, in seconds from its start: what its ramp and
+/// its login rate are read from. Slices share the common start, so a parent merges their spans.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spans {
+    /// The first and the last successful connect.
+    pub connects: Option<(f64, f64)>,
+    /// The first successful login's start and the last one's answer.
+    pub logins: Option<(f64, f64)>,
+    pub logins_ok: u64,
+}
+
+impl Spans {
+    pub fn of(outcomes: &[UserOutcome]) -> Spans {
+        let s = |us: u64| us as f64 / 1e6;
+        let mut out = Spans::default();
+        let widen = |span: &mut Option<(f64, f64)>, a: f64, b: f64| {
+            *span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
+        };
+        for o in outcomes {
+            if let Some(at) = o.connected_at_us {
+                widen(&mut out.connects, s(at), s(at));
+            }
+            if o.login_status.as_deref() == Some("200") {
+                out.logins_ok += 1;
+                if let (Some(done), Some(took)) = (o.login_done_us, o.login_us) {
+                    widen(&mut out.logins, s(done.saturating_sub(took)), s(done));
+                }
+            }
+        }
+        out
+    }
+
+    pub fn add(&mut self, o: &Spans) {
+        let merge = |a: Option<(f64, f64)>, b: Option<(f64, f64)>| match (a, b) {
+            (Some((a0, a1)), Some((b0, b1))) => Some((a0.min(b0), a1.max(b1))),
+            (a, b) => a.or(b),
+        };
+        self.connects = merge(self.connects, o.connects);
+        self.logins = merge(self.logins, o.logins);
+        self.logins_ok += o.logins_ok;
+    }
+
+    /// First to last successful connect (None when no socket connected).
+    pub fn ramp_s(&self) -> Option<f64> {
+        self.connects.map(|(a, b)| b - a)
+    }
+
+    /// Successful logins per second, from the first one's start to the last one's answer (None with
+    /// minted tokens or when none succeeded).
+    pub fn logins_per_s(&self) -> Option<f64> {
+        let (a, b) = self.logins?;
+        Some(self.logins_ok as f64 / (b - a).max(1e-3))
+    }
 }
 
 /// What the runner measured besides the users' outcomes.
@@ -226,6 +312,8 @@ pub struct RunFacts {
     pub hold_cpu: (Option<f64>, Option<f64>),
     /// login-burst's probe: samples, errors, latencies.
     pub probe: Option<(u64, u64, Hist)>,
+    /// The liveness pings it sent, and the server's own it followed.
+    pub pings: Pings,
 }
 
 impl Summary {
@@ -342,10 +430,11 @@ impl Summary {
             autosave_ms: ctx.autosave_ms.percentiles(),
             users_with_http_failures: http_failed,
         });
+        let spans = Spans::of(outcomes);
         let plateau = scenario.uses_socket().then(|| {
             ctx.live
                 .plateau
-                .figures(ramp_span_s(outcomes), logins_per_s(outcomes))
+                .figures(spans.ramp_s(), spans.logins_per_s())
         });
         let rate = if facts.connect_span_s > 0.0 {
             (connected as f64 / facts.connect_span_s * 10.0).round() / 10.0
@@ -374,6 +463,7 @@ impl Summary {
             connect_rate_per_s: rate,
             client_peak_rss_bytes: facts.peak_rss,
             client_cpu_seconds: facts.cpu_s,
+            pings: facts.pings,
             settings: Settings::of(opts),
             login_burst,
             fanout,
@@ -394,6 +484,7 @@ impl Summary {
                 generator: None,
                 clock_offset_ms: None,
                 error: None,
+                last_seen: None,
             }]),
             parts: Parts {
                 login,
@@ -405,6 +496,7 @@ impl Summary {
                 autosave: ctx.autosave_ms.snapshot(),
                 probe: probe_hist,
                 connect_span_s: facts.connect_span_s,
+                spans,
             },
         }
     }
@@ -462,7 +554,7 @@ impl Summary {
         );
         let _ = writeln!(
             s,
-            "  users {}  succeeded {}  failed {}  ({:.1} s)",
+            "  users {}  succeeded {}  failed {}  ({:.1} s from the first dial)",
             self.users, self.succeeded, self.failed, self.duration_s
         );
         if self.scenario != Scenario::LoginBurst.name() {
@@ -484,12 +576,20 @@ impl Summary {
         if self.early_end_ms.count > 0 {
             let _ = writeln!(s, "  early end     {}", p(&self.early_end_ms));
         }
+        if self.scenario != Scenario::LoginBurst.name() {
+            let _ = writeln!(s, "  pings         {}", self.pings.describe());
+        }
         if self.server_silence_ms.count > 0 {
+            // The bound in force at the end: past the server's own cadence once it was seen to ping.
+            let answer_s = self.settings.stall_after_s - self.settings.ping_after_s;
+            let stall_s = match self.pings.ping_after_s {
+                a if a > 0.0 => a + answer_s,
+                _ => self.settings.stall_after_s,
+            };
             let _ = writeln!(
                 s,
-                "  server silent {}  (longest per socket; stalled past {:.0} s)",
+                "  server silent {}  (longest per socket; stalled past {stall_s:.0} s)",
                 p(&self.server_silence_ms),
-                self.settings.stall_after_s
             );
         }
         if let Some(b) = &self.login_burst {
@@ -552,7 +652,13 @@ fn slice_line(u: &SliceUse) -> String {
         u.slice, u.pid, u.users, u.held
     );
     if let Some(e) = &u.error {
-        return s + &format!("  FAILED: {e}");
+        let seen = u.last_seen.map_or(String::new(), |l| {
+            format!(
+                " {:.1} s after the first dial (last heard: {} connected, {} open)",
+                l.at_s, l.connected, l.open
+            )
+        });
+        return s + &format!("  FAILED{seen}: {e}");
     }
     s += &format!("  CPU {:.2} s", u.cpu_s);
     if let Some(share) = u.hold_cpu_share {
@@ -577,28 +683,6 @@ fn slice_line(u: &SliceUse) -> String {
         s += &format!(" (its clock {c:+.1} ms)");
     }
     s
-}
-
-/// First to last successful connect, seconds (None when no socket connected).
-fn ramp_span_s(outcomes: &[UserOutcome]) -> Option<f64> {
-    let at = || outcomes.iter().filter_map(|o| o.connected_at_us);
-    Some((at().max()? - at().min()?) as f64 / 1e6)
-}
-
-/// Successful logins per second, from the first login's start to the last one's answer (None with
-/// minted tokens or when none succeeded).
-fn logins_per_s(outcomes: &[UserOutcome]) -> Option<f64> {
-    let ok = || {
-        outcomes
-            .iter()
-            .filter(|o| o.login_status.as_deref() == Some("200"))
-    };
-    let first = ok()
-        .filter_map(|o| Some(o.login_done_us?.saturating_sub(o.login_us?)))
-        .min()?;
-    let last = ok().filter_map(|o| o.login_done_us).max()?;
-    let span_s = (last.saturating_sub(first) as f64 / 1e6).max(1e-3);
-    Some(ok().count() as f64 / span_s)
 }
 
 /// `delivered 40 of 40 expected  lost 0  duplicated 0  echoed 0  cross-room 0`.

@@ -174,9 +174,9 @@ pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Res
     );
     let generator_local = !target.is_remote();
     progress.event(Event::Step(&format!(
-        "exectl bench {run_id}: {scenario} on {stack} ({target_name}), levels {levels_text}, hold {:?} of all users at once, ramp {:?}; results in {}",
-        hold,
-        ramp,
+        "exectl bench {run_id}: {scenario} on {stack} ({target_name}), levels {levels_text}, hold {} of all users at once, ramp {}; results in {}",
+        exectl_core::units::readable(hold),
+        exectl_core::units::readable(ramp),
         out.path.display()
     )));
     let mut results = Results {
@@ -568,8 +568,8 @@ async fn ready_and_idle(
                 fixes.push("another client (or a bench that was killed) still holds sockets (see exectl status): stop the client or wait for its sockets and rooms to close");
             }
             anyhow::bail!(
-                "stack {stack} is not ready for a bench after waiting {:?} (--settle): {}; fix: {}",
-                settle,
+                "stack {stack} is not ready for a bench after waiting {} (--settle): {}; fix: {}",
+                exectl_core::units::readable(settle),
                 problems.join("; "),
                 fixes.join("; ")
             );

@@ -6,6 +6,7 @@
 //!   <target key>/<stack>/          one stack on one target (`local`, `ssh-USER@HOST-PORT`): stack_dir
 //!     secrets.env                  its secrets, 0600 (secrets)
 //!     exectl.lock                  who deploys, prepares or benches it now (engine::lock)
+//!     exectl.readers/HOST-PID-N    each load running against it now (engine::lock::ReaderLock)
 //!     bundle/                      the rendered files as deployed, exectl.lock.json the stack record (bundle, record)
 //!     manifests/<pattern>/         accounts and projects for load and k6, pattern.json (manifests)
 //!   runs/<RUN_ID>.json             run records of deploys (runs)
@@ -98,6 +99,16 @@ pub fn secrets_file(stack_dir: &Path) -> PathBuf {
 /// The stack's lock file.
 pub fn lock_file(stack_dir: &Path) -> PathBuf {
     stack_dir.join("exectl.lock")
+}
+
+/// The stack's readers: one file per `load` running against it (a writer waits for none).
+pub fn readers_dir(stack_dir: &Path) -> PathBuf {
+    stack_dir.join("exectl.readers")
+}
+
+/// One reader's file in `readers_dir` (`n`: its number in its process).
+pub fn reader_file(stack_dir: &Path, host: &str, pid: u32, n: u32) -> PathBuf {
+    readers_dir(stack_dir).join(format!("{host}-{pid}-{n}"))
 }
 
 /// Deploys' run records.

@@ -144,7 +144,9 @@ pub struct Config {
     pub test_user: Option<(String, String)>,
     pub info_requires_admin: bool,
     pub fault: Faults,
-    pub ping_interval: Duration,
+    /// The heartbeat: a ping every this long, and a 4008 close after `pong_timeout` without a pong
+    /// (None: `STANDIN_PING_INTERVAL_MS=0`, a server that never pings and never times a client out).
+    pub ping_interval: Option<Duration>,
     pub pong_timeout: Duration,
     pub room_cleanup: Duration,
     /// `crash-once`: the file whose existence says this container already crashed once.
@@ -248,7 +250,7 @@ impl Config {
 
         let fault = Faults::parse(&var("STANDIN_FAULT").unwrap_or_default())?;
 
-        let ping_ms = num("STANDIN_PING_INTERVAL_MS", 30_000)?.max(1);
+        let ping_ms = num("STANDIN_PING_INTERVAL_MS", 30_000)?;
         Ok(Config {
             port,
             db,
@@ -260,7 +262,7 @@ impl Config {
             test_user,
             info_requires_admin: var("STANDIN_INFO_REQUIRES_ADMIN").as_deref() == Some("1"),
             fault,
-            ping_interval: Duration::from_millis(ping_ms),
+            ping_interval: (ping_ms > 0).then(|| Duration::from_millis(ping_ms)),
             // The app closes after interval + 10 s without a pong.
             pong_timeout: Duration::from_millis(num("STANDIN_PONG_TIMEOUT_MS", ping_ms + 10_000)?),
             room_cleanup: Duration::from_millis(num("STANDIN_ROOM_CLEANUP_MS", 30_000)?),
@@ -296,6 +298,9 @@ mod tests {
         assert_eq!(c.db.dialect, Dialect::Sqlite);
         assert_eq!(c.db.path, "data/exelearning.db");
         assert_eq!(c.pong_timeout, Duration::from_secs(40));
+        assert_eq!(c.ping_interval, Some(Duration::from_secs(30)));
+        let silent = cfg(&[OK[0], OK[1], ("STANDIN_PING_INTERVAL_MS", "0")]).unwrap();
+        assert_eq!(silent.ping_interval, None, "0: a server that never pings");
         assert!(c.redis.is_none() && c.admin.is_none() && c.test_user.is_none());
     }
 

@@ -170,6 +170,24 @@ impl Standin {
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
+
+    /// `kill SIG` its process: "-STOP" freezes it (as `docker pause` a container), "-CONT" thaws it.
+    pub fn signal(&self, sig: &str) {
+        let st = Command::new("kill")
+            .args([sig, &self.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success(), "kill {sig} {}", self.pid());
+    }
+
+    /// Wait until it holds `n` sockets by its own count, at most `within`.
+    pub fn wait_for_sockets(&self, n: u64, within: Duration) {
+        let deadline = Instant::now() + within;
+        while server_connections(self.port) < n {
+            assert!(Instant::now() < deadline, "the {n} sockets never opened");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }
 
 impl Drop for Standin {

@@ -63,6 +63,9 @@ pub struct LevelFigures {
     /// `--browser-probe`: one real browser's login → project open → first sync during the plateau.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub browser: Option<super::browser::BrowserProbe>,
+    /// The generator's liveness pings (socket scenarios): a load of their own on the SUT, so said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pings: Option<crate::load::liveness::Pings>,
 }
 
 /// What a served user of `scenario` did: "logged in" for login-burst (no socket), else "held".

@@ -230,7 +230,7 @@ pub const OBJECTIVES: [Objective; 10] = [
             get: |s| s.stalled as f64,
             set: |s, v| s.stalled = v as u64,
         }),
-        measured: "Sockets left open by a silent server: no frame for 15 s, or the hold's last ping unanswered for 10 s (a frozen or paused instance keeps its sockets open).",
+        measured: "Sockets left open by a silent server: no frame for 15 s (for a server seen to ping, its own cadence and 15 s more: 45 s for the app's 30 s), or the hold's last ping unanswered for 10 s (a frozen or paused instance keeps its sockets open).",
         scenarios: SOCKETS,
         figure: |f| Some(f.stalled as f64),
     },
@@ -331,9 +331,9 @@ pub const OBJECTIVES: [Objective; 10] = [
         unit: Unit::Seconds,
         bound: Bound::AtLeast,
         setting: None,
-        measured: "The common hold's length: every user of the level open at once, from the last dial's end (a stop cuts it short). Its bound is `--hold`, not a `--slo` key.",
+        measured: "The common hold's length: every user of the level open at once, from the last dial's end (a stop cuts it short; 0 when no socket was open through it). Its bound is `--hold`, not a `--slo` key.",
         scenarios: SOCKETS,
-        figure: |f| f.plateau.as_ref().map(|p| p.length_s()),
+        figure: |f| f.plateau.as_ref().map(|p| p.open_length_s()),
     },
 ];
 

@@ -168,6 +168,38 @@ fn the_plateau_is_checked_against_the_hold_and_set_by_no_slo() {
     assert!(!e.fix.contains("plateau"), "{e}");
 }
 
+/// Every dial failed (`--source-addrs` of the wrong family, a door that refused): the hold began with
+/// nobody open and ran its length. A hold of nobody is no plateau: never met.
+#[test]
+fn a_plateau_with_nobody_open_is_not_met() {
+    let mut f = figures();
+    let hold = crate::plateau::PlateauFigures {
+        target: 20,
+        hold_s: 8.0,
+        start_s: Some(1.0),
+        end_s: Some(9.0),
+        ..Default::default()
+    };
+    f.plateau = Some(crate::plateau::PlateauFigures {
+        open_at_start: 0,
+        min_open: 0,
+        ..hold.clone()
+    });
+    let p = Slos::default().check(&f).pop().unwrap();
+    assert_eq!(
+        (p.key.as_str(), p.measured, p.ok),
+        ("plateau", Some(0.0), Some(false))
+    );
+    // With sockets open through it, its length.
+    f.plateau = Some(crate::plateau::PlateauFigures {
+        open_at_start: 20,
+        min_open: 19,
+        ..hold
+    });
+    let p = Slos::default().check(&f).pop().unwrap();
+    assert_eq!((p.measured, p.ok), (Some(8.0), Some(true)));
+}
+
 /// README's objectives table is the table's own rendering (`markdown_table`): a row changed here (a
 /// default, a sentence, a scenario) fails this test until README says the same.
 #[test]

@@ -70,6 +70,9 @@ fn v4(s: &str) -> Option<Ipv4Addr> {
 }
 
 fn push(out: &mut Vec<IpAddr>, ip: IpAddr) -> Result<(), String> {
+    if let Some(what) = not_a_source(ip) {
+        return Err(format!("{ip} is {what}: not an address to dial from"));
+    }
     if out.contains(&ip) {
         return Err(format!("{ip} is given twice"));
     }
@@ -78,6 +81,53 @@ fn push(out: &mut Vec<IpAddr>, ip: IpAddr) -> Result<(), String> {
     }
     out.push(ip);
     Ok(())
+}
+
+/// What `ip` is when no socket can be bound to it to dial: the unspecified address (bound, it lets the
+/// kernel choose: no source of its own), a multicast or the broadcast address.
+fn not_a_source(ip: IpAddr) -> Option<&'static str> {
+    match ip {
+        _ if ip.is_unspecified() => {
+            Some("the unspecified address (it leaves the kernel to choose)")
+        }
+        _ if ip.is_multicast() => Some("a multicast address"),
+        IpAddr::V4(v4) if v4.is_broadcast() => Some("the broadcast address"),
+        _ => None,
+    }
+}
+
+fn family(ip: IpAddr) -> &'static str {
+    match ip {
+        IpAddr::V4(_) => "IPv4",
+        IpAddr::V6(_) => "IPv6",
+    }
+}
+
+/// Every source address is of the front door's family: a socket of one family cannot dial the other,
+/// so each of its users would fail. `text` is the flag's value, for the error.
+pub fn check_family(sources: &[IpAddr], door: IpAddr, text: &str) -> Result<(), UsageError> {
+    let Some(other) = sources.iter().find(|s| s.is_ipv4() != door.is_ipv4()) else {
+        return Ok(());
+    };
+    let example = match door {
+        IpAddr::V4(_) => "127.0.0.1-127.0.0.16 on loopback",
+        IpAddr::V6(_) => "::1 on loopback",
+    };
+    Err(UsageError::new(
+        FIELD,
+        text,
+        format!(
+            "{other} is {} and the front door's address {door} is {}: a socket cannot dial across \
+             families, so every user dialling from it would fail",
+            family(*other),
+            family(door)
+        ),
+        format!(
+            "give {} addresses of this host (e.g. --source-addrs {example}), or a front door of the \
+             addresses' family",
+            family(door)
+        ),
+    ))
 }
 
 /// The address user `i` dials from (None: the kernel chooses).
@@ -159,12 +209,42 @@ mod tests {
             ("127.0.0.1,127.0.0.1", "twice"),
             ("10.0.0.0/8", "more than 1024"),
             ("10.0.0.0-10.1.0.0", "more than 1024"),
+            ("0.0.0.0", "unspecified address"),
+            ("::", "unspecified address"),
+            ("127.0.0.1,0.0.0.0", "not an address to dial from"),
+            ("0.0.0.0/31", "unspecified"),
+            ("224.0.0.1", "multicast"),
+            ("ff02::1", "multicast"),
+            ("255.255.255.254-255.255.255.255", "broadcast"),
         ] {
             let e = parse(text).unwrap_err();
             assert_eq!(e.field, "--source-addrs", "{text}");
             assert!(e.problem.contains(says), "{text:?}: {e}");
             assert!(e.fix.contains("127.0.0.1-127.0.0.16"), "{e}");
         }
+    }
+
+    #[test]
+    fn sources_of_the_other_family_than_the_front_door_are_refused() {
+        let v4: IpAddr = "127.0.0.1".parse().unwrap();
+        let v6: IpAddr = "::1".parse().unwrap();
+        let lo4 = parse("127.0.0.1-127.0.0.2").unwrap();
+        assert!(check_family(&lo4, v4, "x").is_ok());
+        assert!(check_family(&[], v6, "x").is_ok());
+        let e = check_family(&parse("::1").unwrap(), v4, "::1").unwrap_err();
+        assert_eq!(
+            (e.field.as_str(), e.value.as_str()),
+            ("--source-addrs", "::1")
+        );
+        assert!(
+            e.problem
+                .contains("::1 is IPv6 and the front door's address 127.0.0.1 is IPv4"),
+            "{e}"
+        );
+        assert!(e.fix.contains("give IPv4 addresses"), "{e}");
+        let e = check_family(&lo4, v6, "127.0.0.1-127.0.0.2").unwrap_err();
+        assert!(e.problem.contains("127.0.0.1 is IPv4"), "{e}");
+        assert!(e.fix.contains("--source-addrs ::1"), "{e}");
     }
 
     #[test]

@@ -9,8 +9,8 @@ use crate::cli::target::TargetArgs;
 use crate::cli::values::{count_flag, duration_flag};
 use crate::cli::LoadArgs;
 use crate::load::{
-    endpoint, AllowList, LoadOptions, Manifest, Scenario, DEFAULT_DIAL_CONCURRENCY, DEFAULT_HOLD,
-    DEFAULT_RAMP,
+    endpoint, AllowList, LoadOptions, Manifest, Scenario, StackRef, DEFAULT_DIAL_CONCURRENCY,
+    DEFAULT_HOLD, DEFAULT_RAMP,
 };
 use exectl_core::error::UsageError;
 use exectl_core::load::liveness::Bounds;
@@ -196,7 +196,19 @@ fn values(args: &LoadFlags) -> Result<Values, UsageError> {
 /// The flags' own values checked, before the stack they load exists (sweep checks each point's bench
 /// this way before its first deploy).
 pub fn check(args: &LoadFlags) -> Result<(), UsageError> {
-    values(args).map(drop)
+    let v = values(args)?;
+    if let (Some(text), false) = (&args.source_addrs, v.sources.is_empty()) {
+        // The front door is --url's address, or the stack's on the target.
+        let target = crate::cli::target::target_spec(&args.target)?.address()?;
+        let door = match &args.url {
+            Some(u) => endpoint::from_url(u, &AllowList::loopback_only().allow(target))?
+                .addr
+                .ip(),
+            None => target,
+        };
+        exectl_core::load::sources::check_family(&v.sources, door, text)?;
+    }
+    Ok(())
 }
 
 /// The flags, checked, as a run (no network, no limits yet).
@@ -217,11 +229,17 @@ pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
     // Load goes to loopback or the target's own address, nowhere else.
     let target_ip = target.address()?;
     let stack_dir = |stack: &str| target.stack_dir(stack);
+    let mut stacks = Vec::new();
     let endpoint = match (&args.stack, &args.url) {
         (Some(stack), _) => {
             let stack = exectl_core::spec::resolve_stack_name(Some(stack))?;
             let record = crate::state::record::read(&target.bundle_dir(&stack), &stack)?;
-            endpoint::from_stack(&stack, record.as_ref(), target_ip)?
+            let e = endpoint::from_stack(&stack, record.as_ref(), target_ip)?;
+            stacks.push(StackRef {
+                dir: stack_dir(&stack),
+                name: stack,
+            });
+            e
         }
         (None, Some(url)) => {
             let e = endpoint::from_url(url, &AllowList::loopback_only().allow(target_ip))?;
@@ -239,6 +257,21 @@ pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
             ))
         }
     };
+    if let Some(text) = &args.source_addrs {
+        exectl_core::load::sources::check_family(&sources, endpoint.addr.ip(), text)?;
+    }
+    if args.stack.is_none() {
+        // A --url that a recorded stack of this target publishes is that stack's front door.
+        let root = crate::state::root().join(target.key());
+        stacks = recorded_front_doors(Some(&root))
+            .into_iter()
+            .filter(|d| d.fronts(&endpoint, target_ip))
+            .map(|d| StackRef {
+                dir: stack_dir(&d.stack),
+                name: d.stack,
+            })
+            .collect();
+    }
     // With --stack and no --manifest, the stack's newest manifest (or --pattern's).
     let manifest_dir = match (&args.stack, &args.manifest) {
         (Some(stack), None) => {
@@ -284,10 +317,7 @@ pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
         interval,
         tokens: args.tokens,
         liveness: match ping_after {
-            Some(d) => Bounds {
-                ping_after_ms: d.as_millis() as u32,
-                ..Bounds::default()
-            },
+            Some(d) => Bounds::fixed(d),
             None => Bounds::for_users(users),
         },
         run_id,
@@ -297,7 +327,29 @@ pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
         processes,
         probe: true,
         generators,
+        ramp_slots: None,
+        stacks,
     })
+}
+
+/// The front doors recorded for this target's stacks (`stacks_root`: its folder of the state), in the
+/// stacks' order.
+pub fn recorded_front_doors(stacks_root: Option<&Path>) -> Vec<endpoint::FrontDoor> {
+    let Some(Ok(entries)) = stacks_root.map(std::fs::read_dir) else {
+        return Vec::new();
+    };
+    let mut doors: Vec<endpoint::FrontDoor> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let stack = e.file_name().to_string_lossy().into_owned();
+            // A hint: a stack whose record cannot be read is left out of it.
+            let record =
+                crate::state::record::read(&crate::state::bundle_dir(&e.path()), &stack).ok()??;
+            Some(endpoint::FrontDoor::from_record(&record))
+        })
+        .collect();
+    doors.sort_by(|a, b| a.stack.cmp(&b.stack));
+    doors
 }
 
 /// collab relays frames between the members of a room: a layout where no room of the first `users`
@@ -375,6 +427,10 @@ mod tests {
         assert_eq!(load(&flags(None)).unwrap().liveness, Bounds::for_users(3));
         let set = load(&flags(Some("40s"))).unwrap().liveness;
         assert_eq!((set.ping_after_ms, set.answer_within_ms), (40_000, 10_000));
+        assert!(
+            !set.follow_server,
+            "a given --ping-after is kept whatever the server does"
+        );
         let e = load(&flags(Some("500ms"))).unwrap_err();
         assert_eq!(e.field, "--ping-after");
     }

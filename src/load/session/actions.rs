@@ -86,8 +86,8 @@ pub(super) fn rest_action(ctx: &Ctx, uuid: &str, token: &str, metadata: bool) ->
     }
 }
 
-/// Count a finished REST action. A collaborator's 403 on the metadata route is the app's rule (owner or
-/// admin only), not a failure.
+/// Count a finished REST action, and time it when it succeeded. A collaborator's 403 on the metadata
+/// route is the app's rule (owner or admin only), not a failure.
 pub(super) fn record_action(
     ctx: &Ctx,
     role: Role,
@@ -96,14 +96,16 @@ pub(super) fn record_action(
     out: &mut UserOutcome,
 ) {
     Live::inc(&ctx.live.http_requests);
-    match what {
-        "metadata" => ctx.metadata_ms.record(r.took),
-        _ => ctx.autosave_ms.record(r.took),
-    }
     ctx.actions.add(format!("{what} {}", r.status));
     let expected_403 = what == "metadata" && r.status == "403" && role == Role::Collaborator;
     if !r.ok && !expected_403 {
+        // Counted by its status above; a failed action is no latency.
         out.http_failures += 1;
+        return;
+    }
+    match what {
+        "metadata" => ctx.metadata_ms.record(r.took),
+        _ => ctx.autosave_ms.record(r.took),
     }
 }
 

@@ -32,7 +32,6 @@ pub(super) async fn hold(
 ) {
     let opts = &ctx.opts;
     let account = &opts.manifest.accounts[i];
-    let bounds = opts.liveness;
     let ms = |t: Instant| ms_between(connected_at, t);
     let mut alive = Liveness::default();
     let mut seq: u32 = 0;
@@ -48,6 +47,8 @@ pub(super) async fn hold(
     };
 
     let ended: Option<Ended> = loop {
+        // Read again each time: once the run has seen the server ping, its cadence is followed.
+        let bounds = ctx.bounds();
         let timer = plan.at();
         let check_at = connected_at + Duration::from_millis(alive.next_check_ms(bounds) as u64);
         // One timer for the common hold's end and the liveness check (a timer per socket is most of an
@@ -61,6 +62,7 @@ pub(super) async fn hold(
         tokio::select! {
             msg = ws.next() => match got(ctx, out, msg) {
                 Got::End(e) => break Some(e),
+                Got::ServerPing => ctx.server_pinged(alive.server_pinged(ms(Instant::now()))),
                 _ => alive.heard(ms(Instant::now())),
             },
             // The hold began, or a stop moved its end: the loop reads it again. (The sender lives as long
@@ -72,6 +74,7 @@ pub(super) async fn hold(
                     if ping(&mut ws, b"").await.is_err() {
                         break Some(Ended::Error);
                     }
+                    Live::inc(&ctx.live.pings_sent);
                     alive.pinged(ms(Instant::now()));
                 }
                 Step::Stalled => {

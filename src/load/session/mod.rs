@@ -13,8 +13,11 @@ mod actions;
 mod hold;
 mod socket;
 
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use exectl_core::load::liveness::{Bounds, SERVER_EVERY};
 
 use exectl_core::frame;
 use exectl_core::load::delivery::Received;
@@ -46,6 +49,10 @@ pub struct Ctx {
     pub autosave_ms: SharedHist,
     /// Editing actions by "action status", e.g. "metadata 200".
     pub actions: Tally,
+    /// The server's own ping cadence as any socket of the run saw it (ms; 0: no server ping yet), and
+    /// whether a gap between two of its pings measured it (else the contract's `SERVER_EVERY`).
+    server_every_ms: AtomicU32,
+    server_measured: AtomicBool,
 }
 
 impl Ctx {
@@ -71,7 +78,38 @@ impl Ctx {
             metadata_ms: SharedHist::default(),
             autosave_ms: SharedHist::default(),
             actions: Tally::default(),
+            server_every_ms: AtomicU32::new(0),
+            server_measured: AtomicBool::new(false),
             opts,
+        }
+    }
+
+    /// The liveness bounds in force now: the run's, following the server's own pings once seen.
+    pub fn bounds(&self) -> Bounds {
+        self.opts.liveness.following(self.server_every_ms())
+    }
+
+    /// The server's ping cadence as the run knows it (None: it has not pinged).
+    pub fn server_every_ms(&self) -> Option<u32> {
+        Some(self.server_every_ms.load(Ordering::Relaxed)).filter(|ms| *ms > 0)
+    }
+
+    /// The server pinged a socket, `gap` ms after its last ping on it (None: its first). Its cadence is
+    /// the shortest gap seen (a ping is late under load, never early); the contract's until one is.
+    pub fn server_pinged(&self, gap: Option<u32>) {
+        match gap {
+            None => {
+                let _ = self.server_every_ms.compare_exchange(
+                    0,
+                    SERVER_EVERY.as_millis() as u32,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+            }
+            Some(g) if !self.server_measured.swap(true, Ordering::Relaxed) => {
+                self.server_every_ms.store(g, Ordering::Relaxed)
+            }
+            Some(g) => drop(self.server_every_ms.fetch_min(g, Ordering::Relaxed)),
         }
     }
 
@@ -112,6 +150,7 @@ pub enum Ended {
 /// Everything measured about one user.
 #[derive(Debug, Clone, Default)]
 pub struct UserOutcome {
+    /// How long its login took, when it succeeded.
     pub login_us: Option<u64>,
     /// "200", "401", "timeout", …; None with --tokens.
     pub login_status: Option<String>,
@@ -119,7 +158,7 @@ pub struct UserOutcome {
     pub connected: bool,
     /// When the upgrade completed, from the run's start.
     pub connected_at_us: Option<u64>,
-    /// When the login answered, from the run's start (None with --tokens).
+    /// When the login succeeded, from the run's start (None with --tokens or when it failed).
     pub login_done_us: Option<u64>,
     pub held: bool,
     pub ended: Option<Ended>,
@@ -182,10 +221,12 @@ pub async fn run_user(ctx: Arc<Ctx>, i: usize, permit: OwnedSemaphorePermit) -> 
                 r = login => r,
                 () = ctx.live.plateau.until_stopped() => return stopped(&ctx, out),
             };
-            out.login_us = Some(us(start.elapsed()));
-            out.login_done_us = Some(us(ctx.t0.elapsed()));
             match r {
                 Ok(login) => {
+                    // A latency only when it succeeded: a refused connect or a 401 is a failure of its
+                    // kind, never a fast login.
+                    out.login_us = Some(us(start.elapsed()));
+                    out.login_done_us = Some(us(ctx.t0.elapsed()));
                     out.login_status = Some("200".into());
                     Live::inc(&ctx.live.logins_ok);
                     login.token.into()

@@ -29,6 +29,8 @@ const PING_SEND_TIMEOUT: Duration = Duration::from_secs(1);
 /// What one read from the socket gave.
 pub(super) enum Got {
     Frame,
+    /// The server's own ping (tungstenite answers it while we read).
+    ServerPing,
     FinalPong,
     End(Ended),
 }
@@ -53,6 +55,7 @@ pub(super) fn got(
             Got::Frame
         }
         Some(Ok(Message::Pong(p))) if p.as_ref() == FINAL_PING => Got::FinalPong,
+        Some(Ok(Message::Ping(_))) => Got::ServerPing,
         Some(Ok(Message::Close(f))) => {
             Got::End(Ended::Closed(f.map(|f| u16::from(f.code)).unwrap_or(1005)))
         }
@@ -100,7 +103,7 @@ pub(super) async fn final_check(
     alive: &mut Liveness,
     connected_at: Instant,
 ) -> Option<Ended> {
-    let bounds = ctx.opts.liveness;
+    let bounds = ctx.bounds();
     let ms = |t: Instant| ms_between(connected_at, t);
     if alive.step(ms(Instant::now()), bounds) == Step::Stalled {
         let mut heard = false;
@@ -121,7 +124,7 @@ pub(super) async fn final_check(
             msg = ws.next() => {
                 let now = ms(Instant::now());
                 match got(ctx, out, msg) {
-                    Got::Frame => alive.heard(now),
+                    Got::Frame | Got::ServerPing => alive.heard(now),
                     Got::FinalPong | Got::End(Ended::Closed(_)) => {
                         alive.heard(now);
                         return None;

@@ -249,12 +249,8 @@ fn prepare_hosts(opts: &LoadOptions) -> Result<Vec<remote::Host>> {
 pub fn run(opts: LoadOptions, processes: usize) -> Result<Summary> {
     let n = opts.users;
     let hosts = prepare_hosts(&opts)?;
-    let rooms: Vec<u64> = opts.manifest.accounts[..n]
-        .iter()
-        .map(|a| exectl_core::frame::room_id(&a.project_uuid))
-        .collect();
     // This host's slices first, then one per generator host; a slice left without a room is dropped.
-    let dealt = exectl_core::load::slices::assign(&rooms, processes + hosts.len());
+    let dealt = opts.dealt(processes);
     let mut hosts: Vec<Option<remote::Host>> = hosts.into_iter().map(Some).collect();
     let dealt: Vec<(Option<remote::Host>, Vec<usize>)> = dealt
         .into_iter()
@@ -404,6 +400,11 @@ pub fn run(opts: LoadOptions, processes: usize) -> Result<Summary> {
             generator: s.generator,
             clock_offset_ms: s.clock_offset_ms,
             outcome: s.outcome.unwrap_or(Outcome::Failed("no report".into())),
+            last: s.latest,
+            last_heard_s: s
+                .heard
+                .saturating_duration_since(t0.into_std())
+                .as_secs_f64(),
         })
         .collect();
     let (peak_rss, _) = metrics::rss_bytes();

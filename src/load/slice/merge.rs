@@ -5,11 +5,12 @@
 
 use std::collections::BTreeMap;
 
+use exectl_core::load::liveness::Pings;
 use exectl_core::plateau::PlateauFigures;
 
 use super::SliceReport;
 use crate::load::summary::{
-    Editing, Fanout, Generator, LoginBurst, Parts, Settings, SliceUse, Summary,
+    Editing, Fanout, Generator, LastSeen, LoginBurst, Parts, Settings, SliceUse, Summary,
 };
 use crate::load::{LoadOptions, Scenario};
 
@@ -30,6 +31,10 @@ pub struct SliceResult {
     pub generator: String,
     pub clock_offset_ms: Option<f64>,
     pub outcome: Outcome,
+    /// Its last counters, and when it was last heard from (seconds from the common start): what a
+    /// slice without a report is known to have done.
+    pub last: super::Counters,
+    pub last_heard_s: f64,
 }
 
 impl SliceResult {
@@ -65,6 +70,7 @@ fn add_parts(into: &mut Parts, p: &Parts) {
     into.autosave.add(&p.autosave);
     into.probe.add(&p.probe);
     into.connect_span_s = into.connect_span_s.max(p.connect_span_s);
+    into.spans.add(&p.spans);
 }
 
 pub fn merge(opts: &LoadOptions, results: Vec<SliceResult>, parent: Parent) -> Summary {
@@ -80,14 +86,21 @@ pub fn merge(opts: &LoadOptions, results: Vec<SliceResult>, parent: Parent) -> S
     let mut uses = Vec::new();
     // The hold's figures: each slice's count is exact for its sockets, so the sums are a floor.
     let (mut open_at_start, mut min_open, mut hold_len) = (0u64, 0u64, f64::INFINITY);
-    let (mut ramp_s, mut logins_per_s): (Option<f64>, Option<f64>) = (None, None);
     let mut started_unix_s = u64::MAX;
+    let mut pings = Pings::default();
     for r in &results {
         let rep = match &r.outcome {
             Outcome::Report(rep) => rep,
             Outcome::Failed(why) => {
                 *failures.entry("slice_failed".to_string()).or_default() += r.users as u64;
-                hold_len = 0.0;
+                // Its sockets that upgraded did connect (its ticks said so), and the common hold of
+                // every user lasted until it was last heard from.
+                connected += r.last.connected;
+                pings.sent += r.last.pings_sent;
+                hold_len = match parent.window.start_s {
+                    Some(start) => hold_len.min((r.last_heard_s - start).max(0.0)),
+                    None => 0.0,
+                };
                 uses.push(SliceUse {
                     slice: r.slice,
                     host: match r.remote() {
@@ -101,6 +114,11 @@ pub fn merge(opts: &LoadOptions, results: Vec<SliceResult>, parent: Parent) -> S
                     generator: r.remote(),
                     clock_offset_ms: r.clock_offset_ms,
                     error: Some(why.clone()),
+                    last_seen: Some(LastSeen {
+                        at_s: (r.last_heard_s * 10.0).round() / 10.0,
+                        connected: r.last.connected,
+                        open: r.last.open,
+                    }),
                     ..SliceUse::default()
                 });
                 continue;
@@ -118,17 +136,23 @@ pub fn merge(opts: &LoadOptions, results: Vec<SliceResult>, parent: Parent) -> S
         cpu += s.client_cpu_seconds;
         interrupted |= s.interrupted;
         started_unix_s = started_unix_s.min(s.started_unix_s);
+        // Counts and rates add up (the slices hold at once); the server's cadence is the shortest any
+        // slice saw, and the silence before a ping the longest any used.
+        let p = &s.pings;
+        pings.sent += p.sent;
+        pings.per_s_in_hold = match (pings.per_s_in_hold, p.per_s_in_hold) {
+            (Some(a), Some(b)) => Some(((a + b) * 10.0).round() / 10.0),
+            (a, b) => a.or(b),
+        };
+        pings.server_every_s = match (pings.server_every_s, p.server_every_s) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        pings.ping_after_s = pings.ping_after_s.max(p.ping_after_s);
         if let Some(p) = &s.plateau {
             open_at_start += p.open_at_start;
             min_open += p.min_open;
             hold_len = hold_len.min(p.length_s());
-            ramp_s = match (ramp_s, p.ramp_s) {
-                (Some(a), Some(b)) => Some(a.max(b)),
-                (a, b) => a.or(b),
-            };
-            if let Some(l) = p.logins_per_s {
-                logins_per_s = Some(logins_per_s.unwrap_or(0.0) + l);
-            }
         }
         if let Some(b) = &s.login_burst {
             let m = login_burst.get_or_insert_with(LoginBurst::default);
@@ -195,9 +219,10 @@ pub fn merge(opts: &LoadOptions, results: Vec<SliceResult>, parent: Parent) -> S
             // Sampled four times a second over the slices: never below what was open throughout.
             peak_open: w.peak_open.max(min_open),
             peak_at_s: w.peak_at_s,
-            ramp_s,
+            // From the slices' spans together: they share the common start.
+            ramp_s: parts.spans.ramp_s(),
             ramp_asked_s: opts.ramp.as_secs_f64(),
-            logins_per_s,
+            logins_per_s: parts.spans.logins_per_s(),
         }
     });
     let rate = if parts.connect_span_s > 0.0 {
@@ -231,6 +256,7 @@ pub fn merge(opts: &LoadOptions, results: Vec<SliceResult>, parent: Parent) -> S
         connect_rate_per_s: rate,
         client_peak_rss_bytes: rss,
         client_cpu_seconds: (cpu * 1000.0).round() / 1000.0,
+        pings,
         settings: Settings::of(opts),
         login_burst,
         fanout,
@@ -299,6 +325,12 @@ mod tests {
             generator: "local".into(),
             clock_offset_ms: None,
             outcome,
+            last: super::super::Counters {
+                connected: users as u64,
+                open: users as u64,
+                ..Default::default()
+            },
+            last_heard_s: 5.1,
         }
     }
 
@@ -323,10 +355,31 @@ mod tests {
         let a: Vec<u64> = (1..=100).collect();
         let b: Vec<u64> = (101..=200).collect();
         let c: Vec<u64> = (900..=999).collect();
+        // Each slice's connects and logins, in seconds from the common start.
+        let spanned = |mut r: Box<SliceReport>, connects, logins| {
+            r.parts.spans = crate::load::summary::Spans {
+                connects: Some(connects),
+                logins: Some(logins),
+                logins_ok: 100,
+            };
+            r
+        };
         let results = vec![
-            slice(0, 100, Outcome::Report(report(100, &a, 100))),
-            slice(1, 100, Outcome::Report(report(100, &b, 100))),
-            slice(2, 100, Outcome::Report(report(100, &c, 98))),
+            slice(
+                0,
+                100,
+                Outcome::Report(spanned(report(100, &a, 100), (0.5, 1.0), (0.0, 1.0))),
+            ),
+            slice(
+                1,
+                100,
+                Outcome::Report(spanned(report(100, &b, 100), (0.8, 1.5), (0.5, 2.0))),
+            ),
+            slice(
+                2,
+                100,
+                Outcome::Report(spanned(report(100, &c, 98), (1.0, 2.5), (1.0, 2.0))),
+            ),
         ];
         let s = merge(&opts(300), results, parent());
         let mut union = Hist::default();
@@ -348,7 +401,10 @@ mod tests {
         assert_eq!((p.open_at_start, p.min_open, p.peak_open), (300, 298, 298));
         assert_eq!(p.start_s, Some(2.1));
         assert!((p.length_s() - 5.0).abs() < 1e-9);
-        assert_eq!(p.logins_per_s, Some(30.0));
+        // The run's ramp and login rate over all its slices: first to last of any, not the longest
+        // slice's nor a sum of rates.
+        assert_eq!(p.ramp_s, Some(2.0));
+        assert_eq!(p.logins_per_s, Some(150.0));
         assert_eq!(s.client_peak_rss_bytes, 3500);
         assert_eq!(s.connect_rate_per_s, 150.0);
         let held: u64 = s.generator.slices.iter().map(|u| u.held).sum();
@@ -389,5 +445,48 @@ mod tests {
         let dead = &s.generator.slices[1];
         assert_eq!((dead.pid, dead.users, dead.failed), (101, 50, 50));
         assert!(dead.error.as_deref().unwrap().contains("signal"));
+        // One account of what it did: its 50 connected (its last counters, 5.1 s in), so the run's 100;
+        // the common hold of all 100 lasted until then (2.1 s to 5.1 s), not its full 5 s nor none.
+        assert_eq!(s.connected, 100);
+        assert_eq!(
+            dead.last_seen,
+            Some(LastSeen {
+                at_s: 5.1,
+                connected: 50,
+                open: 50
+            })
+        );
+        assert!((p.length_s() - 3.0).abs() < 1e-9, "{p:?}");
+        assert!(
+            p.describe()
+                .contains("the common hold lasted 3.0 s of 30 s"),
+            "{}",
+            p.describe()
+        );
+        let text = s.render();
+        assert!(
+            text.contains("FAILED 5.1 s after the first dial (last heard: 50 connected, 50 open): its process ended (signal: 9)"),
+            "{text}"
+        );
+        // Every slice dead: the sockets their ticks saw are not "no socket connected".
+        let all_dead = merge(
+            &opts(50),
+            vec![slice(0, 50, Outcome::Failed("its channel ended".into()))],
+            Parent {
+                window: PlateauFigures {
+                    start_s: Some(2.1),
+                    peak_open: 50,
+                    ..Default::default()
+                },
+                ..parent()
+            },
+        );
+        let p = all_dead.plateau.unwrap();
+        assert_eq!(all_dead.connected, 50);
+        assert!(
+            p.describe().contains("the ramp's span unknown") && !p.describe().contains("no socket"),
+            "{}",
+            p.describe()
+        );
     }
 }

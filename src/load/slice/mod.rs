@@ -44,11 +44,17 @@ pub struct SliceSpec<U = Users> {
     pub host_header: Option<String>,
     pub users: U,
     pub ramp_ms: u64,
+    /// The whole run's users: a slice's user starts at its place among them (`Users::slots`).
+    #[serde(default)]
+    pub ramp_of: usize,
     pub hold_ms: u64,
     pub dial_concurrency: usize,
     pub interval_ms: u64,
     pub ping_after_ms: u32,
     pub answer_within_ms: u32,
+    /// Ping only past a pinging server's own cadence (`Bounds::follow_server`).
+    #[serde(default = "yes")]
+    pub follow_server_pings: bool,
     pub sources: Vec<IpAddr>,
     /// The wall-clock instant (unix ms) every slice starts its ramp at.
     pub start_at_unix_ms: u64,
@@ -57,11 +63,18 @@ pub struct SliceSpec<U = Users> {
     pub probe: bool,
 }
 
+fn yes() -> bool {
+    true
+}
+
 /// A slice's users as it reads them: their accounts, and their tokens with `--tokens`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Users {
     pub accounts: Vec<Account>,
     pub tokens: Option<Vec<String>>,
+    /// Each user's place in the whole run (its index among `SliceSpec::ramp_of` users).
+    #[serde(default)]
+    pub slots: Vec<u32>,
 }
 
 /// The users `picked` (indices into `manifest`), serialised as `Users` is.
@@ -91,9 +104,10 @@ impl Serialize for Picked<'_> {
             }
         }
         let m = self.manifest;
-        let mut st = s.serialize_struct("Users", 2)?;
+        let mut st = s.serialize_struct("Users", 3)?;
         st.serialize_field("accounts", &Each(&m.accounts, self.picked))?;
         st.serialize_field("tokens", &m.tokens.as_deref().map(|t| Each(t, self.picked)))?;
+        st.serialize_field("slots", self.picked)?;
         st.end()
     }
 }
@@ -119,11 +133,13 @@ impl<'a> SliceSpec<Picked<'a>> {
                 picked: users,
             },
             ramp_ms: opts.ramp.as_millis() as u64,
+            ramp_of: opts.users,
             hold_ms: opts.hold.as_millis() as u64,
             dial_concurrency: opts.dial_concurrency.div_ceil(of).max(1),
             interval_ms: opts.interval.as_millis() as u64,
             ping_after_ms: opts.liveness.ping_after_ms,
             answer_within_ms: opts.liveness.answer_within_ms,
+            follow_server_pings: opts.liveness.follow_server,
             sources: opts.sources.clone(),
             start_at_unix_ms,
             run_id: format!("{}-s{slice}", opts.run_id),
@@ -156,6 +172,12 @@ impl SliceSpec {
             .ok_or_else(|| format!("unknown scenario {:?}", self.scenario))?;
         let base = reqwest::Url::parse(&self.url).map_err(|e| format!("url {}: {e}", self.url))?;
         let users = self.users.accounts.len();
+        let ramp_slots = (self.ramp_of > 0 && self.users.slots.len() == users).then_some(
+            crate::load::RampSlots {
+                slot: self.users.slots,
+                of: self.ramp_of,
+            },
+        );
         let manifest = Manifest {
             dir: std::path::PathBuf::from(format!("(slice {} of {})", self.slice, self.of)),
             accounts: self.users.accounts,
@@ -177,11 +199,13 @@ impl SliceSpec {
         o.liveness = exectl_core::load::liveness::Bounds {
             ping_after_ms: self.ping_after_ms,
             answer_within_ms: self.answer_within_ms,
+            follow_server: self.follow_server_pings,
         };
         o.run_id = self.run_id;
         o.sources = self.sources;
         o.processes = Some(1);
         o.probe = self.probe;
+        o.ramp_slots = ramp_slots;
         Ok(o)
     }
 }
@@ -202,6 +226,8 @@ pub struct Counters {
     pub frames_received: u64,
     pub http_requests: u64,
     pub dials_over: u64,
+    #[serde(default)]
+    pub pings_sent: u64,
 }
 
 impl Counters {
@@ -210,7 +236,7 @@ impl Counters {
     fn pairs<'a>(
         &'a mut self,
         live: &'a Live,
-    ) -> [(&'a mut u64, &'a std::sync::atomic::AtomicU64); 12] {
+    ) -> [(&'a mut u64, &'a std::sync::atomic::AtomicU64); 13] {
         [
             (&mut self.started, &live.started),
             (&mut self.dialing, &live.dialing),
@@ -224,6 +250,7 @@ impl Counters {
             (&mut self.frames_sent, &live.frames_sent),
             (&mut self.frames_received, &live.frames_received),
             (&mut self.http_requests, &live.http_requests),
+            (&mut self.pings_sent, &live.pings_sent),
         ]
     }
 
@@ -253,6 +280,7 @@ impl Counters {
             frames_received,
             http_requests,
             dials_over,
+            pings_sent,
         } = *o;
         self.started += started;
         self.dialing += dialing;
@@ -267,6 +295,7 @@ impl Counters {
         self.frames_received += frames_received;
         self.http_requests += http_requests;
         self.dials_over += dials_over;
+        self.pings_sent += pings_sent;
     }
 
     /// Into `live`'s counters (a parent's, from its slices' sums).
@@ -331,11 +360,13 @@ mod tests {
             host_header: host_header.map(str::to_string),
             users,
             ramp_ms: 0,
+            ramp_of: 0,
             hold_ms: 1000,
             dial_concurrency: 1,
             interval_ms: 1000,
             ping_after_ms: 5000,
             answer_within_ms: 10000,
+            follow_server_pings: true,
             sources: Vec::new(),
             start_at_unix_ms: 0,
             run_id: "r".into(),
@@ -386,13 +417,9 @@ mod tests {
                 manifest,
                 picked: &picked,
             };
-            serde_json::to_string(&spec_of(
-                "http://127.0.0.1:8090/",
-                "127.0.0.1:8090",
-                None,
-                users,
-            ))
-            .unwrap()
+            let mut spec = spec_of("http://127.0.0.1:8090/", "127.0.0.1:8090", None, users);
+            (spec.ramp_ms, spec.ramp_of) = (10_000, 5);
+            serde_json::to_string(&spec).unwrap()
         };
         let line = sent(&manifest);
         let back: SliceSpec = serde_json::from_str(&line).unwrap();
@@ -407,6 +434,11 @@ mod tests {
         let o = back.into_options().unwrap();
         assert_eq!((o.users, o.tokens), (3, true));
         assert_eq!(o.manifest.accounts[2], account(4));
+        // Each user starts at its place in the whole run's 10 s ramp of 5, not the slice's own 3.
+        let starts: Vec<u64> = (0..3)
+            .map(|i| o.start_after(i).as_millis() as u64)
+            .collect();
+        assert_eq!(starts, [6_000, 0, 8_000]);
         // Without tokens, none travel and the slice logs in.
         let no_tokens = Manifest {
             tokens: None,

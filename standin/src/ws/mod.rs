@@ -164,7 +164,10 @@ async fn relay_loop(
     client: u64,
     mut inbox: mpsc::Receiver<Message>,
 ) -> Option<(u16, &'static str, WebSocket)> {
-    let interval = st.cfg.ping_interval;
+    // No heartbeat at all (`STANDIN_PING_INTERVAL_MS=0`): a server that never pings, and never closes
+    // a silent client; its timers then never fire.
+    let heartbeat = st.cfg.ping_interval.is_some();
+    let interval = st.cfg.ping_interval.unwrap_or(Duration::from_secs(3600));
     let pong_timeout = st.cfg.pong_timeout;
     let mut ping = tokio::time::interval_at(Instant::now() + interval, interval);
     ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -192,12 +195,12 @@ async fn relay_loop(
                     return None;
                 }
             }
-            _ = ping.tick() => {
+            _ = ping.tick(), if heartbeat => {
                 if socket.send(Message::Ping(Bytes::new())).await.is_err() {
                     return None;
                 }
             }
-            _ = &mut pong_deadline => return Some((4008, "Heartbeat timeout", socket)),
+            _ = &mut pong_deadline, if heartbeat => return Some((4008, "Heartbeat timeout", socket)),
             _ = shutdown.changed() => return Some((1001, "Server shutting down", socket)),
         }
     }

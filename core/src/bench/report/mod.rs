@@ -260,6 +260,13 @@ pub mod tests {
                         if span.users == 500 { 3 } else { 0 },
                     )]
                     .into(),
+                    // The server pings every 30 s: once seen, the client pings only past 35 s.
+                    pings: Some(crate::load::liveness::Pings {
+                        sent: span.users,
+                        per_s_in_hold: Some(0.0),
+                        server_every_s: Some(30.0),
+                        ping_after_s: 35.0,
+                    }),
                     ..LevelFigures::default()
                 };
                 let leak = LeakCheck::judge(

@@ -27,6 +27,8 @@ pub struct Row {
     ramp: String,
     refused: u64,
     stalled: u64,
+    /// The generator's liveness pings a second during the hold, and the server's own cadence.
+    pings: String,
     login: String,
     connect: String,
     delivery: String,
@@ -91,6 +93,7 @@ pub fn rows(r: &Results, samples: &[Sample]) -> Vec<Row> {
                 ramp,
                 refused: f.refused,
                 stalled: f.stalled,
+                pings: f.pings.map_or("—".into(), |p| p.cell()),
                 login: p95(&f.login_ms),
                 connect: p95(&f.connect_ms),
                 delivery: p95(&f.delivery_ms),
