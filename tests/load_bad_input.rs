@@ -437,12 +437,20 @@ fn a_404_under_a_url_path_names_the_path_before_any_login() {
             && !err.contains("Traefik"),
         "{err}"
     );
-    // Only the health check went out, under the path: no login.
-    let asked = asked.lock().unwrap().clone();
+    // Only the health check went out, under the path (besides the bare connect that checks the door
+    // accepts): no login.
+    let asked: Vec<String> = asked
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| !l.is_empty())
+        .cloned()
+        .collect();
     assert!(
-        asked
-            .iter()
-            .all(|l| l.starts_with("GET /some/path/healthcheck ")),
+        !asked.is_empty()
+            && asked
+                .iter()
+                .all(|l| l.starts_with("GET /some/path/healthcheck ")),
         "{asked:?}"
     );
 }

@@ -104,7 +104,8 @@ pub fn check_front_door(args: &LoadFlags, opts: &LoadOptions) -> Result<()> {
             )))
         }
         Ok(Err(e)) => return Err(unreachable(format!("connecting to {addr}: {e}"))),
-        Ok(Ok(_)) => {}
+        // Closed at once: the check below is a connection of its own.
+        Ok(Ok(probe)) => drop(probe),
     }
     let http = crate::app::Client::new(1, crate::load::TIMEOUTS);
     let answer = rt.block_on(
