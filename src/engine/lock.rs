@@ -202,16 +202,30 @@ impl ReaderLock {
         let me = Holder::me(command);
         let mine = serde_json::to_string(&me)?;
         let readers = crate::state::readers_dir(dir);
-        std::fs::create_dir_all(&readers)
-            .with_context(|| format!("creating {}", readers.display()))?;
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path = crate::state::reader_file(dir, &me.host, me.pid, n);
-        // Whole or not at all: written beside the folder, then renamed into it.
+        // Whole or not at all: written beside the folder, then renamed into it. The last reader to
+        // leave removes the folder: one that goes between this one's mkdir and rename is met by making
+        // it again.
         let part = dir.join(format!(".exectl.reader-{}-{}-{n}", me.host, me.pid));
-        std::fs::write(&part, &mine)
-            .and_then(|_| std::fs::rename(&part, &path))
-            .with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(&part, &mine).with_context(|| format!("writing {}", part.display()))?;
+        let mut tries = 0;
+        loop {
+            // Its error is the rename's to tell: the folder may be removed and made again meanwhile.
+            let made = std::fs::create_dir_all(&readers);
+            match std::fs::rename(&part, &path) {
+                Ok(()) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries < 100 => tries += 1,
+                Err(e) => {
+                    let _ = std::fs::remove_file(&part);
+                    return match made {
+                        Err(m) => Err(m).with_context(|| format!("creating {}", readers.display())),
+                        Ok(()) => Err(e).with_context(|| format!("writing {}", path.display())),
+                    };
+                }
+            }
+        }
         let reader = ReaderLock {
             path,
             lock: crate::state::lock_file(dir),
@@ -391,6 +405,24 @@ mod tests {
         assert!(std::fs::read_dir(crate::state::readers_dir(dir.path()))
             .map_or(true, |mut d| d.next().is_none()));
         drop(w);
+    }
+
+    /// Readers coming and going at once: the last to leave removes the folder, which another is just
+    /// publishing into; none fails for it.
+    #[test]
+    fn readers_coming_and_going_at_once_all_get_the_stack() {
+        let dir = tempfile::tempdir().unwrap();
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..300 {
+                        let r = ReaderLock::acquire(dir.path(), "exe", "exectl load idle").unwrap();
+                        r.still_held().unwrap();
+                    }
+                });
+            }
+        });
+        assert!(!crate::state::readers_dir(dir.path()).exists());
     }
 
     #[test]
