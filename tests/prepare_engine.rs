@@ -297,10 +297,11 @@ fn single_door(port: &str, stack: &str) -> Endpoint {
 #[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn prepare_single_mariadb_and_bad_input() {
     let d = docker().await;
-    let x = Exectl::new();
-    let stack = "hp-prep-maria";
+    // A guard: a failed assertion still tears the stack down and frees its port.
+    let s = Stack::new("prep-maria").await;
+    let (x, stack, port) = (&*s.x, s.name.as_str(), Stack::port());
     deploy(
-        &x,
+        x,
         &[
             "single",
             "--stack",
@@ -308,12 +309,12 @@ async fn prepare_single_mariadb_and_bad_input() {
             "--db",
             "mariadb",
             "--http-port",
-            "18392",
+            &port,
             "--nofile",
             "20000",
         ],
     );
-    scenario(&d, &x, stack, "mariadb", single_door("18392", stack)).await;
+    scenario(&d, x, stack, "mariadb", single_door(&port, stack)).await;
 
     // Bad input: exit 2, the field named, nothing written.
     let out = tempfile::tempdir().unwrap();
@@ -386,10 +387,11 @@ async fn prepare_single_mariadb_and_bad_input() {
 #[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn prepare_single_postgres_default_cost_and_public() {
     let d = docker().await;
-    let x = Exectl::new();
-    let stack = "hp-prep-pg";
+    // A guard: a failed assertion still tears the stack down and frees its port.
+    let s = Stack::new("prep-pg").await;
+    let (x, stack, port) = (&*s.x, s.name.as_str(), Stack::port());
     deploy(
-        &x,
+        x,
         &[
             "single",
             "--stack",
@@ -397,12 +399,12 @@ async fn prepare_single_postgres_default_cost_and_public() {
             "--db",
             "postgres",
             "--http-port",
-            "18393",
+            &port,
             "--nofile",
             "20000",
         ],
     );
-    scenario(&d, &x, stack, "postgres", single_door("18393", stack)).await;
+    scenario(&d, x, stack, "postgres", single_door(&port, stack)).await;
 
     // The default cost is the app's: $2b$10$. Public projects: anyone may join.
     let out = tempfile::tempdir().unwrap();
@@ -503,8 +505,8 @@ async fn prepare_single_postgres_default_cost_and_public() {
         "nothing written"
     );
     login(
-        "http://127.0.0.1:18393",
-        Some("hp-prep-pg.localhost"),
+        &format!("http://127.0.0.1:{port}"),
+        Some(format!("{stack}.localhost").as_str()),
         "clash-1@exelearning.net",
         "theirs",
     )
@@ -518,10 +520,11 @@ async fn prepare_single_postgres_default_cost_and_public() {
 #[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn prepare_single_sqlite_through_a_one_shot() {
     let d = docker().await;
-    let x = Exectl::new();
-    let stack = "hp-prep-lite";
+    // A guard: a failed assertion still tears the stack down and frees its port.
+    let s = Stack::new("prep-lite").await;
+    let (x, stack, port) = (&*s.x, s.name.as_str(), Stack::port());
     deploy(
-        &x,
+        x,
         &[
             "single",
             "--stack",
@@ -529,12 +532,12 @@ async fn prepare_single_sqlite_through_a_one_shot() {
             "--db",
             "sqlite",
             "--http-port",
-            "18394",
+            &port,
             "--nofile",
             "20000",
         ],
     );
-    scenario(&d, &x, stack, "sqlite", single_door("18394", stack)).await;
+    scenario(&d, x, stack, "sqlite", single_door(&port, stack)).await;
     // The one-shot is gone; the app's files in its volume still belong to the app's user.
     let o = exectl::engine::observe::observe(&d, stack).await.unwrap();
     assert!(

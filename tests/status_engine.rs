@@ -30,7 +30,7 @@ fn counts(report: &serde_json::Value) -> Vec<u64> {
 
 /// Every documented field, with its type.
 fn check_shape(r: &serde_json::Value, services: &[&str], apps: usize) {
-    assert_eq!(r["stack"], "t-status");
+    assert_eq!(r["stack"], format!("{}status", common::stack_prefix()));
     assert_eq!(r["topology"], "ha");
     assert!(["ok", "warn", "fail"].contains(&r["verdict"].as_str().unwrap()));
     assert!(r["warnings"].is_array() && r["problems"].is_array());
@@ -76,14 +76,15 @@ fn check_shape(r: &serde_json::Value, services: &[&str], apps: usize) {
 #[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn leak_check_pinning_warning_json_and_run_diff() {
     let d = docker().await;
-    let x = Exectl::new();
-    x.purge_leftovers(&["t-status"]).await;
+    // A guard: a failed assertion still tears the stack down and frees its port.
+    let guard = Stack::new("status").await;
+    let (x, stack, port) = (&*guard.x, guard.name.as_str(), Stack::port());
     let mut base = vec![
         "ha",
         "--stack",
-        "t-status",
+        stack,
         "--lb-port",
-        "18390",
+        &port,
         "--cpus",
         "1",
         "--memory",
@@ -97,8 +98,8 @@ async fn leak_check_pinning_warning_json_and_run_diff() {
     // Idle stack: every instance at 0, --expect-idle passes.
     let least = x.deploy_json(&base);
     let (out, r) = status(
-        &x,
-        "t-status",
+        x,
+        stack,
         &["--expect-idle", "--expect-healthy", "--settle", "5s"],
     );
     assert_eq!(out.status.code(), Some(0), "{r}");
@@ -108,10 +109,16 @@ async fn leak_check_pinning_warning_json_and_run_diff() {
 
     // 40 held sockets, spread by least_conn: reported per instance, not idle, no pinning warning.
     let email = "status-owner@exelearning.net";
-    let uuid = seed_owner(&d, "t-status", "postgres", email, "pw-status").await;
-    let token = login("http://127.0.0.1:18390", None, email, "pw-status").await;
-    let sockets = hold_sockets("18390", &uuid, &token, 40).await;
-    let (out, r) = status(&x, "t-status", &["--expect-idle", "--settle", "1s"]);
+    let uuid = seed_owner(&d, stack, "postgres", email, "pw-status").await;
+    let token = login(
+        &format!("http://127.0.0.1:{port}"),
+        None,
+        email,
+        "pw-status",
+    )
+    .await;
+    let sockets = hold_sockets(&port, &uuid, &token, 40).await;
+    let (out, r) = status(x, stack, &["--expect-idle", "--settle", "1s"]);
     assert_eq!(out.status.code(), Some(1), "{r}");
     check_shape(&r, &services, 2);
     let c = counts(&r);
@@ -126,14 +133,14 @@ async fn leak_check_pinning_warning_json_and_run_diff() {
         "least_conn: no pinning warning: {r}"
     );
     close_sockets(sockets).await;
-    let (out, r) = status(&x, "t-status", &["--expect-idle", "--settle", "10s"]);
+    let (out, r) = status(x, stack, &["--expect-idle", "--settle", "10s"]);
     assert_eq!(out.status.code(), Some(0), "idle again after close: {r}");
 
     // Same single source under ip_hash: everything on one backend, and status says so.
     let hashed = x.deploy_json(&args(&base, &["--nginx", "tuned-ip-hash"]));
     assert_eq!(hashed["changed"], 1, "only nginx: {hashed}");
-    let sockets = hold_sockets("18390", &uuid, &token, 40).await;
-    let (_, r) = status(&x, "t-status", &[]);
+    let sockets = hold_sockets(&port, &uuid, &token, 40).await;
+    let (_, r) = status(x, stack, &[]);
     assert_eq!(r["lb_algorithm"], "ip_hash");
     assert_eq!(counts(&r).iter().max(), Some(&40), "{r}");
     assert_eq!(r["verdict"], "warn");
@@ -175,7 +182,7 @@ async fn leak_check_pinning_warning_json_and_run_diff() {
     let list: serde_json::Value = serde_json::from_str(&x.ok(&["runs", "list", "--json"])).unwrap();
     assert_eq!(list.as_array().unwrap().len(), 2);
     let record = x.ok(&["runs", "show", a]);
-    let secrets = read(&x.stack_dir("t-status").join("secrets.env"));
+    let secrets = read(&x.stack_dir(stack).join("secrets.env"));
     for line in secrets.lines() {
         let value = line.split_once('=').unwrap().1;
         assert!(!record.contains(value), "a secret reached the run record");
@@ -183,9 +190,9 @@ async fn leak_check_pinning_warning_json_and_run_diff() {
 
     // With the seed's leak: sockets opened and closed stay counted, and the leak check fails.
     x.deploy_json(&args(&base, &["--set", "STANDIN_FAULT=leak-on-close"]));
-    let sockets = hold_sockets("18390", &uuid, &token, 10).await;
+    let sockets = hold_sockets(&port, &uuid, &token, 10).await;
     close_sockets(sockets).await;
-    let (out, r) = status(&x, "t-status", &["--expect-idle", "--settle", "3s"]);
+    let (out, r) = status(x, stack, &["--expect-idle", "--settle", "3s"]);
     assert_eq!(
         out.status.code(),
         Some(1),
@@ -195,7 +202,7 @@ async fn leak_check_pinning_warning_json_and_run_diff() {
 
     // Newer images guard /api/websocket/info behind ROLE_ADMIN: status logs in as the stack's admin.
     x.deploy_json(&args(&base, &["--set", "STANDIN_INFO_REQUIRES_ADMIN=1"]));
-    let ip = container_ip(&d, "exectl-t-status-app-1").await;
+    let ip = container_ip(&d, &guard.container("app-1")).await;
     let anonymous = reqwest::get(format!("http://{ip}:8080/api/websocket/info"))
         .await
         .unwrap();
@@ -204,12 +211,12 @@ async fn leak_check_pinning_warning_json_and_run_diff() {
         "{}",
         anonymous.status()
     );
-    let (out, r) = status(&x, "t-status", &["--expect-idle", "--settle", "5s"]);
+    let (out, r) = status(x, stack, &["--expect-idle", "--settle", "5s"]);
     assert_eq!(out.status.code(), Some(0), "{r}");
     assert_eq!(counts(&r), [0, 0]);
 
-    x.ok(&["teardown", "--stack", "t-status", "--purge"]);
-    assert!(labelled(&d, "t-status").await.is_empty());
+    x.ok(&["teardown", "--stack", stack, "--purge"]);
+    assert!(labelled(&d, stack).await.is_empty());
 }
 
 /// Deploy returns once the apps answer their own probe, which can be before Docker's first health
