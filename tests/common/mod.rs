@@ -339,6 +339,36 @@ pub async fn close_sockets(sockets: Vec<Socket>) {
 }
 
 /// `bash SCRIPT down NAME` of a test rig (sut.sh, rig.sh), from a Drop: a failure is said, not raised.
+/// A rig's hold on its fixed names (namespace, veth, subnet, folder): shared on `/tmp/exectl-rig.lock`,
+/// exclusive on `/tmp/exectl-rig.NAME.lock`, both released when dropped (after the rig's teardown, as the
+/// last field of its owner). Within one run every rig has its own name and they come up side by side; a
+/// second run on the machine (another clone's CI, a developer's `cargo test --test remote_sut`) waits for
+/// the same rig instead of tearing it down under the first, and `flock /tmp/exectl-rig.lock CMD` keeps
+/// every rig of this machine for CMD.
+pub struct RigLock(#[allow(dead_code)] Vec<std::fs::File>);
+
+pub fn rig_lock(name: &str) -> RigLock {
+    let take = |path: String, how: i32| {
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .unwrap_or_else(|e| panic!("opening {path}: {e}"));
+        let waited = std::time::Instant::now();
+        // SAFETY: flock on a descriptor this File owns; released when it closes.
+        let rc = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), how) };
+        assert_eq!(rc, 0, "flock {path}: {}", std::io::Error::last_os_error());
+        if waited.elapsed() > std::time::Duration::from_secs(1) {
+            eprintln!("waited {:.0} s for {path}", waited.elapsed().as_secs_f64());
+        }
+        f
+    };
+    RigLock(vec![
+        take("/tmp/exectl-rig.lock".into(), libc::LOCK_SH),
+        take(format!("/tmp/exectl-rig.{name}.lock"), libc::LOCK_EX),
+    ])
+}
+
 pub fn rig_down(script: &str, name: &str) {
     match std::process::Command::new("bash")
         .args([script, "down", name])

@@ -30,6 +30,8 @@ pub struct Sut {
     /// The SUT's folder (keys, configs, logs, the engine's state).
     pub dir: PathBuf,
     name: String,
+    /// Last: released after the teardown.
+    _rig: super::RigLock,
 }
 
 impl Sut {
@@ -54,6 +56,7 @@ impl Sut {
     }
 
     fn start_with(name: &str, index: u8, images: Option<&[&str]>, env: &[(&str, &str)]) -> Sut {
+        let rig = super::rig_lock(name);
         let mut cmd = Command::new("bash");
         cmd.args([SCRIPT, "up", name, &index.to_string()]);
         if let Some(images) = images {
@@ -71,10 +74,10 @@ impl Sut {
                 String::from_utf8_lossy(&out.stderr)
             );
         }
-        Sut::parse(name, &String::from_utf8_lossy(&out.stdout))
+        Sut::parse(name, &String::from_utf8_lossy(&out.stdout), rig)
     }
 
-    fn parse(name: &str, summary: &str) -> Sut {
+    fn parse(name: &str, summary: &str, rig: super::RigLock) -> Sut {
         let kv: HashMap<&str, &str> = summary.lines().filter_map(|l| l.split_once('=')).collect();
         let get = |k: &str| -> String {
             kv.get(k)
@@ -92,6 +95,7 @@ impl Sut {
             docker_sock: get("DOCKER_SOCK"),
             dir: get("DIR").into(),
             name: name.to_string(),
+            _rig: rig,
         }
     }
 

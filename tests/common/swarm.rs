@@ -23,11 +23,14 @@ pub struct Swarm {
     pub known_hosts: PathBuf,
     /// Every node's engine as its SSH logins see it (exectl's --docker-socket).
     pub node_docker_socket: String,
+    /// Last: released after the teardown.
+    _rig: super::RigLock,
 }
 
 impl Swarm {
     /// Swarm `name` on the subnets from `index` (three: index..index+2), with `images` in every node.
     pub fn up(name: &str, index: u8, images: &[&str]) -> Swarm {
+        let rig = super::rig_lock(name);
         let out = Command::new("bash")
             .args([SCRIPT, "up", name])
             .env("SWARM_INDEX", index.to_string())
@@ -63,6 +66,7 @@ impl Swarm {
             key: get("KEY").into(),
             known_hosts: get("KNOWN_HOSTS").into(),
             node_docker_socket: get("NODE_DOCKER_SOCKET"),
+            _rig: rig,
         }
     }
 
