@@ -25,7 +25,7 @@ use crate::sut::{Target, TargetSpec};
 use exectl_core::bench::RunState;
 use exectl_core::spec::{Spec, SpecInput};
 use exectl_core::sweep::results::{LevelSummary, PointResult, SweepResults, SCHEMA};
-use exectl_core::sweep::search::{self, Bounds, Probe};
+use exectl_core::sweep::search::{self, Bounds};
 use exectl_core::sweep::vary::{points, Vary};
 
 /// What each point's bench runs.
@@ -375,6 +375,8 @@ fn run_points(
             benches: vec![],
             capacity: None,
             at_least: false,
+            unknown: None,
+            leaks: vec![],
             probes: vec![],
             levels: vec![],
             limiting: None,
@@ -384,9 +386,7 @@ fn run_points(
                 let Some(b) = bench_point(spec, o, index, levels, progress)? else {
                     return Ok(());
                 };
-                point.capacity = b.results.verdict.capacity;
-                point.at_least = point.capacity.is_some() && b.results.verdict.knee.is_none();
-                point.limiting = b.results.verdict.limiting.clone();
+                point.judged(&b.results);
                 point.levels = b.levels;
                 point.benches.push(b.results.run_id.clone());
                 true
@@ -396,13 +396,16 @@ fn run_points(
         if !done {
             return Ok(());
         }
+        let leaked = match point.leaks.first() {
+            Some(l) => format!(
+                "; the app leaked {} connections and {} rooms in the {} users level",
+                l.connections, l.rooms, l.users
+            ),
+            None => String::new(),
+        };
         progress.event(Event::Step(&format!(
-            "point {index}: {label}: capacity {}",
-            match (point.capacity, point.at_least) {
-                (Some(c), true) => format!("at least {c}"),
-                (Some(c), false) => c.to_string(),
-                (None, _) => "below its first level".into(),
-            }
+            "point {index}: {label}: capacity {}{leaked}",
+            point.capacity_text()
         )));
         results.points.push(point);
         o.dir.save(results)?;
@@ -614,30 +617,27 @@ fn search_point(
         let Some(b) = bench_once(spec, o, &base, &[users], progress)? else {
             return Ok(false);
         };
-        let level = b.levels.into_iter().next();
-        // The capacity question: did it hold its users at once? A level that held them and leaked
-        // counts, as in a bench's verdict; the leak stays in its reasons, the defect it is.
-        let passed = b.results.levels.first().is_some_and(|l| l.outcome().held());
-        if let Some(l) = b.results.verdict.limiting {
-            limits.insert(users, l);
+        if let Some(l) = &b.results.verdict.limiting {
+            limits.insert(users, l.clone());
         }
-        point.probes.push(Probe {
-            users,
-            passed,
-            run_id: b.results.run_id.clone(),
-            reasons: level
-                .as_ref()
-                .map(|l| l.reasons.clone())
-                .unwrap_or_default(),
-        });
-        point.benches.push(b.results.run_id);
-        point.levels.extend(level);
+        // The capacity question: did it hold its users at once? A level that held them and leaked
+        // counts, as in a bench's verdict (the leak is said beside it); an invalid one is probed again.
+        point.probed(users, &b.results, b.levels.into_iter().next());
+        if point.probes.last().is_some_and(|p| p.invalid) {
+            progress.event(Event::Note(&format!(
+                "point {index}: the probe at {users} users could not count ({}); {}",
+                point
+                    .probes
+                    .last()
+                    .map(|p| p.reasons.join("; "))
+                    .unwrap_or_default(),
+                match search::next(bounds, &point.probes) {
+                    Some(_) => "probing it again",
+                    None => "the point's capacity is unknown",
+                }
+            )));
+        }
     }
-    let found = search::found(bounds, &point.probes);
-    point.capacity = found.users;
-    point.at_least = found.at_least;
-    // The limiting component of the lowest fail: what bounds the capacity found.
-    point.limiting = found.failed_at.and_then(|u| limits.remove(&u));
-    point.levels.sort_by_key(|l| l.users);
+    point.searched(bounds, &limits);
     Ok(true)
 }
