@@ -63,6 +63,11 @@ fn code_err(o: &Output) -> (Option<i32>, String) {
 /// A sweep begun in `d.began` with `--images images.yaml` (relative) and a `--set-secret`, stopped
 /// before its first point, recorded as exectl records one: STATE/sweeps/S-cli/results.json.
 fn recorded(d: &Dirs) -> PathBuf {
+    recorded_asking(d, &["--vary", "env.M=c,d,e", "--levels", "5"])
+}
+
+/// `recorded`, its variable and levels (env.M = c,d,e at level 5) asked by `how` (flags or a sweep file).
+fn recorded_asking(d: &Dirs, how: &[&str]) -> PathBuf {
     let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/images/fixtures.yaml");
     std::fs::copy(fixtures, d.began.join("images.yaml")).unwrap();
     std::fs::write(d.began.join("exectl.yaml"), "memory: 512m\n").unwrap();
@@ -77,13 +82,11 @@ fn recorded(d: &Dirs) -> PathBuf {
         "images.yaml",
         "--set-secret",
         &secret,
-        "--vary",
-        "env.M=c,d,e",
-        "--levels",
-        "5",
     ]
-    .map(String::from)
-    .to_vec();
+    .iter()
+    .chain(how)
+    .map(|s| s.to_string())
+    .collect();
     let r = SweepResults {
         schema: SCHEMA,
         run_id: "S-cli".into(),
@@ -233,6 +236,53 @@ fn an_edited_sweep_or_another_secret_is_refused() {
     let flag = format!("K={SECRET}");
     let (code, err) = resume(&["--set-secret", &flag]);
     assert_eq!(code, Some(3), "{err}");
+}
+
+/// A resume runs the sweep that was recorded: a sweep file edited since (read again where the sweep
+/// began) is refused naming what differs, before any connection (it ran the file's new values X and Y
+/// as points 2 and 3).
+#[test]
+fn a_resume_refuses_a_sweep_file_that_changed() {
+    let d = dirs();
+    let file = d.began.join("sweep.yaml");
+    std::fs::write(&file, "vary: {env.M: [c, d, e]}\nlevels: [5]\n").unwrap();
+    recorded_asking(&d, &["--sweep-file", "sweep.yaml"]);
+    let resume = || code_err(&exectl(&d, &d.elsewhere, &["sweep", "--resume", "S-cli"]));
+    let (code, err) = resume();
+    assert_eq!(
+        code,
+        Some(3),
+        "as recorded, it goes on (to the connection): {err}"
+    );
+    for (body, says) in [
+        (
+            "vary: {env.M: [c, X, Y]}\nlevels: [5]\n",
+            "values c,X,Y (recorded c,d,e)",
+        ),
+        (
+            "vary: {env.N: [c, d, e]}\nlevels: [5]\n",
+            "variables env.N (recorded env.M)",
+        ),
+        (
+            "vary: {env.M: [c, d, e]}\nlevels: [5, 10]\nrepeat: 2\n",
+            "repeat 2 (recorded 1); levels 5,10 (recorded 5)",
+        ),
+        (
+            "vary: {env.M: [c, d, e]}\nfind_capacity: {to: 500}\n",
+            "levels none (recorded 5); search --find-capacity --from 100",
+        ),
+    ] {
+        std::fs::write(&file, body).unwrap();
+        let (code, err) = resume();
+        assert_eq!(code, Some(2), "{body}: {err}");
+        assert!(
+            err.contains("invalid --resume \"S-cli\"")
+                && err.contains(&format!("its sweep file {} now gives", "sweep.yaml"))
+                && err.contains(says)
+                && err.contains("put the sweep file back"),
+            "{body}: {err}"
+        );
+    }
 }
 
 /// A recorded sweep is a run: `runs show` prints its results, `runs list` lists it.
