@@ -3,9 +3,10 @@
 //! compared with the previous point's (anything else that moved stops the sweep, named), a converging
 //! deploy, an idempotent prepare, then the bench (fixed levels, or the capacity search's probes), and
 //! the point recorded. Before the first deploy every point's `--db` is checked against the data the
-//! stack's database volume holds. results.json and report.html are written once point 1 is deployed
-//! and after every point, so a sweep stopped at point k keeps points 1..k-1 and `--resume` goes on from
-//! k; a sweep refused before its first deploy leaves nothing behind.
+//! stack's database volume holds, and its spec fitted to the target and held against its limits.
+//! results.json and report.html are written once point 1 is deployed and after every point, so a sweep
+//! stopped at point k keeps points 1..k-1 and `--resume` goes on from k; a sweep refused before its
+//! first deploy leaves nothing behind, and a refusal met after it stops the sweep early (exit 1).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -176,7 +177,14 @@ pub fn sweep(spec: &TargetSpec, o: SweepOptions, progress: &dyn Progress) -> Res
         )));
         begin(&o, &results)?;
     }
-    let ran = run_points(spec, &target, &rt, &o, &plan, &mut results, progress);
+    let ran = match run_points(spec, &target, &rt, &o, &plan, &mut results, progress) {
+        Err(e) => {
+            refused_mid_sweep(e, o.dir.begun(), results.points.len() + 1, plan.len()).map(|why| {
+                results.stopped = Some(why);
+            })
+        }
+        Ok(()) => Ok(()),
+    };
     results.duration_s = before + t0.elapsed().as_secs_f64();
     results.pid = None;
     results.state = match (&ran, o.stop.why()) {
@@ -234,9 +242,10 @@ fn begin(o: &SweepOptions, results: &SweepResults) -> Result<()> {
     o.dir.save(results)
 }
 
-/// Each of `points`' `--db` against the data the stack's database volume holds, read once before the
-/// first deploy: the refusal deploy's preflight would make at a later point, made before point 1 (exit
-/// 2, nothing deployed).
+/// What deploy would refuse at each of `points`, checked before the first deploy: its `--db` against
+/// the data the stack's database volume holds (read once), and its spec fitted to the target and held
+/// against its CPUs, memory and open-files limit (read once). A refusal deploy's preflight would make
+/// at a later point is made before point 1 (exit 2, nothing deployed).
 async fn data_guard(
     target: &Target,
     o: &SweepOptions,
@@ -245,13 +254,34 @@ async fn data_guard(
     let mut specs: Vec<Spec> = Vec::new();
     for (values, _) in points {
         let s = point_spec(o, values)?;
-        if !specs.iter().any(|x| x.db == s.db) {
+        if !specs.contains(&s) {
             specs.push(s);
         }
     }
-    let refused = crate::engine::preflight::db_data_refusals(target, &specs).await?;
+    let (data, capacity) = tokio::join!(
+        crate::engine::preflight::db_data_refusals(target, &specs),
+        crate::engine::preflight::capacity_refusals(target, &specs)
+    );
+    let mut refused = data?;
+    refused.extend(capacity?);
     exectl_core::error::UsageErrors::result(refused)
         .context("checked before the sweep's first deploy; nothing was deployed")
+}
+
+/// A refusal (bad input, exit 2) met once the sweep has begun (point 1 deployed) is no longer "nothing
+/// was changed": the sweep stopped early (exit 1), said with the point it stopped at, and without a
+/// `--resume` that would meet the same refusal. Anything else stays the error it is (a lost link: exit
+/// 3, a lock: 4, with its resume).
+fn refused_mid_sweep(
+    e: anyhow::Error,
+    begun: bool,
+    point: usize,
+    of: usize,
+) -> Result<String, anyhow::Error> {
+    match begun && exectl_core::error::is_usage(&e) {
+        true => Ok(format!("point {point} of {of} was refused: {e:#}")),
+        false => Err(e),
+    }
 }
 
 /// What a point seeds: the accounts it needs, or as many as the stack's manifest of the same pattern
@@ -640,4 +670,40 @@ fn search_point(
     }
     point.searched(bounds, &limits);
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use exectl_core::error::{exit, UsageError};
+
+    /// A refusal after point 1 was deployed stops the sweep (exit 1, no resume hint: a resume would
+    /// meet it again); before, it is the bad input it is (exit 2, nothing deployed); a lost link or a
+    /// lock stays itself (exit 3 or 4, resumable).
+    #[test]
+    fn a_refusal_mid_sweep_stops_it_early() {
+        let refusal = || -> anyhow::Error {
+            anyhow::Error::new(UsageError::new(
+                "--cpus",
+                "4",
+                "the target has 2 CPUs and the engine refuses a larger limit",
+                "pass --cpus 2 or less",
+            ))
+            .context("deploying point 2")
+        };
+        let why = refused_mid_sweep(refusal(), true, 2, 3).unwrap();
+        assert!(
+            why.starts_with("point 2 of 3 was refused: deploying point 2: invalid --cpus \"4\""),
+            "{why}"
+        );
+        assert!(!why.contains("--resume"), "{why}");
+        let before = refused_mid_sweep(refusal(), false, 1, 3).unwrap_err();
+        assert_eq!(crate::error::exit_code(&before), exit::USAGE);
+        let lost = anyhow::Error::new(exectl_core::error::Unreachable {
+            what: "the engine does not answer".into(),
+            fix: "start it".into(),
+        });
+        let lost = refused_mid_sweep(lost, true, 2, 3).unwrap_err();
+        assert_eq!(crate::error::exit_code(&lost), exit::UNREACHABLE);
+    }
 }
