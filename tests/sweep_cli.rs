@@ -92,6 +92,7 @@ fn recorded_asking(d: &Dirs, how: &[&str]) -> PathBuf {
         run_id: "S-cli".into(),
         state: RunState::Interrupted,
         pid: None,
+        pid_since_unix_s: None,
         exectl_version: env!("CARGO_PKG_VERSION").into(),
         stack: "sw-cli".into(),
         target: "the local engine".into(),
@@ -283,6 +284,56 @@ fn a_resume_refuses_a_sweep_file_that_changed() {
             "{body}: {err}"
         );
     }
+}
+
+/// One rule for "still running", in `runs` and in `--resume`: the sweep's process is alive and began no
+/// later than it took the sweep on (its resume's start, recorded). A resumed sweep, running under a
+/// pid newer than the sweep's start, is running (runs called it killed); a pid another process took
+/// since is not the sweep (--resume called it still running).
+#[test]
+fn a_resumed_sweep_running_is_running_and_a_reused_pid_is_not() {
+    let d = dirs();
+    let file = recorded(&d);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let running_since = |since: u64| {
+        let mut r: SweepResults =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        r.state = RunState::Running;
+        r.stopped = None;
+        // This test's own process, alive, and begun before `now`.
+        r.pid = Some(std::process::id());
+        r.pid_since_unix_s = Some(since);
+        std::fs::write(&file, r.to_json().unwrap()).unwrap();
+    };
+    let list = || {
+        let o = exectl(&d, &d.began, &["runs", "list"]);
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        out.lines()
+            .find(|l| l.starts_with("sweep  S-cli"))
+            .unwrap_or_else(|| panic!("{out}"))
+            .to_string()
+    };
+
+    // Begun at unix time 1, resumed now by a process alive: running.
+    running_since(now);
+    let line = list();
+    assert!(line.ends_with("  running"), "{line}");
+    let (code, err) = code_err(&exectl(&d, &d.began, &["runs", "show", "S-cli"]));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("killed"), "{err}");
+    let (code, err) = code_err(&exectl(&d, &d.began, &["sweep", "--resume", "S-cli"]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("the sweep is still running"), "{err}");
+
+    // Its pid now belongs to a process that started after the sweep's took it on: killed, resumable.
+    running_since(1_000_000_000);
+    let line = list();
+    assert!(line.ends_with("interrupted (killed)"), "{line}");
+    let (code, err) = code_err(&exectl(&d, &d.began, &["sweep", "--resume", "S-cli"]));
+    assert_eq!(code, Some(3), "past the check, to the connection: {err}");
 }
 
 /// A recorded sweep is a run: `runs show` prints its results, `runs list` lists it.

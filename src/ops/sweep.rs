@@ -122,10 +122,12 @@ fn unix_now() -> u64 {
 /// failure (a deploy that fails, a lost link) is an error, after what ran is saved.
 pub fn sweep(spec: &TargetSpec, o: SweepOptions, progress: &dyn Progress) -> Result<SweepOutcome> {
     let plan = points(&o.vary, o.repeat);
+    let now = unix_now();
     let mut results = match o.resumed.clone() {
         Some(mut r) => {
             r.state = RunState::Running;
             r.pid = Some(std::process::id());
+            r.pid_since_unix_s = Some(now);
             r.stopped = None;
             r
         }
@@ -134,6 +136,7 @@ pub fn sweep(spec: &TargetSpec, o: SweepOptions, progress: &dyn Progress) -> Res
             run_id: o.run_id.clone(),
             state: RunState::Running,
             pid: Some(std::process::id()),
+            pid_since_unix_s: Some(now),
             exectl_version: env!("CARGO_PKG_VERSION").into(),
             stack: String::new(),
             target: spec.describe(),
@@ -150,7 +153,7 @@ pub fn sweep(spec: &TargetSpec, o: SweepOptions, progress: &dyn Progress) -> Res
                 Mode::Levels(_) => None,
             },
             browser_probe: o.browser_probe,
-            started_unix_s: unix_now(),
+            started_unix_s: now,
             duration_s: 0.0,
             points: vec![],
             stopped: None,
@@ -187,6 +190,7 @@ pub fn sweep(spec: &TargetSpec, o: SweepOptions, progress: &dyn Progress) -> Res
     };
     results.duration_s = before + t0.elapsed().as_secs_f64();
     results.pid = None;
+    results.pid_since_unix_s = None;
     results.state = match (&ran, o.stop.why()) {
         (Ok(()), None) if results.points.len() == plan.len() || results.stopped.is_some() => {
             RunState::Complete

@@ -9,6 +9,7 @@ use exectl_core::error::UsageError;
 use exectl_core::sweep::report;
 use exectl_core::sweep::results::{SweepResults, POINTS, REPORT, RESULTS, SCHEMA};
 
+use super::benches::Shown;
 use super::sweeps_dir;
 
 /// A sweep's folder.
@@ -82,6 +83,17 @@ pub fn folder(root: &Path, run_id: &str) -> Option<PathBuf> {
     let entry = sweeps_dir(root).join(run_id);
     let path = std::fs::read_link(&entry).unwrap_or(entry);
     path.is_dir().then_some(path)
+}
+
+/// What to show for a sweep's state, on this machine, where it ran: a results.json still `running` whose
+/// process is gone, or is another that took its pid (one started after the sweep's process began it, or
+/// its resume), was killed. The one rule for `runs` and for `--resume`'s "still running".
+pub fn shown(r: &SweepResults) -> Shown {
+    Shown::now_of(
+        r.state,
+        r.pid,
+        r.pid_since_unix_s.unwrap_or(r.started_unix_s),
+    )
 }
 
 /// A sweep of the state folder, as `runs` lists and shows it.

@@ -32,6 +32,10 @@ pub struct SweepResults {
     pub state: RunState,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+    /// When `pid` began running the sweep (a resume's own start, later than `started_unix_s`): a
+    /// process under that pid that started after it is another one (the pid reused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid_since_unix_s: Option<u64>,
     pub exectl_version: String,
     pub stack: String,
     pub target: String,

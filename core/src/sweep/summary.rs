@@ -325,6 +325,7 @@ pub(crate) mod tests {
             run_id: "S-1".into(),
             state: RunState::Complete,
             pid: None,
+            pid_since_unix_s: None,
             exectl_version: "0".into(),
             stack: "exe".into(),
             target: "local".into(),

@@ -18,10 +18,10 @@ use crate::cli::{BenchArgs, Cli, Command, PrepareArgs, SweepArgs};
 use crate::ops::deploy::DeployOptions;
 use crate::ops::prepare::PrepareOptions;
 use crate::ops::sweep::{BenchAsk, Mode, Seeding, SweepOptions};
-use crate::shell::alive;
+use crate::state::benches::Shown;
 use crate::state::sweeps::SweepDir;
 use crate::sut::TargetSpec;
-use exectl_core::bench::{parse_levels, RunState};
+use exectl_core::bench::parse_levels;
 use exectl_core::error::UsageError;
 use exectl_core::spec::{SecretValue, SpecInput};
 use exectl_core::sweep::file::SweepFile;
@@ -44,16 +44,15 @@ pub fn sweep(a: &SweepArgs, argv: Vec<String>) -> Result<(TargetSpec, SweepOptio
         return fresh(a, redacted(&argv), here, None);
     };
     let (dir, results) = crate::state::sweeps::find(id)?;
-    if let (RunState::Running, Some(pid)) = (results.state, results.pid) {
-        if alive(pid) {
-            return Err(UsageError::new(
-                "--resume",
-                id,
-                format!("the sweep is still running (process {pid})"),
-                "wait for it, or stop it (Ctrl-C, kill) and resume then",
-            )
-            .into());
-        }
+    // Running as `runs` shows it: its process alive, and not another that took its pid since.
+    if let (Shown::Running, Some(pid)) = (crate::state::sweeps::shown(&results), results.pid) {
+        return Err(UsageError::new(
+            "--resume",
+            id,
+            format!("the sweep is still running (process {pid})"),
+            "wait for it, or stop it (Ctrl-C, kill) and resume then",
+        )
+        .into());
     }
     let edited = results.edited();
     if !edited.is_empty() {
