@@ -301,14 +301,24 @@ fn seeding(o: &SweepOptions, stack_dir: &Path, needed: u64) -> Result<PrepareOpt
         return Ok(asked);
     };
     let tokens = folder.join(exectl_core::manifest::TOKENS).exists();
-    if there.accounts <= needed && !tokens {
-        return Ok(asked);
-    }
-    (o.prepare)(Seeding {
-        accounts: there.accounts.max(needed),
-        projects: (there.accounts >= needed).then_some(there.projects),
+    (o.prepare)(kept(&there, tokens, needed))
+}
+
+/// Pure: the seeding that keeps a manifest's accounts (or more, when the point needs more), its room
+/// layout and its tokens. The layout is its users per project (its largest project's, as
+/// `--users-per-project` gives it): more accounts get more projects of as many users, never one user
+/// per project (a collab scenario is refused on that).
+fn kept(there: &manifests::Meta, tokens: bool, needed: u64) -> Seeding {
+    let accounts = there.accounts.max(needed);
+    let projects = match accounts == there.accounts {
+        true => there.projects,
+        false => accounts.div_ceil(there.accounts.div_ceil(there.projects.max(1))),
+    };
+    Seeding {
+        accounts,
+        projects: Some(projects),
         tokens,
-    })
+    }
 }
 
 fn run_points(
@@ -709,5 +719,34 @@ mod tests {
         });
         let lost = refused_mid_sweep(lost, true, 2, 3).unwrap_err();
         assert_eq!(crate::error::exit_code(&lost), exit::UNREACHABLE);
+    }
+
+    /// A point seeds the manifest's room layout as well as its accounts: 40 accounts in 10 projects (4
+    /// users each) stay 10 projects, grow to 15 projects of 4 for 60 accounts, and keep their tokens;
+    /// a one-user-per-project manifest stays one. The layout was reset to one user per project when the
+    /// point needed as many accounts as the manifest held or more (projects: None).
+    #[test]
+    fn a_point_keeps_the_manifests_room_layout() {
+        let meta = |accounts, projects| manifests::Meta {
+            pattern: "user{n}@example.com".into(),
+            accounts,
+            projects,
+            via: None,
+            written_ms: 0,
+            out: None,
+        };
+        let s = |accounts, projects, tokens| Seeding {
+            accounts,
+            projects: Some(projects),
+            tokens,
+        };
+        let four = meta(40, 10);
+        assert_eq!(kept(&four, false, 21), s(40, 10, false));
+        assert_eq!(kept(&four, false, 40), s(40, 10, false));
+        assert_eq!(kept(&four, true, 60), s(60, 15, true));
+        assert_eq!(kept(&four, false, 61), s(61, 16, false));
+        // 10 accounts in 3 projects (4, 3, 3): 4 per project.
+        assert_eq!(kept(&meta(10, 3), false, 20), s(20, 5, false));
+        assert_eq!(kept(&meta(40, 40), false, 60), s(60, 60, false));
     }
 }
