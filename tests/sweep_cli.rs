@@ -357,6 +357,34 @@ fn runs_show_and_list_a_sweep() {
             && list.contains("0 point(s) of 3"),
         "{list}"
     );
+
+    // A sweep of the layout before (schema 1, no started_in) is unreadable by its layout, said so
+    // (it was "missing field `started_in`").
+    let old = d.state.join("sweeps/S-old");
+    std::fs::create_dir_all(&old).unwrap();
+    let mut r: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(d.state.join("sweeps/S-cli/results.json")).unwrap(),
+    )
+    .unwrap();
+    r["schema"] = 1.into();
+    r["run_id"] = "S-old".into();
+    r.as_object_mut().unwrap().remove("started_in");
+    std::fs::write(old.join("results.json"), r.to_string()).unwrap();
+    let layout = "has layout 1 and this exectl reads 2";
+    let o = exectl(&d, &d.began, &["runs", "list"]);
+    let list = String::from_utf8_lossy(&o.stdout);
+    let line = list
+        .lines()
+        .find(|l| l.starts_with("sweep  S-old"))
+        .unwrap_or_default();
+    assert!(
+        line.contains("unreadable:") && line.contains(layout),
+        "{list}"
+    );
+    assert!(list.contains("sweep  S-cli"), "{list}");
+    let (code, err) = code_err(&exectl(&d, &d.began, &["runs", "show", "S-old"]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains(layout), "{err}");
 }
 
 /// Refused before any connection (exit 2), naming the flag or the file's line.

@@ -115,6 +115,18 @@ pub fn load(root: &Path, id: &str) -> Result<Option<SweepRun>> {
     }
     let text =
         std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    if let Some(schema) = other_layout(&text) {
+        return Err(UsageError::new(
+            "run id",
+            id,
+            format!(
+                "{} has layout {schema} and this exectl reads {SCHEMA}",
+                file.display()
+            ),
+            "read it with the exectl that wrote it",
+        )
+        .into());
+    }
     let results = serde_json::from_str(&text).map_err(|e| {
         UsageError::new(
             "run id",
@@ -153,6 +165,15 @@ pub fn list(root: &Path) -> (Vec<SweepRun>, Vec<(String, String)>) {
     (found, broken)
 }
 
+/// The layout (`schema`) of a sweep's results.json when it is not this exectl's: read before its fields,
+/// which another layout lacks or holds otherwise (a schema-1 file has no `started_in`).
+fn other_layout(text: &str) -> Option<u64> {
+    serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .and_then(|v| v["schema"].as_u64())
+        .filter(|s| *s != SCHEMA as u64)
+}
+
 /// The sweep `run_id` of the state folder, to go on with (`--resume`): its folder and its results.
 pub fn find(run_id: &str) -> Result<(SweepDir, SweepResults), UsageError> {
     super::runs::check_id(run_id).map_err(|_| not_found(run_id, "not a run id"))?;
@@ -161,10 +182,7 @@ pub fn find(run_id: &str) -> Result<(SweepDir, SweepResults), UsageError> {
     let file = path.join(RESULTS);
     let text = std::fs::read_to_string(&file)
         .map_err(|e| not_found(run_id, &format!("cannot read {}: {e}", file.display())))?;
-    let schema = serde_json::from_str::<serde_json::Value>(&text)
-        .ok()
-        .and_then(|v| v["schema"].as_u64());
-    if let Some(schema) = schema.filter(|s| *s != SCHEMA as u64) {
+    if let Some(schema) = other_layout(&text) {
         return Err(UsageError::new(
             "--resume",
             run_id,
