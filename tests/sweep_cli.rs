@@ -359,7 +359,7 @@ fn runs_show_and_list_a_sweep() {
     );
 
     // A sweep of the layout before (schema 1, no started_in) is unreadable by its layout, said so
-    // (it was "missing field `started_in`").
+    // (it was "missing field `started_in`"), as --resume says it.
     let old = d.state.join("sweeps/S-old");
     std::fs::create_dir_all(&old).unwrap();
     let mut r: serde_json::Value = serde_json::from_str(
@@ -382,9 +382,14 @@ fn runs_show_and_list_a_sweep() {
         "{list}"
     );
     assert!(list.contains("sweep  S-cli"), "{list}");
-    let (code, err) = code_err(&exectl(&d, &d.began, &["runs", "show", "S-old"]));
-    assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains(layout), "{err}");
+    for args in [
+        &["runs", "show", "S-old"][..],
+        &["sweep", "--resume", "S-old"],
+    ] {
+        let (code, err) = code_err(&exectl(&d, &d.began, args));
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(layout), "{args:?}: {err}");
+    }
 }
 
 /// Refused before any connection (exit 2), naming the flag or the file's line.

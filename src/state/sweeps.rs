@@ -115,14 +115,11 @@ pub fn load(root: &Path, id: &str) -> Result<Option<SweepRun>> {
     }
     let text =
         std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
-    if let Some(schema) = other_layout(&text) {
+    if let Some(problem) = other_layout(&file, &text) {
         return Err(UsageError::new(
             "run id",
             id,
-            format!(
-                "{} has layout {schema} and this exectl reads {SCHEMA}",
-                file.display()
-            ),
+            problem,
             "read it with the exectl that wrote it",
         )
         .into());
@@ -165,13 +162,17 @@ pub fn list(root: &Path) -> (Vec<SweepRun>, Vec<(String, String)>) {
     (found, broken)
 }
 
-/// The layout (`schema`) of a sweep's results.json when it is not this exectl's: read before its fields,
+/// A sweep's results.json `file` of a layout (`schema`) not this exectl's, said: read before its fields,
 /// which another layout lacks or holds otherwise (a schema-1 file has no `started_in`).
-fn other_layout(text: &str) -> Option<u64> {
-    serde_json::from_str::<serde_json::Value>(text)
+fn other_layout(file: &Path, text: &str) -> Option<String> {
+    let schema = serde_json::from_str::<serde_json::Value>(text)
         .ok()
         .and_then(|v| v["schema"].as_u64())
-        .filter(|s| *s != SCHEMA as u64)
+        .filter(|s| *s != SCHEMA as u64)?;
+    Some(format!(
+        "{} has layout {schema} and this exectl reads {SCHEMA}",
+        file.display()
+    ))
 }
 
 /// The sweep `run_id` of the state folder, to go on with (`--resume`): its folder and its results.
@@ -182,14 +183,11 @@ pub fn find(run_id: &str) -> Result<(SweepDir, SweepResults), UsageError> {
     let file = path.join(RESULTS);
     let text = std::fs::read_to_string(&file)
         .map_err(|e| not_found(run_id, &format!("cannot read {}: {e}", file.display())))?;
-    if let Some(schema) = other_layout(&text) {
+    if let Some(problem) = other_layout(&file, &text) {
         return Err(UsageError::new(
             "--resume",
             run_id,
-            format!(
-                "{} has layout {schema} and this exectl reads {SCHEMA}",
-                file.display(),
-            ),
+            problem,
             "resume it with the exectl that began it",
         ));
     }
@@ -199,18 +197,6 @@ pub fn find(run_id: &str) -> Result<(SweepDir, SweepResults), UsageError> {
             &format!("{} is not a sweep's results: {e}", file.display()),
         )
     })?;
-    if r.schema != SCHEMA {
-        return Err(UsageError::new(
-            "--resume",
-            run_id,
-            format!(
-                "{} has layout {} and this exectl reads {SCHEMA}",
-                file.display(),
-                r.schema
-            ),
-            "resume it with the exectl that began it",
-        ));
-    }
     Ok((SweepDir { path }, r))
 }
 
