@@ -63,6 +63,11 @@ fn code_err(o: &Output) -> (Option<i32>, String) {
 /// A sweep begun in `d.began` with `--images images.yaml` (relative) and a `--set-secret`, stopped
 /// before its first point, recorded as exectl records one: STATE/sweeps/S-cli/results.json.
 fn recorded(d: &Dirs) -> PathBuf {
+    recorded_asking(d, &["--vary", "env.M=c,d,e", "--levels", "5"])
+}
+
+/// `recorded`, its variable and levels (env.M = c,d,e at level 5) asked by `how` (flags or a sweep file).
+fn recorded_asking(d: &Dirs, how: &[&str]) -> PathBuf {
     let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/images/fixtures.yaml");
     std::fs::copy(fixtures, d.began.join("images.yaml")).unwrap();
     std::fs::write(d.began.join("exectl.yaml"), "memory: 512m\n").unwrap();
@@ -77,18 +82,17 @@ fn recorded(d: &Dirs) -> PathBuf {
         "images.yaml",
         "--set-secret",
         &secret,
-        "--vary",
-        "env.M=c,d,e",
-        "--levels",
-        "5",
     ]
-    .map(String::from)
-    .to_vec();
+    .iter()
+    .chain(how)
+    .map(|s| s.to_string())
+    .collect();
     let r = SweepResults {
         schema: SCHEMA,
         run_id: "S-cli".into(),
         state: RunState::Interrupted,
         pid: None,
+        pid_since_unix_s: None,
         exectl_version: env!("CARGO_PKG_VERSION").into(),
         stack: "sw-cli".into(),
         target: "the local engine".into(),
@@ -235,6 +239,103 @@ fn an_edited_sweep_or_another_secret_is_refused() {
     assert_eq!(code, Some(3), "{err}");
 }
 
+/// A resume runs the sweep that was recorded: a sweep file edited since (read again where the sweep
+/// began) is refused naming what differs, before any connection (it ran the file's new values X and Y
+/// as points 2 and 3).
+#[test]
+fn a_resume_refuses_a_sweep_file_that_changed() {
+    let d = dirs();
+    let file = d.began.join("sweep.yaml");
+    std::fs::write(&file, "vary: {env.M: [c, d, e]}\nlevels: [5]\n").unwrap();
+    recorded_asking(&d, &["--sweep-file", "sweep.yaml"]);
+    let resume = || code_err(&exectl(&d, &d.elsewhere, &["sweep", "--resume", "S-cli"]));
+    let (code, err) = resume();
+    assert_eq!(
+        code,
+        Some(3),
+        "as recorded, it goes on (to the connection): {err}"
+    );
+    for (body, says) in [
+        (
+            "vary: {env.M: [c, X, Y]}\nlevels: [5]\n",
+            "values c,X,Y (recorded c,d,e)",
+        ),
+        (
+            "vary: {env.N: [c, d, e]}\nlevels: [5]\n",
+            "variables env.N (recorded env.M)",
+        ),
+        (
+            "vary: {env.M: [c, d, e]}\nlevels: [5, 10]\nrepeat: 2\n",
+            "repeat 2 (recorded 1); levels 5,10 (recorded 5)",
+        ),
+        (
+            "vary: {env.M: [c, d, e]}\nfind_capacity: {to: 500}\n",
+            "levels none (recorded 5); search --find-capacity --from 100",
+        ),
+    ] {
+        std::fs::write(&file, body).unwrap();
+        let (code, err) = resume();
+        assert_eq!(code, Some(2), "{body}: {err}");
+        assert!(
+            err.contains("invalid --resume \"S-cli\"")
+                && err.contains(&format!("its sweep file {} now gives", "sweep.yaml"))
+                && err.contains(says)
+                && err.contains("put the sweep file back"),
+            "{body}: {err}"
+        );
+    }
+}
+
+/// One rule for "still running", in `runs` and in `--resume`: the sweep's process is alive and began no
+/// later than it took the sweep on (its resume's start, recorded). A resumed sweep, running under a
+/// pid newer than the sweep's start, is running (runs called it killed); a pid another process took
+/// since is not the sweep (--resume called it still running).
+#[test]
+fn a_resumed_sweep_running_is_running_and_a_reused_pid_is_not() {
+    let d = dirs();
+    let file = recorded(&d);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let running_since = |since: u64| {
+        let mut r: SweepResults =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        r.state = RunState::Running;
+        r.stopped = None;
+        // This test's own process, alive, and begun before `now`.
+        r.pid = Some(std::process::id());
+        r.pid_since_unix_s = Some(since);
+        std::fs::write(&file, r.to_json().unwrap()).unwrap();
+    };
+    let list = || {
+        let o = exectl(&d, &d.began, &["runs", "list"]);
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        out.lines()
+            .find(|l| l.starts_with("sweep  S-cli"))
+            .unwrap_or_else(|| panic!("{out}"))
+            .to_string()
+    };
+
+    // Begun at unix time 1, resumed now by a process alive: running.
+    running_since(now);
+    let line = list();
+    assert!(line.ends_with("  running"), "{line}");
+    let (code, err) = code_err(&exectl(&d, &d.began, &["runs", "show", "S-cli"]));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("killed"), "{err}");
+    let (code, err) = code_err(&exectl(&d, &d.began, &["sweep", "--resume", "S-cli"]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("the sweep is still running"), "{err}");
+
+    // Its pid now belongs to a process that started after the sweep's took it on: killed, resumable.
+    running_since(1_000_000_000);
+    let line = list();
+    assert!(line.ends_with("interrupted (killed)"), "{line}");
+    let (code, err) = code_err(&exectl(&d, &d.began, &["sweep", "--resume", "S-cli"]));
+    assert_eq!(code, Some(3), "past the check, to the connection: {err}");
+}
+
 /// A recorded sweep is a run: `runs show` prints its results, `runs list` lists it.
 #[test]
 fn runs_show_and_list_a_sweep() {
@@ -256,6 +357,39 @@ fn runs_show_and_list_a_sweep() {
             && list.contains("0 point(s) of 3"),
         "{list}"
     );
+
+    // A sweep of the layout before (schema 1, no started_in) is unreadable by its layout, said so
+    // (it was "missing field `started_in`"), as --resume says it.
+    let old = d.state.join("sweeps/S-old");
+    std::fs::create_dir_all(&old).unwrap();
+    let mut r: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(d.state.join("sweeps/S-cli/results.json")).unwrap(),
+    )
+    .unwrap();
+    r["schema"] = 1.into();
+    r["run_id"] = "S-old".into();
+    r.as_object_mut().unwrap().remove("started_in");
+    std::fs::write(old.join("results.json"), r.to_string()).unwrap();
+    let layout = "has layout 1 and this exectl reads 2";
+    let o = exectl(&d, &d.began, &["runs", "list"]);
+    let list = String::from_utf8_lossy(&o.stdout);
+    let line = list
+        .lines()
+        .find(|l| l.starts_with("sweep  S-old"))
+        .unwrap_or_default();
+    assert!(
+        line.contains("unreadable:") && line.contains(layout),
+        "{list}"
+    );
+    assert!(list.contains("sweep  S-cli"), "{list}");
+    for args in [
+        &["runs", "show", "S-old"][..],
+        &["sweep", "--resume", "S-old"],
+    ] {
+        let (code, err) = code_err(&exectl(&d, &d.began, args));
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(layout), "{args:?}: {err}");
+    }
 }
 
 /// Refused before any connection (exit 2), naming the flag or the file's line.

@@ -385,6 +385,67 @@ async fn the_capacity_of_two_instances_is_searched_against_one() {
     assert!(html.contains("probes"), "the report lists the probes");
 }
 
+/// Every point is held against the target's limits before the first deploy, from one read of them: a
+/// later point's CPUs beyond the engine's, nofile beyond its hard limit (20000 here, as the set-up makes
+/// it), or worker_connections the fitted nofile cannot hold is refused at once, exit 2, with nothing
+/// deployed or recorded (point 1 was deployed and benched, then exit 2 and a --resume that could only
+/// meet the same refusal).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine and the fixture images; bash scripts/test.sh runs it"]
+async fn a_point_the_target_cannot_take_is_refused_before_any_deploy() {
+    let d = docker().await;
+    let ncpu = d.info().await.unwrap().ncpu.unwrap();
+    let s = Stack::new("swfit").await;
+    let (x, stack, port) = (&*s.x, s.name.as_str(), Stack::port());
+    let dir = tempfile::tempdir().unwrap();
+    let cpus = format!("cpus=1,{}", ncpu + 2);
+    let single = single_sqlite(stack, &port);
+    let ha = ["ha", "--stack", stack, "--lb-port", &port];
+    for (topology, vary, says) in [
+        (&single[..], cpus.as_str(), "invalid --cpus"),
+        (
+            &single[..],
+            "nofile=20000,200000",
+            "invalid --nofile \"200000\"",
+        ),
+        (
+            &ha[..],
+            "worker_connections=5000,16000",
+            "needs worker_rlimit_nofile 32000",
+        ),
+    ] {
+        let out = dir.path().join(vary.replace([',', '='], "-"));
+        let mut args = vec!["sweep"];
+        args.extend(topology);
+        args.extend([
+            "--vary",
+            vary,
+            "--levels",
+            "5",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        // Short and on the fixture images, should point 1 run after all.
+        args.extend(SHORT);
+        args.extend(["--bcrypt-cost", "4", "--images", FIXTURES]);
+        let o = x.run(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{vary}: {err}");
+        assert!(
+            err.contains(says) && err.contains("nothing was deployed"),
+            "{vary}: {err}"
+        );
+        assert!(!err.contains("--resume"), "{vary}: {err}");
+        assert!(
+            !out.join("results.json").exists(),
+            "{vary}: nothing recorded"
+        );
+        let filter = format!("label=exectl.stack={stack}");
+        let made = docker_cli(&["ps", "-aq", "--filter", &filter]);
+        assert_eq!(made.trim(), "", "{vary}: nothing deployed");
+    }
+}
+
 /// The small single SQLite stack of the sweeps whose figures are not the subject.
 fn small<'a>(stack: &'a str, port: &'a str, levels: &'a str) -> Vec<&'a str> {
     let mut a = single_sqlite(stack, port);

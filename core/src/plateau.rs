@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::units::readable_s;
+
 /// The common hold of one run (socket scenarios). Times are seconds from the run's start.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct PlateauFigures {
@@ -110,7 +112,7 @@ impl PlateauFigures {
 
     fn ramp_text(&self) -> String {
         let took = match self.ramp_s {
-            Some(r) => format!("the ramp took {}", duration(r)),
+            Some(r) => format!("the ramp took {}", readable_s(r)),
             // Sockets were open, but no report of their connects came (the slices that had them died).
             None if self.peak_open > 0 => {
                 "the ramp's span unknown (no report of its connects)".into()
@@ -162,13 +164,13 @@ pub fn ramp_status(v: &RampView) -> String {
     if v.elapsed_s > v.ramp_asked_s * 1.5 + 5.0 && v.dials_over < v.target {
         s += &format!(
             ", ramp {} so far (--ramp {})",
-            duration(v.elapsed_s),
+            readable_s(v.elapsed_s),
             flag_duration(v.ramp_asked_s)
         );
         let rate = v.logins_ok.map(|l| l as f64 / v.elapsed_s.max(1e-3));
         if let Some(r) = rate.filter(|r| *r > 0.0) {
             let left = v.target.saturating_sub(v.dials_over) as f64 / r;
-            s += &format!(" at {r:.0} logins/s: about {} more", duration(left));
+            s += &format!(" at {r:.0} logins/s: about {} more", readable_s(left));
             s += " (prepare --mint-tokens and --tokens skip the logins)";
         }
     }
@@ -191,19 +193,6 @@ pub fn group(n: u64) -> String {
         out.push(c);
     }
     out
-}
-
-/// 4.9 → "4.9 s", 362 → "6 min 2 s".
-pub fn duration(s: f64) -> String {
-    if s < 60.0 {
-        format!("{s:.1} s")
-    } else {
-        let total = s.round() as u64;
-        match total % 60 {
-            0 => format!("{} min", total / 60),
-            r => format!("{} min {r} s", total / 60),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -353,8 +342,5 @@ mod tests {
         assert_eq!(group(999), "999");
         assert_eq!(group(1000), "1,000");
         assert_eq!(group(1234567), "1,234,567");
-        assert_eq!(duration(59.94), "59.9 s");
-        assert_eq!(duration(60.0), "1 min");
-        assert_eq!(duration(362.4), "6 min 2 s");
     }
 }

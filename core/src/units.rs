@@ -198,6 +198,11 @@ pub fn readable(d: Duration) -> String {
     }
 }
 
+/// `readable` of a number of seconds (a figure's `_s`): negative or NaN as 0 s.
+pub fn readable_s(s: f64) -> String {
+    readable(Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(Duration::MAX))
+}
+
 /// Whole seconds of a duration within `min..=max` (for settings rendered as `Ns`).
 pub fn whole_seconds_in(text: &str, min: Duration, max: Duration) -> Result<u64, Invalid> {
     let d = duration_in(text, min, max)?;
@@ -441,6 +446,10 @@ mod tests {
         assert_eq!(r(90_000), "1 min 30 s");
         assert_eq!(r(3_600_000), "1 h");
         assert_eq!(r(7_500_000), "2 h 5 min");
+        assert_eq!(readable_s(4.9), "4.9 s");
+        assert_eq!(readable_s(362.4), "6 min 2 s");
+        assert_eq!(readable_s(-1.0), "0 s");
+        assert_eq!(readable_s(f64::NAN), "0 s");
     }
 
     #[test]

@@ -79,7 +79,7 @@ fn sweep_line(s: &SweepRun) -> String {
         vary.join(" "),
         r.points.len(),
         r.values.iter().map(Vec::len).product::<usize>() * r.repeat as usize,
-        Shown::now_of(r.state, r.pid, r.started_unix_s).text()
+        sweeps::shown(r).text()
     )
 }
 
@@ -121,7 +121,7 @@ pub fn run(args: &RunsArgs) -> Result<()> {
                 list.extend(sweeps.iter().map(|s| {
                     let r = &s.results;
                     json!({"kind": "sweep", "id": s.id, "dir": s.dir,
-                           "state": Shown::now_of(r.state, r.pid, r.started_unix_s).text(),
+                           "state": sweeps::shown(r).text(),
                            "started_unix_s": r.started_unix_s, "stack": r.stack,
                            "variables": r.variables, "values": r.values, "points": r.points.len()})
                 }));
@@ -181,7 +181,7 @@ pub fn run(args: &RunsArgs) -> Result<()> {
             }
             Some(Run::Sweep(s)) => {
                 let mut r = s.results;
-                if Shown::now_of(r.state, r.pid, r.started_unix_s) == Shown::Killed {
+                if sweeps::shown(&r) == Shown::Killed {
                     eprintln!(
                         "note: {} says running, but its process{} is gone: the sweep was killed (exectl sweep --resume {} goes on)",
                         s.dir.join(exectl_core::sweep::results::RESULTS).display(),

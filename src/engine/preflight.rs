@@ -182,6 +182,30 @@ pub async fn db_data_refusals(target: &Target, specs: &[Spec]) -> Result<Vec<Usa
     Ok(refused)
 }
 
+/// What deploy would refuse at each of `specs` (one stack's, e.g. a sweep's points) for the target's
+/// limits — a default it cannot fit (`Spec::fit`: a given worker_connections the fitted nofile cannot
+/// hold), CPUs, memory or open files beyond what it allows (`check_capacity`) — from one read of them,
+/// the open-files limit included. Each refusal once.
+pub async fn capacity_refusals(target: &Target, specs: &[Spec]) -> Result<Vec<UsageError>> {
+    if specs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let o = read_offers(target, true).await?;
+    let mut refused: Vec<UsageError> = Vec::new();
+    for s in specs {
+        let found = match s.fit(&o) {
+            Ok((fitted, _)) => check_capacity(&fitted, o.ncpu, o.mem_total, o.max_nofile),
+            Err(e) => vec![e],
+        };
+        for e in found {
+            if !refused.contains(&e) {
+                refused.push(e);
+            }
+        }
+    }
+    Ok(refused)
+}
+
 /// A container on the target, as far as conflicts go.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Existing {

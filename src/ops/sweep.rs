@@ -3,9 +3,10 @@
 //! compared with the previous point's (anything else that moved stops the sweep, named), a converging
 //! deploy, an idempotent prepare, then the bench (fixed levels, or the capacity search's probes), and
 //! the point recorded. Before the first deploy every point's `--db` is checked against the data the
-//! stack's database volume holds. results.json and report.html are written once point 1 is deployed
-//! and after every point, so a sweep stopped at point k keeps points 1..k-1 and `--resume` goes on from
-//! k; a sweep refused before its first deploy leaves nothing behind.
+//! stack's database volume holds, and its spec fitted to the target and held against its limits.
+//! results.json and report.html are written once point 1 is deployed and after every point, so a sweep
+//! stopped at point k keeps points 1..k-1 and `--resume` goes on from k; a sweep refused before its
+//! first deploy leaves nothing behind, and a refusal met after it stops the sweep early (exit 1).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,7 +26,7 @@ use crate::sut::{Target, TargetSpec};
 use exectl_core::bench::RunState;
 use exectl_core::spec::{Spec, SpecInput};
 use exectl_core::sweep::results::{LevelSummary, PointResult, SweepResults, SCHEMA};
-use exectl_core::sweep::search::{self, Bounds, Probe};
+use exectl_core::sweep::search::{self, Bounds};
 use exectl_core::sweep::vary::{points, Vary};
 
 /// What each point's bench runs.
@@ -121,10 +122,12 @@ fn unix_now() -> u64 {
 /// failure (a deploy that fails, a lost link) is an error, after what ran is saved.
 pub fn sweep(spec: &TargetSpec, o: SweepOptions, progress: &dyn Progress) -> Result<SweepOutcome> {
     let plan = points(&o.vary, o.repeat);
+    let now = unix_now();
     let mut results = match o.resumed.clone() {
         Some(mut r) => {
             r.state = RunState::Running;
             r.pid = Some(std::process::id());
+            r.pid_since_unix_s = Some(now);
             r.stopped = None;
             r
         }
@@ -133,6 +136,7 @@ pub fn sweep(spec: &TargetSpec, o: SweepOptions, progress: &dyn Progress) -> Res
             run_id: o.run_id.clone(),
             state: RunState::Running,
             pid: Some(std::process::id()),
+            pid_since_unix_s: Some(now),
             exectl_version: env!("CARGO_PKG_VERSION").into(),
             stack: String::new(),
             target: spec.describe(),
@@ -149,7 +153,7 @@ pub fn sweep(spec: &TargetSpec, o: SweepOptions, progress: &dyn Progress) -> Res
                 Mode::Levels(_) => None,
             },
             browser_probe: o.browser_probe,
-            started_unix_s: unix_now(),
+            started_unix_s: now,
             duration_s: 0.0,
             points: vec![],
             stopped: None,
@@ -176,9 +180,17 @@ pub fn sweep(spec: &TargetSpec, o: SweepOptions, progress: &dyn Progress) -> Res
         )));
         begin(&o, &results)?;
     }
-    let ran = run_points(spec, &target, &rt, &o, &plan, &mut results, progress);
+    let ran = match run_points(spec, &target, &rt, &o, &plan, &mut results, progress) {
+        Err(e) => {
+            refused_mid_sweep(e, o.dir.begun(), results.points.len() + 1, plan.len()).map(|why| {
+                results.stopped = Some(why);
+            })
+        }
+        Ok(()) => Ok(()),
+    };
     results.duration_s = before + t0.elapsed().as_secs_f64();
     results.pid = None;
+    results.pid_since_unix_s = None;
     results.state = match (&ran, o.stop.why()) {
         (Ok(()), None) if results.points.len() == plan.len() || results.stopped.is_some() => {
             RunState::Complete
@@ -234,9 +246,10 @@ fn begin(o: &SweepOptions, results: &SweepResults) -> Result<()> {
     o.dir.save(results)
 }
 
-/// Each of `points`' `--db` against the data the stack's database volume holds, read once before the
-/// first deploy: the refusal deploy's preflight would make at a later point, made before point 1 (exit
-/// 2, nothing deployed).
+/// What deploy would refuse at each of `points`, checked before the first deploy: its `--db` against
+/// the data the stack's database volume holds (read once), and its spec fitted to the target and held
+/// against its CPUs, memory and open-files limit (read once). A refusal deploy's preflight would make
+/// at a later point is made before point 1 (exit 2, nothing deployed).
 async fn data_guard(
     target: &Target,
     o: &SweepOptions,
@@ -245,13 +258,34 @@ async fn data_guard(
     let mut specs: Vec<Spec> = Vec::new();
     for (values, _) in points {
         let s = point_spec(o, values)?;
-        if !specs.iter().any(|x| x.db == s.db) {
+        if !specs.contains(&s) {
             specs.push(s);
         }
     }
-    let refused = crate::engine::preflight::db_data_refusals(target, &specs).await?;
+    let (data, capacity) = tokio::join!(
+        crate::engine::preflight::db_data_refusals(target, &specs),
+        crate::engine::preflight::capacity_refusals(target, &specs)
+    );
+    let mut refused = data?;
+    refused.extend(capacity?);
     exectl_core::error::UsageErrors::result(refused)
         .context("checked before the sweep's first deploy; nothing was deployed")
+}
+
+/// A refusal (bad input, exit 2) met once the sweep has begun (point 1 deployed) is no longer "nothing
+/// was changed": the sweep stopped early (exit 1), said with the point it stopped at, and without a
+/// `--resume` that would meet the same refusal. Anything else stays the error it is (a lost link: exit
+/// 3, a lock: 4, with its resume).
+fn refused_mid_sweep(
+    e: anyhow::Error,
+    begun: bool,
+    point: usize,
+    of: usize,
+) -> Result<String, anyhow::Error> {
+    match begun && exectl_core::error::is_usage(&e) {
+        true => Ok(format!("point {point} of {of} was refused: {e:#}")),
+        false => Err(e),
+    }
 }
 
 /// What a point seeds: the accounts it needs, or as many as the stack's manifest of the same pattern
@@ -267,14 +301,24 @@ fn seeding(o: &SweepOptions, stack_dir: &Path, needed: u64) -> Result<PrepareOpt
         return Ok(asked);
     };
     let tokens = folder.join(exectl_core::manifest::TOKENS).exists();
-    if there.accounts <= needed && !tokens {
-        return Ok(asked);
-    }
-    (o.prepare)(Seeding {
-        accounts: there.accounts.max(needed),
-        projects: (there.accounts >= needed).then_some(there.projects),
+    (o.prepare)(kept(&there, tokens, needed))
+}
+
+/// Pure: the seeding that keeps a manifest's accounts (or more, when the point needs more), its room
+/// layout and its tokens. The layout is its users per project (its largest project's, as
+/// `--users-per-project` gives it): more accounts get more projects of as many users, never one user
+/// per project (a collab scenario is refused on that).
+fn kept(there: &manifests::Meta, tokens: bool, needed: u64) -> Seeding {
+    let accounts = there.accounts.max(needed);
+    let projects = match accounts == there.accounts {
+        true => there.projects,
+        false => accounts.div_ceil(there.accounts.div_ceil(there.projects.max(1))),
+    };
+    Seeding {
+        accounts,
+        projects: Some(projects),
         tokens,
-    })
+    }
 }
 
 fn run_points(
@@ -375,6 +419,8 @@ fn run_points(
             benches: vec![],
             capacity: None,
             at_least: false,
+            unknown: None,
+            leaks: vec![],
             probes: vec![],
             levels: vec![],
             limiting: None,
@@ -384,9 +430,7 @@ fn run_points(
                 let Some(b) = bench_point(spec, o, index, levels, progress)? else {
                     return Ok(());
                 };
-                point.capacity = b.results.verdict.capacity;
-                point.at_least = point.capacity.is_some() && b.results.verdict.knee.is_none();
-                point.limiting = b.results.verdict.limiting.clone();
+                point.judged(&b.results);
                 point.levels = b.levels;
                 point.benches.push(b.results.run_id.clone());
                 true
@@ -396,13 +440,16 @@ fn run_points(
         if !done {
             return Ok(());
         }
+        let leaked = match point.leaks.first() {
+            Some(l) => format!(
+                "; the app leaked {} connections and {} rooms in the {} users level",
+                l.connections, l.rooms, l.users
+            ),
+            None => String::new(),
+        };
         progress.event(Event::Step(&format!(
-            "point {index}: {label}: capacity {}",
-            match (point.capacity, point.at_least) {
-                (Some(c), true) => format!("at least {c}"),
-                (Some(c), false) => c.to_string(),
-                (None, _) => "below its first level".into(),
-            }
+            "point {index}: {label}: capacity {}{leaked}",
+            point.capacity_text()
         )));
         results.points.push(point);
         o.dir.save(results)?;
@@ -614,30 +661,92 @@ fn search_point(
         let Some(b) = bench_once(spec, o, &base, &[users], progress)? else {
             return Ok(false);
         };
-        let level = b.levels.into_iter().next();
-        // The capacity question: did it hold its users at once? A level that held them and leaked
-        // counts, as in a bench's verdict; the leak stays in its reasons, the defect it is.
-        let passed = b.results.levels.first().is_some_and(|l| l.outcome().held());
-        if let Some(l) = b.results.verdict.limiting {
-            limits.insert(users, l);
+        if let Some(l) = &b.results.verdict.limiting {
+            limits.insert(users, l.clone());
         }
-        point.probes.push(Probe {
-            users,
-            passed,
-            run_id: b.results.run_id.clone(),
-            reasons: level
-                .as_ref()
-                .map(|l| l.reasons.clone())
-                .unwrap_or_default(),
-        });
-        point.benches.push(b.results.run_id);
-        point.levels.extend(level);
+        // The capacity question: did it hold its users at once? A level that held them and leaked
+        // counts, as in a bench's verdict (the leak is said beside it); an invalid one is probed again.
+        point.probed(users, &b.results, b.levels.into_iter().next());
+        if point.probes.last().is_some_and(|p| p.invalid) {
+            progress.event(Event::Note(&format!(
+                "point {index}: the probe at {users} users could not count ({}); {}",
+                point
+                    .probes
+                    .last()
+                    .map(|p| p.reasons.join("; "))
+                    .unwrap_or_default(),
+                match search::next(bounds, &point.probes) {
+                    Some(_) => "probing it again",
+                    None => "the point's capacity is unknown",
+                }
+            )));
+        }
     }
-    let found = search::found(bounds, &point.probes);
-    point.capacity = found.users;
-    point.at_least = found.at_least;
-    // The limiting component of the lowest fail: what bounds the capacity found.
-    point.limiting = found.failed_at.and_then(|u| limits.remove(&u));
-    point.levels.sort_by_key(|l| l.users);
+    point.searched(bounds, &limits);
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use exectl_core::error::{exit, UsageError};
+
+    /// A refusal after point 1 was deployed stops the sweep (exit 1, no resume hint: a resume would
+    /// meet it again); before, it is the bad input it is (exit 2, nothing deployed); a lost link or a
+    /// lock stays itself (exit 3 or 4, resumable).
+    #[test]
+    fn a_refusal_mid_sweep_stops_it_early() {
+        let refusal = || -> anyhow::Error {
+            anyhow::Error::new(UsageError::new(
+                "--cpus",
+                "4",
+                "the target has 2 CPUs and the engine refuses a larger limit",
+                "pass --cpus 2 or less",
+            ))
+            .context("deploying point 2")
+        };
+        let why = refused_mid_sweep(refusal(), true, 2, 3).unwrap();
+        assert!(
+            why.starts_with("point 2 of 3 was refused: deploying point 2: invalid --cpus \"4\""),
+            "{why}"
+        );
+        assert!(!why.contains("--resume"), "{why}");
+        let before = refused_mid_sweep(refusal(), false, 1, 3).unwrap_err();
+        assert_eq!(crate::error::exit_code(&before), exit::USAGE);
+        let lost = anyhow::Error::new(exectl_core::error::Unreachable {
+            what: "the engine does not answer".into(),
+            fix: "start it".into(),
+        });
+        let lost = refused_mid_sweep(lost, true, 2, 3).unwrap_err();
+        assert_eq!(crate::error::exit_code(&lost), exit::UNREACHABLE);
+    }
+
+    /// A point seeds the manifest's room layout as well as its accounts: 40 accounts in 10 projects (4
+    /// users each) stay 10 projects, grow to 15 projects of 4 for 60 accounts, and keep their tokens;
+    /// a one-user-per-project manifest stays one. The layout was reset to one user per project when the
+    /// point needed as many accounts as the manifest held or more (projects: None).
+    #[test]
+    fn a_point_keeps_the_manifests_room_layout() {
+        let meta = |accounts, projects| manifests::Meta {
+            pattern: "user{n}@example.com".into(),
+            accounts,
+            projects,
+            via: None,
+            written_ms: 0,
+            out: None,
+        };
+        let s = |accounts, projects, tokens| Seeding {
+            accounts,
+            projects: Some(projects),
+            tokens,
+        };
+        let four = meta(40, 10);
+        assert_eq!(kept(&four, false, 21), s(40, 10, false));
+        assert_eq!(kept(&four, false, 40), s(40, 10, false));
+        assert_eq!(kept(&four, true, 60), s(60, 15, true));
+        assert_eq!(kept(&four, false, 61), s(61, 16, false));
+        // 10 accounts in 3 projects (4, 3, 3): 4 per project.
+        assert_eq!(kept(&meta(10, 3), false, 20), s(20, 5, false));
+        assert_eq!(kept(&meta(40, 40), false, 60), s(60, 60, false));
+    }
 }

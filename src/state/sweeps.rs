@@ -9,6 +9,7 @@ use exectl_core::error::UsageError;
 use exectl_core::sweep::report;
 use exectl_core::sweep::results::{SweepResults, POINTS, REPORT, RESULTS, SCHEMA};
 
+use super::benches::Shown;
 use super::sweeps_dir;
 
 /// A sweep's folder.
@@ -84,6 +85,17 @@ pub fn folder(root: &Path, run_id: &str) -> Option<PathBuf> {
     path.is_dir().then_some(path)
 }
 
+/// What to show for a sweep's state, on this machine, where it ran: a results.json still `running` whose
+/// process is gone, or is another that took its pid (one started after the sweep's process began it, or
+/// its resume), was killed. The one rule for `runs` and for `--resume`'s "still running".
+pub fn shown(r: &SweepResults) -> Shown {
+    Shown::now_of(
+        r.state,
+        r.pid,
+        r.pid_since_unix_s.unwrap_or(r.started_unix_s),
+    )
+}
+
 /// A sweep of the state folder, as `runs` lists and shows it.
 pub struct SweepRun {
     pub id: String,
@@ -103,6 +115,15 @@ pub fn load(root: &Path, id: &str) -> Result<Option<SweepRun>> {
     }
     let text =
         std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    if let Some(problem) = other_layout(&file, &text) {
+        return Err(UsageError::new(
+            "run id",
+            id,
+            problem,
+            "read it with the exectl that wrote it",
+        )
+        .into());
+    }
     let results = serde_json::from_str(&text).map_err(|e| {
         UsageError::new(
             "run id",
@@ -141,6 +162,19 @@ pub fn list(root: &Path) -> (Vec<SweepRun>, Vec<(String, String)>) {
     (found, broken)
 }
 
+/// A sweep's results.json `file` of a layout (`schema`) not this exectl's, said: read before its fields,
+/// which another layout lacks or holds otherwise (a schema-1 file has no `started_in`).
+fn other_layout(file: &Path, text: &str) -> Option<String> {
+    let schema = serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .and_then(|v| v["schema"].as_u64())
+        .filter(|s| *s != SCHEMA as u64)?;
+    Some(format!(
+        "{} has layout {schema} and this exectl reads {SCHEMA}",
+        file.display()
+    ))
+}
+
 /// The sweep `run_id` of the state folder, to go on with (`--resume`): its folder and its results.
 pub fn find(run_id: &str) -> Result<(SweepDir, SweepResults), UsageError> {
     super::runs::check_id(run_id).map_err(|_| not_found(run_id, "not a run id"))?;
@@ -149,17 +183,11 @@ pub fn find(run_id: &str) -> Result<(SweepDir, SweepResults), UsageError> {
     let file = path.join(RESULTS);
     let text = std::fs::read_to_string(&file)
         .map_err(|e| not_found(run_id, &format!("cannot read {}: {e}", file.display())))?;
-    let schema = serde_json::from_str::<serde_json::Value>(&text)
-        .ok()
-        .and_then(|v| v["schema"].as_u64());
-    if let Some(schema) = schema.filter(|s| *s != SCHEMA as u64) {
+    if let Some(problem) = other_layout(&file, &text) {
         return Err(UsageError::new(
             "--resume",
             run_id,
-            format!(
-                "{} has layout {schema} and this exectl reads {SCHEMA}",
-                file.display(),
-            ),
+            problem,
             "resume it with the exectl that began it",
         ));
     }
@@ -169,18 +197,6 @@ pub fn find(run_id: &str) -> Result<(SweepDir, SweepResults), UsageError> {
             &format!("{} is not a sweep's results: {e}", file.display()),
         )
     })?;
-    if r.schema != SCHEMA {
-        return Err(UsageError::new(
-            "--resume",
-            run_id,
-            format!(
-                "{} has layout {} and this exectl reads {SCHEMA}",
-                file.display(),
-                r.schema
-            ),
-            "resume it with the exectl that began it",
-        ));
-    }
     Ok((SweepDir { path }, r))
 }
 

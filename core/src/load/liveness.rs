@@ -118,12 +118,12 @@ impl Pings {
         let rate = self
             .per_s_in_hold
             .map_or(String::new(), |r| format!(", {r:.1}/s during the hold"));
-        let after = crate::units::readable(Duration::from_secs_f64(self.ping_after_s.max(0.0)));
+        let after = crate::units::readable_s(self.ping_after_s);
         match self.server_every_s {
             Some(every) => format!(
                 "{} sent{rate}; the server pings every {}: pinged past {after} of its silence",
                 self.sent,
-                crate::units::readable(Duration::from_secs_f64(every.max(0.0)))
+                crate::units::readable_s(every)
             ),
             None => format!(
                 "{} sent{rate}; the server sent no ping: pinged past {after} of silence",
@@ -138,10 +138,7 @@ impl Pings {
             .per_s_in_hold
             .map_or("—".to_string(), |r| format!("{r:.1}/s"));
         match self.server_every_s {
-            Some(every) => format!(
-                "{rate} (server every {})",
-                crate::units::readable(Duration::from_secs_f64(every.max(0.0)))
-            ),
+            Some(every) => format!("{rate} (server every {})", crate::units::readable_s(every)),
             None => format!("{rate} (server silent)"),
         }
     }

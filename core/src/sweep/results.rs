@@ -9,11 +9,13 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::search::{Bounds, Probe};
+use super::search::{self, Bounds, Probe};
 use crate::bench::browser::BrowserProbe;
+use crate::bench::compare::Capacity;
 use crate::bench::cpu::CpuScale;
 use crate::bench::results::RunState;
-use crate::bench::{LevelResult, Limiting, Sample};
+use crate::bench::verdict::Outcome;
+use crate::bench::{LevelResult, Limiting, Results, Sample};
 
 /// results.json's layout version: a reader refuses a file it does not know. 2: the command line's
 /// secrets redacted, the starting folder, the fingerprints.
@@ -30,6 +32,10 @@ pub struct SweepResults {
     pub state: RunState,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+    /// When `pid` began running the sweep (a resume's own start, later than `started_unix_s`): a
+    /// process under that pid that started after it is another one (the pid reused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid_since_unix_s: Option<u64>,
     pub exectl_version: String,
     pub stack: String,
     pub target: String,
@@ -81,16 +87,110 @@ pub struct PointResult {
     pub images: BTreeMap<String, String>,
     /// Its benches' run ids (folders under `points/`): one, or one per probe of the search.
     pub benches: Vec<String>,
-    /// The highest level that passed with every level below it (None: the first failed).
+    /// The highest level that held its users with every level below it (None: the first failed, or
+    /// `unknown` says why there is none).
     pub capacity: Option<u64>,
     /// No level failed: the capacity is at least the top level (or --to).
     pub at_least: bool,
+    /// No capacity, and not because the first level failed: `unknown` (its levels, or probes, could
+    /// not count: another client, the client's browser) or `not established` (a level below one that
+    /// held its users failed). Such a point is left out of its value's capacity and the differences.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unknown: Option<String>,
+    /// The levels (or probes) that held their users and leaked: the app's defect, said beside the
+    /// capacity, which they count for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub leaks: Vec<Leak>,
     /// `--find-capacity`'s probes, in the order run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub probes: Vec<Probe>,
     pub levels: Vec<LevelSummary>,
     /// The limiting component of its first failed level.
     pub limiting: Option<Limiting>,
+}
+
+/// A level that held its users and failed its leak check: what the app still counted above the level's
+/// baseline when the check ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Leak {
+    pub users: u64,
+    pub connections: u64,
+    pub rooms: u64,
+}
+
+impl Leak {
+    /// Each level of `levels` that held its users and leaked.
+    pub fn of(levels: &[LevelResult]) -> Vec<Leak> {
+        levels
+            .iter()
+            .filter(|l| l.outcome() == Outcome::Leaked)
+            .map(|l| {
+                let (connections, rooms) = l.leak.left(&l.ghosts);
+                Leak {
+                    users: l.users,
+                    connections,
+                    rooms,
+                }
+            })
+            .collect()
+    }
+}
+
+impl PointResult {
+    /// The capacity of a point benched at fixed levels, as its bench's verdict means it (`Capacity`):
+    /// the capacity, or why there is none; the limiting component of its knee; the app's leaks.
+    pub fn judged(&mut self, r: &Results) {
+        let c = Capacity::of(&r.verdict);
+        self.capacity = c.users;
+        self.at_least = c.at_least;
+        self.unknown = c.unknown.map(String::from);
+        self.limiting = r.verdict.limiting.clone();
+        self.leaks = Leak::of(&r.levels);
+    }
+
+    /// A probe of the capacity search, from its one-level bench `r` at `users`: held its users (a level
+    /// that held them and leaked counts, as in a bench's verdict), failed, or invalid (neither); its
+    /// bench and its level recorded, and its leak.
+    pub fn probed(&mut self, users: u64, r: &Results, level: Option<LevelSummary>) {
+        let outcome = r.levels.first().map(LevelResult::outcome);
+        self.probes.push(Probe {
+            users,
+            passed: outcome.is_some_and(Outcome::held),
+            invalid: outcome == Some(Outcome::Invalid),
+            run_id: r.run_id.clone(),
+            reasons: level
+                .as_ref()
+                .map(|l| l.reasons.clone())
+                .unwrap_or_default(),
+        });
+        self.benches.push(r.run_id.clone());
+        self.levels.extend(level);
+        self.leaks.extend(Leak::of(&r.levels));
+    }
+
+    /// What the search's probes found: the capacity, or `unknown` when it gave up on invalid probes;
+    /// `limiting` is the limiting component of each failed probe's bench, by its users.
+    pub fn searched(&mut self, b: &Bounds, limiting: &BTreeMap<u64, Limiting>) {
+        let found = search::found(b, &self.probes);
+        self.capacity = found.users;
+        self.at_least = found.at_least;
+        self.unknown = found.unknown.then(|| "unknown".to_string());
+        // The limiting component of the lowest fail: what bounds the capacity found.
+        self.limiting = found.failed_at.and_then(|u| limiting.get(&u).cloned());
+        self.levels.sort_by_key(|l| l.users);
+    }
+
+    /// Its capacity as the progress and the report say it: `1,200`, `at least 1,500`, `unknown
+    /// (invalid levels)`, `not established (…)`, or `below its first level` (`probe` with a search).
+    pub fn capacity_text(&self) -> String {
+        match (self.capacity, self.at_least, &self.unknown) {
+            (Some(c), true, _) => format!("at least {}", crate::plateau::group(c)),
+            (Some(c), false, _) => crate::plateau::group(c),
+            (None, _, Some(u)) => super::summary::unknown_text(u),
+            (None, _, None) if self.probes.is_empty() => "below its first level".into(),
+            (None, _, None) => "below its first probe".into(),
+        }
+    }
 }
 
 /// One level of a point, the figures a comparison puts side by side.
@@ -379,5 +479,126 @@ mod tests {
             LevelSummary::of("b", &l, &one, &CpuScale::default()).top_share(),
             Some(1.0)
         );
+    }
+
+    /// A level of `users` judged as a bench judges it: held all its users or half, made invalid by
+    /// another client, its leak check left `leaked` connections.
+    fn judged_level(users: u64, held: bool, invalid: bool, leaked: u64) -> LevelResult {
+        use crate::bench::{Besides, LeakCheck, LevelFigures, Slos};
+        let figures = LevelFigures {
+            users,
+            held: if held { users } else { users / 2 },
+            ..LevelFigures::default()
+        };
+        let slos = Slos::default().check(&figures);
+        let leak = LeakCheck::judge(
+            vec![InstanceSample {
+                service: "app-1".into(),
+                connections: Some(leaked),
+                rooms: Some(leaked / 4),
+            }],
+            2_000,
+            &[],
+        );
+        let besides = Besides {
+            invalid: match invalid {
+                true => vec!["invalid: another client is connected".into()],
+                false => vec![],
+            },
+            ..Besides::default()
+        };
+        let span = LevelSpan {
+            users,
+            ..LevelSpan::default()
+        };
+        LevelResult::judge(span, figures, slos, leak, besides, Limiting::unknown)
+    }
+
+    fn bench_of(levels: Vec<LevelResult>) -> Results {
+        let (mut r, _) = crate::bench::report::tests::example();
+        r.levels_asked = levels.iter().map(|l| l.users).collect();
+        r.verdict = crate::bench::Verdict::of(&levels, &r.levels_asked);
+        r.levels = levels;
+        r
+    }
+
+    fn empty_point() -> PointResult {
+        let mut p = crate::sweep::summary::tests::point(1, "A", 1, None, 1.0);
+        p.levels.clear();
+        p.benches.clear();
+        p
+    }
+
+    /// A point's capacity is its bench's, as the verdict means it: unknown when its levels were
+    /// invalid, not established when a level below a pass failed (both read "below its first level"
+    /// and counted as 0), and a leak beside a capacity that stands.
+    #[test]
+    fn a_point_is_judged_as_its_bench_verdict_means_it() {
+        let judged = |levels| {
+            let mut p = empty_point();
+            p.judged(&bench_of(levels));
+            p
+        };
+        let p = judged(vec![judged_level(10, true, true, 0)]);
+        assert_eq!((p.capacity, p.unknown.as_deref()), (None, Some("unknown")));
+        assert_eq!(
+            p.capacity_text(),
+            "unknown (its levels could not count: invalid)"
+        );
+        let p = judged(vec![
+            judged_level(10, false, false, 0),
+            judged_level(20, true, false, 0),
+        ]);
+        assert_eq!(
+            (p.capacity, p.unknown.as_deref()),
+            (None, Some("not established"))
+        );
+        let p = judged(vec![judged_level(10, false, false, 0)]);
+        assert_eq!((p.capacity, p.unknown.as_deref()), (None, None));
+        assert_eq!(p.capacity_text(), "below its first level");
+        // Held both levels and leaked at each: at least 20, the leaks said, no limiting component.
+        let p = judged(vec![
+            judged_level(10, true, false, 10),
+            judged_level(20, true, false, 20),
+        ]);
+        assert_eq!((p.capacity, p.at_least), (Some(20), true));
+        assert_eq!(
+            p.leaks,
+            [
+                Leak {
+                    users: 10,
+                    connections: 10,
+                    rooms: 2
+                },
+                Leak {
+                    users: 20,
+                    connections: 20,
+                    rooms: 5
+                }
+            ]
+        );
+        assert_eq!(p.limiting, None);
+    }
+
+    /// A probe whose bench was invalid is neither a pass nor a fail: probed again, then the point's
+    /// capacity is unknown (an invalid probe counted as a fail set the capacity below it).
+    #[test]
+    fn an_invalid_probe_is_no_fail() {
+        let b = Bounds::new(10, 40, 0.1).unwrap();
+        let mut p = empty_point();
+        let mut probe = |users, held, invalid, leaked| {
+            let r = bench_of(vec![judged_level(users, held, invalid, leaked)]);
+            p.probed(users, &r, None);
+            search::next(&b, &p.probes)
+        };
+        assert_eq!(probe(10, true, false, 5), Some(20));
+        assert_eq!(probe(20, false, true, 0), Some(20), "probed again");
+        assert_eq!(probe(20, false, true, 0), None, "invalid twice: over");
+        p.searched(&b, &BTreeMap::new());
+        assert_eq!((p.capacity, p.unknown.as_deref()), (None, Some("unknown")));
+        assert_eq!(p.probes.iter().filter(|q| q.invalid).count(), 2);
+        assert_eq!(p.benches.len(), 3);
+        assert_eq!(p.leaks.len(), 1, "the leak of the probe that held");
+        assert!(p.probes[0].passed, "held and leaked counts");
     }
 }

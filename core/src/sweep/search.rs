@@ -1,7 +1,9 @@
 //! `--find-capacity --from A --to B`: the capacity of one point, searched. Each probe is a one-level
 //! bench (N users at once for the hold, then the leak check). Grow geometrically (×2) from A until a
 //! level fails or B passes, then bisect between the last pass and the first fail until the gap is
-//! within the precision of the pass. Pure: it says which level next, the caller runs it.
+//! within the precision of the pass. A probe that could not count (invalid: another client on the
+//! stack, the client's own browser) is neither: it is run again once, and a second invalid probe in a
+//! row ends the search with the capacity unknown. Pure: it says which level next, the caller runs it.
 
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +21,9 @@ pub struct Bounds {
     /// 0.10: stop when (first fail − last pass) ≤ 10 % of the last pass.
     pub precision: f64,
 }
+
+/// How many times an invalid probe is run again before the search gives up, its capacity unknown.
+pub const INVALID_RETRIES: usize = 1;
 
 /// The precisions a search may be asked for, as shares: 0.1 % .. 100 %.
 pub const PRECISION: std::ops::RangeInclusive<f64> = 0.001..=1.0;
@@ -49,13 +54,17 @@ impl Bounds {
     }
 }
 
-/// One probe of the search: a level and whether it passed.
+/// One probe of the search: a level and whether it held its users.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Probe {
     pub users: u64,
     /// Its users held at once (the capacity question): a level that held them and leaked counts, its
     /// leak said in `reasons`.
     pub passed: bool,
+    /// It could not count (another client on the stack, the client's own browser): neither a pass nor
+    /// a fail (`passed` is false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub invalid: bool,
     /// Its bench (a one-level bench of the point).
     pub run_id: String,
     /// Why it failed, as its level says.
@@ -72,21 +81,32 @@ pub struct Found {
     pub at_least: bool,
     /// The first level that failed, above `users`.
     pub failed_at: Option<u64>,
+    /// The search gave up on probes that could not count (`INVALID_RETRIES`): the capacity is unknown.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unknown: bool,
 }
 
-/// The highest pass below the lowest fail, and that fail.
+/// The highest pass below the lowest fail, and that fail; invalid probes say neither.
 fn bracket(probes: &[Probe]) -> (Option<u64>, Option<u64>) {
-    let hi = probes.iter().filter(|p| !p.passed).map(|p| p.users).min();
-    let lo = probes
-        .iter()
+    let counted = || probes.iter().filter(|p| !p.invalid);
+    let hi = counted().filter(|p| !p.passed).map(|p| p.users).min();
+    let lo = counted()
         .filter(|p| p.passed && hi.is_none_or(|h| p.users < h))
         .map(|p| p.users)
         .max();
     (lo, hi)
 }
 
-/// The next level to probe, None when the search is over.
+/// The last probes were invalid more than `INVALID_RETRIES` times in a row: the search stops there.
+fn given_up(probes: &[Probe]) -> bool {
+    probes.iter().rev().take_while(|p| p.invalid).count() > INVALID_RETRIES
+}
+
+/// The next level to probe (the same again after an invalid probe), None when the search is over.
 pub fn next(b: &Bounds, probes: &[Probe]) -> Option<u64> {
+    if given_up(probes) {
+        return None;
+    }
     match bracket(probes) {
         (None, None) => Some(b.from),
         (Some(lo), None) if lo >= b.to => None,
@@ -100,18 +120,32 @@ pub fn next(b: &Bounds, probes: &[Probe]) -> Option<u64> {
     }
 }
 
+/// What the probes found; nothing but `unknown` when the search gave up on invalid probes (the level
+/// it stopped at was neither held nor failed, so no bracket holds the capacity).
 pub fn found(b: &Bounds, probes: &[Probe]) -> Found {
+    if given_up(probes) {
+        return Found {
+            users: None,
+            at_least: false,
+            failed_at: None,
+            unknown: true,
+        };
+    }
     let (lo, hi) = bracket(probes);
     Found {
         users: lo,
         at_least: hi.is_none() && lo == Some(b.to),
         failed_at: hi,
+        unknown: false,
     }
 }
 
 impl Found {
-    /// `1,200`, `at least 20,000`, `below 100`, or `not measured`.
+    /// `1,200`, `at least 20,000`, `below 100`, `unknown`, or `not measured`.
     pub fn text(&self, b: &Bounds) -> String {
+        if self.unknown {
+            return "unknown".into();
+        }
         match (self.users, self.at_least, self.failed_at) {
             (Some(u), true, _) => format!("at least {}", crate::plateau::group(u)),
             (Some(u), false, _) => crate::plateau::group(u),
@@ -133,6 +167,7 @@ mod tests {
             probes.push(Probe {
                 users: u,
                 passed: u <= cap,
+                invalid: false,
                 run_id: format!("p{u}"),
                 reasons: vec![],
             });
@@ -162,6 +197,42 @@ mod tests {
         let (levels, f) = search(&b, 50);
         assert_eq!(levels, [100]);
         assert_eq!((f.users, f.text(&b).as_str()), (None, "below 100"));
+    }
+
+    /// An invalid probe is neither a pass nor a fail: the same level is probed again, and a second
+    /// invalid probe in a row ends the search with the capacity unknown, never taken for a fail (an
+    /// invalid probe counted as one bisected below it: the capacity came from another client).
+    #[test]
+    fn an_invalid_probe_is_run_again_then_the_capacity_is_unknown() {
+        let b = Bounds::new(100, 1000, 0.10).unwrap();
+        let probe = |users, passed, invalid| Probe {
+            users,
+            passed,
+            invalid,
+            run_id: format!("p{users}"),
+            reasons: vec![],
+        };
+        let mut probes = vec![probe(100, true, false), probe(200, false, true)];
+        assert_eq!(next(&b, &probes), Some(200), "the invalid level again");
+        // Held on the second try: the search goes on from it.
+        probes.push(probe(200, true, false));
+        assert_eq!(next(&b, &probes), Some(400));
+        let f = found(&b, &probes);
+        assert_eq!((f.users, f.failed_at, f.unknown), (Some(200), None, false));
+        // Invalid twice in a row: over, and unknown, whatever passed below.
+        probes.push(probe(400, false, true));
+        probes.push(probe(400, false, true));
+        assert_eq!(next(&b, &probes), None);
+        let f = found(&b, &probes);
+        assert!(
+            f.unknown && f.users.is_none() && f.failed_at.is_none(),
+            "{f:?}"
+        );
+        assert_eq!(f.text(&b), "unknown");
+        // A first probe invalid twice: not "below 100".
+        let twice = [probe(100, false, true), probe(100, false, true)];
+        assert_eq!(next(&b, &twice), None);
+        assert_eq!(found(&b, &twice).text(&b), "unknown");
     }
 
     #[test]

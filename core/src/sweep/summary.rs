@@ -1,6 +1,7 @@
 //! The comparison: each value's runs gathered (median and range of its capacity and of each level's
 //! figures), the values compared in order, and a headline. Ranges that overlap are said to show no
-//! measurable difference rather than ranked.
+//! measurable difference rather than ranked. A run whose capacity is unknown or not established is
+//! left out of its value's capacity (never counted as 0); the app's leak is said beside the capacity.
 
 use std::collections::BTreeMap;
 
@@ -15,10 +16,18 @@ pub struct ValueSummary {
     pub values: Vec<String>,
     pub label: String,
     pub runs: usize,
-    /// Over its runs (0 for a run whose first level failed); None before any ran.
+    /// Over its runs whose capacity is known (0 for a run whose first level failed); None before any
+    /// ran, or when none of them has a known capacity.
     pub capacity: Option<Spread>,
-    /// Every run passed everything it tried: the capacity is at least its top level.
+    /// Every run with a known capacity held everything it tried: the capacity is at least its top level.
     pub at_least: bool,
+    /// Each run's capacity that is not known, as its point says it (`unknown`, `not established`): left
+    /// out of `capacity` and of the differences.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unknown: Vec<String>,
+    /// The app's leak in its runs, said: `leaked 100 connections and 25 rooms in the 100 users level`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leaked: Option<String>,
     /// The limiting components named by its runs, once each.
     pub limiting: Vec<String>,
     /// Service → image digest (the digests of its runs, joined when they differ — which the sweep stops on).
@@ -58,9 +67,40 @@ fn spread(xs: impl Iterator<Item = Option<f64>>) -> Option<Spread> {
     Spread::of(&xs.flatten().collect::<Vec<_>>())
 }
 
+/// The app's leak over a value's runs: at the lowest level any of them leaked in, the connections and
+/// rooms left (median and range over the runs that leaked there), and in how many runs.
+fn leaked(points: &[&PointResult]) -> Option<String> {
+    let lowest = points
+        .iter()
+        .flat_map(|p| &p.leaks)
+        .map(|l| l.users)
+        .min()?;
+    let at: Vec<_> = points
+        .iter()
+        .flat_map(|p| p.leaks.iter().filter(|l| l.users == lowest).take(1))
+        .collect();
+    let of = |f: fn(&super::results::Leak) -> u64| {
+        Spread::of(&at.iter().map(|l| f(l) as f64).collect::<Vec<_>>())
+            .map_or_else(String::new, |s| s.text(show_users))
+    };
+    let runs = points.iter().filter(|p| !p.leaks.is_empty()).count();
+    Some(format!(
+        "leaked {} connections and {} rooms in the {} users level{}",
+        of(|l| l.connections),
+        of(|l| l.rooms),
+        show_users(lowest as f64),
+        match points.len() {
+            1 => String::new(),
+            n => format!(" (in {runs} of {n} runs)"),
+        }
+    ))
+}
+
 fn value_summary(values: &[String], points: &[&PointResult]) -> ValueSummary {
-    // A run whose first level failed held no level: 0, so that it ranks below one that held some.
-    let capacity = spread(points.iter().map(|p| Some(p.capacity.unwrap_or(0) as f64)));
+    // A run whose first level failed held no level: 0, so that it ranks below one that held some. A
+    // run whose capacity is unknown or not established says nothing of it: left out.
+    let known: Vec<&&PointResult> = points.iter().filter(|p| p.unknown.is_none()).collect();
+    let capacity = spread(known.iter().map(|p| Some(p.capacity.unwrap_or(0) as f64)));
     let mut limiting: Vec<String> = Vec::new();
     for p in points {
         if let Some(l) = &p.limiting {
@@ -126,7 +166,9 @@ fn value_summary(values: &[String], points: &[&PointResult]) -> ValueSummary {
         label: SweepResults::label(values),
         runs: points.len(),
         capacity,
-        at_least: !points.is_empty() && points.iter().all(|p| p.at_least),
+        at_least: !known.is_empty() && known.iter().all(|p| p.at_least),
+        unknown: points.iter().filter_map(|p| p.unknown.clone()).collect(),
+        leaked: leaked(points),
         limiting,
         images: images.into_iter().map(|(s, d)| (s, d.join(", "))).collect(),
         levels,
@@ -185,9 +227,9 @@ fn headline(r: &SweepResults, values: &[ValueSummary]) -> String {
     }
     let parts: Vec<String> = values
         .iter()
-        .map(|v| {
-            let cap = capacity_text(&v.capacity, v.at_least);
-            format!("{} {cap}", v.label)
+        .map(|v| match &v.leaked {
+            Some(leak) => format!("{} {} ({leak})", v.label, v.capacity_text()),
+            None => format!("{} {}", v.label, v.capacity_text()),
         })
         .collect();
     format!(
@@ -197,13 +239,36 @@ fn headline(r: &SweepResults, values: &[ValueSummary]) -> String {
     )
 }
 
-/// `1,200`, `at least 1,500`, `1,200 (1,100–1,300)`, or `below its first level` (a capacity of 0).
-pub fn capacity_text(c: &Option<Spread>, at_least: bool) -> String {
-    match c {
-        Some(c) if c.max == 0.0 => "below its first level".into(),
-        Some(c) if at_least => format!("at least {}", c.text(show_users)),
-        Some(c) => c.text(show_users),
-        None => "not measured yet".into(),
+impl ValueSummary {
+    /// `1,200`, `at least 1,500`, `1,200 (1,100–1,300)`, `below its first level` (a capacity of 0),
+    /// `unknown (invalid levels)` or `not established (…)` when no run's capacity is known, and after a
+    /// known one how many runs had none (`; 1 of 3 runs unknown`).
+    pub fn capacity_text(&self) -> String {
+        let known = match &self.capacity {
+            Some(c) if c.max == 0.0 => "below its first level".into(),
+            Some(c) if self.at_least => format!("at least {}", c.text(show_users)),
+            Some(c) => c.text(show_users),
+            None => match self.unknown.first() {
+                Some(u) => return unknown_text(u),
+                None => return "not measured yet".into(),
+            },
+        };
+        match self.unknown.first() {
+            Some(u) => format!("{known}; {} of {} runs {u}", self.unknown.len(), self.runs),
+            None => known,
+        }
+    }
+}
+
+/// A capacity that is not known, with why: `unknown (invalid levels)`, `not established (a level below
+/// a pass failed)`.
+pub fn unknown_text(word: &str) -> String {
+    match word {
+        "not established" => {
+            "not established (a level below one that held its users failed)".into()
+        }
+        "unknown" => "unknown (its levels could not count: invalid)".into(),
+        other => other.into(),
     }
 }
 
@@ -234,6 +299,8 @@ pub(crate) mod tests {
             benches: vec![format!("S-{index}")],
             capacity,
             at_least: false,
+            unknown: None,
+            leaks: vec![],
             probes: vec![],
             levels: vec![super::super::results::LevelSummary {
                 users: 100,
@@ -258,6 +325,7 @@ pub(crate) mod tests {
             run_id: "S-1".into(),
             state: RunState::Complete,
             pid: None,
+            pid_since_unix_s: None,
             exectl_version: "0".into(),
             stack: "exe".into(),
             target: "local".into(),
@@ -327,5 +395,78 @@ pub(crate) mod tests {
             "capacity by memory: no point finished"
         );
         assert_eq!(s.values[1].images["app"], "sha256:B");
+    }
+
+    /// A run whose capacity is unknown (its levels invalid) or not established is no capacity of 0: left
+    /// out of its value's capacity and of the differences, and said as such (it read "below its first
+    /// level", and was ranked below a value that held its levels).
+    #[test]
+    fn an_unknown_capacity_is_not_zero() {
+        let mut unknown = point(1, "A", 1, None, 40.0);
+        unknown.unknown = Some("unknown".into());
+        let mut r = sweep(vec![unknown, point(2, "B", 1, Some(400), 50.0)]);
+        r.repeat = 1;
+        let s = summarize(&r);
+        assert_eq!(s.values[0].capacity, None);
+        assert_eq!(
+            s.headline,
+            "capacity by memory: A unknown (its levels could not count: invalid) · B 400"
+        );
+        assert!(
+            s.differences.iter().all(|d| d.figure != "capacity"),
+            "{:?}",
+            s.differences
+        );
+        // Not established, and one run of three: the other two make the capacity, the third is said.
+        let mut not = point(3, "A", 2, None, 40.0);
+        not.unknown = Some("not established".into());
+        let mut r = sweep(vec![
+            point(1, "A", 1, Some(100), 40.0),
+            not,
+            point(5, "A", 3, Some(100), 40.0),
+        ]);
+        r.repeat = 3;
+        let v = &summarize(&r).values[0];
+        assert_eq!(v.capacity.map(|c| (c.median, c.runs)), Some((100.0, 2)));
+        assert_eq!(v.capacity_text(), "100; 1 of 3 runs not established");
+        assert!(summarize(&sweep(vec![point(1, "A", 1, None, 1.0)]))
+            .headline
+            .ends_with("A below its first level"));
+    }
+
+    /// The app's leak is said per value in the headline, beside a capacity it does not change.
+    #[test]
+    fn a_leaking_value_says_its_leak() {
+        use super::super::results::Leak;
+        let leak = |users, connections| Leak {
+            users,
+            connections,
+            rooms: connections / 4,
+        };
+        let mut leaky = point(1, "leaky", 1, Some(200), 40.0);
+        leaky.at_least = true;
+        leaky.leaks = vec![leak(100, 100), leak(200, 200)];
+        let mut fixed = point(2, "fixed", 1, Some(200), 40.0);
+        fixed.at_least = true;
+        let mut r = sweep(vec![leaky, fixed]);
+        r.variables = vec!["image.app".into()];
+        r.repeat = 1;
+        let s = summarize(&r);
+        assert_eq!(
+            s.headline,
+            "capacity by image.app: leaky at least 200 (leaked 100 connections and 25 rooms in the 100 users level) · fixed at least 200"
+        );
+        assert_eq!(s.values[1].leaked, None);
+        // Over repeats: the range at the lowest level, in how many runs.
+        let mut a = point(1, "leaky", 1, Some(200), 40.0);
+        a.leaks = vec![leak(100, 100)];
+        let mut b = point(2, "leaky", 2, Some(200), 40.0);
+        b.leaks = vec![leak(100, 60)];
+        let c = point(3, "leaky", 3, Some(200), 40.0);
+        let v = &summarize(&sweep(vec![a, b, c])).values[0];
+        assert_eq!(
+            v.leaked.as_deref(),
+            Some("leaked 80 (60–100) connections and 20 (15–25) rooms in the 100 users level (in 2 of 3 runs)")
+        );
     }
 }

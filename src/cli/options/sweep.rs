@@ -18,13 +18,14 @@ use crate::cli::{BenchArgs, Cli, Command, PrepareArgs, SweepArgs};
 use crate::ops::deploy::DeployOptions;
 use crate::ops::prepare::PrepareOptions;
 use crate::ops::sweep::{BenchAsk, Mode, Seeding, SweepOptions};
-use crate::shell::alive;
+use crate::state::benches::Shown;
 use crate::state::sweeps::SweepDir;
 use crate::sut::TargetSpec;
-use exectl_core::bench::{parse_levels, RunState};
+use exectl_core::bench::parse_levels;
 use exectl_core::error::UsageError;
 use exectl_core::spec::{SecretValue, SpecInput};
 use exectl_core::sweep::file::SweepFile;
+use exectl_core::sweep::results::SweepResults;
 use exectl_core::sweep::search::{Bounds, DEFAULT_PRECISION};
 use exectl_core::sweep::vary::points;
 use exectl_core::sweep::vary::{self, Vary};
@@ -43,16 +44,15 @@ pub fn sweep(a: &SweepArgs, argv: Vec<String>) -> Result<(TargetSpec, SweepOptio
         return fresh(a, redacted(&argv), here, None);
     };
     let (dir, results) = crate::state::sweeps::find(id)?;
-    if let (RunState::Running, Some(pid)) = (results.state, results.pid) {
-        if alive(pid) {
-            return Err(UsageError::new(
-                "--resume",
-                id,
-                format!("the sweep is still running (process {pid})"),
-                "wait for it, or stop it (Ctrl-C, kill) and resume then",
-            )
-            .into());
-        }
+    // Running as `runs` shows it: its process alive, and not another that took its pid since.
+    if let (Shown::Running, Some(pid)) = (crate::state::sweeps::shown(&results), results.pid) {
+        return Err(UsageError::new(
+            "--resume",
+            id,
+            format!("the sweep is still running (process {pid})"),
+            "wait for it, or stop it (Ctrl-C, kill) and resume then",
+        )
+        .into());
     }
     let edited = results.edited();
     if !edited.is_empty() {
@@ -213,7 +213,7 @@ fn fresh(
     a: &SweepArgs,
     asked: Vec<String>,
     started_in: PathBuf,
-    resumed: Option<(SweepDir, exectl_core::sweep::results::SweepResults)>,
+    resumed: Option<(SweepDir, SweepResults)>,
 ) -> Result<(TargetSpec, SweepOptions)> {
     let file = match &a.sweep_file {
         Some(p) => {
@@ -265,7 +265,10 @@ fn fresh(
     one_database_engine(&engines, &given, &stack)?;
 
     let (run_id, dir, resumed) = match resumed {
-        Some((dir, r)) => (r.run_id.clone(), dir, Some(r)),
+        Some((dir, r)) => {
+            not_changed(&r, a.sweep_file.as_deref(), &vary, repeat, &mode)?;
+            (r.run_id.clone(), dir, Some(r))
+        }
         None => {
             let name = vary
                 .iter()
@@ -363,6 +366,92 @@ fn fresh(
             resumed,
             asked,
             started_in,
+        },
+    ))
+}
+
+/// A resumed sweep is the one recorded: what its command line and sweep file give now (the file read
+/// again, where the sweep began) must be the variables, values, repeats and levels or search that
+/// results.json recorded, else the points to come would not be the sweep's (an edited sweep file,
+/// c,d,e -> c,X,Y, ran X and Y as its points 2 and 3). Refused naming each field that differs.
+fn not_changed(
+    r: &SweepResults,
+    sweep_file: Option<&Path>,
+    vary: &[Vary],
+    repeat: u32,
+    mode: &Mode,
+) -> Result<(), UsageError> {
+    let list = |v: &[String]| v.join(",");
+    let values = |vs: &[Vec<String>]| vs.iter().map(|v| list(v)).collect::<Vec<_>>().join(" × ");
+    let (names, now_values): (Vec<String>, Vec<Vec<String>>) = vary
+        .iter()
+        .map(|v| (v.var.name(), v.values.clone()))
+        .unzip();
+    let (levels, search) = match mode {
+        Mode::Levels(l) => (l.clone(), None),
+        Mode::Search(b) => (vec![], Some(*b)),
+    };
+    let shown_search = |b: &Option<Bounds>| match b {
+        Some(b) => format!(
+            "--find-capacity --from {} --to {} --precision {}%",
+            b.from,
+            b.to,
+            exectl_core::bench::decimal::show(b.precision * 100.0)
+        ),
+        None => "none".into(),
+    };
+    let shown_levels = |l: &[u64]| match l.is_empty() {
+        true => "none".to_string(),
+        false => l.iter().map(u64::to_string).collect::<Vec<_>>().join(","),
+    };
+    let mut differ: Vec<String> = Vec::new();
+    if names != r.variables {
+        differ.push(format!(
+            "variables {} (recorded {})",
+            list(&names),
+            list(&r.variables)
+        ));
+    } else if now_values != r.values {
+        differ.push(format!(
+            "values {} (recorded {})",
+            values(&now_values),
+            values(&r.values)
+        ));
+    }
+    if repeat != r.repeat {
+        differ.push(format!("repeat {repeat} (recorded {})", r.repeat));
+    }
+    if levels != r.levels {
+        differ.push(format!(
+            "levels {} (recorded {})",
+            shown_levels(&levels),
+            shown_levels(&r.levels)
+        ));
+    }
+    if search != r.search {
+        differ.push(format!(
+            "search {} (recorded {})",
+            shown_search(&search),
+            shown_search(&r.search)
+        ));
+    }
+    if differ.is_empty() {
+        return Ok(());
+    }
+    let from = match sweep_file {
+        Some(f) => format!("its sweep file {} now gives", f.display()),
+        None => "its command line now gives".to_string(),
+    };
+    Err(UsageError::new(
+        "--resume",
+        &r.run_id,
+        format!(
+            "{from} {}, not what the sweep began with",
+            differ.join("; ")
+        ),
+        match sweep_file {
+            Some(_) => "put the sweep file back as it was when the sweep began, or start a new sweep with it",
+            None => "start a new sweep",
         },
     ))
 }

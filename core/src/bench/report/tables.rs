@@ -10,7 +10,8 @@ use super::super::figures::Pcts;
 use super::super::results::Results;
 use super::super::slo::{objective, OBJECTIVES};
 use super::super::timeline::Sample;
-use crate::plateau::{duration, group};
+use crate::plateau::group;
+use crate::units::readable_s;
 
 #[derive(Serialize)]
 pub struct Row {
@@ -23,7 +24,7 @@ pub struct Row {
     at_once: String,
     /// The instances' own sum: its lowest during the common hold / its peak.
     instances: String,
-    /// "5.0 s · 79 logins/s".
+    /// "5 s · 79 logins/s".
     ramp: String,
     refused: u64,
     stalled: u64,
@@ -72,8 +73,8 @@ pub fn rows(r: &Results, samples: &[Sample]) -> Vec<Row> {
                 Some(p) => (
                     p.at_once(),
                     match (p.ramp_s, p.logins_per_s) {
-                        (Some(t), Some(rate)) => format!("{} · {rate:.0} logins/s", duration(t)),
-                        (Some(t), None) => duration(t),
+                        (Some(t), Some(rate)) => format!("{} · {rate:.0} logins/s", readable_s(t)),
+                        (Some(t), None) => readable_s(t),
                         (None, _) => "—".into(),
                     },
                 ),

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::results::SweepResults;
 use super::stats::Spread;
-use super::summary::{capacity_text, summarize, LevelSpread, Summary};
+use super::summary::{summarize, LevelSpread, Summary};
 use crate::bench::decimal::show;
 use crate::bench::results::RunState;
 
@@ -19,6 +19,7 @@ struct ValueRow {
     runs: usize,
     capacity: String,
     limiting: String,
+    leaked: String,
     images: String,
     points: String,
 }
@@ -125,7 +126,7 @@ fn grid(r: &SweepResults, s: &Summary) -> Option<Grid> {
                         s.values
                             .iter()
                             .find(|v| v.values == [va.clone(), vb.clone()])
-                            .map(|v| capacity_text(&v.capacity, v.at_least))
+                            .map(|v| v.capacity_text())
                             .unwrap_or_else(|| "not run".into())
                     })
                     .collect(),
@@ -158,12 +159,13 @@ pub fn render(r: &SweepResults) -> Result<String, String> {
         .map(|v| ValueRow {
             label: v.label.clone(),
             runs: v.runs,
-            capacity: capacity_text(&v.capacity, v.at_least),
+            capacity: v.capacity_text(),
             limiting: if v.limiting.is_empty() {
                 "—".into()
             } else {
                 v.limiting.join("; ")
             },
+            leaked: v.leaked.clone().unwrap_or_else(|| "—".into()),
             images: v
                 .images
                 .iter()
@@ -233,19 +235,16 @@ pub fn render(r: &SweepResults) -> Result<String, String> {
                         .iter()
                         .map(|r| r.split(':').next().unwrap_or(r))
                         .collect();
-                    match (q.passed, besides.is_empty()) {
-                        (true, true) => format!("{} ✓", q.users),
-                        (true, false) => format!("{} ✓ ({})", q.users, besides.join("; ")),
-                        (false, _) => format!("{} ✗", q.users),
+                    match (q.passed, q.invalid, besides.is_empty()) {
+                        (true, _, true) => format!("{} ✓", q.users),
+                        (true, _, false) => format!("{} ✓ ({})", q.users, besides.join("; ")),
+                        (false, true, _) => format!("{} invalid", q.users),
+                        (false, false, _) => format!("{} ✗", q.users),
                     }
                 })
                 .collect::<Vec<_>>()
                 .join(", "),
-            capacity: match (p.capacity, p.at_least) {
-                (Some(c), true) => format!("at least {}", crate::plateau::group(c)),
-                (Some(c), false) => crate::plateau::group(c),
-                (None, _) => "below the first probe".into(),
-            },
+            capacity: p.capacity_text(),
         })
         .collect();
     let mode = match &r.search {
@@ -337,6 +336,7 @@ mod tests {
             Probe {
                 users: 20,
                 passed: true,
+                invalid: false,
                 run_id: "S-1-01-20".into(),
                 reasons: vec![
                     "leak check failed: still open after 45 s: app-1 20 connections / 5 rooms"
@@ -346,6 +346,7 @@ mod tests {
             Probe {
                 users: 40,
                 passed: false,
+                invalid: false,
                 run_id: "S-1-01-40".into(),
                 reasons: vec!["held 50 % (≥ 99.9 %)".into()],
             },
@@ -354,5 +355,48 @@ mod tests {
         r.search = Some(Bounds::new(20, 40, 0.1).unwrap());
         let html = render(&r).unwrap();
         assert!(html.contains("20 ✓ (leak check failed), 40 ✗"), "{html}");
+    }
+
+    /// A search that gave up on invalid probes says so, probe by probe and in its capacity; a value
+    /// whose build leaked says it in its own column.
+    #[test]
+    fn invalid_probes_and_a_leak_are_said() {
+        use super::super::results::Leak;
+        use super::super::search::{Bounds, Probe};
+        let probe = |users, passed, invalid| Probe {
+            users,
+            passed,
+            invalid,
+            run_id: format!("S-1-01-{users}"),
+            reasons: vec![],
+        };
+        let mut p = point(1, "1g", 1, None, 40.0);
+        p.probes = vec![
+            probe(20, true, false),
+            probe(40, false, true),
+            probe(40, false, true),
+        ];
+        p.unknown = Some("unknown".into());
+        let mut q = point(2, "leaky", 1, Some(20), 40.0);
+        q.leaks = vec![Leak {
+            users: 20,
+            connections: 20,
+            rooms: 5,
+        }];
+        let mut r = sweep(vec![p, q]);
+        r.search = Some(Bounds::new(20, 40, 0.1).unwrap());
+        let html = render(&r).unwrap();
+        assert!(html.contains("20 ✓, 40 invalid, 40 invalid"), "{html}");
+        assert!(
+            html.contains("<td>unknown (its levels could not count: invalid)</td>"),
+            "{html}"
+        );
+        assert!(!html.contains("below the first probe"), "{html}");
+        assert!(
+            html.contains(
+                "<td class=\"bad\">leaked 20 connections and 5 rooms in the 20 users level</td>"
+            ),
+            "{html}"
+        );
     }
 }
