@@ -1,9 +1,10 @@
 //! `exectl bench`: the seed's method end to end. For each level in order: run the scenario at that many
 //! users (the load engine, in process: users ramp in, then all of them are held at once for the hold)
 //! while the sampler reads the SUT on the same clock; then the leak check; then the level's verdict
-//! (`core::bench`). Stops after the first failing level unless asked to go on, and at once when asked
-//! from outside (`Stop`: a signal, a lost SUT link). The caller writes the results after every level, so
-//! a bench cut short keeps what it measured.
+//! (`core::bench`). Stops after the first level that did not hold its users (one that held them and
+//! leaked goes on, measured from what it left) unless asked to go on, and at once when asked from
+//! outside (`Stop`: a signal, a lost SUT link). The caller writes the results after every level, so a
+//! bench cut short keeps what it measured.
 
 pub mod clients;
 pub mod figures;
@@ -225,7 +226,7 @@ fn run_levels(
         if result.leak.ok == Some(false) && result.leak.sockets == Some(0) {
             ghosts = result.leak.instances.clone();
         }
-        let passed = result.passed;
+        let stops = result.stops_the_bench();
         out.push(result);
         after_level(Done {
             index,
@@ -233,7 +234,7 @@ fn run_levels(
             result: out.last().expect("just pushed"),
             samples: &samples,
         })?;
-        if !passed && !plan.continue_after_fail {
+        if stops && !plan.continue_after_fail {
             break;
         }
     }

@@ -355,6 +355,14 @@ impl LevelResult {
         })
     }
 
+    /// Whether the bench stops after this level (without `--continue-after-fail`): when its users were
+    /// not held (a knee; an invalid or interrupted level). A level that held them but leaked, or whose
+    /// leak check could not run, goes on: the next level is measured from what it left, and the
+    /// capacity is looked for above it.
+    pub fn stops_the_bench(&self) -> bool {
+        !self.outcome().held()
+    }
+
     /// "pass", or the outcome's word in capitals with the reasons: the line the terminal prints when a
     /// level ends.
     pub fn result_text(&self) -> String {
@@ -688,6 +696,33 @@ mod tests {
             "an instance that did not answer is not at zero"
         );
         assert!(LeakCheck::judge(vec![], 0, &[]).ok.is_none());
+    }
+
+    /// Review of #36, H3: a leaking build was benched to its first level only (a level that held its
+    /// users and leaked stopped the bench as a knee would), so its capacity read "at least" that level.
+    #[test]
+    fn only_a_level_that_did_not_hold_its_users_stops_the_bench() {
+        assert!(!level(100, 100, 0).stops_the_bench());
+        let leaked = level(100, 100, 3);
+        assert_eq!(leaked.outcome(), Outcome::Leaked);
+        assert!(!leaked.stops_the_bench(), "held, and leaked: the bench goes on");
+        let mut unchecked = level(100, 100, 0);
+        unchecked.outcome = Some(Outcome::LeakUnchecked);
+        assert!(!unchecked.stops_the_bench());
+        assert!(level(100, 90, 0).stops_the_bench(), "a knee");
+        let invalid = judged(
+            LevelFigures {
+                users: 100,
+                held: 100,
+                ..LevelFigures::default()
+            },
+            0,
+            Besides {
+                invalid: vec!["invalid: another client".into()],
+                ..Besides::default()
+            },
+        );
+        assert!(invalid.stops_the_bench());
     }
 
     #[test]
