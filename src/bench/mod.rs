@@ -31,6 +31,9 @@ pub struct Levels {
     pub levels: Vec<LoadOptions>,
     pub slos: Slos,
     pub settle: Duration,
+    /// The app drops an empty room this long after its last client left: rooms a shorter leak check
+    /// leaves are no leak shown.
+    pub room_cleanup: Duration,
     pub continue_after_fail: bool,
     /// nginx: worker_connections × worker processes, when the stack has an LB.
     pub nginx_capacity: Option<u64>,
@@ -97,13 +100,13 @@ pub struct Ran {
 }
 
 /// Run every level (the caller saves after each: `after_level`). `clients` reads the client sockets
-/// open to the stack (`clients::count`; None when they could not be read): after a failed leak check,
-/// none open means the instances count connections no socket holds — the app leaked them — and the
-/// next level is measured from them.
+/// open to the stack (`clients::count`; Err, why, when they could not be read): after a failed leak
+/// check, none open means the instances count connections no socket holds — the app leaked them — and
+/// the next level is measured from them.
 pub fn run(
     plan: Levels,
     sampler: &Sampler,
-    clients: &dyn Fn() -> Option<u64>,
+    clients: &dyn Fn() -> Result<u64, String>,
     after_level: impl FnMut(Done) -> Result<()>,
 ) -> Ran {
     let mut levels = Vec::new();
@@ -114,7 +117,7 @@ pub fn run(
 fn run_levels(
     plan: Levels,
     sampler: &Sampler,
-    clients: &dyn Fn() -> Option<u64>,
+    clients: &dyn Fn() -> Result<u64, String>,
     mut after_level: impl FnMut(Done) -> Result<()>,
     out: &mut Vec<LevelResult>,
 ) -> Result<()> {
@@ -161,11 +164,13 @@ fn run_levels(
             Some(_) => LeakCheck::not_run("the bench was stopped"),
             None => sampler.leak_check(plan.settle, plan.stop.asked.clone(), ghosts.clone()),
         };
-        // What is left held by a socket, or by none (the app's leak).
+        // Rooms only, within the app's cleanup: no leak shown. Else what is left is held by a socket,
+        // or by none (the app's leak).
+        let leak = leak.within_room_cleanup(&ghosts, plan.room_cleanup.as_millis() as u64);
         let leak = match leak.ok {
             Some(false) => {
                 let open = clients();
-                leak.with_sockets(open)
+                leak.with_sockets(open, &ghosts)
             }
             _ => leak,
         };

@@ -157,7 +157,7 @@ pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Res
     let cleanup = record.room_cleanup.unwrap_or(ROOM_CLEANUP);
     if settle < cleanup {
         progress.event(Event::Note(&format!(
-            "warning: --settle {} is shorter than the app's {} room cleanup (an empty room is dropped that long after its last client left): a leak check may fail on rooms only waiting to be dropped",
+            "warning: --settle {} is shorter than the app's {} room cleanup (an empty room is dropped that long after its last client left): a leak check that leaves rooms only cannot tell a leak from rooms waiting to be dropped",
             exectl_core::units::show(settle),
             exectl_core::units::show(cleanup)
         )));
@@ -213,6 +213,7 @@ pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Res
         levels: plans,
         slos,
         settle,
+        room_cleanup: cleanup,
         continue_after_fail,
         nginx_capacity,
         progress: sample_lines,
@@ -446,14 +447,16 @@ fn level_line(d: &Done, cpu: &CpuScale) -> String {
     )
 }
 
-/// The client sockets open to the stack (`bench::clients`), None when they could not be read within
-/// 10 s (a link that stalls must not stall the bench: it says so itself).
-async fn client_sockets(target: &Target, stack: &str, services: &[String]) -> Option<u64> {
+/// The client sockets open to the stack (`bench::clients`); Err (why) when they could not be read, or
+/// not within 10 s (a link that stalls must not stall the bench: it says so itself).
+async fn client_sockets(target: &Target, stack: &str, services: &[String]) -> Result<u64, String> {
     let count = crate::bench::clients::count(target, stack, services);
-    tokio::time::timeout(Duration::from_secs(10), count)
-        .await
-        .ok()?
-        .ok()
+    match tokio::time::timeout(Duration::from_secs(10), count).await {
+        Ok(counted) => counted.map_err(|e| format!("{e:#}")),
+        Err(_) => Err(format!(
+            "the client sockets open to stack {stack} were not read within 10 s"
+        )),
+    }
 }
 
 /// How long the instances' counts must stay unchanged, with no client socket open, before what they
@@ -519,10 +522,10 @@ async fn ready_and_idle(
             .collect();
         // Leftovers and no client socket: ghosts, once the counts hold still (or the wait is over).
         let clients = match idle.is_empty() {
-            true => None,
+            true => Err(String::new()),
             false => client_sockets(target, stack, &deployed.services).await,
         };
-        if clients == Some(0) {
+        if clients == Ok(0) {
             let since = match &steady {
                 Some((seen, t)) if *seen == counts => *t,
                 _ => now,
@@ -560,10 +563,13 @@ async fn ready_and_idle(
             if !unhealthy.is_empty() {
                 fixes.push("an instance Docker still calls unhealthy: see `exectl status` and its healthcheck's log (docker inspect), and deploy again to converge");
             }
-            if clients != Some(0) {
+            if clients != Ok(0) {
                 problems.extend(idle.iter().cloned());
-                if let Some(n) = clients {
-                    problems.push(format!("{n} client sockets are open to the stack"));
+                match clients {
+                    Ok(n) => problems.push(format!("{n} client sockets are open to the stack")),
+                    // Unknown: leftovers cannot be told from a client's.
+                    Err(why) if !why.is_empty() => problems.push(why),
+                    Err(_) => {}
                 }
                 fixes.push("another client (or a bench that was killed) still holds sockets (see exectl status): stop the client or wait for its sockets and rooms to close");
             }
