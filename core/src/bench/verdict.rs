@@ -1132,6 +1132,34 @@ mod tests {
         );
     }
 
+    /// README lists how a level's line can end: every outcome as the terminal says it (review of #36,
+    /// L2: `HELD; LEAK UNCHECKED` was missing).
+    #[test]
+    fn readme_lists_every_end_of_a_levels_line() {
+        let readme = include_str!("../../../README.md")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let at = readme
+            .find("Each level's line ends in ")
+            .expect("README says how a level's line ends");
+        let list = &readme[at..at + readme[at..].find(" with its reasons").unwrap()];
+        for o in [
+            Outcome::Pass,
+            Outcome::Leaked,
+            Outcome::LeakUnchecked,
+            Outcome::Fail,
+            Outcome::Invalid,
+            Outcome::Interrupted,
+        ] {
+            let said = match o {
+                Outcome::Pass => "pass".to_string(),
+                o => o.word().to_uppercase(),
+            };
+            assert!(list.contains(&format!("`{said}`")), "{said} in: {list}");
+        }
+    }
+
     #[test]
     fn frame_errors_are_named_by_kind_and_login_burst_logs_in() {
         let collab = LevelFigures {
