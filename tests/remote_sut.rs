@@ -292,6 +292,108 @@ fn link_lost_mid_bench(r: &Remote) {
     }
 }
 
+/// The SSH link stalls mid-level (the SUT's sshd and every session it serves are stopped, SIGSTOP: the
+/// TCP connections stay open and nothing answers, no error either): the bench ends and exits 3 as on a
+/// lost link, within a bound, instead of waiting for ever on a read of its lock or a host script
+/// (review of #36, M4). Its lock on the SUT is left; the next bench from here takes it over. The
+/// hold outlasts the lock read's 10 s deadline (the stall is found mid-level); the stack is idle after
+/// bench_over_ssh's settle, so a short one.
+fn link_stalls_mid_bench(r: &Remote) {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child =
+        r.x.command(&r.args(&[
+            "bench",
+            "--stack",
+            STACK,
+            "--levels",
+            "20",
+            "--hold",
+            "20s",
+            "--ramp",
+            "1s",
+            "--settle",
+            "5s",
+            "--sample",
+            "1s",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ]))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "the bench ended before every socket was open:\n{seen}"
+        );
+        seen.push_str(&line);
+        if line.contains("level 1/1: 20 users, open 20/20 at once") {
+            break;
+        }
+    }
+    let sshd: i32 = std::fs::read_to_string(r.sut.dir.join("sshd.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let stopped: Vec<i32> = std::iter::once(sshd).chain(descendants(sshd)).collect();
+    assert!(stopped.len() > 1, "the bench's SSH sessions");
+    for p in &stopped {
+        unsafe { libc::kill(*p, libc::SIGSTOP) };
+    }
+    let started = Instant::now();
+    // The rest of stderr on a thread: the bench's end is waited for with a bound.
+    let rest = std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut rest);
+        rest
+    });
+    // The lock's read gives up after 10 s, the sampler's node closes within 5 s: the bench ends in
+    // about 15 s; without a deadline it never did.
+    let bound = Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > bound {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let waited = started.elapsed();
+    for p in &stopped {
+        unsafe { libc::kill(*p, libc::SIGCONT) };
+    }
+    seen.push_str(&rest.join().unwrap());
+    let status = status
+        .unwrap_or_else(|| panic!("the bench still ran {bound:?} after the link stalled:\n{seen}"));
+    eprintln!(
+        "link stalled: the bench ended {:.0} s after sshd was stopped",
+        waited.as_secs_f64()
+    );
+    assert_eq!(status.code(), Some(3), "{seen}");
+    let last = seen.lines().last().unwrap_or_default();
+    assert!(
+        last.contains(&r.url)
+            && (last.contains("(the SSH link stalls)")
+                || last.contains("the SSH link was lost at"))
+            && last.contains("fix: check sshd"),
+        "the error names the link and the fix: {last}"
+    );
+    assert!(!seen.contains("limiting component"), "{seen}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !exec_ok(r) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// The SUT answers over SSH again.
 fn exec_ok(r: &Remote) -> bool {
     r.sut
@@ -467,6 +569,7 @@ async fn ha_stack_on_a_remote_sut_over_ssh() {
     // exec session in the SUT's sshd log for all the samples, not one a sample), the instances' counts
     // read through the forwards, the level held.
     bench_over_ssh(&r);
+    link_stalls_mid_bench(&r);
     link_lost_mid_bench(&r);
 
     // Nothing of this stack was ever created on the local engine.

@@ -104,9 +104,11 @@ pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Res
     let scenario = first.scenario.name().to_string();
 
     let target_name = spec.describe();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let rt = Runtime(Some(
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?,
+    ));
     // A browser that cannot start here is the client's problem: said before any load, not measured
     // as the SUT failing every level.
     if let Some(b) = &browser {
@@ -225,18 +227,21 @@ pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Res
     };
     let lock_lost: std::sync::Mutex<Option<anyhow::Error>> = Default::default();
     // A `--break-lock` from someone else (a teardown) stops the running level at once: it is
-    // interrupted (taken over), not the stack failing. A check that could not read the lock is a blip
-    // of the link (the sampler says when it is lost for good): checked again next time.
+    // interrupted (taken over), not the stack failing. A read of the SUT's lock that did not answer
+    // in time is the link stalling: the bench stops as on a lost link (exit 3). A check that failed
+    // otherwise is a blip of the link (the sampler says when it is lost for good): checked again.
     let taken_over = |when: &str| {
         if let Err(e) = lock.still_held() {
-            match e.downcast_ref::<crate::engine::lock::LockLost>() {
-                Some(l) => {
-                    stop.stop(format!("the stack's lock was taken over by {}", l.taken_by));
-                    lock_lost.lock().unwrap().get_or_insert(e);
-                }
-                None => progress.event(Event::Note(&format!(
+            if let Some(l) = e.downcast_ref::<crate::engine::lock::LockLost>() {
+                stop.stop(format!("the stack's lock was taken over by {}", l.taken_by));
+                lock_lost.lock().unwrap().get_or_insert(e);
+            } else if e.chain().any(|c| c.is::<exectl_core::error::Unreachable>()) {
+                stop.stop(format!("the link to the SUT was lost: {e:#}"));
+                lock_lost.lock().unwrap().get_or_insert(e);
+            } else {
+                progress.event(Event::Note(&format!(
                     "warning: could not check the stack's lock {when}: {e:#}"
-                ))),
+                )));
             }
         }
     };
@@ -310,7 +315,10 @@ pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Res
         .into());
     }
     if let Some(e) = lock_lost {
-        return Err(e);
+        return Err(e.context(format!(
+            "the bench stopped; what was measured until then is in {}",
+            out.path.display()
+        )));
     }
     if let Some(e) = ran.failed {
         return Err(e.context(format!(
@@ -320,6 +328,26 @@ pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Res
     }
     let report = out.path.join(REPORT);
     Ok(BenchOutcome { results, report })
+}
+
+/// The bench's runtime, shut down without waiting for its blocking threads: a read of the client
+/// sockets on a stalled SSH link never returns (its deadline left it there), and would hold the
+/// bench's end for ever.
+struct Runtime(Option<tokio::runtime::Runtime>);
+
+impl std::ops::Deref for Runtime {
+    type Target = tokio::runtime::Runtime;
+    fn deref(&self) -> &Self::Target {
+        self.0.as_ref().expect("until dropped")
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
 }
 
 /// What the bench takes from the stack's record: its knobs (for results.json and `runs diff`), nginx's
