@@ -86,8 +86,9 @@ pub async fn count(target: &Target, stack: &str, services: &[String]) -> Result<
         }
     }
     let netns: Vec<Netns> = found.into_iter().map(|(_, _, n)| n).collect();
-    sockets::clients(&netns, &internal)
-        .map_err(|why| anyhow::anyhow!("the client sockets open to stack {stack} are unknown: {why}"))
+    sockets::clients(&netns, &internal).map_err(|why| {
+        anyhow::anyhow!("the client sockets open to stack {stack} are unknown: {why}")
+    })
 }
 
 #[cfg(test)]

@@ -203,7 +203,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_engine_that_is_no_manager_is_bad_input_a_leaderless_swarm_fails_and_one_that_does_not_answer_unreachable() {
+    fn an_engine_that_is_no_manager_is_bad_input_a_leaderless_swarm_fails_and_one_that_does_not_answer_unreachable(
+    ) {
         let target = "swarm+ssh://root@10.0.0.2:22";
         // A worker's answer (moby's errNoManager), and an engine in no swarm at all.
         for message in [

@@ -743,7 +743,10 @@ mod tests {
         assert!(!level(100, 100, 0).stops_the_bench());
         let leaked = level(100, 100, 3);
         assert_eq!(leaked.outcome(), Outcome::Leaked);
-        assert!(!leaked.stops_the_bench(), "held, and leaked: the bench goes on");
+        assert!(
+            !leaked.stops_the_bench(),
+            "held, and leaked: the bench goes on"
+        );
         let mut unchecked = level(100, 100, 0);
         unchecked.outcome = Some(Outcome::LeakUnchecked);
         assert!(!unchecked.stops_the_bench());
@@ -1105,14 +1108,19 @@ mod tests {
         );
         assert!(l.limiting.is_none());
         let v = Verdict::of(std::slice::from_ref(&l), &[20]);
-        assert!(v.leaked.is_empty() && !v.headline.contains("leaked"), "{}", v.headline);
+        assert!(
+            v.leaked.is_empty() && !v.headline.contains("leaked"),
+            "{}",
+            v.headline
+        );
         // Past the cleanup, with no socket open: rooms the app kept, said as rooms.
         let kept = LeakCheck::judge(vec![inst("app-1", Some(1), Some(1))], 31_000, &ghosts)
             .within_room_cleanup(&ghosts, 30_000)
             .with_sockets(Ok(0), &ghosts);
         assert_eq!(kept.ok, Some(false));
         assert!(
-            kept.detail.ends_with("the app keeps rooms no one is in past their cleanup (it leaked them)"),
+            kept.detail
+                .ends_with("the app keeps rooms no one is in past their cleanup (it leaked them)"),
             "{}",
             kept.detail
         );
@@ -1122,7 +1130,10 @@ mod tests {
         assert_eq!(conns.ok, Some(false));
         // Sockets that could not be read: the leftovers are not said to be held by none.
         let unknown = LeakCheck::judge(vec![inst("app-1", Some(3), Some(1))], 5_000, &ghosts)
-            .with_sockets(Err("app-1's /proc/7/net/tcp could not be read".into()), &ghosts);
+            .with_sockets(
+                Err("app-1's /proc/7/net/tcp could not be read".into()),
+                &ghosts,
+            );
         assert_eq!((unknown.ok, unknown.sockets), (Some(false), None));
         assert!(
             unknown.detail.ends_with("; app-1's /proc/7/net/tcp could not be read: what is left cannot be told from a client's")

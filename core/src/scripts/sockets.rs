@@ -54,9 +54,7 @@ pub fn parse_established(text: &str, pids: &[i64]) -> Vec<Option<Vec<Socket>>> {
             .then(|| body.lines().filter_map(socket).collect());
         parts.insert(pid, read);
     }
-    pids.iter()
-        .map(|p| parts.remove(p).flatten())
-        .collect()
+    pids.iter().map(|p| parts.remove(p).flatten()).collect()
 }
 
 /// "   2: 0000000000000000FFFF0000040013AC:1F90 0000000000000000FFFF0000050013AC:CFD2 01 …".
@@ -290,7 +288,10 @@ mod tests {
         let mut s = stack(vec![], vec![]);
         s[0].always_connected = true;
         let why = clients(&s, &internal).unwrap_err();
-        assert!(why.starts_with("app-1's /proc/1306/net/tcp shows no established socket"), "{why}");
+        assert!(
+            why.starts_with("app-1's /proc/1306/net/tcp shows no established socket"),
+            "{why}"
+        );
         // A front door with none is an idle one.
         assert_eq!(clients(&stack(vec![], vec![]), &internal), Ok(0));
     }
@@ -299,7 +300,9 @@ mod tests {
     fn the_script_filters_established_sockets_on_the_host() {
         let s = established(&[12, 34]);
         assert_eq!(s.args, ["12", "34"]);
-        assert!(s.body.contains("cat /proc/$p/net/tcp 2>/dev/null || echo @@exectl-unreadable;"));
+        assert!(s
+            .body
+            .contains("cat /proc/$p/net/tcp 2>/dev/null || echo @@exectl-unreadable;"));
         assert!(s.body.contains(" 01 '"));
     }
 }

@@ -481,7 +481,10 @@ pub mod tests {
             Default::default(),
             super::super::Limiting::unknown,
         );
-        assert_eq!(unchecked.outcome(), super::super::verdict::Outcome::LeakUnchecked);
+        assert_eq!(
+            unchecked.outcome(),
+            super::super::verdict::Outcome::LeakUnchecked
+        );
         r.levels = vec![unchecked.with_ghosts(vec![room])];
         r.levels_asked = vec![200];
         r.verdict = Verdict::of(&r.levels, &r.levels_asked);
