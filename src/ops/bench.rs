@@ -134,6 +134,12 @@ pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Res
         false,
     ))?;
     let ghosts = rt.block_on(ready_and_idle(&target, &stack, &deployed, settle, progress))?;
+    // A front door that refuses, or does not answer, is no level to measure (exit 3), as for `load`; a
+    // 404 behind it is the stack's, measured (its record gave the door, no flag of the user's).
+    rt.block_on(crate::load::front_door::knock(
+        &first.endpoint,
+        Some(&stack),
+    ))?;
     let bundle = spec.bundle_dir(&stack);
     let started_unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
