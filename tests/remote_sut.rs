@@ -202,12 +202,19 @@ fn descendants(pid: i32) -> Vec<i32> {
     out
 }
 
-/// The SSH link dies mid-level (the SUT's sshd on the bench's port and every session it serves are
-/// killed, so connecting again fails too): the bench exits 3 naming the link, when and why, and blames
-/// nothing of the app. sshd is started again afterwards.
-fn link_lost_mid_bench(r: &Remote) {
+/// A bench of 20 users on the stack, its stderr read until all 20 are open at once: the bench, the rest
+/// of its stderr, and what it said until then.
+fn bench_all_open(
+    r: &Remote,
+    dir: &Path,
+    hold: &str,
+    settle: &str,
+) -> (
+    std::process::Child,
+    std::io::BufReader<std::process::ChildStderr>,
+    String,
+) {
     use std::io::BufRead;
-    let dir = tempfile::tempdir().unwrap();
     let mut child =
         r.x.command(&r.args(&[
             "bench",
@@ -216,15 +223,15 @@ fn link_lost_mid_bench(r: &Remote) {
             "--levels",
             "20",
             "--hold",
-            "12s",
+            hold,
             "--ramp",
             "1s",
             "--settle",
-            "45s",
+            settle,
             "--sample",
             "1s",
             "--out",
-            dir.path().to_str().unwrap(),
+            dir.to_str().unwrap(),
         ]))
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -234,23 +241,41 @@ fn link_lost_mid_bench(r: &Remote) {
     let mut seen = String::new();
     loop {
         let mut line = String::new();
-        assert!(
-            err.read_line(&mut line).unwrap() > 0,
-            "the bench ended before every socket was open:\n{seen}"
-        );
+        let read = err.read_line(&mut line).unwrap_or(0);
         seen.push_str(&line);
-        if line.contains("level 1/1: 20 users, open 20/20 at once") {
-            break;
+        match read {
+            0 => {
+                let _ = child.wait();
+                panic!("the bench ended before every socket was open:\n{seen}")
+            }
+            _ if line.contains("level 1/1: 20 users, open 20/20 at once") => {
+                return (child, err, seen)
+            }
+            _ => {}
         }
     }
+}
+
+/// The SUT's sshd and every session it serves (the bench's among them).
+fn sshd_and_sessions(r: &Remote) -> Vec<i32> {
     let sshd: i32 = std::fs::read_to_string(r.sut.dir.join("sshd.pid"))
         .unwrap()
         .trim()
         .parse()
         .unwrap();
-    let sessions = descendants(sshd);
-    assert!(!sessions.is_empty(), "the bench's SSH sessions");
-    for p in std::iter::once(sshd).chain(sessions) {
+    let all: Vec<i32> = std::iter::once(sshd).chain(descendants(sshd)).collect();
+    assert!(all.len() > 1, "the bench's SSH sessions");
+    all
+}
+
+/// The SSH link dies mid-level (the SUT's sshd on the bench's port and every session it serves are
+/// killed, so connecting again fails too): the bench exits 3 naming the link, when and why, and blames
+/// nothing of the app. sshd is started again afterwards.
+fn link_lost_mid_bench(r: &Remote) {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, mut err, mut seen) = bench_all_open(r, dir.path(), "12s", "45s");
+    let killed = sshd_and_sessions(r);
+    for p in killed {
         unsafe { libc::kill(p, libc::SIGKILL) };
     }
     let started = Instant::now();
@@ -299,50 +324,9 @@ fn link_lost_mid_bench(r: &Remote) {
 /// hold outlasts the lock read's 10 s deadline (the stall is found mid-level); the stack is idle after
 /// bench_over_ssh's settle, so a short one.
 fn link_stalls_mid_bench(r: &Remote) {
-    use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
-    let mut child =
-        r.x.command(&r.args(&[
-            "bench",
-            "--stack",
-            STACK,
-            "--levels",
-            "20",
-            "--hold",
-            "20s",
-            "--ramp",
-            "1s",
-            "--settle",
-            "5s",
-            "--sample",
-            "1s",
-            "--out",
-            dir.path().to_str().unwrap(),
-        ]))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut seen = String::new();
-    loop {
-        let mut line = String::new();
-        assert!(
-            err.read_line(&mut line).unwrap() > 0,
-            "the bench ended before every socket was open:\n{seen}"
-        );
-        seen.push_str(&line);
-        if line.contains("level 1/1: 20 users, open 20/20 at once") {
-            break;
-        }
-    }
-    let sshd: i32 = std::fs::read_to_string(r.sut.dir.join("sshd.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    let stopped: Vec<i32> = std::iter::once(sshd).chain(descendants(sshd)).collect();
-    assert!(stopped.len() > 1, "the bench's SSH sessions");
+    let (mut child, mut err, mut seen) = bench_all_open(r, dir.path(), "20s", "5s");
+    let stopped = sshd_and_sessions(r);
     for p in &stopped {
         unsafe { libc::kill(*p, libc::SIGSTOP) };
     }
