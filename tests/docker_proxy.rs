@@ -195,6 +195,39 @@ fn docker_proxy_at_its_nofile_is_named_and_the_userland_proxy_off_holds_the_leve
             .max()
             .unwrap();
         assert!(most > 300, "it held {most} files before it stopped");
+
+        // The proxy is gone for good: the stack's containers run and its front door refuses. A bench
+        // now measures nothing (review of #36, L6): exit 3 naming the front door, as `load` does, where
+        // it recorded a knee of users that never connected.
+        let dir = inside.x.state.path().join("bench-closed");
+        let out = inside.run(&[
+            "bench",
+            "--stack",
+            &stack,
+            "--scenario",
+            "idle",
+            "--levels",
+            "10",
+            "--hold",
+            "2s",
+            "--settle",
+            "5s",
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{stderr}");
+        let said = format!(":{LB_PORT}/ cannot be reached: connecting to");
+        assert!(
+            stderr.contains("the front door http://")
+                && stderr.contains(&said)
+                && stderr.contains(&format!("fix: check that stack {stack} runs")),
+            "{said:?} in:\n{stderr}"
+        );
+        assert!(
+            !dir.join("results.json").exists(),
+            "nothing measured:\n{stderr}"
+        );
     }
 
     // The same stack, the same level, on an engine with the userland proxy off: held.

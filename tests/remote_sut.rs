@@ -202,12 +202,19 @@ fn descendants(pid: i32) -> Vec<i32> {
     out
 }
 
-/// The SSH link dies mid-level (the SUT's sshd on the bench's port and every session it serves are
-/// killed, so connecting again fails too): the bench exits 3 naming the link, when and why, and blames
-/// nothing of the app. sshd is started again afterwards.
-fn link_lost_mid_bench(r: &Remote) {
+/// A bench of 20 users on the stack, its stderr read until all 20 are open at once: the bench, the rest
+/// of its stderr, and what it said until then.
+fn bench_all_open(
+    r: &Remote,
+    dir: &Path,
+    hold: &str,
+    settle: &str,
+) -> (
+    std::process::Child,
+    std::io::BufReader<std::process::ChildStderr>,
+    String,
+) {
     use std::io::BufRead;
-    let dir = tempfile::tempdir().unwrap();
     let mut child =
         r.x.command(&r.args(&[
             "bench",
@@ -216,15 +223,15 @@ fn link_lost_mid_bench(r: &Remote) {
             "--levels",
             "20",
             "--hold",
-            "12s",
+            hold,
             "--ramp",
             "1s",
             "--settle",
-            "45s",
+            settle,
             "--sample",
             "1s",
             "--out",
-            dir.path().to_str().unwrap(),
+            dir.to_str().unwrap(),
         ]))
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -234,23 +241,41 @@ fn link_lost_mid_bench(r: &Remote) {
     let mut seen = String::new();
     loop {
         let mut line = String::new();
-        assert!(
-            err.read_line(&mut line).unwrap() > 0,
-            "the bench ended before every socket was open:\n{seen}"
-        );
+        let read = err.read_line(&mut line).unwrap_or(0);
         seen.push_str(&line);
-        if line.contains("level 1/1: 20 users, open 20/20 at once") {
-            break;
+        match read {
+            0 => {
+                let _ = child.wait();
+                panic!("the bench ended before every socket was open:\n{seen}")
+            }
+            _ if line.contains("level 1/1: 20 users, open 20/20 at once") => {
+                return (child, err, seen)
+            }
+            _ => {}
         }
     }
+}
+
+/// The SUT's sshd and every session it serves (the bench's among them).
+fn sshd_and_sessions(r: &Remote) -> Vec<i32> {
     let sshd: i32 = std::fs::read_to_string(r.sut.dir.join("sshd.pid"))
         .unwrap()
         .trim()
         .parse()
         .unwrap();
-    let sessions = descendants(sshd);
-    assert!(!sessions.is_empty(), "the bench's SSH sessions");
-    for p in std::iter::once(sshd).chain(sessions) {
+    let all: Vec<i32> = std::iter::once(sshd).chain(descendants(sshd)).collect();
+    assert!(all.len() > 1, "the bench's SSH sessions");
+    all
+}
+
+/// The SSH link dies mid-level (the SUT's sshd on the bench's port and every session it serves are
+/// killed, so connecting again fails too): the bench exits 3 naming the link, when and why, and blames
+/// nothing of the app. sshd is started again afterwards.
+fn link_lost_mid_bench(r: &Remote) {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, mut err, mut seen) = bench_all_open(r, dir.path(), "12s", "45s");
+    let killed = sshd_and_sessions(r);
+    for p in killed {
         unsafe { libc::kill(p, libc::SIGKILL) };
     }
     let started = Instant::now();
@@ -283,6 +308,67 @@ fn link_lost_mid_bench(r: &Remote) {
     eprintln!("{last}");
     assert!(
         last.contains(&said) && last.contains("; fix: check sshd"),
+        "the error names the link and the fix: {last}"
+    );
+    assert!(!seen.contains("limiting component"), "{seen}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !exec_ok(r) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The SSH link stalls mid-level (the SUT's sshd and every session it serves are stopped, SIGSTOP: the
+/// TCP connections stay open and nothing answers, no error either): the bench ends and exits 3 as on a
+/// lost link, within a bound, instead of waiting for ever on a read of its lock or a host script
+/// (review of #36, M4). Its lock on the SUT is left; the next bench from here takes it over. The
+/// hold outlasts the lock read's 10 s deadline (the stall is found mid-level); the stack is idle after
+/// bench_over_ssh's settle, so a short one.
+fn link_stalls_mid_bench(r: &Remote) {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, mut err, mut seen) = bench_all_open(r, dir.path(), "20s", "5s");
+    let stopped = sshd_and_sessions(r);
+    for p in &stopped {
+        unsafe { libc::kill(*p, libc::SIGSTOP) };
+    }
+    let started = Instant::now();
+    // The rest of stderr on a thread: the bench's end is waited for with a bound.
+    let rest = std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut rest);
+        rest
+    });
+    // The lock's read gives up after 10 s, the sampler's node closes within 5 s: the bench ends in
+    // about 15 s; without a deadline it never did.
+    let bound = Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > bound {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let waited = started.elapsed();
+    for p in &stopped {
+        unsafe { libc::kill(*p, libc::SIGCONT) };
+    }
+    seen.push_str(&rest.join().unwrap());
+    let status = status
+        .unwrap_or_else(|| panic!("the bench still ran {bound:?} after the link stalled:\n{seen}"));
+    eprintln!(
+        "link stalled: the bench ended {:.0} s after sshd was stopped",
+        waited.as_secs_f64()
+    );
+    assert_eq!(status.code(), Some(3), "{seen}");
+    let last = seen.lines().last().unwrap_or_default();
+    assert!(
+        last.contains(&r.url)
+            && (last.contains("(the SSH link stalls)")
+                || last.contains("the SSH link was lost at"))
+            && last.contains("fix: check sshd"),
         "the error names the link and the fix: {last}"
     );
     assert!(!seen.contains("limiting component"), "{seen}");
@@ -467,6 +553,7 @@ async fn ha_stack_on_a_remote_sut_over_ssh() {
     // exec session in the SUT's sshd log for all the samples, not one a sample), the instances' counts
     // read through the forwards, the level held.
     bench_over_ssh(&r);
+    link_stalls_mid_bench(&r);
     link_lost_mid_bench(&r);
 
     // Nothing of this stack was ever created on the local engine.

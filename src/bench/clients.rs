@@ -10,8 +10,11 @@ use anyhow::Result;
 use crate::sut::Target;
 use exectl_core::scripts::sockets::{self, Netns};
 
-/// How many client sockets are open to `stack`'s `services` (a service not running has none).
+/// How many client sockets are open to `stack`'s `services` (a service not running has none); Err when
+/// a container's sockets could not be read (`sockets::clients`: no count is better than a wrong 0).
 pub async fn count(target: &Target, stack: &str, services: &[String]) -> Result<u64> {
+    // An instance of a stack with Redis holds its relay's connections for its life.
+    let redis = services.iter().any(|s| s == "redis");
     // (its engine, its PID, what the count needs of it)
     let mut found: Vec<(&Target, i64, Netns)> = Vec::new();
     let mut internal: Vec<IpAddr> = Vec::new();
@@ -56,10 +59,12 @@ pub async fn count(target: &Target, stack: &str, services: &[String]) -> Result<
             pid,
             Netns {
                 service: service.clone(),
+                pid,
                 client_ports,
                 app,
+                always_connected: app && redis,
                 gateways: nets.values().filter_map(|n| ip(&n.gateway)).collect(),
-                sockets: vec![],
+                sockets: None,
             },
         ));
     }
@@ -81,5 +86,28 @@ pub async fn count(target: &Target, stack: &str, services: &[String]) -> Result<
         }
     }
     let netns: Vec<Netns> = found.into_iter().map(|(_, _, n)| n).collect();
-    Ok(sockets::clients(&netns, &internal))
+    sockets::clients(&netns, &internal).map_err(|why| {
+        anyhow::anyhow!("the client sockets open to stack {stack} are unknown: {why}")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shell::{HostShell, Local};
+
+    /// Review of #36, H1: the host script run for real on this machine: a PID it cannot read (one
+    /// that does not exist: as one hidden by hidepid, or of another PID namespace) is said unreadable,
+    /// not read as no socket; this process's own namespace is read.
+    #[test]
+    fn the_script_says_a_pid_it_cannot_read() {
+        let me = std::process::id() as i64;
+        let gone = i32::MAX as i64;
+        let pids = [me, gone];
+        let out = Local.run(&sockets::established(&pids), None).unwrap();
+        assert_eq!(out.code, 0, "{out:?}");
+        let parts = sockets::parse_established(&out.stdout, &pids);
+        assert!(parts[0].is_some(), "{}", out.stdout);
+        assert_eq!(parts[1], None, "{}", out.stdout);
+    }
 }

@@ -1,9 +1,10 @@
 //! `exectl bench`: the seed's method end to end. For each level in order: run the scenario at that many
 //! users (the load engine, in process: users ramp in, then all of them are held at once for the hold)
 //! while the sampler reads the SUT on the same clock; then the leak check; then the level's verdict
-//! (`core::bench`). Stops after the first failing level unless asked to go on, and at once when asked
-//! from outside (`Stop`: a signal, a lost SUT link). The caller writes the results after every level, so
-//! a bench cut short keeps what it measured.
+//! (`core::bench`). Stops after the first level that did not hold its users (one that held them and
+//! leaked goes on, measured from what it left) unless asked to go on, and at once when asked from
+//! outside (`Stop`: a signal, a lost SUT link). The caller writes the results after every level, so a
+//! bench cut short keeps what it measured.
 
 pub mod clients;
 pub mod figures;
@@ -30,6 +31,9 @@ pub struct Levels {
     pub levels: Vec<LoadOptions>,
     pub slos: Slos,
     pub settle: Duration,
+    /// The app drops an empty room this long after its last client left: rooms a shorter leak check
+    /// leaves are no leak shown.
+    pub room_cleanup: Duration,
     pub continue_after_fail: bool,
     /// nginx: worker_connections × worker processes, when the stack has an LB.
     pub nginx_capacity: Option<u64>,
@@ -96,13 +100,13 @@ pub struct Ran {
 }
 
 /// Run every level (the caller saves after each: `after_level`). `clients` reads the client sockets
-/// open to the stack (`clients::count`; None when they could not be read): after a failed leak check,
-/// none open means the instances count connections no socket holds — the app leaked them — and the
-/// next level is measured from them.
+/// open to the stack (`clients::count`; Err, why, when they could not be read): after a failed leak
+/// check, none open means the instances count connections no socket holds — the app leaked them — and
+/// the next level is measured from them.
 pub fn run(
     plan: Levels,
     sampler: &Sampler,
-    clients: &dyn Fn() -> Option<u64>,
+    clients: &dyn Fn() -> Result<u64, String>,
     after_level: impl FnMut(Done) -> Result<()>,
 ) -> Ran {
     let mut levels = Vec::new();
@@ -113,7 +117,7 @@ pub fn run(
 fn run_levels(
     plan: Levels,
     sampler: &Sampler,
-    clients: &dyn Fn() -> Option<u64>,
+    clients: &dyn Fn() -> Result<u64, String>,
     mut after_level: impl FnMut(Done) -> Result<()>,
     out: &mut Vec<LevelResult>,
 ) -> Result<()> {
@@ -160,11 +164,13 @@ fn run_levels(
             Some(_) => LeakCheck::not_run("the bench was stopped"),
             None => sampler.leak_check(plan.settle, plan.stop.asked.clone(), ghosts.clone()),
         };
-        // What is left held by a socket, or by none (the app's leak).
+        // Rooms only, within the app's cleanup: no leak shown. Else what is left is held by a socket,
+        // or by none (the app's leak).
+        let leak = leak.within_room_cleanup(&ghosts, plan.room_cleanup.as_millis() as u64);
         let leak = match leak.ok {
             Some(false) => {
                 let open = clients();
-                leak.with_sockets(open)
+                leak.with_sockets(open, &ghosts)
             }
             _ => leak,
         };
@@ -225,7 +231,7 @@ fn run_levels(
         if result.leak.ok == Some(false) && result.leak.sockets == Some(0) {
             ghosts = result.leak.instances.clone();
         }
-        let passed = result.passed;
+        let stops = result.stops_the_bench();
         out.push(result);
         after_level(Done {
             index,
@@ -233,7 +239,7 @@ fn run_levels(
             result: out.last().expect("just pushed"),
             samples: &samples,
         })?;
-        if !passed && !plan.continue_after_fail {
+        if stops && !plan.continue_after_fail {
             break;
         }
     }

@@ -149,6 +149,9 @@ impl Sampler {
                         }
                     }
                 });
+                // Not waiting for its blocking threads: a host script's read on a stalled SSH link
+                // never returns (its deadline left it there), and would hold the bench's end.
+                rt.shutdown_background();
             })
             .context("starting the sampler thread")?;
         let (t0, facts) = ready_rx

@@ -8,8 +8,6 @@ use anyhow::{Context, Result};
 use crate::cli::options::load::{check_out, LoadFlags};
 use crate::cli::LoadArgs;
 use crate::load::{endpoint, LoadOptions};
-use exectl_core::error::Unreachable;
-use std::time::Duration;
 
 pub fn run(args: &LoadArgs) -> Result<i32> {
     let flags = LoadFlags::of(args);
@@ -60,13 +58,11 @@ impl crate::ops::Progress for Lines {
     }
 }
 
-/// Before any load, the front door: a TCP connect refused, or unanswered within 5 s, is unreachable
-/// (exit 3: every user would fail to connect, and a failed connect is no figure). Then one GET
-/// /healthcheck: a 404 means no app behind that front door — every login would 404 — so refuse with a
-/// fix that works (a Traefik not routing the Host sent is named as such when the front door is
-/// Traefik, a path that no app answers under as such: `endpoint::not_routed`). Any other answer (a
-/// slow or failing server included) is the run's to measure.
-pub fn check_front_door(args: &LoadFlags, opts: &LoadOptions) -> Result<()> {
+/// Before any load, the front door (`load::front_door`): unreachable is exit 3. A 404 from its
+/// /healthcheck means no app behind that front door — every login would 404 — so refuse with a fix that
+/// works (a Traefik not routing the Host sent is named as such when the front door is Traefik, a path
+/// that no app answers under as such: `endpoint::not_routed`).
+fn check_front_door(args: &LoadFlags, opts: &LoadOptions) -> Result<()> {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -74,51 +70,12 @@ pub fn check_front_door(args: &LoadFlags, opts: &LoadOptions) -> Result<()> {
         Ok(rt) => rt,
         Err(_) => return Ok(()),
     };
-    let addr = opts.endpoint.addr;
-    let connect = rt.block_on(async {
-        tokio::time::timeout(DOOR_TIMEOUT, tokio::net::TcpStream::connect(addr)).await
-    });
-    let unreachable = |why: String| {
-        let fix = match &args.stack {
-            Some(s) => format!(
-                "check that stack {s} runs (`exectl status --stack {s}`), or deploy it again"
-            ),
-            None => format!(
-                "check the address and port of --url (nothing answers at {addr}), or give --stack \
-                 NAME for a stack exectl deployed"
-            ),
-        };
-        anyhow::Error::new(Unreachable {
-            what: format!(
-                "the front door {} cannot be reached: {why}",
-                opts.endpoint.base
-            ),
-            fix,
-        })
-    };
-    match connect {
-        Err(_) => {
-            return Err(unreachable(format!(
-                "no TCP connect to {addr} within {} s",
-                DOOR_TIMEOUT.as_secs()
-            )))
-        }
-        Ok(Err(e)) => return Err(unreachable(format!("connecting to {addr}: {e}"))),
-        // Closed at once: the check below is a connection of its own.
-        Ok(Ok(probe)) => drop(probe),
-    }
-    let http = crate::app::Client::new(1, crate::load::TIMEOUTS);
-    let answer = rt.block_on(
-        http.healthcheck(&opts.endpoint)
-            .timeout(DOOR_TIMEOUT)
-            .answer(),
-    );
-    let body = match answer {
-        Ok(a) if a.status == reqwest::StatusCode::NOT_FOUND => match a.body {
-            serde_json::Value::String(text) => text,
-            other => other.to_string(),
-        },
-        _ => return Ok(()),
+    let knocked = rt.block_on(crate::load::front_door::knock(
+        &opts.endpoint,
+        args.stack.as_deref(),
+    ))?;
+    let Some(body) = knocked else {
+        return Ok(());
     };
     let (field, value) = match (&args.stack, &args.host_header, &args.url) {
         (Some(s), _, _) => ("--stack", s.clone()),
@@ -138,6 +95,3 @@ pub fn check_front_door(args: &LoadFlags, opts: &LoadOptions) -> Result<()> {
     )
     .into())
 }
-
-/// How long the front door has to accept a connection, and to answer /healthcheck.
-const DOOR_TIMEOUT: Duration = Duration::from_secs(5);

@@ -7,6 +7,7 @@
 //! frozen server keeps its sockets open without a word (`exectl_core::load::liveness`).
 
 pub mod endpoint;
+pub mod front_door;
 pub mod manifest;
 pub mod metrics;
 pub mod plateau;

@@ -33,7 +33,8 @@ pub struct Settings {
     pub follow_server_pings: bool,
 }
 
-fn yes() -> bool {
+/// A serde default of true (`follow_server_pings` here and in a slice's spec).
+pub(super) fn yes() -> bool {
     true
 }
 

@@ -124,20 +124,29 @@ pub async fn list_nodes(manager: &Docker, target: &str) -> Result<Vec<Node>> {
     Ok(out)
 }
 
-/// The engine's refusal to list nodes as what it means: its 503 ("This node is not a swarm manager")
-/// says the target is no manager, which the user must change; anything else stays the engine's error.
+/// The engine's refusal to list nodes as what it means: its 503 "This node is not a swarm manager"
+/// says the target is no manager, which the user must change (exit 2); a manager's own 503s (a swarm
+/// that lost its quorum: "The swarm does not have a leader") are the swarm failing, said as such;
+/// anything else stays the engine's error.
 fn not_a_manager(e: bollard::errors::Error, target: &str) -> anyhow::Error {
     match e {
         bollard::errors::Error::DockerResponseServerError {
             status_code: 503,
             message,
-        } => exectl_core::error::UsageError::new(
+        } if message.contains("not a swarm manager") => exectl_core::error::UsageError::new(
             "--target",
             target,
             format!("that engine is not a swarm manager: it answers \"{}\"", message.trim()),
             "give a manager of the swarm (docker node ls there lists the nodes): --target swarm+ssh://USER@MANAGER, or ssh://USER@HOST for one engine",
         )
         .into(),
+        bollard::errors::Error::DockerResponseServerError {
+            status_code: 503,
+            message,
+        } if message.contains("does not have a leader") => anyhow::anyhow!(
+            "listing the swarm's nodes on {target}: the swarm has no leader (too few of its managers are reachable to hold a quorum): it answers \"{}\"; fix: bring its managers back (docker node ls on each), or on one of them `docker swarm init --force-new-cluster`",
+            message.trim()
+        ),
         e => anyhow::Error::new(e).context(format!("listing the swarm's nodes on {target}")),
     }
 }
@@ -194,7 +203,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_engine_that_is_no_manager_is_bad_input_and_one_that_does_not_answer_unreachable() {
+    fn an_engine_that_is_no_manager_is_bad_input_a_leaderless_swarm_fails_and_one_that_does_not_answer_unreachable(
+    ) {
         let target = "swarm+ssh://root@10.0.0.2:22";
         // A worker's answer (moby's errNoManager), and an engine in no swarm at all.
         for message in [
@@ -216,6 +226,32 @@ mod tests {
                 "{text}"
             );
         }
+        // A manager of a swarm that lost its quorum answers 503 too: no bad input, the swarm failing.
+        let leaderless = not_a_manager(
+            bollard::errors::Error::DockerResponseServerError {
+                status_code: 503,
+                message: "rpc error: code = Unknown desc = The swarm does not have a leader. It's possible that too few managers are online. Make sure more than half of the managers are online.".into(),
+            },
+            target,
+        );
+        assert_eq!(crate::error::exit_code(&leaderless), 1, "{leaderless:#}");
+        let text = format!("{leaderless:#}");
+        assert!(
+            !text.contains("not a swarm manager")
+                && text.contains("the swarm has no leader")
+                && text.contains("does not have a leader")
+                && text.contains("fix: bring its managers back"),
+            "{text}"
+        );
+        // Another 503 stays the engine's.
+        let other = not_a_manager(
+            bollard::errors::Error::DockerResponseServerError {
+                status_code: 503,
+                message: "something else".into(),
+            },
+            target,
+        );
+        assert_eq!(crate::error::exit_code(&other), 1, "{other:#}");
         let down = not_a_manager(
             bollard::errors::Error::IOError {
                 err: std::io::Error::from(std::io::ErrorKind::ConnectionReset),

@@ -125,25 +125,59 @@ impl LeakCheck {
             .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
     }
 
-    /// The client sockets open to the stack when a failed check ended (`sockets`), said: none means the
-    /// instances count connections no socket holds — ghosts, the app's leak.
-    pub fn with_sockets(mut self, sockets: Option<u64>) -> LeakCheck {
+    /// A failed check that left only rooms (no connection beyond the baseline, `ghosts`) and ended
+    /// before the app's room cleanup (`cleanup_ms`: it drops an empty room that long after its last
+    /// client left) shows no leak: those rooms may be waiting for it. It could not tell (ok None), and
+    /// says so.
+    pub fn within_room_cleanup(mut self, ghosts: &[InstanceSample], cleanup_ms: u64) -> LeakCheck {
+        let (connections, rooms) = self.left(ghosts);
+        if self.ok == Some(false) && connections == 0 && rooms > 0 && self.waited_ms < cleanup_ms {
+            self.ok = None;
+            self.detail = format!(
+                "{ROOMS_IN_CLEANUP}: {rooms} room{} with no connection left after {:.0} s (--settle), within the app's {:.0} s room cleanup; a --settle of the cleanup or more tells: {}",
+                if rooms == 1 { "" } else { "s" },
+                self.waited_ms as f64 / 1000.0,
+                cleanup_ms as f64 / 1000.0,
+                self.detail
+            );
+        }
+        self
+    }
+
+    /// The client sockets open to the stack when a failed check ended (`sockets`; Err, why, when they
+    /// could not be read), said: none means what the instances still count beyond the baseline
+    /// (`ghosts`) is held by no socket — connections that no longer exist (ghosts), or rooms kept past
+    /// their cleanup: the app leaked them. Unknown, nothing is said of them.
+    pub fn with_sockets(
+        mut self,
+        sockets: Result<u64, String>,
+        ghosts: &[InstanceSample],
+    ) -> LeakCheck {
         if self.ok == Some(false) {
-            self.sockets = sockets;
+            self.sockets = sockets.as_ref().ok().copied();
             match sockets {
-                Some(0) => self.detail.push_str(
+                Ok(0) if self.left(ghosts).0 > 0 => self.detail.push_str(
                     "; no client socket is open to the stack: the app counts connections that no longer exist (ghosts: it leaked them)",
                 ),
-                Some(n) => self.detail.push_str(&format!(
+                Ok(0) => self.detail.push_str(
+                    "; no client socket is open to the stack: the app keeps rooms no one is in past their cleanup (it leaked them)",
+                ),
+                Ok(n) => self.detail.push_str(&format!(
                     "; {n} client socket{} still open to the stack",
                     if n == 1 { " is" } else { "s are" }
                 )),
-                None => {}
+                Err(why) => self.detail.push_str(&format!(
+                    "; {why}: what is left cannot be told from a client's"
+                )),
             }
         }
         self
     }
 }
+
+/// How a leak check that ended within the app's room cleanup with rooms only left begins (it is no
+/// leak shown: `LeakCheck::within_room_cleanup`).
+const ROOMS_IN_CLEANUP: &str = "could not tell a leak from rooms waiting for the app's cleanup";
 
 /// An instance's baseline: what it counted with no socket open before the level.
 fn baseline(service: &str, ghosts: &[InstanceSample]) -> (u64, u64) {
@@ -173,7 +207,8 @@ pub enum Outcome {
     /// Every objective held (its users held at once), but the leak check failed: the level counts for
     /// the capacity, and the app's leak is a defect the verdict fails on.
     Leaked,
-    /// Every objective held, but the leak check could not run: counts for the capacity, not a pass.
+    /// Every objective held, but the leak check could not run, or could not tell (rooms left within
+    /// the app's room cleanup): counts for the capacity, not a pass, and no leak is said.
     LeakUnchecked,
     /// An objective failed, or an instance exited, restarted or was paused: a knee.
     Fail,
@@ -301,6 +336,9 @@ impl LevelResult {
         match leak.ok {
             Some(true) => {}
             Some(false) => reasons.push(format!("leak check failed: {}", leak.detail)),
+            None if leak.detail.starts_with(ROOMS_IN_CLEANUP) => {
+                reasons.push(format!("leak check {}", leak.detail))
+            }
             None => reasons.push(format!("leak check could not run: {}", leak.detail)),
         }
         let passed = reasons.is_empty();
@@ -353,6 +391,14 @@ impl LevelResult {
         } else {
             Outcome::Fail
         })
+    }
+
+    /// Whether the bench stops after this level (without `--continue-after-fail`): when its users were
+    /// not held (a knee; an invalid or interrupted level). A level that held them but leaked, or whose
+    /// leak check could not run, goes on: the next level is measured from what it left, and the
+    /// capacity is looked for above it.
+    pub fn stops_the_bench(&self) -> bool {
+        !self.outcome().held()
     }
 
     /// "pass", or the outcome's word in capitals with the reasons: the line the terminal prints when a
@@ -690,6 +736,36 @@ mod tests {
         assert!(LeakCheck::judge(vec![], 0, &[]).ok.is_none());
     }
 
+    /// Review of #36, H3: a leaking build was benched to its first level only (a level that held its
+    /// users and leaked stopped the bench as a knee would), so its capacity read "at least" that level.
+    #[test]
+    fn only_a_level_that_did_not_hold_its_users_stops_the_bench() {
+        assert!(!level(100, 100, 0).stops_the_bench());
+        let leaked = level(100, 100, 3);
+        assert_eq!(leaked.outcome(), Outcome::Leaked);
+        assert!(
+            !leaked.stops_the_bench(),
+            "held, and leaked: the bench goes on"
+        );
+        let mut unchecked = level(100, 100, 0);
+        unchecked.outcome = Some(Outcome::LeakUnchecked);
+        assert!(!unchecked.stops_the_bench());
+        assert!(level(100, 90, 0).stops_the_bench(), "a knee");
+        let invalid = judged(
+            LevelFigures {
+                users: 100,
+                held: 100,
+                ..LevelFigures::default()
+            },
+            0,
+            Besides {
+                invalid: vec!["invalid: another client".into()],
+                ..Besides::default()
+            },
+        );
+        assert!(invalid.stops_the_bench());
+    }
+
     #[test]
     fn a_level_fails_on_an_objective_or_its_leak_check_alone() {
         assert!(level(100, 100, 0).passed);
@@ -919,7 +995,7 @@ mod tests {
             ..LevelFigures::default()
         };
         let leak = LeakCheck::judge(vec![inst("app-1", Some(10_000), Some(2_500))], 45_000, &[])
-            .with_sockets(Some(0));
+            .with_sockets(Ok(0), &[]);
         let span = LevelSpan {
             users: 10_000,
             ..LevelSpan::default()
@@ -982,7 +1058,7 @@ mod tests {
         assert!(LeakCheck::settled(&back.instances, &ghosts));
         assert!(!LeakCheck::settled(&back.instances, &[]));
         let leaked = LeakCheck::judge(vec![inst("app-1", Some(6), Some(2))], 5_000, &ghosts)
-            .with_sockets(Some(0));
+            .with_sockets(Ok(0), &ghosts);
         assert_eq!(leaked.ok, Some(false));
         assert_eq!(leaked.left(&ghosts), (5, 1));
         assert_eq!(
@@ -990,10 +1066,109 @@ mod tests {
             "still open after 5 s: app-1 6 connections / 2 rooms (1 / 1 of them from before this level); no client socket is open to the stack: the app counts connections that no longer exist (ghosts: it leaked them)"
         );
         let held = LeakCheck::judge(vec![inst("app-1", Some(6), Some(2))], 5_000, &[])
-            .with_sockets(Some(4));
+            .with_sockets(Ok(4), &[]);
         assert!(held
             .detail
             .ends_with("; 4 client sockets are still open to the stack"));
+    }
+
+    /// Review of #36, M3: "leak" only for what was shown to be one. Rooms left with no connection by a
+    /// check shorter than the app's room cleanup (--settle 5 s, the app's 30 s) may be waiting for it:
+    /// no leak, and the level held its users with its leak unchecked. Past the cleanup they leaked; and
+    /// a leak is said held by no socket only when the sockets were read.
+    #[test]
+    fn rooms_within_the_cleanup_are_no_leak_and_unknown_sockets_say_nothing_leaked() {
+        let ghosts = [inst("app-1", Some(1), Some(0))];
+        let rooms_only = || LeakCheck::judge(vec![inst("app-1", Some(1), Some(1))], 5_000, &ghosts);
+        let waiting = rooms_only()
+            .within_room_cleanup(&ghosts, 30_000)
+            .with_sockets(Ok(0), &ghosts);
+        assert_eq!(waiting.ok, None, "{}", waiting.detail);
+        assert_eq!(waiting.sockets, None);
+        assert!(!waiting.detail.contains("leaked"), "{}", waiting.detail);
+        let l = LevelResult::judge(
+            LevelSpan {
+                users: 20,
+                ..LevelSpan::default()
+            },
+            LevelFigures {
+                users: 20,
+                held: 20,
+                ..LevelFigures::default()
+            },
+            vec![],
+            waiting,
+            Besides::default(),
+            Limiting::unknown,
+        );
+        assert_eq!(l.outcome(), Outcome::LeakUnchecked);
+        assert_eq!(
+            l.reasons,
+            ["leak check could not tell a leak from rooms waiting for the app's cleanup: 1 room with no connection left after 5 s (--settle), within the app's 30 s room cleanup; a --settle of the cleanup or more tells: still open after 5 s: app-1 1 connections / 1 rooms (1 / 0 of them from before this level)"]
+        );
+        assert!(l.limiting.is_none());
+        let v = Verdict::of(std::slice::from_ref(&l), &[20]);
+        assert!(
+            v.leaked.is_empty() && !v.headline.contains("leaked"),
+            "{}",
+            v.headline
+        );
+        // Past the cleanup, with no socket open: rooms the app kept, said as rooms.
+        let kept = LeakCheck::judge(vec![inst("app-1", Some(1), Some(1))], 31_000, &ghosts)
+            .within_room_cleanup(&ghosts, 30_000)
+            .with_sockets(Ok(0), &ghosts);
+        assert_eq!(kept.ok, Some(false));
+        assert!(
+            kept.detail
+                .ends_with("the app keeps rooms no one is in past their cleanup (it leaked them)"),
+            "{}",
+            kept.detail
+        );
+        // Connections left are a leak whatever the wait.
+        let conns = LeakCheck::judge(vec![inst("app-1", Some(3), Some(1))], 5_000, &ghosts)
+            .within_room_cleanup(&ghosts, 30_000);
+        assert_eq!(conns.ok, Some(false));
+        // Sockets that could not be read: the leftovers are not said to be held by none.
+        let unknown = LeakCheck::judge(vec![inst("app-1", Some(3), Some(1))], 5_000, &ghosts)
+            .with_sockets(
+                Err("app-1's /proc/7/net/tcp could not be read".into()),
+                &ghosts,
+            );
+        assert_eq!((unknown.ok, unknown.sockets), (Some(false), None));
+        assert!(
+            unknown.detail.ends_with("; app-1's /proc/7/net/tcp could not be read: what is left cannot be told from a client's")
+                && !unknown.detail.contains("ghosts"),
+            "{}",
+            unknown.detail
+        );
+    }
+
+    /// README lists how a level's line can end: every outcome as the terminal says it (review of #36,
+    /// L2: `HELD; LEAK UNCHECKED` was missing).
+    #[test]
+    fn readme_lists_every_end_of_a_levels_line() {
+        let readme = include_str!("../../../README.md")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let at = readme
+            .find("Each level's line ends in ")
+            .expect("README says how a level's line ends");
+        let list = &readme[at..at + readme[at..].find(" with its reasons").unwrap()];
+        for o in [
+            Outcome::Pass,
+            Outcome::Leaked,
+            Outcome::LeakUnchecked,
+            Outcome::Fail,
+            Outcome::Invalid,
+            Outcome::Interrupted,
+        ] {
+            let said = match o {
+                Outcome::Pass => "pass".to_string(),
+                o => o.word().to_uppercase(),
+            };
+            assert!(list.contains(&format!("`{said}`")), "{said} in: {list}");
+        }
     }
 
     #[test]

@@ -18,11 +18,17 @@ use super::Script;
 /// Starts each PID's part of the output.
 const MARK: &str = "@@exectl-netns ";
 
+/// Said in a PID's part when its sockets could not be read (hidepid /proc, a PID that exited, one
+/// the shell's /proc does not show: another PID namespace, another host).
+const UNREADABLE: &str = "@@exectl-unreadable";
+
 /// The established sockets of each PID's network namespace: only lines in state 01 (ESTABLISHED)
 /// are printed, the host filters them (a stack with 10,000 sockets open would send 1.5 MB otherwise).
+/// A PID whose `net/tcp` cannot be read says so (`UNREADABLE`), never nothing: no line would read as
+/// no socket. Its `tcp6` may be missing (a kernel without IPv6).
 pub fn established(pids: &[i64]) -> Script {
     Script::new(format!(
-        "for p in \"$@\"; do echo \"{MARK}$p\"; cat /proc/$p/net/tcp /proc/$p/net/tcp6 2>/dev/null | grep -E '^ *[0-9]+: [0-9A-F]+:[0-9A-F]+ [0-9A-F]+:[0-9A-F]+ 01 '; done; true\n"
+        "for p in \"$@\"; do echo \"{MARK}$p\"; {{ cat /proc/$p/net/tcp 2>/dev/null || echo {UNREADABLE}; cat /proc/$p/net/tcp6 2>/dev/null; }} | grep -E '^{UNREADABLE}$|^ *[0-9]+: [0-9A-F]+:[0-9A-F]+ [0-9A-F]+:[0-9A-F]+ 01 '; done; true\n"
     ))
     .args(pids.iter().map(|p| p.to_string()))
 }
@@ -34,23 +40,21 @@ pub struct Socket {
     pub peer: IpAddr,
 }
 
-/// Each PID's sockets from `established`'s output, in the order of `pids` (none for a PID it said
-/// nothing of).
-pub fn parse_established(text: &str, pids: &[i64]) -> Vec<Vec<Socket>> {
-    let mut parts: std::collections::HashMap<i64, Vec<Socket>> = Default::default();
+/// Each PID's sockets from `established`'s output, in the order of `pids`: None for a PID whose
+/// sockets could not be read, or that the output says nothing of (a read that failed is no socket
+/// known, never none).
+pub fn parse_established(text: &str, pids: &[i64]) -> Vec<Option<Vec<Socket>>> {
+    let mut parts: std::collections::HashMap<i64, Option<Vec<Socket>>> = Default::default();
     for chunk in text.split(MARK).skip(1) {
         let (pid, body) = chunk.split_once('\n').unwrap_or((chunk, ""));
         let Ok(pid) = pid.trim().parse() else {
             continue;
         };
-        parts
-            .entry(pid)
-            .or_default()
-            .extend(body.lines().filter_map(socket));
+        let read = (!body.lines().any(|l| l.trim() == UNREADABLE))
+            .then(|| body.lines().filter_map(socket).collect());
+        parts.insert(pid, read);
     }
-    pids.iter()
-        .map(|p| parts.remove(p).unwrap_or_default())
-        .collect()
+    pids.iter().map(|p| parts.remove(p).flatten()).collect()
 }
 
 /// "   2: 0000000000000000FFFF0000040013AC:1F90 0000000000000000FFFF0000050013AC:CFD2 01 …".
@@ -94,29 +98,55 @@ fn address(hex: &str) -> Option<IpAddr> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Netns {
     pub service: String,
+    /// Its main process, whose `/proc/PID/net/tcp` was read.
+    pub pid: i64,
     /// Ports clients reach it on: an instance's app port, a front door's published ports.
     pub client_ports: Vec<u16>,
     /// An app instance (its gateways' sockets are the host's: exectl's own probes).
     pub app: bool,
+    /// It keeps sockets open for its whole life (an instance of a stack with Redis holds its relay's
+    /// pub/sub connections): a read that finds none established was not of its namespace.
+    pub always_connected: bool,
     /// Its networks' gateways.
     pub gateways: Vec<IpAddr>,
-    pub sockets: Vec<Socket>,
+    /// None: they could not be read.
+    pub sockets: Option<Vec<Socket>>,
 }
 
 /// The client sockets open to the stack: on each container's client ports, from any peer that is not
-/// one of the stack's containers (`internal`), nor, for an instance, a gateway of its networks.
-pub fn clients(containers: &[Netns], internal: &[IpAddr]) -> u64 {
-    containers
+/// one of the stack's containers (`internal`), nor, for an instance, a gateway of its networks. Err
+/// (why) when a container's sockets could not be read, or were read empty where it always holds some:
+/// a count it leaves out would take a real client for none, and the app's connections for ghosts.
+pub fn clients(containers: &[Netns], internal: &[IpAddr]) -> Result<u64, String> {
+    let unread: Vec<String> = containers
+        .iter()
+        .filter_map(|c| match &c.sockets {
+            None => Some(format!(
+                "{}'s /proc/{}/net/tcp could not be read by the host's shell",
+                c.service, c.pid
+            )),
+            Some(s) if s.is_empty() && c.always_connected => Some(format!(
+                "{}'s /proc/{}/net/tcp shows no established socket where the instance holds its Redis connections: not its network namespace (another PID namespace?)",
+                c.service, c.pid
+            )),
+            Some(_) => None,
+        })
+        .collect();
+    if !unread.is_empty() {
+        return Err(unread.join("; "));
+    }
+    Ok(containers
         .iter()
         .map(|c| {
             c.sockets
                 .iter()
+                .flatten()
                 .filter(|s| c.client_ports.contains(&s.local_port))
                 .filter(|s| !internal.contains(&s.peer))
                 .filter(|s| !(c.app && c.gateways.contains(&s.peer)))
                 .count() as u64
         })
-        .sum()
+        .sum())
 }
 
 #[cfg(test)]
@@ -141,17 +171,18 @@ mod tests {
     #[test]
     fn the_kernels_lines_are_read_as_ports_and_peers() {
         let parts = parse_established(APP, &[1306, 1389, 7]);
-        assert_eq!(parts[0].len(), 3);
+        let app = parts[0].as_ref().unwrap();
+        assert_eq!(app.len(), 3);
         assert_eq!(
-            parts[0][2],
+            app[2],
             Socket {
                 local_port: 8080,
                 peer: v4("172.19.0.5")
             }
         );
-        assert_eq!(parts[0][0].peer, v4("172.19.0.2"));
-        assert_eq!(parts[1][0].local_port, 0xCFD2);
-        assert!(parts[2].is_empty(), "a PID the host said nothing of");
+        assert_eq!(app[0].peer, v4("172.19.0.2"));
+        assert_eq!(parts[1].as_ref().unwrap()[0].local_port, 0xCFD2);
+        assert_eq!(parts[2], None, "a PID the host said nothing of is not read");
         assert_eq!(
             address("00000000000000000000000001000000"),
             Some("::1".parse().unwrap())
@@ -163,28 +194,37 @@ mod tests {
         );
     }
 
+    /// The ha stack of `APP`: app-1 and its front door, with these sockets.
+    fn stack(app_sockets: Vec<Socket>, door_sockets: Vec<Socket>) -> Vec<Netns> {
+        let gw = vec![v4("172.19.0.1")];
+        vec![
+            Netns {
+                service: "app-1".into(),
+                pid: 1306,
+                client_ports: vec![8080],
+                app: true,
+                always_connected: false,
+                gateways: gw.clone(),
+                sockets: Some(app_sockets),
+            },
+            Netns {
+                service: "nginx".into(),
+                pid: 1389,
+                client_ports: vec![80],
+                app: false,
+                always_connected: false,
+                gateways: gw,
+                sockets: Some(door_sockets),
+            },
+        ]
+    }
+
     #[test]
     fn the_front_doors_upstream_and_our_probes_are_no_client() {
-        let parts = parse_established(APP, &[1306, 1389]);
-        let gw = vec![v4("172.19.0.1")];
-        let stack = |app_sockets: Vec<Socket>, door_sockets: Vec<Socket>| {
-            vec![
-                Netns {
-                    service: "app-1".into(),
-                    client_ports: vec![8080],
-                    app: true,
-                    gateways: gw.clone(),
-                    sockets: app_sockets,
-                },
-                Netns {
-                    service: "nginx".into(),
-                    client_ports: vec![80],
-                    app: false,
-                    gateways: gw.clone(),
-                    sockets: door_sockets,
-                },
-            ]
-        };
+        let parts: Vec<Vec<Socket>> = parse_established(APP, &[1306, 1389])
+            .into_iter()
+            .map(Option::unwrap)
+            .collect();
         let internal = [
             v4("172.19.0.2"),
             v4("172.19.0.3"),
@@ -194,14 +234,14 @@ mod tests {
         // The leaking stand-in after prepare: no client socket, its one connection a ghost.
         assert_eq!(
             clients(&stack(parts[0].clone(), parts[1].clone()), &internal),
-            0
+            Ok(0)
         );
         // A probe of ours from the host (the gateway) to the instance is none either.
         let probe = Socket {
             local_port: 8080,
             peer: v4("172.19.0.1"),
         };
-        assert_eq!(clients(&stack(vec![probe], vec![]), &internal), 0);
+        assert_eq!(clients(&stack(vec![probe], vec![]), &internal), Ok(0));
         // Two clients at the front door (from the host through the published port, and from
         // another machine), and one dialling the instance from elsewhere: three.
         let door = |peer: &str| Socket {
@@ -217,21 +257,52 @@ mod tests {
                 &stack(vec![direct], vec![door("172.19.0.1"), door("10.0.0.7")]),
                 &internal
             ),
-            3
+            Ok(3)
         );
         // The door's own status port (the sampler's stub_status) is not a client port.
         let status = Socket {
             local_port: 8081,
             peer: v4("172.19.0.1"),
         };
-        assert_eq!(clients(&stack(vec![], vec![status]), &internal), 0);
+        assert_eq!(clients(&stack(vec![], vec![status]), &internal), Ok(0));
+    }
+
+    /// Review of #36, H1: a PID whose files could not be read (hidepid, another PID namespace, a PID
+    /// that exited) printed nothing but its mark, read as "no socket": the count was 0, a real client
+    /// could pass for none and the app's connections for ghosts it leaked. A read that failed counts
+    /// nothing: the count is unknown, naming why.
+    #[test]
+    fn a_read_that_failed_is_no_count_not_none() {
+        let text = "@@exectl-netns 1306\n@@exectl-unreadable\n@@exectl-netns 1389\n";
+        let parts = parse_established(text, &[1306, 1389]);
+        assert_eq!(parts, [None, Some(vec![])]);
+        let internal = [v4("172.19.0.4"), v4("172.19.0.5")];
+        let mut s = stack(vec![], vec![]);
+        s[0].sockets = None;
+        assert_eq!(
+            clients(&s, &internal),
+            Err("app-1's /proc/1306/net/tcp could not be read by the host's shell".into())
+        );
+        // An instance that holds its Redis connections for its whole life, read with no established
+        // socket at all: that read was of some other namespace.
+        let mut s = stack(vec![], vec![]);
+        s[0].always_connected = true;
+        let why = clients(&s, &internal).unwrap_err();
+        assert!(
+            why.starts_with("app-1's /proc/1306/net/tcp shows no established socket"),
+            "{why}"
+        );
+        // A front door with none is an idle one.
+        assert_eq!(clients(&stack(vec![], vec![]), &internal), Ok(0));
     }
 
     #[test]
     fn the_script_filters_established_sockets_on_the_host() {
         let s = established(&[12, 34]);
         assert_eq!(s.args, ["12", "34"]);
-        assert!(s.body.contains("/proc/$p/net/tcp /proc/$p/net/tcp6"));
+        assert!(s
+            .body
+            .contains("cat /proc/$p/net/tcp 2>/dev/null || echo @@exectl-unreadable;"));
         assert!(s.body.contains(" 01 '"));
     }
 }

@@ -127,10 +127,12 @@ impl Node {
         self.host_cpu_ended + self.host_cpu_now
     }
 
-    /// Ends the host script (and, locally, reaps it).
+    /// Ends the host script (and, locally, reaps it); over SSH, waits for its channel to close at most
+    /// 5 s (a stalled link never closes it: the drop is left on its blocking thread).
     pub async fn close(&mut self) {
         if let Some(host) = self.host.take() {
-            let _ = tokio::task::spawn_blocking(move || drop(host)).await;
+            let closing = tokio::task::spawn_blocking(move || drop(host));
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), closing).await;
         }
     }
 

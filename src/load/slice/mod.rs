@@ -53,7 +53,7 @@ pub struct SliceSpec<U = Users> {
     pub ping_after_ms: u32,
     pub answer_within_ms: u32,
     /// Ping only past a pinging server's own cadence (`Bounds::follow_server`).
-    #[serde(default = "yes")]
+    #[serde(default = "super::summary::yes")]
     pub follow_server_pings: bool,
     pub sources: Vec<IpAddr>,
     /// The wall-clock instant (unix ms) every slice starts its ramp at.
@@ -61,10 +61,6 @@ pub struct SliceSpec<U = Users> {
     pub run_id: String,
     /// login-burst's probe runs in one slice only.
     pub probe: bool,
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// A slice's users as it reads them: their accounts, and their tokens with `--tokens`.
