@@ -326,6 +326,17 @@ mod tests {
         assert!(!html.contains("<script"), "self-contained, no script");
     }
 
+    /// The header says when the sweep started as a date and time people read (#36: the bench's said
+    /// "unix time 1796472849").
+    #[test]
+    fn the_header_says_when_the_sweep_started_as_a_date_and_time() {
+        let mut r = sweep(vec![point(1, "1g", 1, Some(100), 40.0)]);
+        r.started_unix_s = 1_796_479_331;
+        let html = render(&r).unwrap();
+        assert!(html.contains("started 2026-12-05 14:02:11 UTC"), "{html}");
+        assert!(!html.contains("1796479331"), "no unix time");
+    }
+
     /// A probe that held its users and leaked counts for the capacity (as a bench's verdict does) and
     /// says its leak; a probe that did not hold them is the fail above it.
     #[test]
