@@ -338,7 +338,6 @@ pub async fn close_sockets(sockets: Vec<Socket>) {
     }
 }
 
-/// `bash SCRIPT down NAME` of a test rig (sut.sh, rig.sh), from a Drop: a failure is said, not raised.
 /// A rig's hold on its fixed names (namespace, veth, subnet, folder): shared on `/tmp/exectl-rig.lock`,
 /// exclusive on `/tmp/exectl-rig.NAME.lock`, both released when dropped (after the rig's teardown, as the
 /// last field of its owner). Within one run every rig has its own name and they come up side by side; a
@@ -369,6 +368,7 @@ pub fn rig_lock(name: &str) -> RigLock {
     ])
 }
 
+/// `bash SCRIPT down NAME` of a test rig (sut.sh, rig.sh), from a Drop: a failure is said, not raised.
 pub fn rig_down(script: &str, name: &str) {
     match std::process::Command::new("bash")
         .args([script, "down", name])
