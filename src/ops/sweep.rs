@@ -312,7 +312,8 @@ fn kept(there: &manifests::Meta, tokens: bool, needed: u64) -> Seeding {
     let accounts = there.accounts.max(needed);
     let projects = match accounts == there.accounts {
         true => there.projects,
-        false => accounts.div_ceil(there.accounts.div_ceil(there.projects.max(1))),
+        // max(1): a manifest of no account (none prepared since 0 is refused) is one user per project.
+        false => accounts.div_ceil(there.accounts.div_ceil(there.projects.max(1)).max(1)),
     };
     Seeding {
         accounts,
@@ -748,5 +749,7 @@ mod tests {
         // 10 accounts in 3 projects (4, 3, 3): 4 per project.
         assert_eq!(kept(&meta(10, 3), false, 20), s(20, 5, false));
         assert_eq!(kept(&meta(40, 40), false, 60), s(60, 60, false));
+        // A manifest of no account (divided by zero before): one user per project.
+        assert_eq!(kept(&meta(0, 0), false, 5), s(5, 5, false));
     }
 }
