@@ -82,9 +82,11 @@ fn read_bench(dir: &Path, out: &std::process::Output) -> Bench {
     }
 }
 
+/// A bench of these tests, which judge counts and the timeline (see COUNTS_ONLY).
 fn bench(s: &Stack, run_id: &str, args: &[&str]) -> Bench {
     let mut full = vec!["bench", "--stack", &s.name, "--run-id", run_id];
     full.extend(args);
+    full.extend(COUNTS_ONLY);
     let out = s.x.run(&full);
     read_bench(&s.x.state.path().join("benches").join(run_id), &out)
 }

@@ -97,14 +97,15 @@ impl Inside<'_> {
 
     fn bench(&self, stack: &str) -> (Option<i32>, Value, Vec<Value>, String) {
         let dir = self.x.state.path().join(format!("bench-{stack}"));
-        let out = self.run(&[
+        let users = USERS.to_string();
+        let mut args = vec![
             "bench",
             "--stack",
             stack,
             "--scenario",
             "idle",
             "--levels",
-            &USERS.to_string(),
+            &users,
             "--hold",
             "10s",
             "--ramp",
@@ -115,7 +116,10 @@ impl Inside<'_> {
             "1s",
             "--out",
             dir.to_str().unwrap(),
-        ]);
+        ];
+        // The finding is a count: sockets held through docker-proxy or not.
+        args.extend(COUNTS_ONLY);
+        let out = self.run(&args);
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         let results = std::fs::read_to_string(dir.join("results.json"))
             .unwrap_or_else(|e| panic!("no results.json ({e}):\n{stderr}"));
