@@ -554,8 +554,18 @@ fn failed_attempts_are_counted_by_kind_and_never_timed() {
     let (j, _) = summary("login-burst");
     let b = &j["login_burst"];
     assert_eq!(j["login_ms"]["count"], 0, "{j:#}");
-    assert!(b["probe_errors"].as_u64().unwrap() > 0, "{j:#}");
-    assert_eq!(b["probe_ms"]["count"], 0, "{j:#}");
+    let n = |k: &str| b[k].as_u64().unwrap_or_else(|| panic!("no {k}: {j:#}"));
+    let (samples, errors, timed) = (
+        n("probe_samples"),
+        n("probe_errors"),
+        b["probe_ms"]["count"].as_u64().unwrap(),
+    );
+    assert!(errors > 0, "{j:#}");
+    // Every answered probe was an error, and none of them is timed. Only a probe still in flight when
+    // the run ends is timed (with its wait so far: a stalled server's last probe): at most one. A CI run
+    // on a busy host (2026-12-05) caught one in flight: 6 samples, 5 errors, 1 timed.
+    assert_eq!(timed, samples - errors, "{j:#}");
+    assert!(timed <= 1, "{j:#}");
 }
 
 /// `load --help` says what the flags do: the hold is the level's common hold (not each socket's), and
