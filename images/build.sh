@@ -164,22 +164,42 @@ PY
 }
 
 # ---- standin: the stand-in server, static, FROM scratch with busybox for the healthcheck ----
-build_standin() {
-  local triple bin h t0 ctx root a src
-  triple=$(rustc -vV | sed -n 's/^host: //p')
-  # What the binary is built from: an image built from the same sources, lock file, compiler and flags
-  # is up to date without compiling (a fresh clone's target/static is empty: the release build took
-  # minutes of every CI run for an image that had not changed).
-  src=$(hash_inputs "static release $triple $(rustc -vV | tr '\n' ' ')" "$REPO/Cargo.lock" "$REPO/Cargo.toml" \
-    /bin/busybox $(dir_files standin) $(find "$REPO/standin" -type f -not -path '*/target/*' | LC_ALL=C sort))
-  if [ -z "${forced[standin]:-}" ] && [ "$(docker image inspect -f "{{index .Config.Labels \"$SOURCE_LABEL\"}}" "${TAG[standin]}" 2>/dev/null)" = "$src" ]; then
-    log "${TAG[standin]} up to date (built from these sources)"; return
-  fi
+triple=$(rustc -vV | sed -n 's/^host: //p')
+# What the stand-in's binary is built from: an image built from the same sources, lock file, compiler and
+# flags is up to date without compiling (a fresh clone's target/static is empty: the release build took
+# minutes of every CI run for an image that had not changed).
+standin_source() {
+  hash_inputs "static release $triple $(rustc -vV | tr '\n' ' ')" "$REPO/Cargo.lock" "$REPO/Cargo.toml" \
+    /bin/busybox $(dir_files standin) $(find "$REPO/standin" -type f -not -path '*/target/*' | LC_ALL=C sort)
+}
+standin_current() { [ -z "${forced[standin]:-}" ] && [ "$(docker image inspect -f "{{index .Config.Labels \"$SOURCE_LABEL\"}}" "${TAG[standin]}" 2>/dev/null)" = "$1" ]; }
+
+# The stand-in's release build (minutes of CPU) runs in the background while the other images download
+# and install packages (network and disk); build_standin waits for it.
+standin_compile=
+standin_compile_log=
+start_standin_compile() {
+  standin_current "$(standin_source)" && return
+  standin_compile_log=$(mktemp)
   # --target keeps crt-static off build scripts and proc macros (they cannot be static); a separate target
   # dir keeps these flags from invalidating the workspace's normal builds.
-  log "cargo build --release -p exe-standin (static)"
+  log "cargo build --release -p exe-standin (static), beside the other images"
   ( cd "$REPO" && RUSTFLAGS="-C target-feature=+crt-static" CARGO_TARGET_DIR="$REPO/target/static" \
-      cargo build --quiet --release -p exe-standin --target "$triple" )
+      cargo build --quiet --release -p exe-standin --target "$triple" ) >"$standin_compile_log" 2>&1 &
+  standin_compile=$!
+}
+
+build_standin() {
+  local bin h t0 ctx root a src
+  src=$(standin_source)
+  if standin_current "$src"; then
+    log "${TAG[standin]} up to date (built from these sources)"; return
+  fi
+  [ -n "$standin_compile" ] || start_standin_compile
+  if ! wait "$standin_compile"; then
+    cat "$standin_compile_log" >&2; rm -f "$standin_compile_log"; log "cargo build of exe-standin failed"; exit 1
+  fi
+  cat "$standin_compile_log" >&2; rm -f "$standin_compile_log"
   bin=$REPO/target/static/$triple/release/exe-standin
   [ -x /bin/busybox ] || { log "/bin/busybox missing (busybox-static, scripts/packages.sh)"; exit 1; }
   h=$(hash_inputs "$bin" /bin/busybox $(dir_files standin) "sources $src")
@@ -210,6 +230,9 @@ build_standin() {
 }
 
 start=$(now)
+for n in "${wanted[@]}"; do [ "$n" = standin ] && start_standin_compile; done
+# A failure elsewhere does not leave the compile running.
+trap '[ -z "$standin_compile" ] || { pkill -P "$standin_compile"; kill "$standin_compile"; } 2>/dev/null || true' EXIT
 needs_debian=0
 for n in "${wanted[@]}"; do case $n in debian|mariadb|postgres|redis|nginx|sqlite) needs_debian=1 ;; esac; done
 [ $needs_debian = 1 ] && build_debian

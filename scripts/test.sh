@@ -5,14 +5,28 @@
 # and close with the slowest ten and one line counting them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+what=(--workspace --locked --lib --bins --tests)
+run() { cargo nextest run "${what[@]}" --no-fail-fast --run-ignored all "$@"; }
+# The build (minutes of CPU) runs while setup starts the services and builds the fixture images (on a
+# fresh machine mostly downloads and package installs): the packages first, for the toolchain's nextest.
+bash scripts/packages.sh
+build_log=$(mktemp)
+cargo nextest run "${what[@]}" --no-run >"$build_log" 2>&1 &
+build=$!
+trap 'kill "$build" 2>/dev/null; rm -f "$build_log"' EXIT
+echo "test.sh: building the tests while setup runs (cargo's output: $build_log, shown if it fails)"
 bash scripts/setup.sh
+if ! wait "$build"; then
+  cat "$build_log" >&2
+  echo "test.sh: the build failed" >&2
+  exit 101
+fi
 # --run-ignored all: the tests that need the engine, root, nginx, sshd or the database servers are
 # #[ignore = "needs ..."] so that plain `cargo test` passes without them; this machine has them all.
 # --no-fail-fast: every test runs, so one failure does not hide the others.
 # Two runs (.config/nextest.toml): every test but the CPU verdicts four at once, then the CPU verdicts
 # one at a time with nothing beside them (beside the others the host's CPUs were saturated, and the
 # bench rightly named the host, or only the instance that still got its quota: a failure in most runs).
-run() { cargo nextest run --workspace --locked --no-fail-fast --lib --bins --tests --run-ignored all "$@"; }
 rm -f target/nextest/default/junit.xml target/nextest/alone/junit.xml
 status=0
 run || status=$?

@@ -9,6 +9,7 @@ mod common;
 use common::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 /// The engine tests of this file run one at a time: each measures timing (sample rates, CPU) that a
@@ -142,7 +143,7 @@ fn idle_levels_pass_with_the_timeline_on_one_clock_and_a_leak_check_after_each()
             "--levels",
             "200,500,1000",
             "--hold",
-            "20s",
+            "10s",
             "--ramp",
             "2s",
             "--settle",
@@ -174,8 +175,8 @@ fn idle_levels_pass_with_the_timeline_on_one_clock_and_a_leak_check_after_each()
             .filter(|x| (hold..=hold_end).contains(&u(&x["t_ms"])))
             .collect();
         assert!(
-            holding.len() >= 15,
-            "{users}: {} samples in a 20 s hold ({hold}..{hold_end})",
+            holding.len() >= 7,
+            "{users}: {} samples in a 10 s hold ({hold}..{hold_end})",
             holding.len()
         );
         for x in &holding {
@@ -356,6 +357,12 @@ impl CpuGroup {
         std::fs::write(dir.join("cpu.cfs_quota_us"), quota_us.to_string()).unwrap();
         CpuGroup { dir }
     }
+
+    /// Lifts the quota: what the bench does after the measured level (its verdict, its report) is no
+    /// finding, and at 3 % of a CPU the debug build took 20 s of the test's 140 for it.
+    fn lift(&self) {
+        std::fs::write(self.dir.join("cpu.cfs_quota_us"), "-1").unwrap();
+    }
 }
 
 impl Drop for CpuGroup {
@@ -423,7 +430,7 @@ fn a_generator_pinned_to_a_fraction_of_a_cpu_is_reported_as_generator_bound() {
         "echo $$ > {}/cgroup.procs && exec \"$0\" \"$@\"",
         group.dir.display()
     );
-    let out = std::process::Command::new("sh")
+    let mut bench = std::process::Command::new("sh")
         .env("EXECTL_STATE_DIR", s.x.state.path())
         .args(["-c", &script, env!("CARGO_BIN_EXE_exectl")])
         .args([
@@ -445,8 +452,30 @@ fn a_generator_pinned_to_a_fraction_of_a_cpu_is_reported_as_generator_bound() {
             "--settle",
             "45s",
         ])
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    // The level's own line ("level 1/1: 600 users, held …", unlike the progress lines' "[  Ns] level")
+    // comes once it is judged, its generator CPU measured against the quota: the rest runs unpinned.
+    let stderr = BufReader::new(bench.stderr.take().unwrap());
+    let lifted = &group;
+    let out = std::thread::scope(|scope| {
+        let reader = scope.spawn(move || {
+            let mut all = String::new();
+            for line in stderr.lines().map_while(Result::ok) {
+                if line.starts_with("level 1/1:") {
+                    lifted.lift();
+                }
+                all.push_str(&line);
+                all.push('\n');
+            }
+            all
+        });
+        let mut out = bench.wait_with_output().unwrap();
+        out.stderr = reader.join().unwrap().into_bytes();
+        out
+    });
     drop(group);
     let b = read_bench(&s.x.state.path().join("benches").join(run_id), &out);
     let r = &b.results;

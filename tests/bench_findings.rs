@@ -493,10 +493,11 @@ async fn blocking_bcrypt_lowers_the_knee_of_a_ramped_login_and_connect() {
     //                     (≈ 0.3 s each at the quota) on the runtime's one worker, as the seed's
     //                     /healthcheck waited behind bcryptjs.
     // So with connect_p95=200ms (≥ 1.5× from both sides) the fault fails at 40 on connect p95, and the
-    // healthy stand-in only at 120, on login p95 (default 5 s), with the instances' CPU named.
+    // healthy stand-in only at 120, on login p95 (default 5 s), with the instances' CPU named. The 10
+    // level both pass told nothing the knees do not (and took 40 s of the CPU verdicts' alone run).
     let run = [
         "--levels",
-        "10,40,120",
+        "40,120",
         "--ramp",
         "5s",
         "--hold",

@@ -119,7 +119,7 @@ fn four_hundred_users_are_held_at_once_for_the_whole_hold_even_with_slow_logins(
     let s = stack("plat", "0.5", &[], "400", "4");
     let run = |id: &str, extra: &[&str]| {
         let mut args = vec![
-            "bench", "--stack", &s.name, "--run-id", id, "--levels", "400", "--hold", "20s",
+            "bench", "--stack", &s.name, "--run-id", id, "--levels", "400", "--hold", "10s",
             "--ramp", "5s", "--settle", "10s",
         ];
         args.extend(extra);
@@ -132,8 +132,10 @@ fn four_hundred_users_are_held_at_once_for_the_whole_hold_even_with_slow_logins(
     assert_eq!(out.status.code(), Some(0), "{stderr}\n{:#}", r["verdict"]);
     let l = &r["levels"][0];
     let n = all_at_once(&tl, l, 400);
+    // A sample a second over the 10 s hold: all but two with every user counted (a busy host delays
+    // a sample or two past the hold's end, never a user's socket).
     assert!(
-        n >= 18,
+        n >= 8,
         "{n} one-second samples with all 400 on the instances:\n{stderr}"
     );
     let p = &l["figures"]["plateau"];
@@ -185,7 +187,7 @@ fn four_hundred_users_are_held_at_once_for_the_whole_hold_even_with_slow_logins(
     if out.status.code() == Some(0) {
         let n = all_at_once(&tl, l, 400);
         assert!(
-            n >= 18,
+            n >= 8,
             "{n} samples with all 400 at once after a {ramp} s ramp"
         );
         assert!(p["start_s"].as_f64().unwrap() >= ramp, "{p:#}");
