@@ -1,6 +1,7 @@
 //! Remove what carries the stack's label, and only that: containers and network; volumes with --purge.
-//! Converges: another command (a deploy whose lock was broken) may still be creating objects, so it
-//! observes again after each pass and stops when a pass finds nothing left to remove.
+//! Converges: another command (a deploy whose lock was broken) may still be creating objects, and a busy
+//! engine frees a network only some time after its containers are gone, so it observes again after each
+//! pass and stops when a pass finds nothing left to remove (or after PATIENCE).
 
 use super::observe::observe;
 use anyhow::{Context, Result};
@@ -19,8 +20,10 @@ pub struct Removed {
     pub kept_volumes: Vec<String>,
 }
 
-/// Passes at most: each one removes what the last observation found.
-const PASSES: usize = 10;
+/// How long teardown keeps observing and removing while something is still there. A busy engine (a CI
+/// run at load average 12 on 2 CPUs) still had the network's endpoints attached after ten passes of
+/// 300 ms, the stack's containers already removed: the time is the bound, not a number of passes.
+const PATIENCE: Duration = Duration::from_secs(60);
 
 /// What a removal's error means for teardown.
 fn settled(e: &DockerError) -> Option<bool> {
@@ -53,7 +56,8 @@ fn outcome(r: Result<(), DockerError>, what: &str) -> Result<bool> {
 pub async fn teardown(docker: &Docker, stack: &str, purge: bool) -> Result<Removed> {
     let mut removed = Removed::default();
     let mut last_error = String::new();
-    for pass in 0..PASSES {
+    let started = std::time::Instant::now();
+    for pass in 0.. {
         let found = observe(docker, stack).await?;
         let volumes: Vec<&String> = if purge {
             found.volumes.iter().collect()
@@ -64,8 +68,13 @@ pub async fn teardown(docker: &Docker, stack: &str, purge: bool) -> Result<Remov
             removed.kept_volumes = if purge { Vec::new() } else { found.volumes };
             return Ok(removed);
         }
+        if started.elapsed() > PATIENCE {
+            break;
+        }
         if pass > 0 {
-            tokio::time::sleep(Duration::from_millis(300)).await;
+            // Quick while a deploy may be racing it, then once a second.
+            let pause = if pass < 10 { 300 } else { 1000 };
+            tokio::time::sleep(Duration::from_millis(pause)).await;
         }
         // In parallel: each force-remove stops its container first.
         let removals = found.containers.iter().map(|c| async move {
@@ -108,7 +117,8 @@ pub async fn teardown(docker: &Docker, stack: &str, purge: bool) -> Result<Remov
         }
     }
     anyhow::bail!(
-        "stack {stack}: objects were still appearing or in use after {PASSES} passes ({last_error}); is another command still deploying it? Run teardown again once it is done"
+        "stack {stack}: objects were still appearing or in use after {} s ({last_error}); is another command still deploying it, or a container outside the stack attached to its network? Run teardown again once it is done",
+        PATIENCE.as_secs()
     )
 }
 
