@@ -517,10 +517,9 @@ async fn health_gate_timeout_names_the_service_and_shows_its_logs() {
     assert!(labelled(&d, t_bad).await.is_empty());
 }
 
-/// A network still in use after the stack's containers are gone is waited for, not given up on: a busy
-/// CI engine (load average 12) still had a removed stack's endpoints attached after teardown's old ten
-/// passes of 300 ms, and the teardown failed. Here a container outside the stack holds the network for
-/// 8 s; teardown converges once it leaves (before: exit 1 after about 3 s, "after 10 passes").
+/// A network still in use after the stack's containers are gone is waited for, not given up on after
+/// teardown's old ten passes of 300 ms. Here a container outside the stack holds the network for 8 s;
+/// teardown converges once it leaves (before: exit 1 after about 3 s, "after 10 passes").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn teardown_waits_for_a_network_still_in_use() {

@@ -1,7 +1,7 @@
 //! Remove what carries the stack's label, and only that: containers and network; volumes with --purge.
-//! Converges: another command (a deploy whose lock was broken) may still be creating objects, and a busy
-//! engine frees a network only some time after its containers are gone, so it observes again after each
-//! pass and stops when a pass finds nothing left to remove (or after PATIENCE).
+//! Converges: another command (a deploy whose lock was broken) may still be creating objects, and the
+//! network may still be in use for a while (a container outside the stack leaving it), so it observes
+//! again after each pass and stops when a pass finds nothing left to remove (or after PATIENCE).
 
 use super::observe::observe;
 use anyhow::{Context, Result};
@@ -20,9 +20,8 @@ pub struct Removed {
     pub kept_volumes: Vec<String>,
 }
 
-/// How long teardown keeps observing and removing while something is still there. A busy engine (a CI
-/// run at load average 12 on 2 CPUs) still had the network's endpoints attached after ten passes of
-/// 300 ms, the stack's containers already removed: the time is the bound, not a number of passes.
+/// How long teardown keeps observing and removing while something is still there: a time, not a
+/// number of passes (ten passes of 300 ms gave up on a network after 3 s, whoever held it).
 const PATIENCE: Duration = Duration::from_secs(60);
 
 /// What a removal's error means for teardown.
