@@ -4,22 +4,22 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use exectl::bench::Stop;
-use exectl::load::{endpoint, LoadOptions, Manifest, Scenario};
-use exectl::ops::bench::BenchOptions;
+use exectl::load::settings::LoadSettings;
+use exectl::load::Scenario;
+use exectl::ops::bench_settings::BenchSettings;
 use exectl::ops::deploy::DeployOptions;
 use exectl::ops::prepare::PrepareOptions;
+use exectl::ops::spec_source::SpecSource;
+use exectl::ops::sweep::{Mode, SweepOptions};
 use exectl::ops::Silent;
-use exectl::prepare::plan::{self, EmailPattern, Visibility};
-use exectl::prepare::{Options, Via};
 use exectl::state::bench_dir::BenchDir;
+use exectl::state::sweeps::SweepDir;
 use exectl::sut::{Target, TargetSpec};
-use exectl_core::bench::Slos;
 use exectl_core::render::Templates;
 use exectl_core::spec::{self, SpecInput};
+use exectl_core::sweep::vary;
 
 #[test]
 #[ignore = "needs the Docker engine and the fixture images"]
@@ -80,28 +80,18 @@ fn deploy_prepare_and_bench_are_library_calls() {
         "every deploy has its run record"
     );
 
-    // 40 accounts, 4 to a project, seeded through SQL.
-    let pattern = EmailPattern::parse(plan::DEFAULT_PATTERN).unwrap();
-    let shape = plan::shape(40, None, Some(4)).unwrap();
-    let seed = Options {
-        via: Via::Sql,
-        plan: plan::plan(shape, &pattern, Visibility::Private),
-        password: plan::DEFAULT_PASSWORD.into(),
-        bcrypt_cost: 4,
-        stack_dir: Default::default(),
-        out: None,
-        token_ttl: None,
-        batch: 5000,
-        schema_timeout: Duration::from_secs(60),
+    // 40 accounts in 10 projects, seeded through SQL at bcrypt's lowest cost.
+    let mut seed = exectl::prepare::Options::seeding(40, Some(10)).unwrap();
+    seed.bcrypt_cost = 4;
+    let prepare = PrepareOptions {
+        seed,
+        break_lock: false,
     };
     let prepared = rt
         .block_on(exectl::ops::prepare::prepare(
             &target,
             &stack.name,
-            PrepareOptions {
-                seed,
-                break_lock: false,
-            },
+            prepare,
             &Silent,
         ))
         .unwrap();
@@ -111,58 +101,138 @@ fn deploy_prepare_and_bench_are_library_calls() {
         "verified through the front door"
     );
 
-    // Two idle levels, 10 and 40 users at once for 3 s each, from the manifest just written.
-    let record = exectl::state::record::read(&target.bundle_dir(&stack.name), &stack.name)
-        .unwrap()
-        .expect("the deploy wrote its record");
-    let door = endpoint::from_stack(&stack.name, Some(&record), target.address()).unwrap();
-    let manifest = Manifest::read(&prepared.summary.manifest, false).unwrap();
-    let plans: Vec<LoadOptions> = [10, 40]
-        .iter()
-        .map(|&users| {
-            let mut l = LoadOptions::new(Scenario::Idle, door.clone(), manifest.clone(), users);
-            (l.ramp, l.hold, l.run_id) = (
-                Duration::from_secs(2),
-                Duration::from_secs(3),
-                format!("lib-{users}"),
-            );
-            l
-        })
-        .collect();
-    let out = stack.x.state.path().join("bench-lib");
-    let bench = BenchOptions {
-        run_id: "LIB-1".into(),
-        stack: stack.name.clone(),
-        out: BenchDir::check(&out, "out", "bench-lib").unwrap(),
-        levels_text: "10,40".into(),
-        levels: vec![10, 40],
-        plans,
-        slos: Slos::default(),
+    // Two benches of the stack, with different options: idle levels of 10 and 40 users held 3 s, then
+    // one collab level of 20 (rooms of 4) sampled every 250 ms.
+    let idle = BenchSettings {
+        load: LoadSettings {
+            ramp: Some(Duration::from_secs(2)),
+            hold: Duration::from_secs(3),
+            ..LoadSettings::default()
+        },
         sample: Duration::from_millis(500),
         settle: Duration::from_secs(15),
-        continue_after_fail: false,
-        sample_lines: false,
-        stop: Arc::new(Stop::default()),
-        browser: None,
+        ..BenchSettings::default()
     };
-    // bench runs its own runtime (the sampler's thread, the load's), so it is called outside this one.
-    let benched = exectl::ops::bench::bench(&TargetSpec::local(), bench, &Silent).unwrap();
-    let r = &benched.results;
-    assert!(benched.passed(), "{}", r.verdict.headline);
+    let collab = BenchSettings {
+        load: LoadSettings {
+            scenario: Scenario::Collab,
+            ..idle.load.clone()
+        },
+        sample: Duration::from_millis(250),
+        ..idle.clone()
+    };
+    let local = TargetSpec::local();
+    let mut benched = Vec::new();
+    for (id, settings, levels) in [("LIB-1", &idle, &[10, 40][..]), ("LIB-2", &collab, &[20])] {
+        let out = stack.x.state.path().join(id);
+        let folder = BenchDir::check(&out, "out", id).unwrap();
+        let o = settings
+            .options(&local, &stack.name, levels, id, folder)
+            .unwrap();
+        // bench runs its own runtimes (the sampler's thread, the load's), so it is called outside this one.
+        let b = exectl::ops::bench::bench(&local, o, &Silent).unwrap();
+        assert!(b.passed(), "{id}: {}", b.results.verdict.headline);
+        // What the outcome says is what the bench's folder holds.
+        let (saved, samples) = exectl::state::bench_dir::read(&out, id).unwrap();
+        assert_eq!(saved.levels.len(), levels.len());
+        assert!(!samples.is_empty() && b.report.exists());
+        benched.push(b.results);
+    }
+    let (first, second) = (&benched[0], &benched[1]);
     assert_eq!(
-        r.levels.iter().map(|l| l.users).collect::<Vec<_>>(),
+        first.levels.iter().map(|l| l.users).collect::<Vec<_>>(),
         [10, 40]
     );
-    let held = r.levels[1].figures.plateau.as_ref().expect("a plateau");
+    let held = first.levels[1].figures.plateau.as_ref().expect("a plateau");
     assert_eq!(
         held.min_open, 40,
         "40 open at once for the whole hold: {held:?}"
     );
-    assert_eq!(r.deploy_run_id.as_deref(), Some(again.run_id.as_str()));
-    // What the outcome says is what the bench's folder holds.
-    let (saved, samples) = exectl::state::bench_dir::read(&out, "LIB-1").unwrap();
-    assert_eq!(saved.levels.len(), 2);
-    assert!(!samples.is_empty() && benched.report.exists());
+    assert_eq!(first.deploy_run_id.as_deref(), Some(again.run_id.as_str()));
+    // The second bench's options are its own: collab frames relayed, sampled twice as often.
+    assert_eq!(second.scenario, "collab");
+    assert!(
+        second.levels[0].figures.delivery_ms.is_some(),
+        "{:?}",
+        second.levels[0].figures
+    );
+    assert!(
+        second.sample_s < first.sample_s,
+        "{} {}",
+        second.sample_s,
+        first.sample_s
+    );
     drop(target);
+    drop(stack);
+}
+
+/// A sweep as a library call: a single SQLite stack, env.SWEEP_MARK = a,b, one level of 5 users at
+/// each point; every option a field, no command line.
+#[test]
+#[ignore = "needs the Docker engine and the fixture images"]
+fn a_two_value_sweep_is_a_library_call() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let stack = rt.block_on(common::Stack::new("libsweep"));
+    std::env::set_var("EXECTL_STATE_DIR", stack.x.state.path());
+    let mut flags = SpecInput::default();
+    let port = common::Stack::port();
+    for (key, value) in [
+        ("topology", "single"),
+        ("db", "sqlite"),
+        ("stack", stack.name.as_str()),
+        ("http_port", port.as_str()),
+        ("nofile", "20000"),
+        ("health_interval", "1s"),
+    ] {
+        flags.set(key, value).unwrap();
+    }
+    flags
+        .env
+        .push(spec::Raw::flag("--set", "STANDIN_ROOM_CLEANUP_MS=500"));
+    let mut seed = exectl::prepare::Options::seeding(5, None).unwrap();
+    seed.bcrypt_cost = 4;
+    let out = stack.x.state.path().join("sweep-lib");
+    let o = SweepOptions {
+        run_id: "S-LIB".into(),
+        dir: SweepDir::check(&out, "out", "sweep-lib").unwrap(),
+        spec: SpecSource {
+            config: None,
+            flags,
+            images: Some(common::FIXTURES.into()),
+        },
+        vary: vec![vary::parse("vary", "env.SWEEP_MARK=a,b").unwrap()],
+        repeat: 1,
+        mode: Mode::Levels(vec![5]),
+        deploy: DeployOptions::new(Templates::embedded()),
+        seed,
+        bench: BenchSettings {
+            load: LoadSettings {
+                ramp: Some(Duration::from_secs(1)),
+                hold: Duration::from_secs(2),
+                ..LoadSettings::default()
+            },
+            sample: Duration::from_millis(500),
+            settle: Duration::from_secs(10),
+            ..BenchSettings::default()
+        },
+        teardown: false,
+        stop: Default::default(),
+        resumed: None,
+        asked: Vec::new(),
+        started_in: std::env::current_dir().unwrap(),
+    };
+    let swept = exectl::ops::sweep::sweep(&TargetSpec::local(), o, &Silent).unwrap();
+    let r = &swept.results;
+    assert!(swept.complete(), "{:?}", r.stopped);
+    assert_eq!(r.values, [["a", "b"]]);
+    let points: Vec<(&str, Option<u64>)> = r
+        .points
+        .iter()
+        .map(|p| (p.values[0].as_str(), p.capacity))
+        .collect();
+    assert_eq!(points, [("a", Some(5)), ("b", Some(5))], "{r:?}");
+    // Point 2 changed the app's environment only: the app alone was recreated.
+    assert_eq!(r.points[1].recreated, ["app"], "{:?}", r.points[1]);
+    assert!(swept.report.exists());
     drop(stack);
 }

@@ -1,7 +1,7 @@
-//! The layers point one way: no cycle between the top-level modules of src/ (cli, commands, ops, sut,
-//! engine, status, bench, load, prepare, state, ...), nor between the modules of the core's `bench` and
-//! `doctor`, read from who names whom (`crate::x`, `super::x`, outside test modules); and the state
-//! folder's layout is spelled in `state` only.
+//! The layers point one way: each top-level module of src/ uses only the layers below its own, in the
+//! order ARCHITECTURE.md draws them (read from that file); no cycle between them, nor between the
+//! modules of the core's `bench` and `doctor`, read from who names whom (`crate::x`, `super::x`, outside
+//! test modules); and the state folder's layout is spelled in `state` only.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -154,6 +154,119 @@ fn the_top_level_modules_depend_on_each_other_one_way() {
             );
         }
     }
+}
+
+/// ARCHITECTURE.md's layers, top first: the modules named at the start of each line of its layers
+/// block (`cli/`, `error.rs`; `main.rs` and the core left out).
+fn documented_layers() -> Vec<Vec<String>> {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("ARCHITECTURE.md"))
+            .unwrap();
+    let after = doc.split("## Layers").nth(1).expect("a Layers section");
+    let block = after.split("```").nth(1).expect("its diagram");
+    block
+        .lines()
+        .map(|line| {
+            line.trim_start_matches(|c: char| c.is_whitespace())
+                .trim_start_matches("main.rs →")
+                .split_whitespace()
+                .take_while(|w| w.ends_with('/') || w.ends_with(".rs"))
+                .map(|w| w.trim_end_matches('/').trim_end_matches(".rs").to_string())
+                .collect::<Vec<_>>()
+        })
+        .filter(|names| !names.is_empty())
+        .collect()
+}
+
+/// The edges of `g` that do not point to a lower layer (or that name a module no layer holds).
+fn against_the_layers(
+    g: &BTreeMap<String, BTreeSet<String>>,
+    layers: &[Vec<String>],
+) -> Vec<String> {
+    let layer = |m: &str| layers.iter().position(|l| l.iter().any(|n| n == m));
+    let mut wrong = Vec::new();
+    for (from, tos) in g {
+        let Some(a) = layer(from) else {
+            wrong.push(format!("{from} is in no layer of ARCHITECTURE.md"));
+            continue;
+        };
+        for to in tos {
+            match layer(to) {
+                Some(b) if b > a => {}
+                Some(_) => wrong.push(format!("{from} uses {to}, which is not below it")),
+                None => wrong.push(format!("{to} is in no layer of ARCHITECTURE.md")),
+            }
+        }
+    }
+    wrong
+}
+
+#[test]
+fn each_module_uses_only_the_layers_below_it_as_architecture_md_draws_them() {
+    let layers = documented_layers();
+    assert!(
+        layers.len() > 5 && layers[0].contains(&"commands".to_string()),
+        "{layers:?}"
+    );
+    let g = graph(&modules());
+    let wrong = against_the_layers(&g, &layers);
+    assert!(
+        wrong.is_empty(),
+        "ARCHITECTURE.md's layers do not hold: {wrong:#?}\nlayers: {layers:?}"
+    );
+}
+
+#[test]
+fn the_layer_check_finds_an_upward_use_and_an_unplaced_module() {
+    let layers: Vec<Vec<String>> = vec![vec!["a".into()], vec!["b".into(), "c".into()]];
+    let g = |edges: &[(&str, &[&str])]| -> BTreeMap<String, BTreeSet<String>> {
+        edges
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.iter().map(|s| s.to_string()).collect()))
+            .collect()
+    };
+    assert!(against_the_layers(&g(&[("a", &["b"]), ("b", &[]), ("c", &[])]), &layers).is_empty());
+    assert_eq!(
+        against_the_layers(&g(&[("b", &["a"])]), &layers),
+        ["b uses a, which is not below it"]
+    );
+    // Within one layer is not below.
+    assert_eq!(
+        against_the_layers(&g(&[("b", &["c"])]), &layers),
+        ["b uses c, which is not below it"]
+    );
+    assert_eq!(
+        against_the_layers(&g(&[("d", &[])]), &layers),
+        ["d is in no layer of ARCHITECTURE.md"]
+    );
+}
+
+/// The command line is read in `main.rs` and `cli/` only: nothing below re-parses argv or builds clap
+/// types (a program sets options' fields).
+#[test]
+fn the_command_line_is_read_in_cli_only() {
+    let mut found = Vec::new();
+    for (module, text) in modules() {
+        if module == "cli" {
+            continue;
+        }
+        for word in ["parse_from(", "std::env::args", "env::args()"] {
+            if text.contains(word) {
+                found.push(format!("{module}: {word}"));
+            }
+        }
+        if module != "commands" && (text.contains("clap::") || text.contains("crate::cli")) {
+            found.push(format!("{module}: clap or cli"));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the command line read outside cli/: {found:?}"
+    );
+    assert!(
+        modules()["cli"].contains("parse_from("),
+        "the check reads cli's code"
+    );
 }
 
 #[test]

@@ -83,7 +83,8 @@ async (a) => {
     // sync: the app is a relay that never decodes Yjs (contract §2), so the sync step 2 comes from
     // another client in the room. The page keeps one (a second tab of the same user, not timed) that
     // answers sync step 1 as y-websocket does; then the timed socket opens, sends its step 1 and waits
-    // for the step 2 relayed back: the server's upgrade, authorisation, join and two relays.
+    // for the step 2 relayed back: the server's upgrade, authorisation, join and two relays (one more
+    // round when the peer joined after the step 1).
     step = 'sync';
     a.yjs = a.yjs_base + encodeURIComponent(token);
     const peer = await open('the peer socket');
@@ -92,7 +93,13 @@ async (a) => {
     const ws = await open('the socket');
     await new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Failed('sync', `no sync step 2 by the probe's timeout`)), left());
-      ws.addEventListener('message', (e) => { if (same(e.data, STEP2)) { clearTimeout(timer); resolve(); } });
+      ws.addEventListener('message', (e) => {
+        if (same(e.data, STEP2)) { clearTimeout(timer); resolve(); return; }
+        // Each socket joins its room once the server's async authorisation is done: a step 1 sent before
+        // the peer joined reached nobody. The server asks the room to resync when a member joins
+        // (trigger-resync, contract §2) and the editor sends its step 1 again; so does the probe.
+        if (typeof e.data === 'string' && e.data.includes('"trigger-resync"')) ws.send(new Uint8Array(STEP1));
+      });
       ws.addEventListener('close', (e) => {
         clearTimeout(timer);
         reject(new Failed('sync', `the socket closed by the server before the sync: ${e.code} ${e.reason}`.trim()));

@@ -1,13 +1,14 @@
 //! The spec's flags, and the one reading of a spec: exectl.yaml, then the flags (one per setting of
 //! `exectl_core::spec_settings`), then the images file, resolved and checked (exit 2 naming the field).
 
+use crate::ops::spec_source::SpecSource;
 use anyhow::Result;
 use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches};
 use exectl_core::error::UsageError;
 use exectl_core::render::Templates;
 use exectl_core::spec::{self, Raw, Spec, SpecInput};
 use exectl_core::spec_settings::{Kind as SettingKind, Setting, SETTINGS};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 fn setting_arg(s: &Setting) -> Option<Arg> {
     let arg = Arg::new(s.key).help(s.help);
@@ -118,55 +119,25 @@ pub fn load_templates(args: &SpecArgs) -> Result<Templates> {
     }
 }
 
-/// Read the images file of `--images FILE`.
-fn read_images_file(path: &Path) -> Result<Vec<(String, spec::Raw)>, UsageError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        UsageError::new(
-            "--images",
-            path.display(),
-            format!("cannot read it: {e}"),
-            "give the path of a readable images file",
-        )
-    })?;
-    spec::parse_images_file(path, &text)
-}
-
-/// Read exectl.yaml: the given path (must exist), else ./exectl.yaml if present, else nothing.
-pub fn read_spec_file(explicit: Option<&Path>) -> Result<spec::SpecInput, UsageError> {
-    let path = match explicit {
-        Some(p) => p.to_path_buf(),
-        None => {
-            let p = PathBuf::from("exectl.yaml");
-            if !p.exists() {
-                return Ok(spec::SpecInput::default());
-            }
-            p
-        }
-    };
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        UsageError::new(
-            "--config",
-            path.display(),
-            format!("cannot read it: {e}"),
-            "give the path of a readable exectl.yaml",
-        )
-    })?;
-    spec::parse_spec_file(&path, &text)
-}
+pub use crate::ops::spec_source::read_spec_file;
 
 /// The validated spec from an exectl.yaml already read, overridden by the flags and the images file.
 pub fn spec_from(file: spec::SpecInput, args: &SpecArgs) -> Result<Spec> {
     Ok(spec::resolve(input_from(file, args)?)?)
 }
 
-/// An exectl.yaml already read, overridden by the flags and the images file: the input, not resolved
-/// (sweep sets its variable on it first).
+/// An exectl.yaml already read, overridden by the flags and the images file: the input, not resolved.
 pub fn input_from(file: spec::SpecInput, args: &SpecArgs) -> Result<spec::SpecInput, UsageError> {
-    let mut flags = args.to_input();
-    if let Some(path) = &args.images {
-        flags.images = read_images_file(path)?;
+    source(args).over(file)
+}
+
+/// The spec's flags as where the spec comes from.
+pub fn source(args: &SpecArgs) -> SpecSource {
+    SpecSource {
+        config: args.config.clone(),
+        flags: args.to_input(),
+        images: args.images.clone(),
     }
-    Ok(file.overridden_by(flags))
 }
 
 /// exectl.yaml, then flags, then the images file: the validated spec.

@@ -4,10 +4,10 @@
 
 use crate::cli::options::prepare::Asked;
 use crate::cli::PrepareArgs;
+use crate::ops::prepare::PrepareOutcome;
 use crate::ops::{Event, Progress};
-use crate::prepare::plan;
-use crate::prepare::{ResetSummary, Stack, Summary, Via};
-use anyhow::{Context, Result};
+use crate::prepare::{ResetSummary, Summary, Via};
+use anyhow::Result;
 use exectl_core::manifest;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -59,57 +59,52 @@ impl Drop for Bar {
 }
 
 pub async fn run(args: &PrepareArgs) -> Result<bool> {
-    let stack_name = exectl_core::spec::resolve_stack_name(args.stack.as_deref())?;
     // Every flag is checked before anything is read or written.
-    let asked = crate::cli::options::prepare::prepare(args)?;
+    let (stack, asked) = crate::cli::options::prepare::prepare(args)?;
     let target = super::connect(&args.target).await?;
-    let seed = match asked {
+    match asked {
         Asked::Reset(opts) => {
-            let r =
-                crate::ops::prepare::reset(&target, &stack_name, &opts, &Bar::new(false, Via::Sql))
-                    .await?;
-            print_reset(&r, args)?;
-            return Ok(true);
+            let bar = Bar::new(false, Via::Sql);
+            let r = crate::ops::prepare::reset(&target, &stack, &opts, &bar).await?;
+            print_reset(&r, &opts.pattern.text(), args.json)
         }
-        Asked::Seed(seed) => seed,
-    };
-    if seed.via == Via::Api && args.bcrypt_cost.is_some() {
-        eprintln!(
-            "note: --bcrypt-cost is not used with --via api: the app hashes each password at its own cost"
-        );
-    }
-    let started = Instant::now();
-    let bar = Bar::new(!args.json, seed.via);
-    let opts = crate::ops::prepare::PrepareOptions {
-        seed,
-        break_lock: args.break_lock,
-    };
-    let result = crate::ops::prepare::prepare(&target, &stack_name, opts, &bar).await;
-    drop(bar);
-    let o = result?;
-    let k6 = k6_env(args, &o.stack, &o.summary)?;
-    if args.json {
-        let mut v = serde_json::to_value(&o.summary)?;
-        v["k6_env"] = k6.json();
-        println!("{}", serde_json::to_string_pretty(&v)?);
-    } else {
-        print_summary(&o.summary, started.elapsed());
-        println!("  k6 against this stack (upstream's test/load/k6 scripts, or your own):");
-        for line in manifest::k6_env_lines(&k6) {
-            println!("    {line}");
+        Asked::Seed(opts, note) => {
+            if let Some(note) = note {
+                eprintln!("{note}");
+            }
+            let started = Instant::now();
+            let bar = Bar::new(!args.json, opts.seed.via);
+            let result = crate::ops::prepare::prepare(&target, &stack, opts, &bar).await;
+            drop(bar);
+            print_seeded(&result?, started.elapsed(), args.json)
         }
-    }
+    }?;
     Ok(true)
 }
 
-fn print_reset(r: &ResetSummary, args: &PrepareArgs) -> Result<()> {
-    if args.json {
+fn print_seeded(o: &PrepareOutcome, took: Duration, json: bool) -> Result<()> {
+    if json {
+        let mut v = serde_json::to_value(&o.summary)?;
+        v["k6_env"] = o.k6.json();
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print_summary(&o.summary, took);
+        println!("  k6 against this stack (upstream's test/load/k6 scripts, or your own):");
+        for line in manifest::k6_env_lines(&o.k6) {
+            println!("    {line}");
+        }
+    }
+    Ok(())
+}
+
+fn print_reset(r: &ResetSummary, pattern: &str, json: bool) -> Result<()> {
+    if json {
         println!("{}", serde_json::to_string_pretty(r)?);
         return Ok(());
     }
     println!(
-        "stack {}: removed {} account(s) and {} project(s) (with {} Yjs document(s)) made by prepare ({}); other accounts untouched",
-        r.stack, r.accounts, r.projects, r.documents, args.email_pattern
+        "stack {}: removed {} account(s) and {} project(s) (with {} Yjs document(s)) made by prepare ({pattern}); other accounts untouched",
+        r.stack, r.accounts, r.projects, r.documents
     );
     for f in &r.files {
         println!("  removed {}", f.display());
@@ -118,32 +113,6 @@ fn print_reset(r: &ResetSummary, args: &PrepareArgs) -> Result<()> {
         println!("  kept the manifest in {}: {}", k.dir.display(), k.reason);
     }
     Ok(())
-}
-
-/// The env of a k6 run against the stack just prepared; BENCH_PROJECTS_FILE is the projects.json written
-/// (in --out DIR when given, else the stack's copy), as an absolute path.
-fn k6_env(args: &PrepareArgs, stack: &Stack, s: &Summary) -> Result<manifest::K6Env> {
-    let dir = args.out.as_deref().unwrap_or(&s.manifest);
-    let projects = dir.join(manifest::PROJECTS);
-    let projects = std::fs::canonicalize(&projects)
-        .with_context(|| format!("the projects.json just written: {}", projects.display()))?;
-    let door = stack.front_door();
-    let password_from = match (&args.password, &args.password_file) {
-        (Some(_), _) => manifest::PasswordFrom::Flag,
-        (None, Some(_)) => manifest::PasswordFrom::File,
-        (None, None) => manifest::PasswordFrom::Default,
-    };
-    Ok(manifest::k6_env(&manifest::K6Input {
-        base_url: door.base.as_str(),
-        host_header: door.host_header.as_deref(),
-        accounts: s.accounts,
-        users_per_project: s.users_per_project,
-        password: plan::DEFAULT_PASSWORD,
-        password_from,
-        projects_file: &projects.to_string_lossy(),
-        pattern: &args.email_pattern,
-        default_pattern: args.email_pattern == plan::DEFAULT_PATTERN,
-    }))
 }
 
 fn print_summary(s: &Summary, took: Duration) {

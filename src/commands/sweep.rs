@@ -30,9 +30,7 @@ impl Progress for Lines {
 }
 
 pub fn run(a: &SweepArgs) -> Result<i32> {
-    // The command line after `sweep`, for --resume (which reads it back from results.json).
-    let asked: Vec<String> = std::env::args().skip(2).collect();
-    let (target, opts) = crate::cli::options::sweep::sweep(a, asked)?;
+    let (target, opts) = crate::cli::options::sweep::sweep(a)?;
     {
         let stop = Arc::clone(&opts.stop);
         crate::interrupt::on_signal(move |name| stop.stop(format!("{name} received")))?;

@@ -14,6 +14,7 @@ pub mod plateau;
 pub mod preflight;
 pub mod runner;
 pub mod session;
+pub mod settings;
 pub mod slice;
 pub mod summary;
 

@@ -1,14 +1,18 @@
 //! The operations a program calls: `deploy`, `plan`, `teardown`, `prepare`, `load`, `bench`, `status`,
 //! `sweep`.
-//! Each takes a connected `sut::Target`, an options struct (never clap's: `cli::options` makes them
-//! from flags) and a `Progress`, and returns its outcome as a type; nothing here prints. `commands`
-//! turn flags into options, call one operation and print its outcome; `sweep` calls them in a loop.
+//! Each takes an options struct (never clap's: `cli::options` makes them from flags, a program sets their
+//! fields, `bench_settings` and `spec_source` help it) and a `Progress`, and returns its outcome as a
+//! type; nothing here prints. deploy, plan, teardown, prepare and status take a connected `sut::Target`;
+//! bench and sweep a `TargetSpec` (they run their own runtimes). `commands` turn flags into options,
+//! call one operation and print its outcome; `sweep` calls them in a loop.
 
 pub mod bench;
+pub mod bench_settings;
 pub mod deploy;
 pub mod deploy_swarm;
 pub mod load;
 pub mod prepare;
+pub mod spec_source;
 pub mod status;
 pub mod sweep;
 pub mod teardown;

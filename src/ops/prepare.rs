@@ -8,7 +8,8 @@ use crate::prepare::plan::EmailPattern;
 use crate::prepare::{self, Options, ResetSummary, Stack, Summary, Via};
 use crate::state::manifests::{self, Migration};
 use crate::sut::Target;
-use anyhow::Result;
+use anyhow::{Context, Result};
+use exectl_core::manifest;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -28,10 +29,11 @@ pub struct ResetOptions {
     pub break_lock: bool,
 }
 
-/// What a seeding run made and checked, and the stack it seeded (its front door, for k6's env).
+/// What a seeding run made and checked, the stack it seeded, and the env of a k6 run against it.
 pub struct PrepareOutcome {
     pub summary: Summary,
     pub stack: Stack,
+    pub k6: manifest::K6Env,
 }
 
 pub async fn prepare(
@@ -50,9 +52,32 @@ pub async fn prepare(
         Via::Api => prepare::run_api(&deployed, &seed, &count).await,
     }?;
     Ok(PrepareOutcome {
+        k6: k6_env(&seed, &deployed, &summary)?,
         summary,
         stack: deployed,
     })
+}
+
+/// The env of a k6 run against the stack just prepared; BENCH_PROJECTS_FILE is the projects.json written
+/// (in `--out` when given, else the stack's copy), as an absolute path.
+fn k6_env(seed: &Options, stack: &Stack, s: &Summary) -> Result<manifest::K6Env> {
+    let dir = seed.out.as_deref().unwrap_or(&s.manifest);
+    let projects = dir.join(manifest::PROJECTS);
+    let projects = std::fs::canonicalize(&projects)
+        .with_context(|| format!("the projects.json just written: {}", projects.display()))?;
+    let door = stack.front_door();
+    let pattern = seed.plan.pattern.text();
+    Ok(manifest::k6_env(&manifest::K6Input {
+        base_url: door.base.as_str(),
+        host_header: door.host_header.as_deref(),
+        accounts: s.accounts,
+        users_per_project: s.users_per_project,
+        password: prepare::plan::DEFAULT_PASSWORD,
+        password_from: seed.password_from,
+        projects_file: &projects.to_string_lossy(),
+        default_pattern: pattern == prepare::plan::DEFAULT_PATTERN,
+        pattern: &pattern,
+    }))
 }
 
 pub async fn reset(

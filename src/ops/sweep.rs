@@ -15,16 +15,18 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 
-use super::bench::BenchOptions;
+use super::bench_settings::BenchSettings;
 use super::deploy::DeployOptions;
 use super::prepare::PrepareOptions;
+use super::spec_source::SpecSource;
 use super::{Event, Progress};
 use crate::bench::Stop;
+use crate::state::bench_dir::BenchDir;
 use crate::state::sweeps::SweepDir;
 use crate::state::{manifests, runs};
 use crate::sut::{Target, TargetSpec};
 use exectl_core::bench::RunState;
-use exectl_core::spec::{Spec, SpecInput};
+use exectl_core::spec::Spec;
 use exectl_core::sweep::results::{LevelSummary, PointResult, SweepResults, SCHEMA};
 use exectl_core::sweep::search::{self, Bounds};
 use exectl_core::sweep::vary::{points, Vary};
@@ -48,15 +50,6 @@ impl Mode {
     }
 }
 
-/// One bench a point asks for: its levels, its run id and its folder.
-pub struct BenchAsk<'a> {
-    pub levels: &'a [u64],
-    pub run_id: &'a str,
-    pub out: &'a Path,
-}
-
-/// The spec input of a point before its value is set: read again at every point.
-pub type InputFn = dyn Fn() -> Result<SpecInput>;
 /// What a point seeds: its accounts (and projects, and tokens), made or found, and verified.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Seeding {
@@ -67,27 +60,22 @@ pub struct Seeding {
     pub tokens: bool,
 }
 
-/// The seeding of a point, as `prepare` checks it.
-pub type PrepareFn = dyn Fn(Seeding) -> Result<PrepareOptions>;
-/// A point's bench options (the objectives, the load, the folder), checked as `exectl bench` checks them.
-pub type BenchFn = dyn Fn(BenchAsk<'_>) -> Result<BenchOptions>;
-
 pub struct SweepOptions {
     pub run_id: String,
     pub dir: SweepDir,
-    /// exectl.yaml and the flags, as they are when the point begins (an edit between points is seen,
-    /// and stops the sweep).
-    pub input: Box<InputFn>,
+    /// exectl.yaml and the spec's flags: read again when each point begins (an edit between points is
+    /// seen, and stops the sweep).
+    pub spec: SpecSource,
     /// One variable, or two with `--matrix`.
     pub vary: Vec<Vary>,
     pub repeat: u32,
     pub mode: Mode,
-    pub scenario: String,
     pub deploy: DeployOptions,
-    pub prepare: Box<PrepareFn>,
-    pub bench: Box<BenchFn>,
-    /// A browser user besides the levels' (one more account is prepared).
-    pub browser_probe: bool,
+    /// Each point's seeding: its accounts and projects are the point's (`seeding`), the rest as set.
+    pub seed: crate::prepare::Options,
+    /// Each point's bench: its levels, run id and folder are the point's. With its browser user, one
+    /// more account is prepared.
+    pub bench: BenchSettings,
     /// Tear the stack down at the end (its data kept) instead of leaving it at the last point.
     pub teardown: bool,
     pub stop: Arc<Stop>,
@@ -143,7 +131,7 @@ pub fn sweep(spec: &TargetSpec, o: SweepOptions, progress: &dyn Progress) -> Res
             variables: o.vary.iter().map(|v| v.var.name()).collect(),
             values: o.vary.iter().map(|v| v.values.clone()).collect(),
             repeat: o.repeat,
-            scenario: o.scenario.clone(),
+            scenario: o.bench.load.scenario.name().to_string(),
             levels: match &o.mode {
                 Mode::Levels(l) => l.clone(),
                 Mode::Search(_) => vec![],
@@ -152,7 +140,7 @@ pub fn sweep(spec: &TargetSpec, o: SweepOptions, progress: &dyn Progress) -> Res
                 Mode::Search(b) => Some(*b),
                 Mode::Levels(_) => None,
             },
-            browser_probe: o.browser_probe,
+            browser_probe: o.bench.browser_probe,
             started_unix_s: now,
             duration_s: 0.0,
             points: vec![],
@@ -291,17 +279,32 @@ fn refused_mid_sweep(
 /// What a point seeds: the accounts it needs, or as many as the stack's manifest of the same pattern
 /// has when that is more, with its projects and its tokens. A sweep never takes away what was prepared.
 fn seeding(o: &SweepOptions, stack_dir: &Path, needed: u64) -> Result<PrepareOptions> {
-    let asked = (o.prepare)(Seeding {
-        accounts: needed,
-        projects: None,
-        tokens: false,
-    })?;
+    let asked = prepare_options(
+        o,
+        Seeding {
+            accounts: needed,
+            projects: None,
+            tokens: false,
+        },
+    )?;
     let folder = manifests::folder(stack_dir, &asked.seed.plan.pattern);
     let Some(there) = manifests::read_meta(&folder) else {
         return Ok(asked);
     };
     let tokens = folder.join(exectl_core::manifest::TOKENS).exists();
-    (o.prepare)(kept(&there, tokens, needed))
+    prepare_options(o, kept(&there, tokens, needed))
+}
+
+/// The sweep's seeding with a point's accounts, projects and tokens.
+fn prepare_options(o: &SweepOptions, s: Seeding) -> Result<PrepareOptions> {
+    let mut seed = o.seed.reshaped(s.accounts, s.projects)?;
+    if s.tokens && seed.token_ttl.is_none() {
+        seed.token_ttl = Some(crate::prepare::DEFAULT_TOKEN_TTL);
+    }
+    Ok(PrepareOptions {
+        seed,
+        break_lock: false,
+    })
 }
 
 /// Pure: the seeding that keeps a manifest's accounts (or more, when the point needs more), its room
@@ -388,7 +391,7 @@ fn run_points(
             &crate::state::runs_dir(&crate::state::root()),
             &deployed.run_id,
         )?;
-        let needed = o.mode.top() + o.browser_probe as u64;
+        let needed = o.mode.top() + o.bench.browser_probe as u64;
         let prepared = rt.block_on(super::prepare::prepare(
             target,
             &spec_now.stack,
@@ -428,7 +431,8 @@ fn run_points(
         };
         let done = match &o.mode {
             Mode::Levels(levels) => {
-                let Some(b) = bench_point(spec, o, index, levels, progress)? else {
+                let Some(b) = bench_point(spec, o, &spec_now.stack, index, levels, progress)?
+                else {
                     return Ok(());
                 };
                 point.judged(&b.results);
@@ -436,7 +440,15 @@ fn run_points(
                 point.benches.push(b.results.run_id.clone());
                 true
             }
-            Mode::Search(bounds) => search_point(spec, o, index, bounds, &mut point, progress)?,
+            Mode::Search(bounds) => search_point(
+                spec,
+                o,
+                &spec_now.stack,
+                index,
+                bounds,
+                &mut point,
+                progress,
+            )?,
         };
         if !done {
             return Ok(());
@@ -460,7 +472,7 @@ fn run_points(
 
 /// The point's spec: the input as it is now, with each variable set to its value.
 fn point_spec(o: &SweepOptions, values: &[String]) -> Result<Spec> {
-    let mut input = (o.input)()?;
+    let mut input = o.spec.read()?;
     for (v, value) in o.vary.iter().zip(values) {
         v.var.apply(&mut input, value);
     }
@@ -600,6 +612,7 @@ fn bench_id(o: &SweepOptions, base: &str) -> String {
 fn bench_point(
     spec: &TargetSpec,
     o: &SweepOptions,
+    stack: &str,
     index: usize,
     levels: &[u64],
     progress: &dyn Progress,
@@ -607,6 +620,7 @@ fn bench_point(
     bench_once(
         spec,
         o,
+        stack,
         &format!("{}-{index:02}", o.run_id),
         levels,
         progress,
@@ -616,17 +630,15 @@ fn bench_point(
 fn bench_once(
     spec: &TargetSpec,
     o: &SweepOptions,
+    stack: &str,
     base: &str,
     levels: &[u64],
     progress: &dyn Progress,
 ) -> Result<Option<Benched>> {
     let id = bench_id(o, base);
     let out = o.dir.point_dir(&id);
-    let mut opts = (o.bench)(BenchAsk {
-        levels,
-        run_id: &id,
-        out: &out,
-    })?;
+    let folder = BenchDir::check(&out, "--out", &out.display().to_string())?;
+    let mut opts = o.bench.options(spec, stack, levels, &id, folder)?;
     opts.stop = Arc::clone(&o.stop);
     let outcome = super::bench::bench(spec, opts, progress)?;
     if o.stop.why().is_some() {
@@ -648,6 +660,7 @@ fn bench_once(
 fn search_point(
     spec: &TargetSpec,
     o: &SweepOptions,
+    stack: &str,
     index: usize,
     bounds: &Bounds,
     point: &mut PointResult,
@@ -659,7 +672,7 @@ fn search_point(
             "point {index}: probing {users} users at once"
         )));
         let base = format!("{}-{index:02}-{users}", o.run_id);
-        let Some(b) = bench_once(spec, o, &base, &[users], progress)? else {
+        let Some(b) = bench_once(spec, o, stack, &base, &[users], progress)? else {
             return Ok(false);
         };
         if let Some(l) = &b.results.verdict.limiting {

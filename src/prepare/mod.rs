@@ -136,6 +136,8 @@ pub struct Options {
     pub via: Via,
     pub plan: Plan,
     pub password: String,
+    /// Where the password came from: only the public default is shown again (k6's env).
+    pub password_from: exectl_core::manifest::PasswordFrom,
     pub bcrypt_cost: u32,
     /// The stack's state folder: its `manifests/<pattern>/` always gets the manifest.
     pub stack_dir: PathBuf,
@@ -144,6 +146,46 @@ pub struct Options {
     pub token_ttl: Option<Duration>,
     pub batch: usize,
     pub schema_timeout: Duration,
+}
+
+/// bcrypt's cost for the accounts' password hashes: the app's own.
+pub const DEFAULT_COST: u32 = 10;
+/// Rows per INSERT.
+pub const DEFAULT_BATCH: usize = 5000;
+/// A minted token's lifetime.
+pub const DEFAULT_TOKEN_TTL: Duration = Duration::from_secs(7 * 86_400);
+/// How long the app may take to create its schema on a fresh database.
+pub const DEFAULT_SCHEMA_TIMEOUT: Duration = Duration::from_secs(60);
+
+impl Options {
+    /// `accounts` accounts in `projects` projects (None: one each), with `exectl prepare`'s defaults:
+    /// through SQL, the default email pattern and password, private projects, cost 10, no tokens. Set
+    /// the fields to change the rest.
+    pub fn seeding(accounts: u64, projects: Option<u64>) -> Result<Options, UsageError> {
+        let pattern = plan::EmailPattern::parse(plan::DEFAULT_PATTERN)?;
+        let shape = plan::shape(accounts, projects, None)?;
+        Ok(Options {
+            via: Via::Sql,
+            plan: plan::plan(shape, &pattern, plan::Visibility::Private),
+            password: plan::DEFAULT_PASSWORD.to_string(),
+            password_from: exectl_core::manifest::PasswordFrom::Default,
+            bcrypt_cost: DEFAULT_COST,
+            stack_dir: PathBuf::new(),
+            out: None,
+            token_ttl: None,
+            batch: DEFAULT_BATCH,
+            schema_timeout: DEFAULT_SCHEMA_TIMEOUT,
+        })
+    }
+
+    /// The same seeding with `accounts` accounts in `projects` projects (None: one each).
+    pub fn reshaped(&self, accounts: u64, projects: Option<u64>) -> Result<Options, UsageError> {
+        let shape = plan::shape(accounts, projects, None)?;
+        Ok(Options {
+            plan: plan::plan(shape, &self.plan.pattern, self.plan.visibility),
+            ..self.clone()
+        })
+    }
 }
 
 /// How the rows are made: SQL into the database (default), or the app's HTTP API.

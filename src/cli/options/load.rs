@@ -8,12 +8,9 @@ use std::time::Duration;
 use crate::cli::target::TargetArgs;
 use crate::cli::values::{count_flag, duration_flag};
 use crate::cli::LoadArgs;
-use crate::load::{
-    endpoint, AllowList, LoadOptions, Manifest, Scenario, StackRef, DEFAULT_DIAL_CONCURRENCY,
-    DEFAULT_HOLD, DEFAULT_RAMP,
-};
+use crate::load::settings::LoadSettings;
+use crate::load::{endpoint, AllowList, LoadOptions, Scenario, StackRef, DEFAULT_HOLD};
 use exectl_core::error::UsageError;
-use exectl_core::load::liveness::Bounds;
 
 /// The load flags of `exectl load`, and of one level of `exectl bench` (which has no --users: a level).
 #[derive(Debug, Clone, Default)]
@@ -73,13 +70,12 @@ const MAX_USERS: u64 = 10_000_000;
 fn duration(
     flag: &str,
     value: &Option<String>,
-    default: Duration,
     min: Duration,
-) -> Result<Duration, UsageError> {
-    match value {
-        None => Ok(default),
-        Some(v) => duration_flag(flag, v, min, MAX_DURATION),
-    }
+) -> Result<Option<Duration>, UsageError> {
+    value
+        .as_deref()
+        .map(|v| duration_flag(flag, v, min, MAX_DURATION))
+        .transpose()
 }
 
 fn count(flag: &str, value: &Option<String>) -> Result<Option<usize>, UsageError> {
@@ -89,21 +85,8 @@ fn count(flag: &str, value: &Option<String>) -> Result<Option<usize>, UsageError
         .transpose()
 }
 
-/// The values of the flags alone, checked: no file, no network.
-struct Values {
-    scenario: Scenario,
-    users: Option<usize>,
-    dial: Option<usize>,
-    ramp: Duration,
-    hold: Duration,
-    interval: Duration,
-    ping_after: Option<Duration>,
-    sources: Vec<std::net::IpAddr>,
-    processes: Option<usize>,
-    generators: crate::load::Generators,
-}
-
-fn values(args: &LoadFlags) -> Result<Values, UsageError> {
+/// The flags' own values, checked (no file, no network), as settings, and `--users` when given.
+pub fn settings(args: &LoadFlags) -> Result<(LoadSettings, Option<usize>), UsageError> {
     let scenario = Scenario::parse(&args.scenario).ok_or_else(|| {
         UsageError::new(
             "scenario",
@@ -114,14 +97,9 @@ fn values(args: &LoadFlags) -> Result<Values, UsageError> {
     })?;
     // Every numeric flag is read before anything else is (no file, no network).
     let users = count("--users", &args.users)?;
-    let dial = count("--dial-concurrency", &args.dial_concurrency)?;
-    let default_ramp = if scenario == Scenario::LoginBurst {
-        Duration::ZERO
-    } else {
-        DEFAULT_RAMP
-    };
-    let ramp = duration("--ramp", &args.ramp, default_ramp, Duration::ZERO)?;
-    let hold = duration("--hold", &args.hold, DEFAULT_HOLD, Duration::ZERO)?;
+    let dial_concurrency = count("--dial-concurrency", &args.dial_concurrency)?;
+    let ramp = duration("--ramp", &args.ramp, Duration::ZERO)?;
+    let hold = duration("--hold", &args.hold, Duration::ZERO)?.unwrap_or(DEFAULT_HOLD);
     if scenario.uses_socket() && hold.is_zero() {
         return Err(UsageError::new(
             "--hold",
@@ -131,12 +109,7 @@ fn values(args: &LoadFlags) -> Result<Values, UsageError> {
         ));
     }
     // Below 10ms the waits are timer noise.
-    let interval = duration(
-        "--interval",
-        &args.interval,
-        scenario.default_interval(),
-        Duration::from_millis(10),
-    )?;
+    let interval = duration("--interval", &args.interval, Duration::from_millis(10))?;
     // Under a second, pings are the load; above an hour, no hold would ever ping.
     let ping_after = args
         .ping_after
@@ -150,14 +123,6 @@ fn values(args: &LoadFlags) -> Result<Values, UsageError> {
             )
         })
         .transpose()?;
-    if args.tokens && scenario == Scenario::LoginBurst {
-        return Err(UsageError::new(
-            "--tokens",
-            "true",
-            "login-burst measures logins; minted tokens skip them",
-            "drop --tokens",
-        ));
-    }
     let sources = match &args.source_addrs {
         Some(t) => exectl_core::load::sources::parse(t)?,
         None => Vec::new(),
@@ -179,25 +144,29 @@ fn values(args: &LoadFlags) -> Result<Values, UsageError> {
         Some(v) => crate::cli::target::generators(&args.target, v)?,
         None => crate::load::Generators::default(),
     };
-    Ok(Values {
+    let settings = LoadSettings {
         scenario,
-        users,
-        dial,
         ramp,
+        dial_concurrency,
         hold,
         interval,
         ping_after,
+        tokens: args.tokens,
         sources,
         processes,
         generators,
-    })
+        pattern: args.pattern.clone(),
+        progress: !args.quiet,
+    };
+    settings.check()?;
+    Ok((settings, users))
 }
 
 /// The flags' own values checked, before the stack they load exists (sweep checks each point's bench
 /// this way before its first deploy).
 pub fn check(args: &LoadFlags) -> Result<(), UsageError> {
-    let v = values(args)?;
-    if let (Some(text), false) = (&args.source_addrs, v.sources.is_empty()) {
+    let (s, _) = settings(args)?;
+    if let (Some(text), false) = (&args.source_addrs, s.sources.is_empty()) {
         // The front door is --url's address, or the stack's on the target.
         let target = crate::cli::target::target_spec(&args.target)?.address()?;
         let door = match &args.url {
@@ -206,47 +175,51 @@ pub fn check(args: &LoadFlags) -> Result<(), UsageError> {
                 .ip(),
             None => target,
         };
-        exectl_core::load::sources::check_family(&v.sources, door, text)?;
+        exectl_core::load::sources::check_family(&s.sources, door, text)?;
     }
     Ok(())
 }
 
 /// The flags, checked, as a run (no network, no limits yet).
 pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
-    let Values {
-        scenario,
-        users: users_flag,
-        dial: dial_flag,
-        ramp,
-        hold,
-        interval,
-        ping_after,
-        sources,
-        processes,
-        generators,
-    } = values(args)?;
+    let (settings, users) = settings(args)?;
     let target = crate::cli::target::target_spec(&args.target)?;
+    let run_id = args
+        .run_id
+        .as_deref()
+        .map(|id| crate::cli::values::run_id(Some(id), "E7-IDLE-1000-001", |_| String::new()))
+        .transpose()?;
+    let front_door_check = |door: &endpoint::Endpoint| match &args.source_addrs {
+        Some(text) => {
+            exectl_core::load::sources::check_family(&settings.sources, door.addr.ip(), text)
+        }
+        None => Ok(()),
+    };
     // Load goes to loopback or the target's own address, nowhere else.
     let target_ip = target.address()?;
     let stack_dir = |stack: &str| target.stack_dir(stack);
-    let mut stacks = Vec::new();
-    let endpoint = match (&args.stack, &args.url) {
+    let (endpoint, stacks) = match (&args.stack, &args.url) {
         (Some(stack), _) => {
-            let stack = exectl_core::spec::resolve_stack_name(Some(stack))?;
-            let record = crate::state::record::read(&target.bundle_dir(&stack), &stack)?;
-            let e = endpoint::from_stack(&stack, record.as_ref(), target_ip)?;
-            stacks.push(StackRef {
-                dir: stack_dir(&stack),
-                name: stack,
-            });
-            e
+            let (e, stack) = crate::load::settings::front_door(&target, stack)?;
+            (e, vec![stack])
         }
         (None, Some(url)) => {
             let e = endpoint::from_url(url, &AllowList::loopback_only().allow(target_ip))?;
-            match &args.host_header {
+            let e = match &args.host_header {
                 Some(h) => endpoint::with_host_header(e, h)?,
                 None => e,
-            }
+            };
+            // A --url that a recorded stack of this target publishes is that stack's front door.
+            let root = crate::state::root().join(target.key());
+            let stacks = recorded_front_doors(Some(&root))
+                .into_iter()
+                .filter(|d| d.fronts(&e, target_ip))
+                .map(|d| StackRef {
+                    dir: stack_dir(&d.stack),
+                    name: d.stack,
+                })
+                .collect();
+            (e, stacks)
         }
         (None, None) => {
             return Err(UsageError::new(
@@ -257,79 +230,16 @@ pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
             ))
         }
     };
-    if let Some(text) = &args.source_addrs {
-        exectl_core::load::sources::check_family(&sources, endpoint.addr.ip(), text)?;
-    }
-    if args.stack.is_none() {
-        // A --url that a recorded stack of this target publishes is that stack's front door.
-        let root = crate::state::root().join(target.key());
-        stacks = recorded_front_doors(Some(&root))
-            .into_iter()
-            .filter(|d| d.fronts(&endpoint, target_ip))
-            .map(|d| StackRef {
-                dir: stack_dir(&d.stack),
-                name: d.stack,
-            })
-            .collect();
-    }
+    front_door_check(&endpoint)?;
     // With --stack and no --manifest, the stack's newest manifest (or --pattern's).
-    let manifest_dir = match (&args.stack, &args.manifest) {
-        (Some(stack), None) => {
-            crate::state::manifests::locate(stack, &stack_dir(stack), args.pattern.as_deref())?
+    let manifest_dir = match (&stacks[..], &args.stack, &args.manifest) {
+        ([s], Some(_), None) => {
+            crate::state::manifests::locate(&s.name, &s.dir, args.pattern.as_deref())?
         }
-        (_, Some(dir)) => dir.clone(),
-        (None, None) => std::path::PathBuf::from("manifest"),
+        (_, _, Some(dir)) => dir.clone(),
+        _ => PathBuf::from("manifest"),
     };
-    let manifest = Manifest::read(&manifest_dir, args.tokens)?;
-    let users = users_flag.unwrap_or(manifest.accounts.len());
-    if users > manifest.accounts.len() {
-        return Err(UsageError::new(
-            "--users",
-            users,
-            format!(
-                "the manifest in {} has only {} accounts (one per user)",
-                manifest_dir.display(),
-                manifest.accounts.len()
-            ),
-            "prepare more accounts, or lower --users",
-        ));
-    }
-    if scenario == Scenario::Collab {
-        check_rooms(&manifest, users)?;
-    }
-    let dial_concurrency = match dial_flag {
-        Some(n) => n,
-        None if scenario == Scenario::LoginBurst => users,
-        None => DEFAULT_DIAL_CONCURRENCY,
-    }
-    .min(users);
-    let run_id = crate::cli::values::run_id(args.run_id.as_deref(), "E7-IDLE-1000-001", |now| {
-        format!("{}-{users}-{now}", scenario.name())
-    })?;
-    Ok(LoadOptions {
-        scenario,
-        endpoint,
-        manifest,
-        users,
-        ramp,
-        dial_concurrency,
-        hold,
-        interval,
-        tokens: args.tokens,
-        liveness: match ping_after {
-            Some(d) => Bounds::fixed(d),
-            None => Bounds::for_users(users),
-        },
-        run_id,
-        progress: !args.quiet,
-        live: None,
-        sources,
-        processes,
-        probe: true,
-        generators,
-        ramp_slots: None,
-        stacks,
-    })
+    settings.run(endpoint, stacks, &manifest_dir, users, run_id)
 }
 
 /// The front doors recorded for this target's stacks (`stacks_root`: its folder of the state), in the
@@ -352,38 +262,6 @@ pub fn recorded_front_doors(stacks_root: Option<&Path>) -> Vec<endpoint::FrontDo
     doors
 }
 
-/// collab relays frames between the members of a room: a layout where no room of the first `users`
-/// accounts has two members would exchange nothing, and pass on nothing measured.
-fn check_rooms(manifest: &Manifest, users: usize) -> Result<(), UsageError> {
-    // The first account whose project an earlier account is in: users up to it make a room of two.
-    let mut seen = std::collections::HashSet::new();
-    let pair_at = manifest
-        .accounts
-        .iter()
-        .position(|a| !seen.insert(a.project_uuid.as_str()));
-    match pair_at {
-        Some(i) if i < users => Ok(()),
-        Some(i) => Err(UsageError::new(
-            "--users",
-            users,
-            format!(
-                "collab needs two users in a room, and the first {users} accounts of the manifest in {} are each in a project of their own",
-                manifest.dir.display()
-            ),
-            format!("give --users {} or more", i + 1),
-        )),
-        None => Err(UsageError::new(
-            "--users-per-project",
-            1,
-            format!(
-                "collab relays frames between the members of a project's room, and every account of the manifest in {} has a project of its own: no frame could reach anyone",
-                manifest.dir.display()
-            ),
-            "prepare the accounts again with --users-per-project 2 or more (e.g. exectl prepare --accounts N --users-per-project 4)",
-        )),
-    }
-}
-
 pub fn check_out(path: &Path) -> Result<(), UsageError> {
     std::fs::File::create(path).map(drop).map_err(|e| {
         UsageError::new(
@@ -399,6 +277,8 @@ pub fn check_out(path: &Path) -> Result<(), UsageError> {
 mod tests {
     use super::*;
     use crate::load::manifest::{Account, Project, Role};
+    use crate::load::Manifest;
+    use exectl_core::load::liveness::Bounds;
 
     #[test]
     fn the_liveness_cadence_is_the_flags_or_scales_with_the_users() {

@@ -3,15 +3,14 @@
 
 use crate::cli::values::count_flag;
 use crate::cli::PrepareArgs;
+use crate::ops::prepare::{PrepareOptions, ResetOptions};
 use crate::prepare::plan::{self, EmailPattern, Visibility};
-use crate::prepare::{Options, Via};
+use crate::prepare::{
+    Options, Via, DEFAULT_BATCH, DEFAULT_COST, DEFAULT_SCHEMA_TIMEOUT, DEFAULT_TOKEN_TTL,
+};
 use exectl_core::error::UsageError;
+use exectl_core::manifest::PasswordFrom;
 use std::time::Duration;
-
-pub const DEFAULT_COST: u32 = 10;
-pub const DEFAULT_BATCH: usize = 5000;
-pub const DEFAULT_TOKEN_TTL: Duration = Duration::from_secs(7 * 86_400);
-pub const DEFAULT_SCHEMA_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Most --accounts, --projects and --users-per-project.
 const MAX_COUNT: u64 = 10_000_000;
@@ -71,6 +70,11 @@ fn password(args: &PrepareArgs) -> Result<String, UsageError> {
     Ok(pw)
 }
 
+/// `--bcrypt-cost`: bcrypt's own range.
+pub fn bcrypt_cost(value: &str) -> Result<u32, UsageError> {
+    Ok(count_flag("--bcrypt-cost", value, 4, 31)? as u32)
+}
+
 /// The flags as a seeding run, without touching anything. `stack_dir` is filled in once the stack is known.
 pub fn options(args: &PrepareArgs) -> Result<Options, UsageError> {
     let pattern = EmailPattern::parse(&args.email_pattern)?;
@@ -99,7 +103,7 @@ pub fn options(args: &PrepareArgs) -> Result<Options, UsageError> {
     pattern.check_length(shape.accounts)?;
     let visibility = Visibility::parse(&args.visibility)?;
     let bcrypt_cost = match &args.bcrypt_cost {
-        Some(c) => count_flag("--bcrypt-cost", c, 4, 31)? as u32,
+        Some(c) => bcrypt_cost(c)?,
         None => DEFAULT_COST,
     };
     let batch = match &args.batch_size {
@@ -116,6 +120,11 @@ pub fn options(args: &PrepareArgs) -> Result<Options, UsageError> {
         via: Via::parse(&args.via)?,
         plan: plan::plan(shape, &pattern, visibility),
         password: password(args)?,
+        password_from: match (&args.password, &args.password_file) {
+            (Some(_), _) => PasswordFrom::Flag,
+            (None, Some(_)) => PasswordFrom::File,
+            (None, None) => PasswordFrom::Default,
+        },
         bcrypt_cost,
         stack_dir: Default::default(),
         out: args.out.clone(),
@@ -125,17 +134,27 @@ pub fn options(args: &PrepareArgs) -> Result<Options, UsageError> {
     })
 }
 
-/// What `exectl prepare` is asked: seed (the options), or remove what it made (`--reset`).
+/// What `exectl prepare` is asked: seed (the options, and a note on a flag that will not be used), or
+/// remove what it made (`--reset`).
 pub enum Asked {
-    Seed(Options),
-    Reset(crate::ops::prepare::ResetOptions),
+    Seed(PrepareOptions, Option<&'static str>),
+    Reset(ResetOptions),
 }
 
-/// The flags, checked: a seeding run, or a reset.
-pub fn prepare(args: &PrepareArgs) -> Result<Asked, UsageError> {
+/// The flags, checked: the stack, and a seeding run or a reset.
+pub fn prepare(args: &PrepareArgs) -> Result<(String, Asked), UsageError> {
+    let stack = exectl_core::spec::resolve_stack_name(args.stack.as_deref())?;
     let via = Via::parse(&args.via)?;
     if !args.reset {
-        return options(args).map(Asked::Seed);
+        let seed = options(args)?;
+        let note = (seed.via == Via::Api && args.bcrypt_cost.is_some()).then_some(
+            "note: --bcrypt-cost is not used with --via api: the app hashes each password at its own cost",
+        );
+        let opts = PrepareOptions {
+            seed,
+            break_lock: args.break_lock,
+        };
+        return Ok((stack, Asked::Seed(opts, note)));
     }
     if via == Via::Api {
         return Err(UsageError::new(
@@ -145,12 +164,13 @@ pub fn prepare(args: &PrepareArgs) -> Result<Asked, UsageError> {
             "run --reset without --via api (it removes only what the SQL path made; see prepare/README.md)",
         ));
     }
-    Ok(Asked::Reset(crate::ops::prepare::ResetOptions {
+    let reset = ResetOptions {
         pattern: EmailPattern::parse(&args.email_pattern)?,
         schema_timeout: schema_timeout(&args.schema_timeout)?,
         out: args.out.clone(),
         break_lock: args.break_lock,
-    }))
+    };
+    Ok((stack, Asked::Reset(reset)))
 }
 
 #[cfg(test)]

@@ -14,16 +14,15 @@ use clap::Parser;
 
 use crate::bench::Stop;
 use crate::cli::values::{count_flag, duration_flag};
-use crate::cli::{BenchArgs, Cli, Command, PrepareArgs, SweepArgs};
+use crate::cli::{Cli, Command, SweepArgs};
 use crate::ops::deploy::DeployOptions;
-use crate::ops::prepare::PrepareOptions;
-use crate::ops::sweep::{BenchAsk, Mode, Seeding, SweepOptions};
+use crate::ops::sweep::{Mode, SweepOptions};
 use crate::state::benches::Shown;
 use crate::state::sweeps::SweepDir;
 use crate::sut::TargetSpec;
 use exectl_core::bench::parse_levels;
 use exectl_core::error::UsageError;
-use exectl_core::spec::{SecretValue, SpecInput};
+use exectl_core::spec::SecretValue;
 use exectl_core::sweep::file::SweepFile;
 use exectl_core::sweep::results::SweepResults;
 use exectl_core::sweep::search::{Bounds, DEFAULT_PRECISION};
@@ -35,11 +34,12 @@ const MAX_REPEAT: u64 = 50;
 /// The search's first level when --from is not given.
 const DEFAULT_FROM: u64 = 100;
 
-/// The target and the sweep's options, every flag checked; nothing connected to or made. `argv` is
-/// the command line after `sweep` (kept for `--resume`, its secrets redacted).
-pub fn sweep(a: &SweepArgs, argv: Vec<String>) -> Result<(TargetSpec, SweepOptions)> {
+/// The target and the sweep's options, every flag checked; nothing connected to or made. The command
+/// line after `sweep` is kept for `--resume`, its secrets redacted.
+pub fn sweep(a: &SweepArgs) -> Result<(TargetSpec, SweepOptions)> {
     crate::state::checked_root()?;
     let Some(id) = &a.resume else {
+        let argv: Vec<String> = std::env::args().skip(2).collect();
         let here = std::env::current_dir().context("reading the current folder")?;
         return fresh(a, redacted(&argv), here, None);
     };
@@ -235,17 +235,14 @@ fn fresh(
         None => 1,
     };
     let mode = mode(a, &file)?;
-    crate::cli::options::bench::check_flags(&a.bench, &a.target)?;
+    // Each point's bench: the objectives, the sampling, the levels' load, checked before the first deploy.
+    let bench = crate::cli::options::bench::settings(&a.bench, &a.target, a.json)?;
 
     // The stack before its variable, read as each point will read it; every point's spec resolved now.
     let target = crate::cli::target::target_spec(&a.target)?;
     target.one_engine("sweep")?;
-    let spec_args = a.spec.clone();
-    let input = move || -> Result<SpecInput> {
-        let file = crate::cli::spec::read_spec_file(spec_args.config.as_deref())?;
-        Ok(crate::cli::spec::input_from(file, &spec_args)?)
-    };
-    let now = input()?;
+    let source = crate::cli::spec::source(&a.spec);
+    let now = source.read()?;
     let mut stack = None;
     let mut engines: Vec<&str> = Vec::new();
     for (values, _) in points(&vary, 1) {
@@ -303,64 +300,25 @@ fn fresh(
         place: Vec::new(),
     };
     // Checked now, as prepare checks it: a bad cost is refused before the first deploy.
-    let seeding = |accounts| Seeding {
-        accounts,
-        projects: None,
-        tokens: a.bench.tokens,
-    };
-    crate::cli::options::prepare::options(&prepare_args(
-        &a.target,
-        &stack,
-        seeding(mode.top() + 1),
-        a.bcrypt_cost.as_deref(),
-    ))?;
-    let prepare = {
-        let target = a.target.clone();
-        let stack = stack.clone();
-        let cost = a.bcrypt_cost.clone();
-        let tokens = a.bench.tokens;
-        move |s: Seeding| -> Result<PrepareOptions> {
-            let s = Seeding {
-                tokens: s.tokens || tokens,
-                ..s
-            };
-            let args = prepare_args(&target, &stack, s, cost.as_deref());
-            Ok(PrepareOptions {
-                seed: crate::cli::options::prepare::options(&args)?,
-                break_lock: false,
-            })
-        }
-    };
-    let bench = {
-        let (target, stack, flags, json) =
-            (a.target.clone(), stack.clone(), a.bench.clone(), a.json);
-        move |ask: BenchAsk<'_>| -> Result<crate::ops::bench::BenchOptions> {
-            let levels: Vec<String> = ask.levels.iter().map(u64::to_string).collect();
-            Ok(crate::cli::options::bench::bench(&BenchArgs {
-                target: target.clone(),
-                stack: Some(stack.clone()),
-                levels: levels.join(","),
-                flags: flags.clone(),
-                run_id: Some(ask.run_id.to_string()),
-                json,
-                out: Some(ask.out.to_path_buf()),
-            })?)
-        }
-    };
+    let mut seed = crate::prepare::Options::seeding(mode.top() + 1, None)?;
+    if let Some(c) = &a.bcrypt_cost {
+        seed.bcrypt_cost = crate::cli::options::prepare::bcrypt_cost(c)?;
+    }
+    if a.bench.tokens {
+        seed.token_ttl = Some(crate::prepare::DEFAULT_TOKEN_TTL);
+    }
     Ok((
         target,
         SweepOptions {
             run_id,
             dir,
-            input: Box::new(input),
+            spec: source,
             vary,
             repeat,
             mode,
-            scenario: a.bench.scenario.clone(),
             deploy,
-            prepare: Box::new(prepare),
-            bench: Box::new(bench),
-            browser_probe: a.bench.browser_probe,
+            seed,
+            bench,
             teardown: a.teardown,
             stop: Arc::new(Stop::default()),
             resumed,
@@ -471,39 +429,6 @@ fn one_database_engine(engines: &[&str], vary: &[String], stack: &str) -> Result
         ),
         format!("compare database engines in two sweeps on two --stack names (or remove the data between them: exectl teardown --stack {stack} --purge)"),
     ))
-}
-
-/// `prepare`'s flags for a point: its accounts (and projects, and tokens), the rest their defaults.
-fn prepare_args(
-    target: &crate::cli::target::TargetArgs,
-    stack: &str,
-    seeding: Seeding,
-    bcrypt_cost: Option<&str>,
-) -> PrepareArgs {
-    let mut argv = vec![
-        "exectl".to_string(),
-        "prepare".into(),
-        "--stack".into(),
-        stack.into(),
-        "--accounts".into(),
-        seeding.accounts.to_string(),
-    ];
-    if let Some(p) = seeding.projects {
-        argv.extend(["--projects".into(), p.to_string()]);
-    }
-    if seeding.tokens {
-        argv.push("--mint-tokens".into());
-    }
-    if let Some(c) = bcrypt_cost {
-        argv.extend(["--bcrypt-cost".into(), c.into()]);
-    }
-    match Cli::parse_from(argv).command {
-        Command::Prepare(mut p) => {
-            p.target = target.clone();
-            p
-        }
-        _ => unreachable!("parsed as prepare"),
-    }
 }
 
 /// The variables of `--vary` (or the file's): one, or two with `--matrix`.

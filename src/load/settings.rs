@@ -1,0 +1,221 @@
+//! What a load is asked before the stack it goes to is read: typed, with `exectl load`'s defaults in
+//! `Default` (a `None` is what the scenario or the users give). `exectl load` and each level of `exectl
+//! bench` make one from their flags (`cli::options::load`); sweep and other programs set its fields.
+//! `run` and `for_stack` read the manifest and the front door and make the run's `LoadOptions`.
+
+use std::net::IpAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use super::{
+    endpoint, Endpoint, Generators, LoadOptions, Manifest, Scenario, StackRef,
+    DEFAULT_DIAL_CONCURRENCY, DEFAULT_HOLD, DEFAULT_RAMP,
+};
+use crate::sut::TargetSpec;
+use exectl_core::error::UsageError;
+use exectl_core::load::liveness::Bounds;
+
+#[derive(Debug, Clone)]
+pub struct LoadSettings {
+    pub scenario: Scenario,
+    /// None: 10 s, or none for a login burst.
+    pub ramp: Option<Duration>,
+    /// Dials in flight. None: 64, or every user at once for a login burst; never more than the users.
+    pub dial_concurrency: Option<usize>,
+    pub hold: Duration,
+    /// The action interval. None: the scenario's.
+    pub interval: Option<Duration>,
+    /// When a held socket's silent server counts as stalled. None: scaled with the users.
+    pub ping_after: Option<Duration>,
+    /// Open the sockets with the manifest's minted tokens instead of logging in.
+    pub tokens: bool,
+    /// User i dials from address i mod n (empty: the kernel chooses).
+    pub sources: Vec<IpAddr>,
+    /// Generator processes here (None: as many as the open-files limit requires).
+    pub processes: Option<usize>,
+    pub generators: Generators,
+    /// The stack's manifest of this email pattern (None: its newest).
+    pub pattern: Option<String>,
+    /// The per-second progress line on stderr.
+    pub progress: bool,
+}
+
+impl Default for LoadSettings {
+    fn default() -> LoadSettings {
+        LoadSettings {
+            scenario: Scenario::Idle,
+            ramp: None,
+            dial_concurrency: None,
+            hold: DEFAULT_HOLD,
+            interval: None,
+            ping_after: None,
+            tokens: false,
+            sources: Vec::new(),
+            processes: None,
+            generators: Generators::default(),
+            pattern: None,
+            progress: false,
+        }
+    }
+}
+
+impl LoadSettings {
+    /// What no value's own range shows: a held socket needs a hold, and a login burst measures logins.
+    pub fn check(&self) -> Result<(), UsageError> {
+        if self.scenario.uses_socket() && self.hold.is_zero() {
+            return Err(UsageError::new(
+                "--hold",
+                "0s",
+                "a socket must be held for some time",
+                "give e.g. --hold 30s",
+            ));
+        }
+        if self.tokens && self.scenario == Scenario::LoginBurst {
+            return Err(UsageError::new(
+                "--tokens",
+                "true",
+                "login-burst measures logins; minted tokens skip them",
+                "drop --tokens",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The ramp: the given one, or the scenario's.
+    pub fn ramp(&self) -> Duration {
+        self.ramp.unwrap_or(match self.scenario {
+            Scenario::LoginBurst => Duration::ZERO,
+            _ => DEFAULT_RAMP,
+        })
+    }
+
+    /// The run of `users` (None: every account of the manifest in `manifest_dir`) against `endpoint`,
+    /// the front door of `stacks` (empty: a URL no recorded stack publishes). `run_id` None: the
+    /// scenario, the users and the unix time.
+    pub fn run(
+        &self,
+        endpoint: Endpoint,
+        stacks: Vec<StackRef>,
+        manifest_dir: &Path,
+        users: Option<usize>,
+        run_id: Option<String>,
+    ) -> Result<LoadOptions, UsageError> {
+        self.check()?;
+        if !self.sources.is_empty() {
+            let shown: Vec<String> = self.sources.iter().map(IpAddr::to_string).collect();
+            exectl_core::load::sources::check_family(
+                &self.sources,
+                endpoint.addr.ip(),
+                &shown.join(","),
+            )?;
+        }
+        let manifest = Manifest::read(manifest_dir, self.tokens)?;
+        let users = users.unwrap_or(manifest.accounts.len());
+        if users > manifest.accounts.len() {
+            return Err(UsageError::new(
+                "--users",
+                users,
+                format!(
+                    "the manifest in {} has only {} accounts (one per user)",
+                    manifest_dir.display(),
+                    manifest.accounts.len()
+                ),
+                "prepare more accounts, or lower --users",
+            ));
+        }
+        if self.scenario == Scenario::Collab {
+            check_rooms(&manifest, users)?;
+        }
+        let dial_concurrency = match self.dial_concurrency {
+            Some(n) => n,
+            None if self.scenario == Scenario::LoginBurst => users,
+            None => DEFAULT_DIAL_CONCURRENCY,
+        }
+        .min(users);
+        let run_id = run_id.unwrap_or_else(|| {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            format!("{}-{users}-{now}", self.scenario.name())
+        });
+        Ok(LoadOptions {
+            scenario: self.scenario,
+            endpoint,
+            manifest,
+            users,
+            ramp: self.ramp(),
+            dial_concurrency,
+            hold: self.hold,
+            interval: self.interval.unwrap_or(self.scenario.default_interval()),
+            tokens: self.tokens,
+            liveness: match self.ping_after {
+                Some(d) => Bounds::fixed(d),
+                None => Bounds::for_users(users),
+            },
+            run_id,
+            progress: self.progress,
+            live: None,
+            sources: self.sources.clone(),
+            processes: self.processes,
+            probe: true,
+            generators: self.generators.clone(),
+            ramp_slots: None,
+            stacks,
+        })
+    }
+
+    /// The run against the recorded stack `stack` of `target`: its front door (from its record), and
+    /// its newest manifest (or `pattern`'s). The stack is held as a reader while the load runs.
+    pub fn for_stack(
+        &self,
+        target: &TargetSpec,
+        stack: &str,
+        users: Option<usize>,
+        run_id: Option<String>,
+    ) -> Result<LoadOptions, UsageError> {
+        let (door, stack) = front_door(target, stack)?;
+        let manifest =
+            crate::state::manifests::locate(&stack.name, &stack.dir, self.pattern.as_deref())?;
+        self.run(door, vec![stack], &manifest, users, run_id)
+    }
+}
+
+/// The front door of the recorded stack `stack` of `target` (from its record), and the stack.
+pub fn front_door(target: &TargetSpec, stack: &str) -> Result<(Endpoint, StackRef), UsageError> {
+    let stack = exectl_core::spec::resolve_stack_name(Some(stack))?;
+    let record = crate::state::record::read(&target.bundle_dir(&stack), &stack)?;
+    let door = endpoint::from_stack(&stack, record.as_ref(), target.address()?)?;
+    let dir = target.stack_dir(&stack);
+    Ok((door, StackRef { name: stack, dir }))
+}
+
+/// collab relays frames within a room: the first `users` accounts must hold two in one project.
+fn check_rooms(manifest: &Manifest, users: usize) -> Result<(), UsageError> {
+    // The first account whose project an earlier account is in: users up to it make a room of two.
+    let mut seen = std::collections::HashSet::new();
+    let pair_at = manifest
+        .accounts
+        .iter()
+        .position(|a| !seen.insert(a.project_uuid.as_str()));
+    match pair_at {
+        Some(i) if i < users => Ok(()),
+        Some(i) => Err(UsageError::new(
+            "--users",
+            users,
+            format!(
+                "collab needs two users in a room, and the first {users} accounts of the manifest in {} are each in a project of their own",
+                manifest.dir.display()
+            ),
+            format!("give --users {} or more", i + 1),
+        )),
+        None => Err(UsageError::new(
+            "--users-per-project",
+            1,
+            format!(
+                "collab relays frames between the members of a project's room, and every account of the manifest in {} has a project of its own: no frame could reach anyone",
+                manifest.dir.display()
+            ),
+            "prepare the accounts again with --users-per-project 2 or more (e.g. exectl prepare --accounts N --users-per-project 4)",
+        )),
+    }
+}
