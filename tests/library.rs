@@ -196,9 +196,9 @@ fn a_two_value_sweep_is_a_library_call() {
         run_id: "S-LIB".into(),
         dir: SweepDir::check(&out, "out", "sweep-lib").unwrap(),
         spec: SpecSource {
-            config: None,
             flags,
             images: Some(common::FIXTURES.into()),
+            ..SpecSource::default()
         },
         vary: vec![vary::parse("vary", "env.SWEEP_MARK=a,b").unwrap()],
         repeat: 1,
@@ -218,7 +218,7 @@ fn a_two_value_sweep_is_a_library_call() {
         teardown: false,
         stop: Default::default(),
         resumed: None,
-        asked: Vec::new(),
+        sweep_file: None,
         started_in: std::env::current_dir().unwrap(),
     };
     let swept = exectl::ops::sweep::sweep(&TargetSpec::local(), o, &Silent).unwrap();

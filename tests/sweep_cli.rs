@@ -8,8 +8,14 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use std::time::Duration;
+
+use exectl::ops::bench_settings::BenchSettings;
+use exectl::ops::spec_source::SpecSource;
+use exectl::ops::sweep_plan::{FromFile, SeedPlan, SweepPlan};
+use exectl::sut::TargetSpec;
 use exectl_core::bench::RunState;
-use exectl_core::spec::SecretValue;
+use exectl_core::spec::{Raw, SecretValue, SpecInput};
 use exectl_core::sweep::results::{SweepResults, SCHEMA};
 
 const SECRET: &str = "hunter2-sw-cli-Zq9";
@@ -63,30 +69,40 @@ fn code_err(o: &Output) -> (Option<i32>, String) {
 /// A sweep begun in `d.began` with `--images images.yaml` (relative) and a `--set-secret`, stopped
 /// before its first point, recorded as exectl records one: STATE/sweeps/S-cli/results.json.
 fn recorded(d: &Dirs) -> PathBuf {
-    recorded_asking(d, &["--vary", "env.M=c,d,e", "--levels", "5"])
+    recorded_asking(d, None)
 }
 
-/// `recorded`, its variable and levels (env.M = c,d,e at level 5) asked by `how` (flags or a sweep file).
-fn recorded_asking(d: &Dirs, how: &[&str]) -> PathBuf {
+/// `recorded`, its variable and levels (env.M = c,d,e at level 5) given by flags, or by `sweep_file`
+/// (relative to where the sweep began).
+fn recorded_asking(d: &Dirs, sweep_file: Option<&str>) -> PathBuf {
     let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/images/fixtures.yaml");
     std::fs::copy(fixtures, d.began.join("images.yaml")).unwrap();
     std::fs::write(d.began.join("exectl.yaml"), "memory: 512m\n").unwrap();
-    let secret = format!("K={}", SecretValue::new("K", SECRET).redacted());
-    let asked: Vec<String> = [
-        "single",
-        "--db",
-        "sqlite",
-        "--stack",
-        "sw-cli",
-        "--images",
-        "images.yaml",
-        "--set-secret",
-        &secret,
-    ]
-    .iter()
-    .chain(how)
-    .map(|s| s.to_string())
-    .collect();
+    // The plan as the sweep's flags give it: single SQLite, --images images.yaml, --set-secret K=….
+    let mut flags = SpecInput::default();
+    flags.set("topology", "single").unwrap();
+    flags.set("db", "sqlite").unwrap();
+    flags.set("stack", "sw-cli").unwrap();
+    flags
+        .secret_env
+        .push(Raw::flag("--set-secret", format!("K={SECRET}")));
+    let plan = SweepPlan {
+        target: TargetSpec::local(),
+        spec: SpecSource {
+            flags,
+            images: Some("images.yaml".into()),
+            ..SpecSource::default()
+        },
+        sweep_file: sweep_file.map(|f| FromFile {
+            path: f.into(),
+            flags: Default::default(),
+        }),
+        wait_timeout: Duration::from_secs(300),
+        load_images: false,
+        seed: SeedPlan::of(&exectl::prepare::Options::seeding(6, None).unwrap()),
+        bench: BenchSettings::default(),
+        teardown: false,
+    };
     let r = SweepResults {
         schema: SCHEMA,
         run_id: "S-cli".into(),
@@ -107,7 +123,7 @@ fn recorded_asking(d: &Dirs, how: &[&str]) -> PathBuf {
         duration_s: 0.5,
         points: vec![],
         stopped: Some("SIGINT received".into()),
-        asked,
+        plan: serde_json::to_value(&plan).unwrap(),
         started_in: d.began.clone(),
         fingerprints: Default::default(),
     };
@@ -210,13 +226,16 @@ fn an_edited_sweep_or_another_secret_is_refused() {
     };
 
     let mut r: serde_json::Value = serde_json::from_str(&written).unwrap();
+    // The plan holds the secret as its fingerprint only.
+    assert!(!written.contains(SECRET), "{written}");
+    assert!(written.contains(&format!("K={}", SecretValue::new("K", SECRET).redacted())));
     r["values"][0] = serde_json::json!(["c", "X", "Y"]);
-    r["asked"][10] = "env.M=c,X,Y".into();
+    r["plan"]["bench"]["settle"]["secs"] = 5.into();
     std::fs::write(&file, serde_json::to_string_pretty(&r).unwrap()).unwrap();
     let (code, err) = resume(&[]);
     assert_eq!(code, Some(2), "{err}");
     assert!(
-        err.contains("was changed after the sweep wrote it: asked, values differ"),
+        err.contains("was changed after the sweep wrote it: plan, values differ"),
         "{err}"
     );
     std::fs::write(&file, &written).unwrap();
@@ -247,7 +266,7 @@ fn a_resume_refuses_a_sweep_file_that_changed() {
     let d = dirs();
     let file = d.began.join("sweep.yaml");
     std::fs::write(&file, "vary: {env.M: [c, d, e]}\nlevels: [5]\n").unwrap();
-    recorded_asking(&d, &["--sweep-file", "sweep.yaml"]);
+    recorded_asking(&d, Some("sweep.yaml"));
     let resume = || code_err(&exectl(&d, &d.elsewhere, &["sweep", "--resume", "S-cli"]));
     let (code, err) = resume();
     assert_eq!(
@@ -370,7 +389,8 @@ fn runs_show_and_list_a_sweep() {
     r["run_id"] = "S-old".into();
     r.as_object_mut().unwrap().remove("started_in");
     std::fs::write(old.join("results.json"), r.to_string()).unwrap();
-    let layout = "has layout 1 and this exectl reads 2";
+    let layout = format!("has layout 1 and this exectl reads {SCHEMA}");
+    let layout = layout.as_str();
     let o = exectl(&d, &d.began, &["runs", "list"]);
     let list = String::from_utf8_lossy(&o.stdout);
     let line = list

@@ -137,6 +137,7 @@ pub fn source(args: &SpecArgs) -> SpecSource {
         config: args.config.clone(),
         flags: args.to_input(),
         images: args.images.clone(),
+        templates: args.templates.clone(),
     }
 }
 

@@ -43,7 +43,8 @@ pub const TIMEOUTS: crate::app::Timeouts = crate::app::Timeouts {
     request: HTTP_TIMEOUT,
 };
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Scenario {
     Idle,
     LoginBurst,
@@ -147,7 +148,7 @@ pub struct RampSlots {
 }
 
 /// The generator hosts of a run (`--generators local,ssh://USER@HOST[:PORT],…`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Generators {
     /// This host runs slices too (its `--processes` of them): `local` listed, or no list at all.
     pub local: bool,

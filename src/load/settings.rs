@@ -15,7 +15,7 @@ use crate::sut::TargetSpec;
 use exectl_core::error::UsageError;
 use exectl_core::load::liveness::Bounds;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct LoadSettings {
     pub scenario: Scenario,
     /// None: 10 s, or none for a login burst.

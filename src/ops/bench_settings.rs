@@ -15,7 +15,7 @@ use crate::sut::TargetSpec;
 use exectl_core::bench::Slos;
 use exectl_core::error::UsageError;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct BenchSettings {
     /// Each level's load; its users are the level's.
     pub load: LoadSettings,

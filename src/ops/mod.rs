@@ -15,6 +15,7 @@ pub mod prepare;
 pub mod spec_source;
 pub mod status;
 pub mod sweep;
+pub mod sweep_plan;
 pub mod teardown;
 
 /// Something an operation reports while it runs.

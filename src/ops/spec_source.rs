@@ -5,9 +5,11 @@
 use std::path::{Path, PathBuf};
 
 use exectl_core::error::UsageError;
-use exectl_core::spec::{self, SpecInput};
+use exectl_core::spec::{self, Raw, SecretValue, SpecInput};
 
-#[derive(Debug, Clone, Default)]
+/// Saved (a sweep's plan) as `Saved`: every setting as text, every secret as its keyed fingerprint.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[serde(into = "Saved", from = "Saved")]
 pub struct SpecSource {
     /// exectl.yaml's path (must exist). None: ./exectl.yaml when present, else nothing.
     pub config: Option<PathBuf>,
@@ -15,6 +17,90 @@ pub struct SpecSource {
     pub flags: SpecInput,
     /// The images file (service → image reference), read over both.
     pub images: Option<PathBuf>,
+    /// The folder of template overrides (`--templates`) the deploys render with.
+    pub templates: Option<PathBuf>,
+}
+
+/// A `SpecSource` as a file keeps it: the settings by their exectl.yaml key, `--set` pairs, image
+/// overrides, and each `--set-secret` as `KEY=<secret sha256:…>` (never its value: read back, the
+/// secrets are fingerprints, to be given their values again, `unresolved_secrets`).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Saved {
+    config: Option<PathBuf>,
+    images: Option<PathBuf>,
+    templates: Option<PathBuf>,
+    settings: std::collections::BTreeMap<String, String>,
+    env: Vec<String>,
+    image_overrides: Vec<(String, String)>,
+    secrets: Vec<String>,
+}
+
+impl From<SpecSource> for Saved {
+    fn from(s: SpecSource) -> Saved {
+        let mut flags = s.flags.clone();
+        let settings = exectl_core::spec_settings::SETTINGS
+            .iter()
+            .filter_map(|set| {
+                let value = (set.slot)(&mut flags).as_ref()?.value.clone();
+                Some((set.key.to_string(), value))
+            })
+            .collect();
+        Saved {
+            config: s.config,
+            images: s.images,
+            templates: s.templates,
+            settings,
+            env: s.flags.env.iter().map(|r| r.value.clone()).collect(),
+            image_overrides: s
+                .flags
+                .images
+                .iter()
+                .map(|(k, r)| (k.clone(), r.value.clone()))
+                .collect(),
+            secrets: s
+                .flags
+                .secret_env
+                .iter()
+                .map(|r| redacted(&r.value))
+                .collect(),
+        }
+    }
+}
+
+impl From<Saved> for SpecSource {
+    fn from(s: Saved) -> SpecSource {
+        let mut flags = SpecInput::default();
+        for (key, value) in s.settings {
+            if let Some(set) = exectl_core::spec_settings::setting(&key) {
+                *(set.slot)(&mut flags) = Some(Raw::flag(set.flag, value));
+            }
+        }
+        flags.env = s.env.into_iter().map(|v| Raw::flag("--set", v)).collect();
+        flags.images = s
+            .image_overrides
+            .into_iter()
+            .map(|(k, v)| (k, Raw::flag("--images", v)))
+            .collect();
+        flags.secret_env = s
+            .secrets
+            .into_iter()
+            .map(|v| Raw::flag("--set-secret", v))
+            .collect();
+        SpecSource {
+            config: s.config,
+            flags,
+            images: s.images,
+            templates: s.templates,
+        }
+    }
+}
+
+/// `KEY=VALUE` as `KEY=<secret sha256:…>`, the fingerprint the spec shows a secret by (keyed by its name).
+pub fn redacted(pair: &str) -> String {
+    match pair.split_once('=') {
+        Some((k, v)) => format!("{k}={}", SecretValue::new(k, v).redacted()),
+        None => "<redacted>".to_string(),
+    }
 }
 
 impl SpecSource {

@@ -81,8 +81,9 @@ pub struct SweepOptions {
     pub stop: Arc<Stop>,
     /// The sweep to go on with (`--resume`): its points are kept, the next one runs.
     pub resumed: Option<SweepResults>,
-    /// The command line as given (its secrets redacted), kept in results.json for `--resume`.
-    pub asked: Vec<String>,
+    /// The sweep file the variables came from (None: flags, or a program's): a resume reads it again
+    /// and refuses one that changed.
+    pub sweep_file: Option<super::sweep_plan::FromFile>,
     /// The folder the sweep began in (absolute), where a resume reads exectl.yaml and relative paths.
     pub started_in: PathBuf,
 }
@@ -145,7 +146,7 @@ pub fn sweep(spec: &TargetSpec, o: SweepOptions, progress: &dyn Progress) -> Res
             duration_s: 0.0,
             points: vec![],
             stopped: None,
-            asked: o.asked.clone(),
+            plan: serde_json::to_value(super::sweep_plan::SweepPlan::of(spec, &o))?,
             started_in: o.started_in.clone(),
             fingerprints: BTreeMap::new(),
         },

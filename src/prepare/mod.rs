@@ -189,7 +189,7 @@ impl Options {
 }
 
 /// How the rows are made: SQL into the database (default), or the app's HTTP API.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Via {
     Sql,

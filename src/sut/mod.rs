@@ -27,7 +27,7 @@ pub const DEFAULT_DOCKER_SOCKET: &str = "/var/run/docker.sock";
 pub const LOCAL_KEY: &str = "local";
 
 /// Which target, resolved from --target, EXECTL_TARGET or exectl.yaml's `target:`, not yet connected.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct TargetSpec {
     pub ssh: Option<ssh::ConnectOptions>,
     pub docker_socket: String,

@@ -16,7 +16,7 @@ const EMAIL_MAX: usize = 180;
 /// uuid v5 namespace of prepare's projects (a fixed random uuid).
 const PROJECT_NS: uuid::Uuid = uuid::Uuid::from_u128(0x6a0d_3c5e_52e1_4f0b_9a57_3f1e_8c0b_d2a4);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Visibility {
     Private,

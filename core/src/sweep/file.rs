@@ -17,7 +17,7 @@ use crate::error::UsageError;
 use crate::spec::input::{at_line, unique_keys};
 use crate::spec::yaml_tree::{self, Kind, Node};
 
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, Deserialize)]
 pub struct SweepFile {
     /// `VAR=V1,V2,...`, as `--vary` gives it, in the file's order.
     pub vary: Vec<String>,

@@ -18,8 +18,9 @@ use crate::bench::verdict::Outcome;
 use crate::bench::{LevelResult, Limiting, Results, Sample};
 
 /// results.json's layout version: a reader refuses a file it does not know. 2: the command line's
-/// secrets redacted, the starting folder, the fingerprints.
-pub const SCHEMA: u32 = 2;
+/// secrets redacted, the starting folder, the fingerprints. 3: the sweep's typed plan instead of its
+/// command line.
+pub const SCHEMA: u32 = 3;
 pub const RESULTS: &str = "results.json";
 pub const REPORT: &str = "report.html";
 /// The points' benches live in `points/<bench run id>/`.
@@ -57,11 +58,13 @@ pub struct SweepResults {
     /// Why the sweep ended before its last point (another variable moved, a failure, a signal).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
-    /// What the sweep asked for, as given, each `--set-secret` value replaced by its fingerprint
-    /// (`<secret sha256:…>`): `--resume` runs it again from here.
-    pub asked: Vec<String>,
+    /// What the sweep runs besides its variables, values, repeats and levels (above): its target, its
+    /// spec's source and settings, its seeding and its bench's settings, typed by the shell
+    /// (`ops::sweep_plan::SweepPlan`), every secret as its fingerprint (`<secret sha256:…>`).
+    /// `--resume` runs the sweep again from here.
+    pub plan: serde_json::Value,
     /// The folder the sweep was started in (absolute): `--resume` reads exectl.yaml and the relative
-    /// paths of `asked` from there.
+    /// paths of `plan` from there.
     pub started_in: PathBuf,
     /// Each other field's fingerprint, and each point's (`points.N`), as last written (`seal`).
     #[serde(default)]
@@ -421,12 +424,12 @@ mod tests {
         };
         assert_eq!(edit("\"e\"", "\"Y\""), ["values"]);
         assert_eq!(edit("\"capacity\": 200", "\"capacity\": 900"), ["points.2"]);
-        let mut asked = r.clone();
-        asked.asked = vec!["--vary".into(), "env.X=c,d,e".into()];
-        let text = asked.to_json().unwrap();
+        let mut planned = r.clone();
+        planned.plan = serde_json::json!({"bench": {"settle": {"secs": 45, "nanos": 0}}});
+        let text = planned.to_json().unwrap();
         let changed: SweepResults =
-            serde_json::from_str(&text.replace("env.X=c,d,e", "env.X=c,X,Y")).unwrap();
-        assert_eq!(changed.edited(), ["asked"]);
+            serde_json::from_str(&text.replace("\"secs\": 45", "\"secs\": 5")).unwrap();
+        assert_eq!(changed.edited(), ["plan"]);
         let mut dropped: SweepResults = serde_json::from_str(&text).unwrap();
         dropped.points.pop();
         assert_eq!(dropped.edited(), ["points.2"]);

@@ -340,7 +340,7 @@ pub(crate) mod tests {
             duration_s: 1.0,
             points,
             stopped: None,
-            asked: vec![],
+            plan: serde_json::Value::Null,
             started_in: "/home/u/study".into(),
             fingerprints: BTreeMap::new(),
         }

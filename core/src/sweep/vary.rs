@@ -70,7 +70,9 @@ impl Var {
         }
     }
 
-    fn parse(field: &str, text: &str) -> Result<Var, UsageError> {
+    /// A variable by its name (`nginx`, `image.app`, `env.NAME`), as `name` gives it back; errors name
+    /// `field`.
+    pub fn parse(field: &str, text: &str) -> Result<Var, UsageError> {
         let bad = |problem: String, fix: String| UsageError::new(field, text, problem, fix);
         if let Some(s) = text.strip_prefix("image.") {
             return match IMAGE_SERVICES.contains(&s) {

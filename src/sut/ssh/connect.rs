@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// How to connect: what the target flags say.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ConnectOptions {
     pub url: SshUrl,
     /// `--identity FILE`: this key only; else the agent, then ~/.ssh/id_{ed25519,ecdsa,rsa}.

@@ -2,7 +2,7 @@
 
 use exectl_core::error::UsageError;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SshUrl {
     pub user: String,
     pub host: String,
