@@ -55,6 +55,19 @@ pub fn run_id(
     Ok(id.to_string())
 }
 
+/// A run's folder: `--out DIR` when given, else `RUN_ID` under `runs_dir`; with the flag and the value
+/// its check names.
+pub fn run_folder(
+    out: Option<&std::path::Path>,
+    run_id: &str,
+    runs_dir: &std::path::Path,
+) -> (&'static str, String, std::path::PathBuf) {
+    match out {
+        Some(d) => ("--out", d.display().to_string(), d.to_path_buf()),
+        None => ("--run-id", run_id.to_string(), runs_dir.join(run_id)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -1,7 +1,7 @@
 //! `exectl deploy` and `exectl plan`: flags → options, connect, call the operation (`ops::deploy`), print
 //! its outcome (human lines or `--json`).
 
-use crate::cli::spec::{load_templates, spec_from};
+use crate::cli::spec::load_templates;
 use crate::cli::{DeployArgs, PlanArgs};
 use crate::ops::deploy::{fitted_lines, plan_lines, DeployOutcome};
 use crate::ops::{Event, Progress};
@@ -13,8 +13,7 @@ use std::time::Duration;
 /// The plan, and what deploy's preflight would refuse (then the error, exit 2, after the plan).
 pub async fn plan_cmd(args: &PlanArgs) -> Result<()> {
     let place = crate::cli::options::place(&args.place)?;
-    let (file, target) = super::connect_with_spec(&args.target, &args.spec).await?;
-    let spec = spec_from(file, &args.spec)?;
+    let (spec, target) = super::connect_with_spec(&args.target, &args.spec).await?;
     let templates = load_templates(&args.spec)?;
     let p = crate::ops::deploy::plan(&target, &spec, &templates, &place).await?;
     // The spec deploy would deploy: its defaults fitted to the target.
@@ -108,8 +107,7 @@ impl Progress for Reporter {
 
 pub async fn deploy(args: &DeployArgs) -> Result<bool> {
     let opts = crate::cli::options::deploy(args)?;
-    let (file, target) = super::connect_with_spec(&args.target, &args.spec).await?;
-    let spec = spec_from(file, &args.spec)?;
+    let (spec, target) = super::connect_with_spec(&args.target, &args.spec).await?;
     let reporter = Reporter::new(&spec.stack, args.json);
     let result = crate::ops::deploy::deploy(&target, &spec, &opts, &reporter).await;
     reporter.finish();

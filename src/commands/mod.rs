@@ -22,18 +22,18 @@ use exectl_core::spec;
 /// Target key for the local engine's state.
 pub const LOCAL_TARGET: &str = crate::sut::LOCAL_KEY;
 
-/// A spec-driven command's exectl.yaml (read once) and its target, connected: flags, EXECTL_TARGET,
-/// then the file's `target:`.
+/// A spec-driven command's spec (exectl.yaml read once, the flags over it) and its target, connected:
+/// flags, EXECTL_TARGET, then the file's `target:`.
 pub async fn connect_with_spec(
     args: &TargetArgs,
     spec_args: &SpecArgs,
-) -> Result<(spec::SpecInput, crate::sut::Target)> {
+) -> Result<(spec::Spec, crate::sut::Target)> {
     crate::state::checked_root()?;
     let file = crate::cli::spec::read_spec_file(spec_args.config.as_deref())?;
     let target = crate::cli::target::resolve(args, file.target.as_ref())?;
     // Every bad value is refused before the connection (exit 2, the engine untouched).
-    crate::cli::spec::spec_from(file.clone(), spec_args)?;
-    Ok((file, crate::sut::Target::connect(&target).await?))
+    let spec = crate::cli::spec::spec_from(file, spec_args)?;
+    Ok((spec, crate::sut::Target::connect(&target).await?))
 }
 
 /// Connect to the target named by the flags (see `target_spec`).

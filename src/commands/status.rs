@@ -1,31 +1,17 @@
 //! `exectl status`: the stack's state in one command with an exit code (the seed's manual checks); the
 //! operation is `ops::status`, this prints it (once, or every --interval with --watch).
 
-use crate::cli::values::duration_flag;
 use crate::cli::StatusArgs;
 use crate::status::report;
 use anyhow::Result;
 use exectl_core::error::exit;
 use std::io::IsTerminal;
-use std::time::Duration;
-
-/// `--watch` refreshes no faster than this: each refresh probes every container and instance.
-const MIN_INTERVAL: Duration = Duration::from_secs(1);
-/// Longest --interval and --settle.
-const MAX_WAIT: Duration = Duration::from_secs(3600);
 
 /// Returns the exit code: 0 when the verdict is ok or warn, 1 when it is fail (a service missing or
 /// not running, an instance that does not answer, or an --expect-* check that does not hold).
 pub async fn run(args: &StatusArgs) -> Result<i32> {
-    let stack = exectl_core::spec::resolve_stack_name(args.stack.as_deref())?;
-    let settle = duration_flag("--settle", &args.settle, Duration::ZERO, MAX_WAIT)?;
-    let interval = duration_flag("--interval", &args.interval, MIN_INTERVAL, MAX_WAIT)?;
+    let (stack, opts, interval) = crate::cli::options::status(args)?;
     let target = super::connect(&args.target).await?;
-    let opts = crate::ops::status::StatusOptions {
-        expect_idle: args.expect_idle,
-        expect_healthy: args.expect_healthy,
-        settle,
-    };
     loop {
         let r = crate::ops::status::status(&target, &stack, &opts).await?;
         print(&r, args.json)?;

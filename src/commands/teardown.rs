@@ -5,12 +5,8 @@ use crate::cli::TeardownArgs;
 use anyhow::Result;
 
 pub async fn run(args: &TeardownArgs) -> Result<()> {
-    let stack = exectl_core::spec::resolve_stack_name(args.stack.as_deref())?;
+    let (stack, opts) = crate::cli::options::teardown(args)?;
     let target = super::connect(&args.target).await?;
-    let opts = crate::ops::teardown::TeardownOptions {
-        purge: args.purge,
-        break_lock: args.break_lock,
-    };
     let removed = crate::ops::teardown::teardown(&target, &stack, &opts).await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&removed)?);

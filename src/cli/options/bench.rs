@@ -54,15 +54,9 @@ pub fn bench(a: &BenchArgs) -> Result<BenchOptions, UsageError> {
     let run_id = crate::cli::values::run_id(a.run_id.as_deref(), "B-IDLE-HA2-001", |now| {
         format!("B-{}-{now}", a.flags.scenario)
     })?;
-    let (field, value, out_path) = match &a.out {
-        Some(d) => ("--out", d.display().to_string(), d.clone()),
-        None => (
-            "--run-id",
-            run_id.clone(),
-            crate::state::benches_dir(&crate::state::root()).join(&run_id),
-        ),
-    };
-    let out = BenchDir::check(&out_path, field, &value)?;
+    let benches = crate::state::benches_dir(&crate::state::root());
+    let (field, value, path) = crate::cli::values::run_folder(a.out.as_deref(), &run_id, &benches);
+    let out = BenchDir::check(&path, field, &value)?;
     let target = crate::cli::target::target_spec(&a.target)?;
     let mut opts = settings.options(&target, &stack, &levels, &run_id, out)?;
     opts.levels_text = a.levels.clone();

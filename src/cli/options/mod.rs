@@ -30,6 +30,38 @@ pub fn deploy(args: &DeployArgs) -> Result<DeployOptions> {
     })
 }
 
+/// `--watch` refreshes no faster than this: each refresh probes every container and instance.
+const MIN_INTERVAL: Duration = Duration::from_secs(1);
+/// Longest status --interval and --settle.
+const MAX_STATUS_WAIT: Duration = Duration::from_secs(3600);
+
+/// `exectl status`'s flags: the stack, the options, and `--watch`'s interval.
+pub fn status(
+    args: &super::StatusArgs,
+) -> Result<(String, crate::ops::status::StatusOptions, Duration)> {
+    let stack = exectl_core::spec::resolve_stack_name(args.stack.as_deref())?;
+    let settle = duration_flag("--settle", &args.settle, Duration::ZERO, MAX_STATUS_WAIT)?;
+    let interval = duration_flag("--interval", &args.interval, MIN_INTERVAL, MAX_STATUS_WAIT)?;
+    let opts = crate::ops::status::StatusOptions {
+        expect_idle: args.expect_idle,
+        expect_healthy: args.expect_healthy,
+        settle,
+    };
+    Ok((stack, opts, interval))
+}
+
+/// `exectl teardown`'s flags: the stack and the options.
+pub fn teardown(
+    args: &super::TeardownArgs,
+) -> Result<(String, crate::ops::teardown::TeardownOptions)> {
+    let stack = exectl_core::spec::resolve_stack_name(args.stack.as_deref())?;
+    let opts = crate::ops::teardown::TeardownOptions {
+        purge: args.purge,
+        break_lock: args.break_lock,
+    };
+    Ok((stack, opts))
+}
+
 /// `--place` values (deploy, plan), each checked.
 pub fn place(values: &[String]) -> Result<Vec<exectl_core::swarm::PlaceRule>> {
     Ok(values

@@ -267,14 +267,8 @@ fn fresh(a: &SweepArgs, started_in: PathBuf) -> Result<(TargetSpec, SweepOptions
     let run_id = crate::cli::values::run_id(a.run_id.as_deref(), "S-NGINX-001", |now| {
         format!("S-{name}-{now}")
     })?;
-    let (field, value, path) = match &a.out {
-        Some(d) => ("--out", d.display().to_string(), d.clone()),
-        None => (
-            "--run-id",
-            run_id.clone(),
-            crate::state::sweeps_dir(&crate::state::root()).join(&run_id),
-        ),
-    };
+    let sweeps = crate::state::sweeps_dir(&crate::state::root());
+    let (field, value, path) = crate::cli::values::run_folder(a.out.as_deref(), &run_id, &sweeps);
     let dir = SweepDir::check(&path, field, &value)?;
     let deploy = DeployOptions {
         wait_timeout: duration_flag(
