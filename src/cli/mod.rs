@@ -92,7 +92,7 @@ pub struct PrepareArgs {
     #[arg(long, default_value = "private")]
     pub visibility: String,
     /// Account emails; {i} is the account number from 0.
-    #[arg(long, default_value = "bench-user-{i}@exelearning.net")]
+    #[arg(long, default_value = crate::prepare::plan::DEFAULT_PATTERN)]
     pub email_pattern: String,
     /// bcrypt cost of the password hash [default: 10, the app's].
     #[arg(long, value_name = "N", allow_hyphen_values = true)]

@@ -69,3 +69,60 @@ pub fn place(values: &[String]) -> Result<Vec<exectl_core::swarm::PlaceRule>> {
         .map(|p| p.parse())
         .collect::<Result<_, exectl_core::error::UsageError>>()?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Cli, Command};
+    use clap::Parser;
+
+    fn parsed(args: &[&str]) -> Command {
+        Cli::parse_from(["exectl"].iter().chain(args)).command
+    }
+
+    /// The defaults are the options' own (`Default`, `seeding`, `DeployOptions::new`): a flag left out
+    /// gives what a program gets when it leaves the field alone.
+    #[test]
+    fn a_flag_left_out_is_the_options_default() {
+        let Command::Bench(b) = parsed(&["bench", "--levels", "10"]) else {
+            unreachable!()
+        };
+        let s = super::bench::settings(&b.flags, &b.target, true).unwrap();
+        let d = crate::ops::bench_settings::BenchSettings::default();
+        assert_eq!((s.sample, s.settle), (d.sample, d.settle));
+        assert_eq!(s.slos, d.slos);
+        assert_eq!(s.load.scenario, d.load.scenario);
+        assert_eq!(
+            (s.load.hold, s.load.ramp(), s.load.interval),
+            (d.load.hold, d.load.ramp(), d.load.interval)
+        );
+        assert_eq!((s.load.dial_concurrency, s.load.processes), (None, None));
+
+        let Command::Deploy(a) = parsed(&["deploy", "single"]) else {
+            unreachable!()
+        };
+        let o = super::deploy(&a).unwrap();
+        assert_eq!(
+            o.wait_timeout,
+            crate::ops::deploy::DeployOptions::DEFAULT_WAIT
+        );
+
+        let Command::Prepare(p) = parsed(&["prepare", "--accounts", "3"]) else {
+            unreachable!()
+        };
+        let o = super::prepare::options(&p).unwrap();
+        let d = crate::prepare::Options::seeding(3, None).unwrap();
+        assert_eq!(
+            (o.via, o.bcrypt_cost, o.batch),
+            (d.via, d.bcrypt_cost, d.batch)
+        );
+        assert_eq!(
+            (o.token_ttl, o.schema_timeout),
+            (d.token_ttl, d.schema_timeout)
+        );
+        assert_eq!(
+            (&o.password, o.password_from),
+            (&d.password, d.password_from)
+        );
+        assert_eq!(o.plan, d.plan);
+    }
+}
