@@ -97,6 +97,8 @@ pub async fn teardown(docker: &Docker, stack: &str, purge: bool) -> Result<Remov
                 false => last_error = format!("container {name} could not be removed yet"),
             }
         }
+        // The last pass's: a network that failed once and went since is not named at the end.
+        stuck_network = None;
         for name in &found.networks {
             match outcome(
                 docker.remove_network(name).await,
