@@ -23,7 +23,8 @@ pub struct SpecSource {
 
 /// A `SpecSource` as a file keeps it: the settings by their exectl.yaml key, `--set` pairs, image
 /// overrides, and each `--set-secret` as `KEY=<secret sha256:…>` (never its value: read back, the
-/// secrets are fingerprints, to be given their values again, `unresolved_secrets`).
+/// secrets are fingerprints, and must be given their values again before a deploy, as `--resume` does
+/// from the stack's .env in `cli::options::sweep`).
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Saved {
     config: Option<PathBuf>,
