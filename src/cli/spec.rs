@@ -113,7 +113,12 @@ impl SpecArgs {
 }
 
 pub fn load_templates(args: &SpecArgs) -> Result<Templates> {
-    match &args.templates {
+    templates(args.templates.as_deref())
+}
+
+/// The embedded templates, with the overrides of `dir` when given (`--templates`, or a sweep's plan).
+pub fn templates(dir: Option<&std::path::Path>) -> Result<Templates> {
+    match dir {
         Some(dir) => Ok(crate::cli::templates::with_overrides(dir)?),
         None => Ok(Templates::embedded()),
     }

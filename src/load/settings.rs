@@ -4,7 +4,6 @@
 //! `run` and `for_stack` read the manifest and the front door and make the run's `LoadOptions`.
 
 use std::net::IpAddr;
-use std::path::Path;
 use std::time::Duration;
 
 use super::{
@@ -89,14 +88,14 @@ impl LoadSettings {
         })
     }
 
-    /// The run of `users` (None: every account of the manifest in `manifest_dir`) against `endpoint`,
-    /// the front door of `stacks` (empty: a URL no recorded stack publishes). `run_id` None: the
-    /// scenario, the users and the unix time.
+    /// The run of `users` (None: every account of `manifest`) against `endpoint`, the front door of
+    /// `stacks` (empty: a URL no recorded stack publishes). `run_id` None: the scenario, the users and
+    /// the unix time.
     pub fn run(
         &self,
         endpoint: Endpoint,
         stacks: Vec<StackRef>,
-        manifest_dir: &Path,
+        manifest: Manifest,
         users: Option<usize>,
         run_id: Option<String>,
     ) -> Result<LoadOptions, UsageError> {
@@ -109,7 +108,6 @@ impl LoadSettings {
                 &shown.join(","),
             )?;
         }
-        let manifest = Manifest::read(manifest_dir, self.tokens)?;
         let users = users.unwrap_or(manifest.accounts.len());
         if users > manifest.accounts.len() {
             return Err(UsageError::new(
@@ -117,7 +115,7 @@ impl LoadSettings {
                 users,
                 format!(
                     "the manifest in {} has only {} accounts (one per user)",
-                    manifest_dir.display(),
+                    manifest.dir.display(),
                     manifest.accounts.len()
                 ),
                 "prepare more accounts, or lower --users",
@@ -173,10 +171,22 @@ impl LoadSettings {
         users: Option<usize>,
         run_id: Option<String>,
     ) -> Result<LoadOptions, UsageError> {
+        let (door, stack, manifest) = self.read_stack(target, stack)?;
+        self.run(door, vec![stack], manifest, users, run_id)
+    }
+
+    /// The recorded stack `stack` of `target`: its front door, the stack, and its newest manifest (or
+    /// `pattern`'s), read once for any number of runs (a bench's levels).
+    pub fn read_stack(
+        &self,
+        target: &TargetSpec,
+        stack: &str,
+    ) -> Result<(Endpoint, StackRef, Manifest), UsageError> {
         let (door, stack) = front_door(target, stack)?;
-        let manifest =
+        let dir =
             crate::state::manifests::locate(&stack.name, &stack.dir, self.pattern.as_deref())?;
-        self.run(door, vec![stack], &manifest, users, run_id)
+        let manifest = Manifest::read(&dir, self.tokens)?;
+        Ok((door, stack, manifest))
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::bench::BenchOptions;
 use crate::bench::Stop;
 use crate::load::settings::LoadSettings;
-use crate::load::LoadOptions;
+use crate::load::{Endpoint, LoadOptions, Manifest, StackRef};
 use crate::state::bench_dir::BenchDir;
 use crate::sut::TargetSpec;
 use exectl_core::bench::Slos;
@@ -64,9 +64,11 @@ impl BenchSettings {
     ) -> Result<BenchOptions, UsageError> {
         let shown: Vec<String> = levels.iter().map(u64::to_string).collect();
         let levels_text = shown.join(",");
+        // The stack's record and manifest, read once for every level.
+        let read = self.load.read_stack(target, stack)?;
         let plans = levels
             .iter()
-            .map(|&users| self.level(target, stack, users, run_id, &levels_text))
+            .map(|&users| self.level(&read, users, run_id, &levels_text))
             .collect::<Result<Vec<_>, _>>()?;
         let browser = match (self.browser_probe, plans.last()) {
             (true, Some(top)) => Some(browser(top)?),
@@ -92,8 +94,7 @@ impl BenchSettings {
     /// One level's load, as `exectl load --users N` would run it (quiet: the bench prints its lines).
     fn level(
         &self,
-        target: &TargetSpec,
-        stack: &str,
+        (door, stack, manifest): &(Endpoint, StackRef, Manifest),
         users: u64,
         run_id: &str,
         levels: &str,
@@ -103,7 +104,8 @@ impl BenchSettings {
             ..self.load.clone()
         };
         let id = Some(format!("{run_id}-{users}"));
-        load.for_stack(target, stack, Some(users as usize), id)
+        let (stacks, manifest) = (vec![stack.clone()], manifest.clone());
+        load.run(door.clone(), stacks, manifest, Some(users as usize), id)
             .map_err(|e| {
                 // bench has no --users: a level's count is one of --levels.
                 if e.field != "--users" {

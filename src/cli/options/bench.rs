@@ -33,8 +33,7 @@ pub fn settings(
     )?;
     let settle = duration_flag("--settle", &flags.settle, Duration::ZERO, MAX_WAIT)?;
     let level = level_flags(flags, target);
-    super::load::check(&level)?;
-    let (load, _) = super::load::settings(&level)?;
+    let load = super::load::check(&level)?;
     Ok(BenchSettings {
         load,
         slos,

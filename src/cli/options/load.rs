@@ -9,7 +9,7 @@ use crate::cli::target::TargetArgs;
 use crate::cli::values::{count_flag, duration_flag};
 use crate::cli::LoadArgs;
 use crate::load::settings::LoadSettings;
-use crate::load::{endpoint, AllowList, LoadOptions, Scenario, StackRef, DEFAULT_HOLD};
+use crate::load::{endpoint, AllowList, LoadOptions, Manifest, Scenario, StackRef, DEFAULT_HOLD};
 use exectl_core::error::UsageError;
 
 /// The load flags of `exectl load`, and of one level of `exectl bench` (which has no --users: a level).
@@ -162,9 +162,9 @@ pub fn settings(args: &LoadFlags) -> Result<(LoadSettings, Option<usize>), Usage
     Ok((settings, users))
 }
 
-/// The flags' own values checked, before the stack they load exists (sweep checks each point's bench
-/// this way before its first deploy).
-pub fn check(args: &LoadFlags) -> Result<(), UsageError> {
+/// The flags' own values checked, before the stack they load exists (bench, and sweep before its first
+/// deploy, check a level's flags this way), as settings.
+pub fn check(args: &LoadFlags) -> Result<LoadSettings, UsageError> {
     let (s, _) = settings(args)?;
     if let (Some(text), false) = (&args.source_addrs, s.sources.is_empty()) {
         // The front door is --url's address, or the stack's on the target.
@@ -177,7 +177,7 @@ pub fn check(args: &LoadFlags) -> Result<(), UsageError> {
         };
         exectl_core::load::sources::check_family(&s.sources, door, text)?;
     }
-    Ok(())
+    Ok(s)
 }
 
 /// The flags, checked, as a run (no network, no limits yet).
@@ -239,7 +239,8 @@ pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
         (_, _, Some(dir)) => dir.clone(),
         _ => PathBuf::from("manifest"),
     };
-    settings.run(endpoint, stacks, &manifest_dir, users, run_id)
+    let manifest = Manifest::read(&manifest_dir, settings.tokens)?;
+    settings.run(endpoint, stacks, manifest, users, run_id)
 }
 
 /// The front doors recorded for this target's stacks (`stacks_root`: its folder of the state), in the
@@ -277,7 +278,6 @@ pub fn check_out(path: &Path) -> Result<(), UsageError> {
 mod tests {
     use super::*;
     use crate::load::manifest::{Account, Project, Role};
-    use crate::load::Manifest;
     use exectl_core::load::liveness::Bounds;
 
     #[test]

@@ -24,7 +24,6 @@ use crate::state::sweeps::SweepDir;
 use crate::sut::TargetSpec;
 use exectl_core::bench::parse_levels;
 use exectl_core::error::UsageError;
-use exectl_core::render::Templates;
 use exectl_core::spec::{Raw, SecretValue};
 use exectl_core::sweep::file::SweepFile;
 use exectl_core::sweep::results::SweepResults;
@@ -132,10 +131,7 @@ pub fn sweep(a: &SweepArgs) -> Result<(TargetSpec, SweepOptions)> {
     .into_iter()
     .map(|kv| Raw::flag("--set-secret", kv))
     .collect();
-    let templates = match &spec.templates {
-        Some(dir) => crate::cli::templates::with_overrides(dir)?,
-        None => Templates::embedded(),
-    };
+    let templates = crate::cli::spec::templates(spec.templates.as_deref())?;
     let opts = SweepOptions {
         run_id: results.run_id.clone(),
         dir,
@@ -144,10 +140,9 @@ pub fn sweep(a: &SweepArgs) -> Result<(TargetSpec, SweepOptions)> {
         repeat: results.repeat,
         mode,
         deploy: DeployOptions {
-            templates,
             wait_timeout: plan.wait_timeout,
             load_images: plan.load_images,
-            ..DeployOptions::new(Templates::embedded())
+            ..DeployOptions::new(templates)
         },
         seed: plan.seed.options()?,
         bench: BenchSettings {
