@@ -433,9 +433,29 @@ pub fn single_sqlite<'a>(stack: &'a str, port: &'a str) -> Vec<&'a str> {
 pub struct Paused(String);
 
 impl Paused {
+    /// Freezes `container`. The engine's freezer gives up ("unable to freeze") when the container's
+    /// processes do not all stop within its own retries, which a host busy with other work can cause
+    /// (runc thaws it again then): the pause is asked again after a quiet moment, a few times, before
+    /// the test fails.
     pub fn pause(container: &str) -> Paused {
-        docker_cli(&["pause", container]);
-        Paused(container.to_string())
+        const TRIES: u32 = 6;
+        for attempt in 1..=TRIES {
+            let o = std::process::Command::new("docker")
+                .args(["pause", container])
+                .output()
+                .unwrap();
+            if o.status.success() {
+                return Paused(container.to_string());
+            }
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                err.contains("unable to freeze") && attempt < TRIES,
+                "docker pause {container} (attempt {attempt} of {TRIES}): {err}"
+            );
+            eprintln!("docker pause {container}: the engine could not freeze it (attempt {attempt}); again in 2 s");
+            std::thread::sleep(std::time::Duration::from_secs(2));
+        }
+        unreachable!("the last attempt returns or fails its assert")
     }
 }
 
