@@ -27,7 +27,8 @@ async fn set_secret_reaches_the_app_and_nothing_else() {
     let (x, port) = (&*s.x, Stack::port());
     let stack = s.name.as_str();
     let (first, second) = ("hrFirst-9f3c2a71e5", "hrSecond-0b8d4e6a2c");
-    let spec = |secret: &str| {
+    // `flag` is `KEY=VALUE`, or a bare `KEY` whose value exectl reads from its environment.
+    let spec = |flag: &str| {
         vec![
             "single".to_string(),
             "--stack".into(),
@@ -43,16 +44,21 @@ async fn set_secret_reaches_the_app_and_nothing_else() {
             "--health-interval".into(),
             "1s".into(),
             "--set-secret".into(),
-            format!("SMTP_PASSWORD={secret}"),
+            flag.to_string(),
             "--set".into(),
             "PLAIN_NOTE=recorded".into(),
         ]
     };
     let mut outputs = String::new();
+    // exectl's environment holds the second value (for the bare flag), never its command line.
     let mut run = |cmd: &[&str], extra: &[String]| -> String {
         let mut args: Vec<&str> = cmd.to_vec();
         args.extend(extra.iter().map(String::as_str));
-        let out = x.run(&args);
+        let out = x
+            .command(&args)
+            .env("SMTP_PASSWORD", second)
+            .output()
+            .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
         let stderr = String::from_utf8_lossy(&out.stderr).to_string();
         assert!(out.status.success(), "{args:?}: {stdout}\n{stderr}");
@@ -60,10 +66,11 @@ async fn set_secret_reaches_the_app_and_nothing_else() {
         outputs.push_str(&stderr);
         stdout
     };
-    run(&["plan"], &spec(first));
-    run(&["plan", "--json"], &spec(first));
+    let first_flag = format!("SMTP_PASSWORD={first}");
+    run(&["plan"], &spec(&first_flag));
+    run(&["plan", "--json"], &spec(&first_flag));
     let a: serde_json::Value =
-        serde_json::from_str(&run(&["deploy", "--json"], &spec(first))).unwrap();
+        serde_json::from_str(&run(&["deploy", "--json"], &spec(&first_flag))).unwrap();
     assert_eq!(a["ok"], true, "{a}");
     // The app really has it, from .env through compose.yaml's ${SMTP_PASSWORD}.
     let info = d
@@ -75,7 +82,20 @@ async fn set_secret_reaches_the_app_and_nothing_else() {
         env.contains(&format!("SMTP_PASSWORD={first}")),
         "app environment lacks the secret"
     );
-    run(&["deploy"], &spec(second));
+    // A bare --set-secret KEY: the value from exectl's environment, out of the command line `ps` shows.
+    run(&["deploy"], &spec("SMTP_PASSWORD"));
+    let info = d
+        .inspect_container(&s.container("app"), None)
+        .await
+        .unwrap();
+    assert!(
+        info.config
+            .unwrap()
+            .env
+            .unwrap()
+            .contains(&format!("SMTP_PASSWORD={second}")),
+        "the app lacks the value of the bare --set-secret's environment variable"
+    );
     let ids: Vec<serde_json::Value> =
         serde_json::from_str(&run(&["runs", "list", "--json"], &[])).unwrap();
     assert_eq!(ids.len(), 2, "{ids:?}");

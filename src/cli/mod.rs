@@ -565,7 +565,7 @@ mod tests {
         let Command::Render(args) = Cli::try_parse_from(&argv).unwrap().command else {
             panic!("not render")
         };
-        let mut input = args.spec.to_input();
+        let mut input = args.spec.to_input().unwrap();
         for s in SETTINGS {
             let want = match s.kind {
                 SettingKind::FileOnly => None,

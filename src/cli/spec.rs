@@ -81,11 +81,12 @@ pub struct SpecArgs {
     #[arg(long = "set", value_name = "KEY=VALUE", allow_hyphen_values = true)]
     pub set: Vec<String>,
     /// An app environment variable whose value is kept out of every record and output: it goes only to
-    /// the stack's 0600 .env, e.g. --set-secret SMTP_PASSWORD=... (repeatable). Plain --set values are
-    /// recorded in run records and exectl.lock.json.
+    /// the stack's 0600 .env, e.g. --set-secret SMTP_PASSWORD=... (repeatable). A bare KEY takes the
+    /// value from the environment variable KEY, out of the command line `ps` shows every user. Plain
+    /// --set values are recorded in run records and exectl.lock.json.
     #[arg(
         long = "set-secret",
-        value_name = "KEY=VALUE",
+        value_name = "KEY[=VALUE]",
         allow_hyphen_values = true
     )]
     pub set_secret: Vec<String>,
@@ -98,18 +99,42 @@ pub struct SpecArgs {
 }
 
 impl SpecArgs {
-    /// The flags as raw spec input (images file not read here).
-    pub fn to_input(&self) -> SpecInput {
-        SpecInput {
+    /// The flags as raw spec input (images file not read here; a bare `--set-secret KEY` read from
+    /// the environment).
+    pub fn to_input(&self) -> Result<SpecInput, UsageError> {
+        Ok(SpecInput {
             env: self.set.iter().map(|s| Raw::flag("--set", s)).collect(),
-            secret_env: self
-                .set_secret
+            secret_env: secret_pairs(&self.set_secret, |k| std::env::var(k).ok())?
                 .iter()
                 .map(|s| Raw::flag("--set-secret", s))
                 .collect(),
             ..self.settings.0.clone()
-        }
+        })
     }
+}
+
+/// `--set-secret` values as `KEY=VALUE`: a bare `KEY` (no `=`) takes its value from `var(KEY)`, the
+/// environment, as `docker run -e KEY` does, so that the value is not in exectl's command line, which
+/// `ps` shows to every user of the machine (an environment only to its owner).
+pub fn secret_pairs(
+    given: &[String],
+    var: impl Fn(&str) -> Option<String>,
+) -> Result<Vec<String>, UsageError> {
+    given
+        .iter()
+        .map(|g| match g.split_once('=') {
+            Some(_) => Ok(g.clone()),
+            None => match var(g) {
+                Some(v) => Ok(format!("{g}={v}")),
+                None => Err(UsageError::new(
+                    "--set-secret",
+                    g,
+                    format!("no =VALUE, and no environment variable {g} to take it from"),
+                    format!("export {g}=... before exectl (its value then stays out of `ps`), or give --set-secret {g}=VALUE"),
+                )),
+            },
+        })
+        .collect()
 }
 
 pub fn load_templates(args: &SpecArgs) -> Result<Templates> {
@@ -133,20 +158,46 @@ pub fn spec_from(file: spec::SpecInput, args: &SpecArgs) -> Result<Spec> {
 
 /// An exectl.yaml already read, overridden by the flags and the images file: the input, not resolved.
 pub fn input_from(file: spec::SpecInput, args: &SpecArgs) -> Result<spec::SpecInput, UsageError> {
-    source(args).over(file)
+    source(args)?.over(file)
 }
 
 /// The spec's flags as where the spec comes from.
-pub fn source(args: &SpecArgs) -> SpecSource {
-    SpecSource {
+pub fn source(args: &SpecArgs) -> Result<SpecSource, UsageError> {
+    Ok(SpecSource {
         config: args.config.clone(),
-        flags: args.to_input(),
+        flags: args.to_input()?,
         images: args.images.clone(),
         templates: args.templates.clone(),
-    }
+    })
 }
 
 /// exectl.yaml, then flags, then the images file: the validated spec.
 pub fn load_spec(args: &SpecArgs) -> Result<Spec> {
     spec_from(read_spec_file(args.config.as_deref())?, args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::secret_pairs;
+
+    #[test]
+    fn a_bare_secret_key_reads_its_value_from_the_environment() {
+        let env = |k: &str| (k == "SMTP_PASSWORD").then(|| "from-env".to_string());
+        let given = ["SMTP_PASSWORD".to_string(), "TOKEN=t=1".to_string()];
+        assert_eq!(
+            secret_pairs(&given, env).unwrap(),
+            ["SMTP_PASSWORD=from-env", "TOKEN=t=1"]
+        );
+        // No variable: refused naming the flag and the key, with both ways to give it.
+        let e = secret_pairs(&["API_KEY".to_string()], env).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("--set-secret") && text.contains("API_KEY"),
+            "{text}"
+        );
+        assert!(
+            e.fix.contains("export API_KEY=") && e.fix.contains("API_KEY=VALUE"),
+            "{e}"
+        );
+    }
 }

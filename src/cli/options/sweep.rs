@@ -125,7 +125,7 @@ pub fn sweep(a: &SweepArgs) -> Result<(TargetSpec, SweepOptions)> {
     spec.flags.secret_env = resumed_secrets(
         id,
         &recorded,
-        &a.spec.set_secret,
+        &crate::cli::spec::secret_pairs(&a.spec.set_secret, |k| std::env::var(k).ok())?,
         (&env, std::fs::read_to_string(&env).ok().as_deref()),
     )?
     .into_iter()
@@ -227,7 +227,7 @@ fn resumed_secrets(
                             (Some(_), Some(_)) => "that file has another (the stack was deployed since with another value)",
                         }
                     ),
-                    format!("give it again: exectl sweep --resume {id} --set-secret {k}=VALUE"),
+                    format!("give it again: exectl sweep --resume {id} --set-secret {k} with {k} exported (out of `ps`), or --set-secret {k}=VALUE"),
                 )),
             }
         })
@@ -251,7 +251,7 @@ fn fresh(a: &SweepArgs, started_in: PathBuf) -> Result<(TargetSpec, SweepOptions
     let bench = crate::cli::options::bench::settings(&a.bench, &a.target, a.json)?;
     let target = crate::cli::target::target_spec(&a.target)?;
     target.one_engine("sweep")?;
-    let source = crate::cli::spec::source(&a.spec);
+    let source = crate::cli::spec::source(&a.spec)?;
     points_checked(&source, &vary)?;
 
     let name = vary
@@ -724,7 +724,7 @@ mod tests {
             "--vary",
             "env.M=a,b",
         ]);
-        let kept = serde_json::to_value(crate::cli::spec::source(&a.spec)).unwrap();
+        let kept = serde_json::to_value(crate::cli::spec::source(&a.spec).unwrap()).unwrap();
         let text = kept.to_string();
         assert!(!text.contains("s3cr"), "{text}");
         assert_eq!(
