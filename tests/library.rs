@@ -13,7 +13,7 @@ use exectl::ops::deploy::DeployOptions;
 use exectl::ops::prepare::PrepareOptions;
 use exectl::ops::spec_source::SpecSource;
 use exectl::ops::sweep::{Mode, SweepOptions};
-use exectl::ops::Silent;
+use exectl::ops::{Context, Silent};
 use exectl::state::bench_dir::BenchDir;
 use exectl::state::sweeps::SweepDir;
 use exectl::sut::{Target, TargetSpec};
@@ -29,6 +29,8 @@ fn deploy_prepare_and_bench_are_library_calls() {
     // The operations keep their state where the guard's teardown looks for it.
     std::env::set_var("EXECTL_STATE_DIR", stack.x.state.path());
     let target = rt.block_on(Target::connect(&TargetSpec::local())).unwrap();
+    // Every operation runs in a context: the connected target, where its events go, its stop token.
+    let cx = Context::new(&target, &Silent);
 
     // The spec, set by key as sweep sets the variable it varies.
     let mut input = SpecInput::default();
@@ -58,7 +60,7 @@ fn deploy_prepare_and_bench_are_library_calls() {
 
     let opts = DeployOptions::new(Templates::embedded());
     let deployed = rt
-        .block_on(exectl::ops::deploy::deploy(&target, &spec, &opts, &Silent))
+        .block_on(exectl::ops::deploy::deploy(&cx, &spec, &opts))
         .unwrap();
     assert!(deployed.ok(), "{deployed:?}");
     assert!(deployed.changed > 0 && !deployed.plan.is_noop());
@@ -68,7 +70,7 @@ fn deploy_prepare_and_bench_are_library_calls() {
     assert!(deployed.limits.iter().all(|e| e.nofile_soft == Some(20000)));
     // Converging: the same spec again changes nothing, and says so in its outcome.
     let again = rt
-        .block_on(exectl::ops::deploy::deploy(&target, &spec, &opts, &Silent))
+        .block_on(exectl::ops::deploy::deploy(&cx, &spec, &opts))
         .unwrap();
     assert!(
         again.plan.is_noop() && again.changed == 0,
@@ -88,12 +90,7 @@ fn deploy_prepare_and_bench_are_library_calls() {
         break_lock: false,
     };
     let prepared = rt
-        .block_on(exectl::ops::prepare::prepare(
-            &target,
-            &stack.name,
-            prepare,
-            &Silent,
-        ))
+        .block_on(exectl::ops::prepare::prepare(&cx, &stack.name, prepare))
         .unwrap();
     assert_eq!(prepared.summary.accounts, 40);
     assert!(
@@ -129,8 +126,9 @@ fn deploy_prepare_and_bench_are_library_calls() {
         let o = settings
             .options(&local, &stack.name, levels, id, folder)
             .unwrap();
-        // bench runs its own runtimes (the sampler's thread, the load's), so it is called outside this one.
-        let b = exectl::ops::bench::bench(&local, o, &Silent).unwrap();
+        // bench runs its own runtimes (the sampler's thread, the load's), so it is called outside this
+        // one, which stays up and serves the target's connections.
+        let b = exectl::ops::bench::bench(&cx, o).unwrap();
         assert!(b.passed(), "{id}: {}", b.results.verdict.headline);
         // What the outcome says is what the bench's folder holds.
         let (saved, samples) = exectl::state::bench_dir::read(&out, id).unwrap();
@@ -216,12 +214,12 @@ fn a_two_value_sweep_is_a_library_call() {
             ..BenchSettings::default()
         },
         teardown: false,
-        stop: Default::default(),
         resumed: None,
         sweep_file: None,
         started_in: std::env::current_dir().unwrap(),
     };
-    let swept = exectl::ops::sweep::sweep(&TargetSpec::local(), o, &Silent).unwrap();
+    let target = rt.block_on(Target::connect(&TargetSpec::local())).unwrap();
+    let swept = exectl::ops::sweep::sweep(&Context::new(&target, &Silent), o).unwrap();
     let r = &swept.results;
     assert!(swept.complete(), "{:?}", r.stopped);
     assert_eq!(r.values, [["a", "b"]]);

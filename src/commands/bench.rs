@@ -7,33 +7,22 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
+use super::{Connected, Lines};
 use crate::cli::BenchArgs;
-use crate::ops::{Event, Progress};
+use crate::ops::Context;
 use exectl_core::error::exit;
-
-/// The operation's warnings on stderr, and its progress lines unless --json (stdout is the results).
-struct Lines {
-    json: bool,
-}
-
-impl Progress for Lines {
-    fn event(&self, e: Event<'_>) {
-        match e {
-            Event::Note(line) => eprintln!("{line}"),
-            Event::Step(line) if !self.json => eprintln!("{line}"),
-            _ => {}
-        }
-    }
-}
 
 pub fn run(a: &BenchArgs) -> Result<i32> {
     let target = crate::cli::target::target_spec(&a.target)?;
     let opts = crate::cli::options::bench::bench(a)?;
+    let connected = Connected::to(&target)?;
+    let lines = Lines { json: a.json };
+    let cx = Context::new(&connected.target, &lines);
     {
-        let stop = Arc::clone(&opts.stop);
+        let stop = Arc::clone(&cx.stop);
         crate::interrupt::on_signal(move |name| stop.stop(format!("{name} received")))?;
     }
-    let o = crate::ops::bench::bench(&target, opts, &Lines { json: a.json })?;
+    let o = crate::ops::bench::bench(&cx, opts)?;
     let passed = o.passed();
     if a.json {
         println!("{}", serde_json::to_string_pretty(&o.results)?);

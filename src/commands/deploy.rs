@@ -15,7 +15,12 @@ pub async fn plan_cmd(args: &PlanArgs) -> Result<()> {
     let place = crate::cli::options::place(&args.place)?;
     let (spec, target) = super::connect_with_spec(&args.target, &args.spec).await?;
     let templates = load_templates(&args.spec)?;
-    let p = crate::ops::deploy::plan(&target, &spec, &templates, &place).await?;
+    let p = crate::ops::deploy::plan(
+        &crate::ops::Context::new(&target, &crate::ops::Silent),
+        &spec,
+        &templates,
+        &place,
+    ).await?;
     // The spec deploy would deploy: its defaults fitted to the target.
     let spec = &p.spec;
     if args.json {
@@ -109,7 +114,7 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
     let opts = crate::cli::options::deploy(args)?;
     let (spec, target) = super::connect_with_spec(&args.target, &args.spec).await?;
     let reporter = Reporter::new(&spec.stack, args.json);
-    let result = crate::ops::deploy::deploy(&target, &spec, &opts, &reporter).await;
+    let result = crate::ops::deploy::deploy(&crate::ops::Context::new(&target, &reporter), &spec, &opts).await;
     reporter.finish();
     let o = result?;
     let stack = &o.stack;

@@ -16,6 +16,8 @@ pub mod validate;
 
 use crate::cli::spec::SpecArgs;
 use crate::cli::target::TargetArgs;
+use crate::ops::{Event, Progress};
+use crate::sut::{Target, TargetSpec};
 use anyhow::Result;
 use exectl_core::spec;
 
@@ -39,4 +41,51 @@ pub async fn connect_with_spec(
 /// Connect to the target named by the flags (see `target_spec`).
 pub async fn connect(args: &TargetArgs) -> Result<crate::sut::Target> {
     crate::sut::Target::connect(&crate::cli::target::target_spec(args)?).await
+}
+
+/// A target connected for the operations that run their own runtimes (bench, sweep, called outside
+/// any): connected on a multi-thread runtime kept up while they run, so that its connections are still
+/// served. Dropped without waiting for blocking reads (a stalled SSH link's would hold the exit for ever).
+pub struct Connected {
+    pub target: Target,
+    rt: Option<tokio::runtime::Runtime>,
+}
+
+impl Connected {
+    pub fn to(spec: &TargetSpec) -> Result<Connected> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?;
+        let target = rt.block_on(Target::connect(spec))?;
+        Ok(Connected {
+            target,
+            rt: Some(rt),
+        })
+    }
+}
+
+impl Drop for Connected {
+    fn drop(&mut self) {
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// Progress as lines on stderr: notes always, steps and services unless `--json` (stdout is then the
+/// outcome's JSON).
+pub struct Lines {
+    pub json: bool,
+}
+
+impl Progress for Lines {
+    fn event(&self, e: Event<'_>) {
+        match e {
+            Event::Note(line) => eprintln!("{line}"),
+            Event::Step(line) if !self.json => eprintln!("{line}"),
+            Event::Service { service, what } if !self.json => eprintln!("  {service}: {what}"),
+            _ => {}
+        }
+    }
 }

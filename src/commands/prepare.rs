@@ -5,7 +5,7 @@
 use crate::cli::options::prepare::Asked;
 use crate::cli::PrepareArgs;
 use crate::ops::prepare::PrepareOutcome;
-use crate::ops::{Event, Progress};
+use crate::ops::{Context, Event, Progress};
 use crate::prepare::{ResetSummary, Summary, Via};
 use anyhow::Result;
 use exectl_core::manifest;
@@ -65,7 +65,7 @@ pub async fn run(args: &PrepareArgs) -> Result<bool> {
     match asked {
         Asked::Reset(opts) => {
             let bar = Bar::new(false, Via::Sql);
-            let r = crate::ops::prepare::reset(&target, &stack, &opts, &bar).await?;
+            let r = crate::ops::prepare::reset(&Context::new(&target, &bar), &stack, &opts).await?;
             print_reset(&r, &opts.pattern.text(), args.json)
         }
         Asked::Seed(opts, note) => {
@@ -74,7 +74,7 @@ pub async fn run(args: &PrepareArgs) -> Result<bool> {
             }
             let started = Instant::now();
             let bar = Bar::new(!args.json, opts.seed.via);
-            let result = crate::ops::prepare::prepare(&target, &stack, opts, &bar).await;
+            let result = crate::ops::prepare::prepare(&Context::new(&target, &bar), &stack, opts).await;
             drop(bar);
             print_seeded(&result?, started.elapsed(), args.json)
         }

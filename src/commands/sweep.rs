@@ -8,34 +8,23 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
+use super::{Connected, Lines};
 use crate::cli::SweepArgs;
-use crate::ops::{Event, Progress};
+use crate::ops::Context;
 use exectl_core::error::exit;
 use exectl_core::sweep::summary::summarize;
 
-/// Steps and notes on stderr (stdout is the results with --json); levels' sample lines are the bench's.
-struct Lines {
-    json: bool,
-}
-
-impl Progress for Lines {
-    fn event(&self, e: Event<'_>) {
-        match e {
-            Event::Note(line) => eprintln!("{line}"),
-            Event::Step(line) if !self.json => eprintln!("{line}"),
-            Event::Service { service, what } if !self.json => eprintln!("  {service}: {what}"),
-            _ => {}
-        }
-    }
-}
-
 pub fn run(a: &SweepArgs) -> Result<i32> {
     let (target, opts) = crate::cli::options::sweep::sweep(a)?;
+    let connected = Connected::to(&target)?;
+    // Steps and notes on stderr (stdout is the results with --json); levels' sample lines are the bench's.
+    let lines = Lines { json: a.json };
+    let cx = Context::new(&connected.target, &lines);
     {
-        let stop = Arc::clone(&opts.stop);
+        let stop = Arc::clone(&cx.stop);
         crate::interrupt::on_signal(move |name| stop.stop(format!("{name} received")))?;
     }
-    let o = crate::ops::sweep::sweep(&target, opts, &Lines { json: a.json })?;
+    let o = crate::ops::sweep::sweep(&cx, opts)?;
     let s = summarize(&o.results);
     if a.json {
         print!("{}", o.results.to_json()?);

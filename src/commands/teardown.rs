@@ -7,7 +7,11 @@ use anyhow::Result;
 pub async fn run(args: &TeardownArgs) -> Result<()> {
     let (stack, opts) = crate::cli::options::teardown(args)?;
     let target = super::connect(&args.target).await?;
-    let removed = crate::ops::teardown::teardown(&target, &stack, &opts).await?;
+    let removed = crate::ops::teardown::teardown(
+        &crate::ops::Context::new(&target, &super::Lines { json: args.json }),
+        &stack,
+        &opts,
+    ).await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&removed)?);
     } else if removed.containers.is_empty()

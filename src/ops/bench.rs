@@ -10,13 +10,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Result;
 
-use super::{Event, Progress};
+use super::{Context, Event, Progress};
 use crate::bench::sampler::Sampler;
-use crate::bench::{self, Done, Stop};
+use crate::bench::{self, Done};
 use crate::load::{preflight, LoadOptions};
 use crate::state::bench_dir::BenchDir;
 use crate::status::{self, report as status_report, Deployed};
-use crate::sut::{Target, TargetSpec};
+use crate::sut::Target;
 use exectl_core::bench::cpu::busiest;
 use exectl_core::bench::results::{REPORT, TIMELINE};
 use exectl_core::bench::{
@@ -46,8 +46,6 @@ pub struct BenchOptions {
     pub continue_after_fail: bool,
     /// A progress line every sample while a level runs (on stderr).
     pub sample_lines: bool,
-    /// Stops the bench from outside (a signal handler, a program): the running level ends now.
-    pub stop: Arc<Stop>,
     /// `--browser-probe`: one more user in headless Chromium during each level's plateau (the manifest's
     /// account after the top level's users).
     pub browser: Option<crate::browser::Probe>,
@@ -67,10 +65,12 @@ impl BenchOutcome {
     }
 }
 
-/// Run the bench `o` on the stack of `spec`'s target. It takes the target unconnected and runs its own
-/// runtimes (the levels' and the sampler's thread, each with its own connection), so it is called outside
-/// any tokio runtime. A failing level is in the outcome, not an error.
-pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Result<BenchOutcome> {
+/// Run the bench `o` on the stack of `cx`'s target; `cx.stop` ends its running level (what was measured
+/// is kept). It runs its own runtimes (the levels' and the sampler's thread, which connects again, to
+/// sample on its own clock), so it is called outside any tokio runtime (`Context`). A failing level is
+/// in the outcome, not an error.
+pub fn bench(cx: &Context<'_>, o: BenchOptions) -> Result<BenchOutcome> {
+    let (target, spec, progress, stop) = (cx.target, &cx.target.spec, cx.progress, &cx.stop);
     let BenchOptions {
         run_id,
         stack,
@@ -83,7 +83,6 @@ pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Res
         settle,
         continue_after_fail,
         sample_lines,
-        stop,
         browser,
     } = o;
     let first = &plans[0];
@@ -122,18 +121,17 @@ pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Res
                 )
             })?;
     }
-    let target = rt.block_on(Target::connect(spec))?;
-    let deployed = status::read_deployed(&target, &stack)?;
+    let deployed = status::read_deployed(target, &stack)?;
     let services = deployed.services.clone();
     let deployed_nginx = deployed.services.iter().any(|s| s == "nginx");
     // One bench (or deploy, prepare, teardown) of the stack at a time, from any machine.
     let lock = rt.block_on(crate::engine::remote_lock::lock_stack(
-        &target,
+        target,
         &stack,
         "exectl bench",
         false,
     ))?;
-    let ghosts = rt.block_on(ready_and_idle(&target, &stack, &deployed, settle, progress))?;
+    let ghosts = rt.block_on(ready_and_idle(target, &stack, &deployed, settle, progress))?;
     // A front door that refuses, or does not answer, is no level to measure (exit 3), as for `load`; a
     // 404 behind it is the stack's, measured (its record gave the door, no flag of the user's).
     rt.block_on(crate::load::front_door::knock(
@@ -150,7 +148,7 @@ pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Res
     let timeline = out.open_timeline()?;
     // A lost link to the SUT stops the running level at once; the bench then exits 3 naming it.
     let on_lost: crate::bench::sampler::Fatal = {
-        let stop = Arc::clone(&stop);
+        let stop = Arc::clone(stop);
         Arc::new(move |what: &str| stop.stop(format!("the link to the SUT was lost: {what}")))
     };
     let sampler = Sampler::start(
@@ -172,10 +170,10 @@ pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Res
     }
     let host_cpus = sampler.facts.host_cpus;
     let workers = match deployed_nginx {
-        true => rt.block_on(nginx_workers(&target, &stack)),
+        true => rt.block_on(nginx_workers(target, &stack)),
         false => None,
     };
-    let app_image = rt.block_on(app_image(&target, &stack, &services, &record.app_image));
+    let app_image = rt.block_on(app_image(target, &stack, &services, &record.app_image));
     let (nginx_capacity, cpu_scale) = (
         record.nginx_capacity(workers),
         record.cpu_scale(&app_image, host_cpus),
@@ -225,7 +223,7 @@ pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Res
         continue_after_fail,
         nginx_capacity,
         progress: sample_lines,
-        stop: Arc::clone(&stop),
+        stop: Arc::clone(stop),
         cpu: cpu_scale.clone(),
         generator_local,
         browser,
@@ -251,7 +249,7 @@ pub fn bench(spec: &TargetSpec, o: BenchOptions, progress: &dyn Progress) -> Res
             }
         }
     };
-    let clients = || rt.block_on(client_sockets(&target, &stack, &services));
+    let clients = || rt.block_on(client_sockets(target, &stack, &services));
     let watching = std::sync::atomic::AtomicBool::new(true);
     // A read of the SUT's lock is a line to a script kept running there (`remote_lock`).
     let every = Duration::from_secs(1);

@@ -3,11 +3,9 @@
 //! checks it), the browser user — for `exectl bench` (`cli::options::bench`), sweep's points and any
 //! program.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use super::bench::BenchOptions;
-use crate::bench::Stop;
 use crate::load::settings::LoadSettings;
 use crate::load::{Endpoint, LoadOptions, Manifest, StackRef};
 use crate::state::bench_dir::BenchDir;
@@ -86,7 +84,6 @@ impl BenchSettings {
             settle: self.settle,
             continue_after_fail: self.continue_after_fail,
             sample_lines: self.sample_lines,
-            stop: Arc::new(Stop::default()),
             browser,
         })
     }

@@ -3,7 +3,7 @@
 //! and uploaded, the plan applied, readiness waited for, the limits in effect read back, and the run
 //! record written.
 
-use super::{Event, Progress};
+use super::{Context, Event};
 use crate::engine::desired::Desired;
 use crate::engine::{apply, limits, observe, preflight};
 use crate::state::{runs, secrets};
@@ -142,11 +142,12 @@ pub fn fitted_lines(fitted: &[Fitted]) -> Vec<String> {
 
 /// The plan for `spec` on `target`, and what deploy's preflight would refuse; changes nothing.
 pub async fn plan(
-    target: &Target,
+    cx: &Context<'_>,
     spec: &Spec,
     templates: &Templates,
     place: &[exectl_core::swarm::PlaceRule],
 ) -> Result<PlanOutcome> {
+    let target = cx.target;
     if let Some(swarm) = &target.swarm {
         return super::deploy_swarm::plan(target, swarm, spec, templates, place).await;
     }
@@ -184,12 +185,8 @@ pub async fn plan(
 }
 
 /// Converge `target` on `spec`. Safe to interrupt: the next deploy observes what exists and converges.
-pub async fn deploy(
-    target: &Target,
-    spec: &Spec,
-    opts: &DeployOptions,
-    progress: &dyn Progress,
-) -> Result<DeployOutcome> {
+pub async fn deploy(cx: &Context<'_>, spec: &Spec, opts: &DeployOptions) -> Result<DeployOutcome> {
+    let (target, progress) = (cx.target, cx.progress);
     if let Some(swarm) = &target.swarm {
         return super::deploy_swarm::deploy(target, swarm, spec, opts, progress).await;
     }

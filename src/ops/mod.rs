@@ -1,10 +1,10 @@
 //! The operations a program calls: `deploy`, `plan`, `teardown`, `prepare`, `load`, `bench`, `status`,
 //! `sweep`.
-//! Each takes an options struct (never clap's: `cli::options` makes them from flags, a program sets their
-//! fields, `bench_settings` and `spec_source` help it) and a `Progress`, and returns its outcome as a
-//! type; nothing here prints. deploy, plan, teardown, prepare and status take a connected `sut::Target`;
-//! bench and sweep a `TargetSpec` (they run their own runtimes). `commands` turn flags into options,
-//! call one operation and print its outcome; `sweep` calls them in a loop.
+//! Each takes a `Context` (the connected target, the progress sink, the stop token) and an options struct
+//! (never clap's: `cli::options` makes them from flags, a program sets their fields, `bench_settings` and
+//! `spec_source` help it), and returns its outcome as a type; nothing here prints. `load` alone takes no
+//! target: it only talks to a front door's URL. `commands` turn flags into options, connect, call one
+//! operation and print its outcome; `sweep` calls them in a loop with its own context.
 
 pub mod bench;
 pub mod bench_settings;
@@ -17,6 +17,35 @@ pub mod status;
 pub mod sweep;
 pub mod sweep_plan;
 pub mod teardown;
+
+use std::sync::Arc;
+
+use crate::bench::Stop;
+use crate::sut::Target;
+
+/// What an operation runs with besides its options: the connected target (its state is found through
+/// it: `Target::stack_dir`, `bundle_dir`), where its events go, and the token that stops it from outside
+/// (a signal handler, a program; bench and sweep end their running level when it is set).
+///
+/// bench and sweep run runtimes of their own (the sampler's thread, the load's) and are called outside
+/// any; their target stays usable because it was connected on a multi-thread runtime that outlives the
+/// call (`commands::Connected`, or a program's own).
+pub struct Context<'a> {
+    pub target: &'a Target,
+    pub progress: &'a dyn Progress,
+    pub stop: Arc<Stop>,
+}
+
+impl<'a> Context<'a> {
+    /// Operations on `target` reporting to `progress`, with a stop token of their own.
+    pub fn new(target: &'a Target, progress: &'a dyn Progress) -> Context<'a> {
+        Context {
+            target,
+            progress,
+            stop: Arc::default(),
+        }
+    }
+}
 
 /// Something an operation reports while it runs.
 #[derive(Debug, Clone, Copy)]

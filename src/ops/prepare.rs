@@ -3,12 +3,12 @@
 //! written; or remove what prepare made. A manifest of the layout before moves into its pattern's
 //! folder first.
 
-use super::{Event, Progress};
+use super::{Context, Event, Progress};
 use crate::prepare::plan::EmailPattern;
 use crate::prepare::{self, Options, ResetSummary, Stack, Summary, Via};
 use crate::state::manifests::{self, Migration};
 use crate::sut::Target;
-use anyhow::{Context, Result};
+use anyhow::{Context as _, Result};
 use exectl_core::manifest;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -37,11 +37,11 @@ pub struct PrepareOutcome {
 }
 
 pub async fn prepare(
-    target: &Target,
+    cx: &Context<'_>,
     stack: &str,
     opts: PrepareOptions,
-    progress: &dyn Progress,
 ) -> Result<PrepareOutcome> {
+    let (target, progress) = (cx.target, cx.progress);
     let mut seed = opts.seed;
     let deployed = Stack::read(target, stack)?;
     let _lock = locked(target, stack, &seed.plan.pattern, opts.break_lock, progress).await?;
@@ -80,12 +80,8 @@ fn k6_env(seed: &Options, stack: &Stack, s: &Summary) -> Result<manifest::K6Env>
     }))
 }
 
-pub async fn reset(
-    target: &Target,
-    stack: &str,
-    opts: &ResetOptions,
-    progress: &dyn Progress,
-) -> Result<ResetSummary> {
+pub async fn reset(cx: &Context<'_>, stack: &str, opts: &ResetOptions) -> Result<ResetSummary> {
+    let (target, progress) = (cx.target, cx.progress);
     let deployed = Stack::read(target, stack)?;
     let _lock = locked(target, stack, &opts.pattern, opts.break_lock, progress).await?;
     prepare::reset(

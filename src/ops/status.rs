@@ -2,8 +2,8 @@
 //! and assessed; with `expect_idle`, observed again for up to `settle` until the sockets and rooms of
 //! earlier clients are gone (the leak check).
 
+use super::Context;
 use crate::status::{self, report::Report};
-use crate::sut::Target;
 use anyhow::Result;
 use std::time::Duration;
 
@@ -17,7 +17,8 @@ pub struct StatusOptions {
 }
 
 /// One assessment of the stack (the last one, when waiting for it to be idle).
-pub async fn status(target: &Target, stack: &str, opts: &StatusOptions) -> Result<Report> {
+pub async fn status(cx: &Context<'_>, stack: &str, opts: &StatusOptions) -> Result<Report> {
+    let target = cx.target;
     let deployed = status::read_deployed(target, stack)?;
     let deadline = tokio::time::Instant::now() + opts.settle;
     loop {

@@ -10,21 +10,19 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context, Result};
+use anyhow::{Context as _, Result};
 
 use super::bench_settings::BenchSettings;
 use super::deploy::DeployOptions;
 use super::prepare::PrepareOptions;
 use super::spec_source::SpecSource;
-use super::{Event, Progress};
-use crate::bench::Stop;
+use super::{Context, Event};
 use crate::state::bench_dir::BenchDir;
 use crate::state::sweeps::SweepDir;
 use crate::state::{manifests, runs};
-use crate::sut::{Target, TargetSpec};
+use crate::sut::Target;
 use exectl_core::bench::RunState;
 use exectl_core::spec::Spec;
 use exectl_core::sweep::results::{LevelSummary, PointResult, SweepResults, SCHEMA};
@@ -78,7 +76,6 @@ pub struct SweepOptions {
     pub bench: BenchSettings,
     /// Tear the stack down at the end (its data kept) instead of leaving it at the last point.
     pub teardown: bool,
-    pub stop: Arc<Stop>,
     /// The sweep to go on with (`--resume`): its points are kept, the next one runs.
     pub resumed: Option<SweepResults>,
     /// The sweep file the variables came from (None: flags, or a program's): a resume reads it again
@@ -109,7 +106,8 @@ fn unix_now() -> u64 {
 /// Run the sweep on `spec`'s target. Like `bench`, it runs its own runtimes, so it is called outside
 /// any tokio runtime. A point that stops the sweep (another variable moved) is in the outcome; a
 /// failure (a deploy that fails, a lost link) is an error, after what ran is saved.
-pub fn sweep(spec: &TargetSpec, o: SweepOptions, progress: &dyn Progress) -> Result<SweepOutcome> {
+pub fn sweep(cx: &Context<'_>, o: SweepOptions) -> Result<SweepOutcome> {
+    let (spec, target, progress) = (&cx.target.spec, cx.target, cx.progress);
     let plan = points(&o.vary, o.repeat);
     let now = unix_now();
     let mut results = match o.resumed.clone() {
@@ -156,9 +154,8 @@ pub fn sweep(spec: &TargetSpec, o: SweepOptions, progress: &dyn Progress) -> Res
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let target = rt.block_on(Target::connect(spec))?;
     let remaining = &plan[results.points.len().min(plan.len())..];
-    rt.block_on(data_guard(&target, &o, remaining))?;
+    rt.block_on(data_guard(target, &o, remaining))?;
     if o.resumed.is_some() {
         progress.event(Event::Step(&format!(
             "resuming sweep {} at point {} of {}, as begun in {}",
@@ -169,7 +166,7 @@ pub fn sweep(spec: &TargetSpec, o: SweepOptions, progress: &dyn Progress) -> Res
         )));
         begin(&o, &results)?;
     }
-    let ran = match run_points(spec, &target, &rt, &o, &plan, &mut results, progress) {
+    let ran = match run_points(cx, &rt, &o, &plan, &mut results) {
         Err(e) => {
             refused_mid_sweep(e, o.dir.begun(), results.points.len() + 1, plan.len()).map(|why| {
                 results.stopped = Some(why);
@@ -180,14 +177,14 @@ pub fn sweep(spec: &TargetSpec, o: SweepOptions, progress: &dyn Progress) -> Res
     results.duration_s = before + t0.elapsed().as_secs_f64();
     results.pid = None;
     results.pid_since_unix_s = None;
-    results.state = match (&ran, o.stop.why()) {
+    results.state = match (&ran, cx.stop.why()) {
         (Ok(()), None) if results.points.len() == plan.len() || results.stopped.is_some() => {
             RunState::Complete
         }
         _ => RunState::Interrupted,
     };
     if let (RunState::Interrupted, None, Some(why)) =
-        (results.state, &results.stopped, o.stop.why())
+        (results.state, &results.stopped, cx.stop.why())
     {
         results.stopped = Some(why);
     }
@@ -218,7 +215,7 @@ pub fn sweep(spec: &TargetSpec, o: SweepOptions, progress: &dyn Progress) -> Res
             results.stack
         )));
         rt.block_on(super::teardown::teardown(
-            &target,
+            cx,
             &results.stack,
             &super::teardown::TeardownOptions::default(),
         ))?;
@@ -327,20 +324,19 @@ fn kept(there: &manifests::Meta, tokens: bool, needed: u64) -> Seeding {
 }
 
 fn run_points(
-    spec: &TargetSpec,
-    target: &Target,
+    cx: &Context<'_>,
     rt: &tokio::runtime::Runtime,
     o: &SweepOptions,
     plan: &[(Vec<String>, u32)],
     results: &mut SweepResults,
-    progress: &dyn Progress,
 ) -> Result<()> {
+    let (target, progress) = (cx.target, cx.progress);
     for (i, (values, run)) in plan.iter().enumerate() {
         let index = i + 1;
         if index <= results.points.len() {
             continue;
         }
-        if o.stop.why().is_some() {
+        if cx.stop.why().is_some() {
             return Ok(());
         }
         let label = SweepResults::label(values);
@@ -363,9 +359,7 @@ fn run_points(
                 return Ok(());
             }
         }
-        let deployed = rt.block_on(super::deploy::deploy(
-            target, &spec_now, &o.deploy, progress,
-        ))?;
+        let deployed = rt.block_on(super::deploy::deploy(cx, &spec_now, &o.deploy))?;
         if !deployed.ok() {
             anyhow::bail!(
                 "the deploy of point {index} ({label}) did not converge: {}",
@@ -394,10 +388,9 @@ fn run_points(
         )?;
         let needed = o.mode.top() + o.bench.browser_probe as u64;
         let prepared = rt.block_on(super::prepare::prepare(
-            target,
+            cx,
             &spec_now.stack,
             seeding(o, &target.stack_dir(&spec_now.stack), needed)?,
-            progress,
         ))?;
         if let Some(bad) = prepared.summary.checks.iter().find(|c| !c.ok()) {
             anyhow::bail!(
@@ -432,8 +425,7 @@ fn run_points(
         };
         let done = match &o.mode {
             Mode::Levels(levels) => {
-                let Some(b) = bench_point(spec, o, &spec_now.stack, index, levels, progress)?
-                else {
+                let Some(b) = bench_point(cx, o, &spec_now.stack, index, levels)? else {
                     return Ok(());
                 };
                 point.judged(&b.results);
@@ -441,15 +433,9 @@ fn run_points(
                 point.benches.push(b.results.run_id.clone());
                 true
             }
-            Mode::Search(bounds) => search_point(
-                spec,
-                o,
-                &spec_now.stack,
-                index,
-                bounds,
-                &mut point,
-                progress,
-            )?,
+            Mode::Search(bounds) => {
+                search_point(cx, o, &spec_now.stack, index, bounds, &mut point)?
+            }
         };
         if !done {
             return Ok(());
@@ -611,38 +597,30 @@ fn bench_id(o: &SweepOptions, base: &str) -> String {
 }
 
 fn bench_point(
-    spec: &TargetSpec,
+    cx: &Context<'_>,
     o: &SweepOptions,
     stack: &str,
     index: usize,
     levels: &[u64],
-    progress: &dyn Progress,
 ) -> Result<Option<Benched>> {
-    bench_once(
-        spec,
-        o,
-        stack,
-        &format!("{}-{index:02}", o.run_id),
-        levels,
-        progress,
-    )
+    bench_once(cx, o, stack, &format!("{}-{index:02}", o.run_id), levels)
 }
 
 fn bench_once(
-    spec: &TargetSpec,
+    cx: &Context<'_>,
     o: &SweepOptions,
     stack: &str,
     base: &str,
     levels: &[u64],
-    progress: &dyn Progress,
 ) -> Result<Option<Benched>> {
     let id = bench_id(o, base);
     let out = o.dir.point_dir(&id);
     let folder = BenchDir::check(&out, "--out", &out.display().to_string())?;
-    let mut opts = o.bench.options(spec, stack, levels, &id, folder)?;
-    opts.stop = Arc::clone(&o.stop);
-    let outcome = super::bench::bench(spec, opts, progress)?;
-    if o.stop.why().is_some() {
+    let opts = o
+        .bench
+        .options(&cx.target.spec, stack, levels, &id, folder)?;
+    let outcome = super::bench::bench(cx, opts)?;
+    if cx.stop.why().is_some() {
         return Ok(None);
     }
     // The outcome has the results; the timeline is on disk (the sampler appended it there).
@@ -659,21 +637,21 @@ fn bench_once(
 /// The capacity search of one point: its probes and what they found, into `point`. False when the
 /// sweep was stopped during a probe.
 fn search_point(
-    spec: &TargetSpec,
+    cx: &Context<'_>,
     o: &SweepOptions,
     stack: &str,
     index: usize,
     bounds: &Bounds,
     point: &mut PointResult,
-    progress: &dyn Progress,
 ) -> Result<bool> {
+    let progress = cx.progress;
     let mut limits = BTreeMap::new();
     while let Some(users) = search::next(bounds, &point.probes) {
         progress.event(Event::Step(&format!(
             "point {index}: probing {users} users at once"
         )));
         let base = format!("{}-{index:02}-{users}", o.run_id);
-        let Some(b) = bench_once(spec, o, stack, &base, &[users], progress)? else {
+        let Some(b) = bench_once(cx, o, stack, &base, &[users])? else {
             return Ok(false);
         };
         if let Some(l) = &b.results.verdict.limiting {

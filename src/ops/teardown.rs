@@ -1,8 +1,8 @@
 //! `teardown`: remove what exectl made for a stack (its labelled containers and network; its volumes,
 //! secrets and state too with `purge`), under the stack's lock.
 
+use super::Context;
 use crate::engine::teardown::{self, Removed};
-use crate::sut::Target;
 use anyhow::Result;
 
 #[derive(Debug, Clone, Default)]
@@ -13,7 +13,8 @@ pub struct TeardownOptions {
     pub break_lock: bool,
 }
 
-pub async fn teardown(target: &Target, stack: &str, opts: &TeardownOptions) -> Result<Removed> {
+pub async fn teardown(cx: &Context<'_>, stack: &str, opts: &TeardownOptions) -> Result<Removed> {
+    let target = cx.target;
     // Taking the lock makes the stack's folder; a teardown of a stack never deployed leaves none.
     let dir = target.stack_dir(stack);
     let had_state = dir.exists();

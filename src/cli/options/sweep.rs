@@ -6,12 +6,10 @@
 //! and goes on with it.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::bench::Stop;
 use crate::cli::values::{count_flag, duration_flag};
 use crate::cli::SweepArgs;
 use crate::ops::bench_settings::BenchSettings;
@@ -150,7 +148,6 @@ pub fn sweep(a: &SweepArgs) -> Result<(TargetSpec, SweepOptions)> {
             ..plan.bench
         },
         teardown: plan.teardown,
-        stop: Arc::new(Stop::default()),
         sweep_file: plan.sweep_file,
         started_in: results.started_in.clone(),
         resumed: Some(results),
@@ -298,7 +295,6 @@ fn fresh(a: &SweepArgs, started_in: PathBuf) -> Result<(TargetSpec, SweepOptions
             seed,
             bench,
             teardown: a.teardown,
-            stop: Arc::new(Stop::default()),
             resumed: None,
             sweep_file,
             started_in,
