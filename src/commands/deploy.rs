@@ -20,7 +20,8 @@ pub async fn plan_cmd(args: &PlanArgs) -> Result<()> {
         &spec,
         &templates,
         &place,
-    ).await?;
+    )
+    .await?;
     // The spec deploy would deploy: its defaults fitted to the target.
     let spec = &p.spec;
     if args.json {
@@ -114,7 +115,9 @@ pub async fn deploy(args: &DeployArgs) -> Result<bool> {
     let opts = crate::cli::options::deploy(args)?;
     let (spec, target) = super::connect_with_spec(&args.target, &args.spec).await?;
     let reporter = Reporter::new(&spec.stack, args.json);
-    let result = crate::ops::deploy::deploy(&crate::ops::Context::new(&target, &reporter), &spec, &opts).await;
+    let result =
+        crate::ops::deploy::deploy(&crate::ops::Context::new(&target, &reporter), &spec, &opts)
+            .await;
     reporter.finish();
     let o = result?;
     let stack = &o.stack;

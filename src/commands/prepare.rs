@@ -74,7 +74,8 @@ pub async fn run(args: &PrepareArgs) -> Result<bool> {
             }
             let started = Instant::now();
             let bar = Bar::new(!args.json, opts.seed.via);
-            let result = crate::ops::prepare::prepare(&Context::new(&target, &bar), &stack, opts).await;
+            let result =
+                crate::ops::prepare::prepare(&Context::new(&target, &bar), &stack, opts).await;
             drop(bar);
             print_seeded(&result?, started.elapsed(), args.json)
         }

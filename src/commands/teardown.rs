@@ -11,7 +11,8 @@ pub async fn run(args: &TeardownArgs) -> Result<()> {
         &crate::ops::Context::new(&target, &super::Lines { json: args.json }),
         &stack,
         &opts,
-    ).await?;
+    )
+    .await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&removed)?);
     } else if removed.containers.is_empty()
