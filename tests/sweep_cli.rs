@@ -256,6 +256,22 @@ fn an_edited_sweep_or_another_secret_is_refused() {
     let flag = format!("K={SECRET}");
     let (code, err) = resume(&["--set-secret", &flag]);
     assert_eq!(code, Some(3), "{err}");
+    // A bare --set-secret K takes it from the environment (out of `ps`): checked the same way.
+    let bare = |value: &str| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_exectl"));
+        c.args(["sweep", "--resume", "S-cli", "--set-secret", "K"])
+            .current_dir(&d.began)
+            .env("EXECTL_STATE_DIR", &d.state)
+            .env("DOCKER_HOST", "unix:///nonexistent/exectl-sweep-cli.sock")
+            .env_remove("EXECTL_TARGET")
+            .env("K", value);
+        code_err(&c.output().unwrap())
+    };
+    let (code, err) = bare("not-the-one");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("not the value") && !err.contains("not-the-one"), "{err}");
+    let (code, err) = bare(SECRET);
+    assert_eq!(code, Some(3), "{err}");
 }
 
 /// A resume runs the sweep that was recorded: a sweep file edited since (read again where the sweep
