@@ -17,6 +17,7 @@ pub mod interrupt;
 pub mod load;
 pub mod ops;
 pub mod prepare;
+pub mod progress;
 pub mod shell;
 pub mod state;
 pub mod status;

@@ -269,7 +269,10 @@ fn an_edited_sweep_or_another_secret_is_refused() {
     };
     let (code, err) = bare("not-the-one");
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("not the value") && !err.contains("not-the-one"), "{err}");
+    assert!(
+        err.contains("not the value") && !err.contains("not-the-one"),
+        "{err}"
+    );
     let (code, err) = bare(SECRET);
     assert_eq!(code, Some(3), "{err}");
 }

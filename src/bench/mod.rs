@@ -108,9 +108,10 @@ pub fn run(
     sampler: &Sampler,
     clients: &dyn Fn() -> Result<u64, String>,
     after_level: impl FnMut(Done) -> Result<()>,
+    progress: &dyn crate::progress::Progress,
 ) -> Ran {
     let mut levels = Vec::new();
-    let failed = run_levels(plan, sampler, clients, after_level, &mut levels).err();
+    let failed = run_levels(plan, sampler, clients, after_level, &mut levels, progress).err();
     Ran { levels, failed }
 }
 
@@ -120,6 +121,7 @@ fn run_levels(
     clients: &dyn Fn() -> Result<u64, String>,
     mut after_level: impl FnMut(Done) -> Result<()>,
     out: &mut Vec<LevelResult>,
+    progress: &dyn crate::progress::Progress,
 ) -> Result<()> {
     let of = plan.levels.len();
     let mut ghosts = plan.ghosts.clone();
@@ -147,7 +149,7 @@ fn run_levels(
             .browser
             .clone()
             .map(|p| browse_in_plateau(p, live.clone(), ramp));
-        let summary = crate::load::run(opts);
+        let summary = crate::load::run(opts, progress);
         plan.stop.running(None);
         let browsed = browsing.map(|b| {
             b.join().unwrap_or_else(|_| {

@@ -34,6 +34,19 @@ use node::{Node, Probes};
 /// Called once when the sampler cannot go on (the SSH link to the SUT is lost), with what happened.
 pub type Fatal = Arc<dyn Fn(&str) + Send + Sync>;
 
+/// A line the sampler has for people: it runs on its own thread, so it hands lines to the bench, whose
+/// progress says them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Said {
+    /// A running level's line: each sample, each incident.
+    Step(String),
+    /// A warning: the timeline could not be appended, the SSH link failed or was made again.
+    Note(String),
+}
+
+/// Where the sampler's lines go (called from its thread).
+pub type Say = Arc<dyn Fn(Said) + Send + Sync>;
+
 /// What the level running right now tells the sampler.
 #[derive(Clone)]
 pub struct LevelState {
@@ -111,7 +124,8 @@ pub struct Facts {
 impl Sampler {
     /// Connect (on the sampler's own runtime), find the stack's containers, and start sampling.
     /// `timeline`: where each sample is appended as a JSON line as soon as it is taken.
-    /// `on_fatal` is called (from the sampler's thread) when it cannot go on: the SSH link is lost.
+    /// `on_fatal` is called (from the sampler's thread) when it cannot go on: the SSH link is lost;
+    /// `say` with each line for people.
     pub fn start(
         spec: TargetSpec,
         stack: String,
@@ -119,9 +133,10 @@ impl Sampler {
         every: Duration,
         timeline: Option<std::fs::File>,
         on_fatal: Option<Fatal>,
+        say: Say,
     ) -> Result<Sampler> {
         let lost = Arc::new(Mutex::new(None));
-        let link = link::Link::new(lost.clone(), on_fatal);
+        let link = link::Link::new(lost.clone(), on_fatal, say);
         let (tx, rx) = mpsc::unbounded_channel();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(Instant, Facts)>>();
         let thread = std::thread::Builder::new()
@@ -444,10 +459,14 @@ impl Inner {
             if let Some(label) = &l.progress {
                 let at = self.t0.elapsed().as_secs_f64();
                 let incidents = self.incidents_line();
-                eprintln!(
-                    "{}",
-                    progress::line(l, label, at, &containers, &generator, incidents)
-                );
+                self.link.say(Said::Step(progress::line(
+                    l,
+                    label,
+                    at,
+                    &containers,
+                    &generator,
+                    incidents,
+                )));
             }
         }
         let took = started.elapsed().as_secs_f64() * 1000.0;
@@ -467,9 +486,9 @@ impl Inner {
         };
         if let Some(t) = self.timeline.as_mut() {
             if let Err(e) = crate::state::bench_dir::append(t, &sample) {
-                eprintln!(
+                self.link.say(Said::Note(format!(
                     "exectl bench: {e:#}; the timeline is kept in memory and written at the end"
-                );
+                )));
                 self.timeline = None;
             }
         }

@@ -16,7 +16,7 @@ pub fn run(a: &BenchArgs) -> Result<i32> {
     let target = crate::cli::target::target_spec(&a.target)?;
     let opts = crate::cli::options::bench::bench(a)?;
     let connected = Connected::to(&target)?;
-    let lines = Lines { json: a.json };
+    let lines = Lines { quiet: a.json };
     let cx = Context::new(&connected.target, &lines);
     {
         let stop = Arc::clone(&cx.stop);

@@ -18,7 +18,7 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     // Ctrl-C ends the hold now and prints what was measured, marked interrupted.
     let live = std::sync::Arc::new(crate::load::metrics::Live::default());
     opts.live = Some(live.clone());
-    let progress = Lines { quiet: args.quiet };
+    let progress = super::Lines { quiet: args.quiet };
     // Bad input first (the client's limits, the source addresses: exit 2), then the front door (3).
     let ready = crate::ops::load::ready(opts, &progress)?;
     check_front_door(&flags, ready.opts())?;
@@ -41,21 +41,6 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
         return Err(anyhow::Error::new(lost).context("the load stopped its hold"));
     }
     Ok(summary.exit_code())
-}
-
-/// The operation's warnings on stderr; its steps too, unless --quiet.
-struct Lines {
-    quiet: bool,
-}
-
-impl crate::ops::Progress for Lines {
-    fn event(&self, e: crate::ops::Event<'_>) {
-        match e {
-            crate::ops::Event::Note(line) => eprintln!("{line}"),
-            crate::ops::Event::Step(line) if !self.quiet => eprintln!("{line}"),
-            _ => {}
-        }
-    }
 }
 
 /// Before any load, the front door (`load::front_door`): unreachable is exit 3. A 404 from its

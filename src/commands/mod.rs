@@ -73,18 +73,18 @@ impl Drop for Connected {
     }
 }
 
-/// Progress as lines on stderr: notes always, steps and services unless `--json` (stdout is then the
-/// outcome's JSON).
+/// Progress as lines on stderr: notes always, steps and services unless `quiet` (`--json`, whose stdout
+/// is the outcome's JSON; load's `--quiet`).
 pub struct Lines {
-    pub json: bool,
+    pub quiet: bool,
 }
 
 impl Progress for Lines {
     fn event(&self, e: Event<'_>) {
         match e {
             Event::Note(line) => eprintln!("{line}"),
-            Event::Step(line) if !self.json => eprintln!("{line}"),
-            Event::Service { service, what } if !self.json => eprintln!("  {service}: {what}"),
+            Event::Step(line) if !self.quiet => eprintln!("{line}"),
+            Event::Service { service, what } if !self.quiet => eprintln!("  {service}: {what}"),
             _ => {}
         }
     }

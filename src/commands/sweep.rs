@@ -18,7 +18,7 @@ pub fn run(a: &SweepArgs) -> Result<i32> {
     let (target, opts) = crate::cli::options::sweep::sweep(a)?;
     let connected = Connected::to(&target)?;
     // Steps and notes on stderr (stdout is the results with --json); levels' sample lines are the bench's.
-    let lines = Lines { json: a.json };
+    let lines = Lines { quiet: a.json };
     let cx = Context::new(&connected.target, &lines);
     {
         let stop = Arc::clone(&cx.stop);

@@ -58,6 +58,9 @@ pub struct StackLock {
     path: PathBuf,
     /// What this holder wrote: the lock is still ours while the file says exactly this.
     mine: String,
+    /// What taking it took from others (a lock whose process is gone, holds ended by --break-lock):
+    /// `note:` lines, for the operation's progress.
+    pub notes: Vec<String>,
 }
 
 /// The lock was broken (`--break-lock`) by another command while this one held it.
@@ -107,6 +110,7 @@ impl StackLock {
         let path = crate::state::lock_file(dir);
         let me = Holder::me(command);
         let mine = serde_json::to_string(&me)?;
+        let mut notes = Vec::new();
         for _ in 0..2 {
             match std::fs::OpenOptions::new()
                 .write(true)
@@ -115,10 +119,10 @@ impl StackLock {
             {
                 Ok(mut f) => {
                     f.write_all(mine.as_bytes())?;
-                    let lock = StackLock { path, mine };
+                    let mut lock = StackLock { path, mine, notes };
                     // Published first, then the readers looked for: a load that starts meanwhile sees
                     // this lock. Refused, the lock goes with `lock`'s drop.
-                    no_readers(dir, stack, &me, break_lock)?;
+                    no_readers(dir, stack, &me, break_lock, &mut lock.notes)?;
                     return Ok(lock);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -128,14 +132,14 @@ impl StackLock {
                     let stale = takeover(holder.as_ref(), &me, false, crate::shell::alive);
                     if stale || break_lock {
                         if let Some(h) = &holder {
-                            eprintln!(
+                            notes.push(format!(
                                 "note: taking over the lock of stack {stack} held by {} (pid {} on {}) since {}{}",
                                 h.command,
                                 h.pid,
                                 h.host,
                                 h.since,
                                 if stale { ": that process is gone" } else { " (--break-lock)" }
-                            );
+                            ));
                         }
                         let _ = std::fs::remove_file(&path);
                         continue;
@@ -156,7 +160,13 @@ impl StackLock {
 /// A writer's check of the stack's readers (loads running against it): a live one refuses the writer
 /// (exit 4, naming it) unless `break_lock`, which ends its hold (the load notices and stops); the file
 /// of a reader of this host whose process is gone is removed.
-fn no_readers(dir: &Path, stack: &str, me: &Holder, break_lock: bool) -> Result<()> {
+fn no_readers(
+    dir: &Path,
+    stack: &str,
+    me: &Holder,
+    break_lock: bool,
+    notes: &mut Vec<String>,
+) -> Result<()> {
     let Ok(entries) = std::fs::read_dir(crate::state::readers_dir(dir)) else {
         return Ok(());
     };
@@ -174,10 +184,10 @@ fn no_readers(dir: &Path, stack: &str, me: &Holder, break_lock: bool) -> Result<
                 .into())
             }
             Some(h) if break_lock && (h.host != me.host || crate::shell::alive(h.pid)) => {
-                eprintln!(
+                notes.push(format!(
                     "note: ending the hold of {} (pid {} on {}) on stack {stack} since {} (--break-lock)",
                     h.command, h.pid, h.host, h.since
-                );
+                ));
                 let _ = std::fs::remove_file(&path);
             }
             _ => drop(std::fs::remove_file(&path)),

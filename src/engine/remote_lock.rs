@@ -24,6 +24,8 @@ pub struct StackGuard {
     remote: Option<RemoteLock>,
     /// The SUT's lock is read at most once a second.
     remote_checked: std::sync::Mutex<Option<std::time::Instant>>,
+    /// What taking the locks took from others (`note:` lines), for the operation's progress.
+    pub notes: Vec<String>,
 }
 
 impl StackGuard {
@@ -131,16 +133,18 @@ pub async fn lock_stack(
     command: &str,
     break_lock: bool,
 ) -> Result<StackGuard> {
-    let local = StackLock::acquire(&target.stack_dir(stack), stack, command, break_lock)?;
+    let mut local = StackLock::acquire(&target.stack_dir(stack), stack, command, break_lock)?;
+    let mut notes = std::mem::take(&mut local.notes);
     let remote = match &target.remote {
         None => None,
-        Some(_) => Some(acquire_remote(target, stack, command, break_lock).await?),
+        Some(_) => Some(acquire_remote(target, stack, command, break_lock, &mut notes).await?),
     };
     Ok(StackGuard {
         stack: stack.to_string(),
         local,
         remote,
         remote_checked: Default::default(),
+        notes,
     })
 }
 
@@ -149,6 +153,7 @@ async fn acquire_remote(
     stack: &str,
     command: &str,
     break_lock: bool,
+    notes: &mut Vec<String>,
 ) -> Result<RemoteLock> {
     let path = format!("{REMOTE_STACKS_ROOT}/.locks/{stack}.lock");
     let me = Holder::me(command);
@@ -165,14 +170,14 @@ async fn acquire_remote(
         let holder: Option<Holder> = serde_json::from_str(&held).ok();
         if takeover(holder.as_ref(), &me, break_lock, alive) {
             if let Some(h) = &holder {
-                eprintln!(
+                notes.push(format!(
                     "note: taking over the lock of stack {stack} on {} held by {} (pid {} on {}) since {}",
                     target.describe(),
                     h.command,
                     h.pid,
                     h.host,
                     h.since
-                );
+                ));
             }
             target.host_shell(&lock::remove(&path)).await?;
             continue;
@@ -275,6 +280,7 @@ mod tests {
             local: StackLock::acquire(dir.path(), "s", "exectl bench", false).unwrap(),
             remote: Some(remote),
             remote_checked: Default::default(),
+            notes: vec![],
         };
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {

@@ -240,13 +240,14 @@ impl LoadOptions {
 
 /// Run `opts` to its summary: in this process, or split over `--processes` slices and the generator
 /// hosts' (`slice::fan`).
-pub fn run(opts: LoadOptions) -> anyhow::Result<Summary> {
+/// Its lines (each second's with `progress`, warnings) go to `progress`.
+pub fn run(opts: LoadOptions, progress: &dyn crate::progress::Progress) -> anyhow::Result<Summary> {
     match (
         preflight::processes(&opts),
         opts.generators.hosts.is_empty(),
     ) {
-        (0 | 1, true) => runner::run(opts),
-        (here, _) => slice::fan::run(opts, here),
+        (0 | 1, true) => runner::run(opts, progress),
+        (here, _) => slice::fan::run(opts, here, progress),
     }
 }
 

@@ -3,6 +3,7 @@
 //! over and ends for everyone at once), login-burst's probe, a per-second progress line, a stop that ends
 //! the hold early (`Live::stop`), and the bounded wait for every user to finish.
 
+use crate::progress::{Event, Progress};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,13 +21,13 @@ use crate::app;
 use exectl_core::load::liveness::Pings;
 
 /// Run the scenario to its end and return the summary.
-pub fn run(opts: LoadOptions) -> Result<Summary> {
+pub fn run(opts: LoadOptions, progress: &dyn Progress) -> Result<Summary> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the load runtime")?;
-    let summary = rt.block_on(run_async(opts));
+    let summary = rt.block_on(run_async(opts, progress));
     rt.shutdown_timeout(Duration::from_secs(1));
     Ok(summary)
 }
@@ -156,7 +157,7 @@ pub fn progress_line(l: &Live, opts: &LoadOptions, t0: Instant, n: usize) -> Str
     s + &format!(" rss {:.1} MiB", rss as f64 / (1 << 20) as f64)
 }
 
-async fn run_async(opts: LoadOptions) -> Summary {
+async fn run_async(opts: LoadOptions, progress: &dyn Progress) -> Summary {
     let n = opts.users;
     let c = opts.dial_concurrency.max(1);
     let http = app::Client::new(c, super::TIMEOUTS);
@@ -229,7 +230,7 @@ async fn run_async(opts: LoadOptions) -> Summary {
             _ = tick.tick() => {
                 cpu.tick(&ctx.live);
                 if opts.progress {
-                    eprintln!("{}", progress_line(&ctx.live, opts, t0, n));
+                    progress.event(Event::Step(&progress_line(&ctx.live, opts, t0, n)));
                 }
                 if finished(&ctx.live) {
                     break;
@@ -239,7 +240,7 @@ async fn run_async(opts: LoadOptions) -> Summary {
                     None => ramp_deadline,
                 };
                 if Instant::now() >= deadline {
-                    eprintln!("exectl load: hard deadline reached; reporting unfinished users as failed");
+                    progress.event(Event::Note("exectl load: hard deadline reached; reporting unfinished users as failed"));
                     break;
                 }
             }

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::Result;
 
 use super::{Context, Event, Progress};
-use crate::bench::sampler::Sampler;
+use crate::bench::sampler::{Said, Sampler};
 use crate::bench::{self, Done};
 use crate::load::{preflight, LoadOptions};
 use crate::state::bench_dir::BenchDir;
@@ -125,12 +125,7 @@ pub fn bench(cx: &Context<'_>, o: BenchOptions) -> Result<BenchOutcome> {
     let services = deployed.services.clone();
     let deployed_nginx = deployed.services.iter().any(|s| s == "nginx");
     // One bench (or deploy, prepare, teardown) of the stack at a time, from any machine.
-    let lock = rt.block_on(crate::engine::remote_lock::lock_stack(
-        target,
-        &stack,
-        "exectl bench",
-        false,
-    ))?;
+    let lock = rt.block_on(cx.lock(&stack, "exectl bench", false))?;
     let ghosts = rt.block_on(ready_and_idle(target, &stack, &deployed, settle, progress))?;
     // A front door that refuses, or does not answer, is no level to measure (exit 3), as for `load`; a
     // 404 behind it is the stack's, measured (its record gave the door, no flag of the user's).
@@ -151,6 +146,19 @@ pub fn bench(cx: &Context<'_>, o: BenchOptions) -> Result<BenchOutcome> {
         let stop = Arc::clone(stop);
         Arc::new(move |what: &str| stop.stop(format!("the link to the SUT was lost: {what}")))
     };
+    // The sampler's lines (its thread's) are said here: by the thread that watches the lock while the
+    // levels run, and at the end.
+    let (said_tx, said_rx) = std::sync::mpsc::channel::<Said>();
+    let said_rx = std::sync::Mutex::new(said_rx);
+    let tell = || {
+        let rx = said_rx.lock().expect("said");
+        while let Ok(s) = rx.try_recv() {
+            match s {
+                Said::Step(line) => progress.event(Event::Step(&line)),
+                Said::Note(line) => progress.event(Event::Note(&line)),
+            }
+        }
+    };
     let sampler = Sampler::start(
         spec.clone(),
         stack.clone(),
@@ -158,6 +166,7 @@ pub fn bench(cx: &Context<'_>, o: BenchOptions) -> Result<BenchOutcome> {
         sample,
         Some(timeline),
         Some(on_lost),
+        Arc::new(move |s| drop(said_tx.send(s))),
     )?;
     let record = recorded(&bundle);
     let cleanup = record.room_cleanup.unwrap_or(ROOM_CLEANUP);
@@ -258,26 +267,34 @@ pub fn bench(cx: &Context<'_>, o: BenchOptions) -> Result<BenchOutcome> {
             let mut last = std::time::Instant::now();
             while watching.load(std::sync::atomic::Ordering::Acquire) && stop.why().is_none() {
                 std::thread::sleep(Duration::from_millis(100));
+                tell();
                 if last.elapsed() >= every {
                     last = std::time::Instant::now();
                     taken_over("during the level");
                 }
             }
         });
-        let ran = bench::run(plan, &sampler, &clients, |d| {
-            progress.event(Event::Step(&level_line(&d, &cpu_scale)));
-            results.levels.push(d.result.clone());
-            results.verdict = Verdict::of(&results.levels, &levels);
-            results.duration_s = t0.elapsed().as_secs_f64();
-            out.save(&results, d.samples)?;
-            taken_over("after this level");
-            Ok(())
-        });
+        let ran = bench::run(
+            plan,
+            &sampler,
+            &clients,
+            |d| {
+                progress.event(Event::Step(&level_line(&d, &cpu_scale)));
+                results.levels.push(d.result.clone());
+                results.verdict = Verdict::of(&results.levels, &levels);
+                results.duration_s = t0.elapsed().as_secs_f64();
+                out.save(&results, d.samples)?;
+                taken_over("after this level");
+                Ok(())
+            },
+            progress,
+        );
         watching.store(false, std::sync::atomic::Ordering::Release);
         ran
     });
     let lock_lost = lock_lost.into_inner().unwrap();
     let finished = sampler.stop();
+    tell();
     results.levels = ran.levels;
     results.verdict = Verdict::of(&results.levels, &levels);
     results.duration_s = t0.elapsed().as_secs_f64();

@@ -188,7 +188,7 @@ pub async fn plan(
 pub async fn deploy(cx: &Context<'_>, spec: &Spec, opts: &DeployOptions) -> Result<DeployOutcome> {
     let (target, progress) = (cx.target, cx.progress);
     if let Some(swarm) = &target.swarm {
-        return super::deploy_swarm::deploy(target, swarm, spec, opts, progress).await;
+        return super::deploy_swarm::deploy(cx, swarm, spec, opts).await;
     }
     refuse_place(&opts.place)?;
     let started = Instant::now();
@@ -225,9 +225,7 @@ pub async fn deploy(cx: &Context<'_>, spec: &Spec, opts: &DeployOptions) -> Resu
     };
     let pulled = preflight::images(target, &images).await?;
 
-    let lock =
-        crate::engine::remote_lock::lock_stack(target, stack, "exectl deploy", opts.break_lock)
-            .await?;
+    let lock = cx.lock(stack, "exectl deploy", opts.break_lock).await?;
     secrets::save_if_absent(&target.stack_dir(stack), &p.secrets)?;
     crate::state::bundle::write(&p.bundle, &target.bundle_dir(stack))?;
     target.upload_bundle(stack, &p.bundle).await?;

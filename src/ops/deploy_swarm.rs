@@ -4,7 +4,7 @@
 //! limits read on each node, and the run record.
 
 use super::deploy::{record_run, stage, DeployOptions, DeployOutcome, PlanOutcome, Staged};
-use super::{Event, Progress};
+use super::{Context, Event};
 use crate::engine::{preflight, swarm as engine};
 use crate::state::secrets;
 use crate::sut::swarm::Swarm;
@@ -23,12 +23,12 @@ pub const STACK_FILE: &str = "stack.yaml";
 
 /// Converge the swarm behind `target` on `spec`.
 pub async fn deploy(
-    target: &Target,
+    cx: &Context<'_>,
     nodes: &Swarm,
     spec: &Spec,
     opts: &DeployOptions,
-    progress: &dyn Progress,
 ) -> Result<DeployOutcome> {
+    let (target, progress) = (cx.target, cx.progress);
     let started = Instant::now();
     let (p, services) = staged(target, nodes, spec, &opts.templates, &opts.place)?;
     let stack = spec.stack.as_str();
@@ -75,9 +75,7 @@ pub async fn deploy(
         }
     }
 
-    let lock =
-        crate::engine::remote_lock::lock_stack(target, stack, "exectl deploy", opts.break_lock)
-            .await?;
+    let lock = cx.lock(stack, "exectl deploy", opts.break_lock).await?;
     secrets::save_if_absent(&target.stack_dir(stack), &p.secrets)?;
     let mut bundle = p.bundle.clone();
     bundle.files.push(exectl_core::render::BundleFile {

@@ -87,7 +87,7 @@ pub fn run(ready: Ready, progress: &dyn Progress) -> Result<LoadOutcome> {
             held.iter().find_map(|l| l.still_held().err())
         })
     });
-    let summary = crate::load::run(opts);
+    let summary = crate::load::run(opts, progress);
     done.store(true, Ordering::Release);
     let lock_lost = watch.and_then(|w| w.join().ok().flatten());
     Ok(LoadOutcome {

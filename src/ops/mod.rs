@@ -23,6 +23,10 @@ use std::sync::Arc;
 use crate::bench::Stop;
 use crate::sut::Target;
 
+/// What an operation reports while it runs, and where it goes: defined below every layer, so that
+/// the parts an operation calls (the load's generator, the locks) report through it too.
+pub use crate::progress::{Event, Progress, Silent};
+
 /// What an operation runs with besides its options: the connected target (its state is found through
 /// it: `Target::stack_dir`, `bundle_dir`), where its events go, and the token that stops it from outside
 /// (a signal handler, a program; bench and sweep end their running level when it is set).
@@ -45,30 +49,20 @@ impl<'a> Context<'a> {
             stop: Arc::default(),
         }
     }
-}
 
-/// Something an operation reports while it runs.
-#[derive(Debug, Clone, Copy)]
-pub enum Event<'a> {
-    /// A step of a long operation, for a human ("deploying stack s (ha ×2) on the local engine").
-    Step(&'a str),
-    /// What happened to one service of the stack during a deploy or teardown.
-    Service { service: &'a str, what: &'a str },
-    /// How far a counted step is (rows seeded, requests sent).
-    Count { done: u64, total: u64 },
-    /// Something a human should read and the outcome does not carry (a `note:` or `warning:` line).
-    Note(&'a str),
-}
-
-/// Where an operation's events go: human lines, `--json` events, or nowhere (`Silent`). Shared by the
-/// tasks of one operation, hence `&self` and `Sync`.
-pub trait Progress: Sync {
-    fn event(&self, event: Event<'_>);
-}
-
-/// Reports nothing: for programs that only want the outcome.
-pub struct Silent;
-
-impl Progress for Silent {
-    fn event(&self, _: Event<'_>) {}
+    /// The stack's lock for `command` (here, and on the SUT of a remote target), what taking it took
+    /// from others said as notes.
+    pub async fn lock(
+        &self,
+        stack: &str,
+        command: &str,
+        break_lock: bool,
+    ) -> anyhow::Result<crate::engine::remote_lock::StackGuard> {
+        let lock =
+            crate::engine::remote_lock::lock_stack(self.target, stack, command, break_lock).await?;
+        for note in &lock.notes {
+            self.progress.event(Event::Note(note));
+        }
+        Ok(lock)
+    }
 }

@@ -7,7 +7,6 @@ use super::{Context, Event, Progress};
 use crate::prepare::plan::EmailPattern;
 use crate::prepare::{self, Options, ResetSummary, Stack, Summary, Via};
 use crate::state::manifests::{self, Migration};
-use crate::sut::Target;
 use anyhow::{Context as _, Result};
 use exectl_core::manifest;
 use std::path::{Path, PathBuf};
@@ -44,7 +43,7 @@ pub async fn prepare(
     let (target, progress) = (cx.target, cx.progress);
     let mut seed = opts.seed;
     let deployed = Stack::read(target, stack)?;
-    let _lock = locked(target, stack, &seed.plan.pattern, opts.break_lock, progress).await?;
+    let _lock = locked(cx, stack, &seed.plan.pattern, opts.break_lock).await?;
     seed.stack_dir = target.stack_dir(stack);
     let count = |done: u64, total: u64| progress.event(Event::Count { done, total });
     let summary = match seed.via {
@@ -81,9 +80,9 @@ fn k6_env(seed: &Options, stack: &Stack, s: &Summary) -> Result<manifest::K6Env>
 }
 
 pub async fn reset(cx: &Context<'_>, stack: &str, opts: &ResetOptions) -> Result<ResetSummary> {
-    let (target, progress) = (cx.target, cx.progress);
+    let target = cx.target;
     let deployed = Stack::read(target, stack)?;
-    let _lock = locked(target, stack, &opts.pattern, opts.break_lock, progress).await?;
+    let _lock = locked(cx, stack, &opts.pattern, opts.break_lock).await?;
     prepare::reset(
         target,
         &deployed,
@@ -97,16 +96,13 @@ pub async fn reset(cx: &Context<'_>, stack: &str, opts: &ResetOptions) -> Result
 
 /// The stack's lock, and its manifests in the current layout.
 async fn locked(
-    target: &Target,
+    cx: &Context<'_>,
     stack: &str,
     pattern: &EmailPattern,
     break_lock: bool,
-    progress: &dyn Progress,
 ) -> Result<crate::engine::remote_lock::StackGuard> {
-    let lock =
-        crate::engine::remote_lock::lock_stack(target, stack, "exectl prepare", break_lock).await?;
-    let stack_dir = target.stack_dir(stack);
-    migrate(&stack_dir, pattern, progress)?;
+    let lock = cx.lock(stack, "exectl prepare", break_lock).await?;
+    migrate(&cx.target.stack_dir(stack), pattern, cx.progress)?;
     Ok(lock)
 }
 

@@ -18,9 +18,7 @@ pub async fn teardown(cx: &Context<'_>, stack: &str, opts: &TeardownOptions) -> 
     // Taking the lock makes the stack's folder; a teardown of a stack never deployed leaves none.
     let dir = target.stack_dir(stack);
     let had_state = dir.exists();
-    let lock =
-        crate::engine::remote_lock::lock_stack(target, stack, "exectl teardown", opts.break_lock)
-            .await?;
+    let lock = cx.lock(stack, "exectl teardown", opts.break_lock).await?;
     let removed = match &target.swarm {
         Some(swarm) => {
             crate::engine::swarm::teardown(&target.docker, swarm, stack, opts.purge).await?

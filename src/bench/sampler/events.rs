@@ -99,12 +99,12 @@ impl Inner {
             return;
         };
         if let Some(label) = self.level.as_ref().and_then(|l| l.progress.as_ref()) {
-            eprintln!(
+            self.link.say(super::Said::Step(format!(
                 "[{:>5.0}s] {label}: {}",
                 self.t0.elapsed().as_secs_f64(),
                 self.incidents_line()
                     .unwrap_or_else(|| format!("{service} running again"))
-            );
+            )));
         }
     }
 }

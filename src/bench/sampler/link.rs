@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::node::Node;
-use super::Fatal;
+use super::{Fatal, Said, Say};
 use crate::shell::scripts::sample;
 use crate::shell::{HostShell, ShellLoop};
 
@@ -23,11 +23,21 @@ const RECONNECT: Duration = Duration::from_secs(30);
 pub struct Link {
     lost: Arc<Mutex<Option<String>>>,
     on_fatal: Option<Fatal>,
+    say: Say,
 }
 
 impl Link {
-    pub fn new(lost: Arc<Mutex<Option<String>>>, on_fatal: Option<Fatal>) -> Link {
-        Link { lost, on_fatal }
+    pub fn new(lost: Arc<Mutex<Option<String>>>, on_fatal: Option<Fatal>, say: Say) -> Link {
+        Link {
+            lost,
+            on_fatal,
+            say,
+        }
+    }
+
+    /// A line for people, handed to the bench.
+    pub fn say(&self, line: Said) {
+        (self.say)(line)
     }
 
     pub fn is_lost(&self) -> bool {
@@ -39,7 +49,7 @@ impl Link {
     }
 
     fn lose(&self, what: String) {
-        eprintln!("exectl bench: {what}");
+        self.say(Said::Note(format!("exectl bench: {what}")));
         if let Ok(mut l) = self.lost.lock() {
             *l = Some(what.clone());
         }
@@ -126,9 +136,9 @@ impl Node {
         let again = tokio::time::timeout(RECONNECT, crate::sut::Target::connect(&spec)).await;
         match again {
             Ok(Ok(target)) => {
-                eprintln!(
+                link.say(Said::Note(format!(
                     "exectl bench: {on}: the SSH link failed at {when} ({why}); connected again, sampling goes on"
-                );
+                )));
                 self.target = target;
                 // The old link's forwards and subscription went with it.
                 for f in &mut self.fleet.list {

@@ -90,7 +90,7 @@ pub fn main() -> Result<i32> {
             }
         })
     };
-    let summary = runner::run(opts);
+    let summary = runner::run(opts, &crate::progress::Stderr);
     done.store(true, Ordering::Release);
     let _ = ticker.join();
     let mut summary = summary?;

@@ -20,6 +20,7 @@ use super::{Counters, FromSlice, Picked, SliceSpec, HOLD, STOP};
 use crate::load::metrics::{self, Live};
 use crate::load::summary::Summary;
 use crate::load::{runner, LoadOptions};
+use crate::progress::{Event, Progress};
 
 /// Time for every child to start and read its spec before the common start instant (a slice over
 /// SSH needs a channel and a process started there besides).
@@ -158,7 +159,17 @@ impl Slice {
 }
 
 /// The slices' words, from one reader per slice: `None` when its output ended.
-pub type Said = (usize, Option<Result<FromSlice, String>>);
+pub type Said = (usize, Heard);
+
+/// What the fan hears from a slice.
+pub enum Heard {
+    /// A line of its stdout: a message, or why it could not be read.
+    Line(Result<FromSlice, String>),
+    /// A line of a generator host's slice's stderr, for people.
+    Stderr(String),
+    /// Its stdout ended.
+    Ended,
+}
 
 fn spawn(
     exe: &std::path::Path,
@@ -188,11 +199,11 @@ fn spawn(
             let Ok(line) = line else { break };
             let msg = serde_json::from_str::<FromSlice>(&line)
                 .map_err(|e| format!("unreadable line from slice {k}: {e}"));
-            if tx.send((k, Some(msg))).is_err() {
+            if tx.send((k, Heard::Line(msg))).is_err() {
                 return;
             }
         }
-        let _ = tx.send((k, None));
+        let _ = tx.send((k, Heard::Ended));
     });
     let pid = child.id();
     Ok(Slice::new(
@@ -207,7 +218,7 @@ fn spawn(
 }
 
 /// Every generator host connected, its binary and clock checked, at once (a copy takes seconds).
-fn prepare_hosts(opts: &LoadOptions) -> Result<Vec<remote::Host>> {
+fn prepare_hosts(opts: &LoadOptions, progress: &dyn Progress) -> Result<Vec<remote::Host>> {
     if opts.generators.hosts.is_empty() {
         return Ok(Vec::new());
     }
@@ -230,7 +241,7 @@ fn prepare_hosts(opts: &LoadOptions) -> Result<Vec<remote::Host>> {
     let hosts = hosts.into_iter().collect::<Result<Vec<_>>>()?;
     if opts.progress {
         for h in &hosts {
-            eprintln!(
+            progress.event(Event::Step(&format!(
                 "generator {}: {}, its clock {:+.1} ms from this one's",
                 h.url,
                 if h.copied {
@@ -239,16 +250,16 @@ fn prepare_hosts(opts: &LoadOptions) -> Result<Vec<remote::Host>> {
                     "this exectl already there"
                 },
                 h.clock_offset_ms
-            );
+            )));
         }
     }
     Ok(hosts)
 }
 
 /// Run `opts` over `processes` slices of this host and one on each generator host.
-pub fn run(opts: LoadOptions, processes: usize) -> Result<Summary> {
+pub fn run(opts: LoadOptions, processes: usize, progress: &dyn Progress) -> Result<Summary> {
     let n = opts.users;
-    let hosts = prepare_hosts(&opts)?;
+    let hosts = prepare_hosts(&opts, progress)?;
     // This host's slices first, then one per generator host; a slice left without a room is dropped.
     let dealt = opts.dealt(processes);
     let mut hosts: Vec<Option<remote::Host>> = hosts.into_iter().map(Some).collect();
@@ -317,7 +328,7 @@ pub fn run(opts: LoadOptions, processes: usize) -> Result<Summary> {
     let mut next_line = t0 + Duration::from_secs(1);
     loop {
         match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok((k, Some(Ok(msg)))) => {
+            Ok((k, Heard::Line(Ok(msg)))) => {
                 let s = &mut slices[k];
                 s.heard = std::time::Instant::now();
                 match msg {
@@ -330,8 +341,9 @@ pub fn run(opts: LoadOptions, processes: usize) -> Result<Summary> {
                     FromSlice::Refused(why) => s.outcome = Some(Outcome::Failed(why)),
                 }
             }
-            Ok((k, Some(Err(e)))) => slices[k].outcome = Some(Outcome::Failed(e)),
-            Ok((k, None)) => {
+            Ok((k, Heard::Line(Err(e)))) => slices[k].outcome = Some(Outcome::Failed(e)),
+            Ok((_, Heard::Stderr(line))) => progress.event(Event::Note(&line)),
+            Ok((k, Heard::Ended)) => {
                 let s = &mut slices[k];
                 if s.outcome.is_none() {
                     let how = s.proc.ended();
@@ -371,7 +383,7 @@ pub fn run(opts: LoadOptions, processes: usize) -> Result<Summary> {
         }
         if opts.progress && Instant::now() >= next_line {
             next_line += Duration::from_secs(1);
-            eprintln!("{}", runner::progress_line(&live, &opts, t0, n));
+            progress.event(Event::Step(&runner::progress_line(&live, &opts, t0, n)));
         }
         if slices.iter().all(|s| s.outcome.is_some()) {
             break;

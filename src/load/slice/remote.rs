@@ -17,6 +17,7 @@ use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
 use ssh2::{Channel, Session};
 
+use super::fan::Heard;
 use super::FromSlice;
 use crate::sut::ssh::{self, connect, ConnectOptions};
 
@@ -267,7 +268,7 @@ fn pump(
                 for line in take_lines(&mut out) {
                     let msg = serde_json::from_str::<FromSlice>(&line)
                         .map_err(|e| format!("unreadable line from slice {k} on {url}: {e}"));
-                    if tx.send((k, Some(msg))).is_err() {
+                    if tx.send((k, Heard::Line(msg))).is_err() {
                         return "the run ended".into();
                     }
                 }
@@ -280,7 +281,12 @@ fn pump(
                 idle = false;
                 err.extend_from_slice(&buf[..n]);
                 for line in take_lines(&mut err) {
-                    eprintln!("{url}: {line}");
+                    if tx
+                        .send((k, Heard::Stderr(format!("{url}: {line}"))))
+                        .is_err()
+                    {
+                        return "the run ended".into();
+                    }
                 }
             }
             _ => {}
@@ -293,7 +299,7 @@ fn pump(
         ("its channel ended", Ok(code)) => format!("its process ended (exit status {code})"),
         _ => why,
     };
-    let _ = tx.send((k, None));
+    let _ = tx.send((k, Heard::Ended));
     // Dropping the session closes the link: sshd ends whatever still runs of the slice.
     drop(ch);
     drop(sess);
