@@ -54,7 +54,7 @@ pub async fn plan_cmd(args: &PlanArgs) -> Result<()> {
     }
 }
 
-/// Progress lines: a spinner on a terminal, plain lines otherwise (logs, CI); nothing with --json
+/// Progress lines: a spinner on a terminal, plain lines otherwise (logs, CI); only notes with --json
 /// (stdout is the outcome). The plan goes to stdout, as before the operation existed.
 struct Reporter {
     bar: Option<indicatif::ProgressBar>,
@@ -105,7 +105,11 @@ impl Progress for Reporter {
                     b.set_message(format!("deploying {}: last {service}", self.stack));
                 }
             }
-            Event::Note(note) => self.line(note),
+            // A note is said even with --json (on stderr: stdout is the outcome).
+            Event::Note(note) => match &self.bar {
+                Some(b) => b.println(note),
+                None => eprintln!("{note}"),
+            },
             Event::Step(_) | Event::Count { .. } => {}
         }
     }
