@@ -45,11 +45,22 @@ pub struct RecordedSpec {
     /// nginx's published port (ha).
     pub lb_port: u16,
     pub images: Images,
+    /// The app's environment as set (`--set`; the secrets are not in it).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The whole recorded spec's settings under dotted keys (`nginx.worker_connections`), as run records
+    /// and `runs diff` show them, but the image references and the secrets' fingerprints: filled by
+    /// `parse` (the fields above are the ones read).
+    #[serde(skip)]
+    pub knobs: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RecordedNginx {
     pub lb_algorithm: LbAlgorithm,
+    /// Connections per worker process (absent from records older than it).
+    #[serde(default)]
+    pub worker_connections: Option<u64>,
 }
 
 /// An `Option` that must be in the file (`null` allowed): serde would default a missing one to None.
@@ -77,7 +88,9 @@ pub fn parse(file: &str, stack: &str, text: &str) -> Result<StackRecord, RecordE
         file: file.to_string(),
         problem,
     };
-    let r: StackRecord = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
+    let mut r: StackRecord = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
+    let raw: serde_json::Value = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
+    r.spec.knobs = knobs(&raw["spec"]);
     if r.stack != stack || r.spec.stack != stack {
         return Err(bad(format!(
             "it records stack {:?} (spec: {:?}), not {stack:?}",
@@ -92,6 +105,39 @@ pub fn parse(file: &str, stack: &str, text: &str) -> Result<StackRecord, RecordE
         )));
     }
     Ok(r)
+}
+
+/// A spec's settings under dotted keys, without the image references and the secrets' fingerprints.
+fn knobs(spec: &serde_json::Value) -> BTreeMap<String, String> {
+    let mut knobs = flattened(spec);
+    knobs.retain(|key, _| !key.starts_with("images.") && !key.starts_with("secret_env"));
+    knobs
+}
+
+/// A JSON value's scalars under dotted keys (`nginx.variant`), as records and `runs diff` show them
+/// (null as `-`).
+pub fn flattened(v: &serde_json::Value) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    flatten_into("", v, &mut out);
+    out
+}
+
+/// `flattened`, its keys under `prefix` (none when empty), into `out`.
+pub fn flatten_into(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                let key = match prefix.is_empty() {
+                    true => k.clone(),
+                    false => format!("{prefix}.{k}"),
+                };
+                flatten_into(&key, v, out);
+            }
+        }
+        serde_json::Value::String(s) => drop(out.insert(prefix.to_string(), s.clone())),
+        serde_json::Value::Null => drop(out.insert(prefix.to_string(), "-".into())),
+        other => drop(out.insert(prefix.to_string(), other.to_string())),
+    }
 }
 
 impl StackRecord {
@@ -124,6 +170,7 @@ pub fn example(stack: &str, topology: Topology) -> StackRecord {
             db: Db::Mariadb,
             nginx: (topology == Topology::Ha).then_some(RecordedNginx {
                 lb_algorithm: LbAlgorithm::LeastConn,
+                worker_connections: Some(4096),
             }),
             cpus: "2".into(),
             memory_bytes: 2 << 30,
@@ -131,6 +178,8 @@ pub fn example(stack: &str, topology: Topology) -> StackRecord {
             http_port: 8080,
             lb_port: 8090,
             images: Images::default(),
+            env: BTreeMap::new(),
+            knobs: BTreeMap::new(),
         },
         files: BTreeMap::new(),
     }
@@ -147,9 +196,15 @@ mod tests {
     #[test]
     fn a_record_round_trips() {
         for t in [Topology::Single, Topology::Ha] {
-            let r = example("exe", t);
+            let mut r = example("exe", t);
             let text = serde_json::to_string_pretty(&r).unwrap();
-            assert_eq!(parse("f", "exe", &text).unwrap(), r);
+            let parsed = parse("f", "exe", &text).unwrap();
+            // The knobs are every setting of the spec as written, the image references left out.
+            assert_eq!(parsed.spec.knobs["db"], "mariadb");
+            assert_eq!(parsed.spec.knobs["http_port"], "8080");
+            assert!(!parsed.spec.knobs.keys().any(|k| k.starts_with("images.")));
+            r.spec.knobs = parsed.spec.knobs.clone();
+            assert_eq!(parsed, r);
         }
     }
 

@@ -23,6 +23,7 @@ use exectl_core::bench::{
     AppThreads, CpuScale, InstanceSample, Results, RunState, SamplerCost, Slos, Verdict,
 };
 use exectl_core::footprint::AppImage;
+use exectl_core::record::StackRecord;
 
 /// The real app drops an empty room this long after its last client left (contract §2).
 const ROOM_CLEANUP: Duration = Duration::from_secs(30);
@@ -122,6 +123,7 @@ pub fn bench(cx: &Context<'_>, o: BenchOptions) -> Result<BenchOutcome> {
             })?;
     }
     let deployed = status::read_deployed(target, &stack)?;
+    let record = recorded(&deployed.record);
     let services = deployed.services.clone();
     let deployed_nginx = deployed.services.iter().any(|s| s == "nginx");
     // One bench (or deploy, prepare, teardown) of the stack at a time, from any machine.
@@ -133,7 +135,6 @@ pub fn bench(cx: &Context<'_>, o: BenchOptions) -> Result<BenchOutcome> {
         &first.endpoint,
         Some(&stack),
     ))?;
-    let bundle = spec.bundle_dir(&stack);
     let started_unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -168,7 +169,6 @@ pub fn bench(cx: &Context<'_>, o: BenchOptions) -> Result<BenchOutcome> {
         Some(on_lost),
         Arc::new(move |s| drop(said_tx.send(s))),
     )?;
-    let record = recorded(&bundle);
     let cleanup = record.room_cleanup.unwrap_or(ROOM_CLEANUP);
     if settle < cleanup {
         progress.event(Event::Note(&format!(
@@ -382,20 +382,16 @@ struct Recorded {
     room_cleanup: Option<Duration>,
 }
 
-fn recorded(bundle: &std::path::Path) -> Recorded {
-    let text =
-        std::fs::read_to_string(bundle.join(exectl_core::render::RECORD)).unwrap_or_default();
-    let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
-    let spec = &v["spec"];
-    let mut knobs = crate::state::runs::flattened(spec);
-    knobs.retain(|key, _| !key.starts_with("images.") && !key.starts_with("secret_env"));
+fn recorded(record: &StackRecord) -> Recorded {
+    let spec = &record.spec;
     Recorded {
-        knobs,
-        worker_connections: spec["nginx"]["worker_connections"].as_u64(),
-        app_image: spec["images"]["app"].as_str().unwrap_or_default().into(),
-        fault: spec["env"]["STANDIN_FAULT"].as_str().map(String::from),
-        room_cleanup: spec["env"]["STANDIN_ROOM_CLEANUP_MS"]
-            .as_str()
+        knobs: spec.knobs.clone(),
+        worker_connections: spec.nginx.as_ref().and_then(|n| n.worker_connections),
+        app_image: spec.images.app.clone(),
+        fault: spec.env.get("STANDIN_FAULT").cloned(),
+        room_cleanup: spec
+            .env
+            .get("STANDIN_ROOM_CLEANUP_MS")
             .and_then(|ms| ms.parse().ok())
             .map(Duration::from_millis),
     }

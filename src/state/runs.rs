@@ -63,37 +63,9 @@ impl ExectlRecord {
     }
 }
 
-/// Flatten a JSON value into dotted keys.
-fn flatten(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, String>) {
-    match v {
-        serde_json::Value::Object(m) => {
-            for (k, v) in m {
-                let key = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                flatten(&key, v, out);
-            }
-        }
-        serde_json::Value::String(s) => {
-            out.insert(prefix.to_string(), s.clone());
-        }
-        serde_json::Value::Null => {
-            out.insert(prefix.to_string(), "-".into());
-        }
-        other => {
-            out.insert(prefix.to_string(), other.to_string());
-        }
-    }
-}
-
-/// A JSON value's scalars under dotted keys (`nginx.variant`), as records and `runs diff` show them.
-pub fn flattened(v: &serde_json::Value) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    flatten("", v, &mut out);
-    out
-}
+use exectl_core::record::flatten_into as flatten;
+/// A JSON value's scalars under dotted keys (one definition: the record's, in core).
+pub use exectl_core::record::flattened;
 
 /// Every knob of a spec, flattened.
 pub fn knobs(spec: &Spec) -> BTreeMap<String, String> {

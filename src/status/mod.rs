@@ -20,6 +20,8 @@ pub struct Deployed {
     pub admin_password: Option<String>,
     /// Every service the deploy rendered (its compose.yaml): status compares what it sees with these.
     pub services: Vec<String>,
+    /// The stack's record, as deployed.
+    pub record: exectl_core::record::StackRecord,
 }
 
 pub fn read_deployed(target: &Target, stack: &str) -> Result<Deployed> {
@@ -40,6 +42,7 @@ pub fn read_deployed(target: &Target, stack: &str) -> Result<Deployed> {
         topology: record.topology.name().to_string(),
         lb_algorithm: record.lb_algorithm().map(String::from),
         admin_password: parse_env(&env).get("ADMIN_PASSWORD").cloned(),
+        record,
     })
 }
 
