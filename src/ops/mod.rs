@@ -1,15 +1,18 @@
 //! The operations a program calls: `deploy`, `plan`, `teardown`, `prepare`, `load`, `bench`, `status`,
-//! `sweep`.
+//! `sweep`, `doctor`, `host`.
 //! Each takes a `Context` (the connected target, the progress sink, the stop token) and an options struct
 //! (never clap's: `cli::options` makes them from flags, a program sets their fields, `bench_settings` and
-//! `spec_source` help it), and returns its outcome as a type; nothing here prints. `load` alone takes no
-//! target: it only talks to a front door's URL. `commands` turn flags into options, connect, call one
+//! `spec_source` help it), and returns its outcome as a type; nothing here prints. `load` takes no
+//! target (it only talks to a front door's URL), `doctor` an unconnected one (a failed connection is
+//! one of its findings). `commands` turn flags into options, connect, call one
 //! operation and print its outcome; `sweep` calls them in a loop with its own context.
 
 pub mod bench;
 pub mod bench_settings;
 pub mod deploy;
 pub mod deploy_swarm;
+pub mod doctor;
+pub mod host;
 pub mod load;
 pub mod prepare;
 pub mod spec_source;

@@ -63,6 +63,71 @@ pub fn teardown(
 }
 
 /// `--place` values (deploy, plan), each checked.
+/// `exectl doctor`'s thresholds from its flags, or from the deployed `--stack`'s record (read from local
+/// state: no connection).
+pub fn doctor(
+    args: &super::host::DoctorArgs,
+    target: &crate::sut::TargetSpec,
+) -> Result<crate::ops::doctor::DoctorOptions> {
+    let stack = args
+        .stack
+        .as_deref()
+        .map(|s| exectl_core::spec::resolve_stack_name(Some(s)))
+        .transpose()?;
+    let record = match &stack {
+        None => None,
+        Some(s) => Some(crate::state::record::require(
+            &target.bundle_dir(s),
+            s,
+            "deploy it first, name a deployed stack, or give --instances, --cpus and --memory",
+        )?),
+    };
+    let checks = exectl_core::doctor::options::options(&exectl_core::doctor::options::Given {
+        connections: args.connections.as_deref(),
+        instances: args.instances.as_deref(),
+        cpus: args.cpus.as_deref(),
+        memory: args.memory.as_deref(),
+        record: record.as_ref(),
+    })?;
+    Ok(crate::ops::doctor::DoctorOptions {
+        checks,
+        stack: args.stack.clone(),
+    })
+}
+
+/// `exectl host tune`'s flags, checked before the host is touched.
+pub fn host_tune(a: &super::host::TuneArgs) -> Result<crate::ops::host::TuneOptions> {
+    Ok(crate::ops::host::TuneOptions {
+        role: crate::host::Role::parse(&a.role)?,
+        sysctl_text: a.sysctl_file.as_deref().map(read_sysctl_file).transpose()?,
+        root: crate::host::check_root(a.root.as_deref())?,
+        check: a.check,
+    })
+}
+
+/// `--sysctl-file`, read here and checked: a bad one is refused before anything is sent.
+fn read_sysctl_file(path: &std::path::Path) -> Result<String, exectl_core::error::UsageError> {
+    let fix = "give a readable sysctl.d file of KEY = VALUE lines (e.g. ansible-free/sysctl/99-exectl-sut.conf), \
+               or leave --sysctl-file out to use the role's";
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        exectl_core::error::UsageError::new(
+            "--sysctl-file",
+            path.display(),
+            format!("cannot be read ({e})"),
+            fix,
+        )
+    })?;
+    crate::host::sysctl::parse(&text).map_err(|e| {
+        exectl_core::error::UsageError::new(
+            "--sysctl-file",
+            path.display(),
+            format!("not a sysctl.d file: {e}"),
+            fix,
+        )
+    })?;
+    Ok(text)
+}
+
 pub fn place(values: &[String]) -> Result<Vec<exectl_core::swarm::PlaceRule>> {
     Ok(values
         .iter()

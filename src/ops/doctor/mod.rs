@@ -1,17 +1,14 @@
-//! `exectl doctor`: gather facts from the target (one connection, one host script, a few engine calls),
-//! then the pure `doctor::assess` and its report. On a swarm, the same on every node the manager lists
-//! (each over its own connection, at once), with each node's clock and link, and the manager's services
-//! and overlays, into `doctor::swarm::assess_swarm`. Exit 0 when nothing fails (warnings allowed), 1 on
-//! a failure, 2 on a bad flag.
+//! `doctor`: gather facts from the target (one connection, one host script, a few engine calls), then
+//! the pure `doctor::assess` and its report. On a swarm, the same on every node the manager lists (each
+//! over its own connection, at once), with each node's clock and link, and the manager's services and
+//! overlays, into `doctor::swarm::assess_swarm`.
 
-use crate::cli::host::DoctorArgs;
 use crate::sut::ssh::SshError;
 use crate::sut::{Target, TargetSpec};
 use anyhow::Result;
 use bollard::query_parameters::ListContainersOptionsBuilder;
 use bollard::Docker;
 use exectl_core::doctor::facts::{self, Container, Engine, Facts, Link, Stage};
-use exectl_core::doctor::options::{self, Given};
 use exectl_core::doctor::{assess, Report};
 use std::future::Future;
 use std::time::Duration;
@@ -21,48 +18,25 @@ mod swarm;
 /// How long one engine or host call may take before doctor reports it as not answering.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
-pub async fn run(args: &DoctorArgs) -> Result<i32> {
-    let spec = crate::cli::target::target_spec(&args.target)?;
-    let opts = read_options(args, &spec)?;
-    let checks = match spec.swarm {
-        false => assess(&gather(&spec).await, &opts),
-        true => match swarm::gather(&spec, args.stack.as_deref()).await? {
-            Ok(swarm) => exectl_core::doctor::swarm::assess_swarm(&swarm, &opts),
-            // The manager did not answer: its link's checks say where it failed.
-            Err(manager) => assess(&manager, &opts),
-        },
-    };
-    let report = Report::new(spec.describe(), checks);
-    if args.json {
-        println!("{}", report.json());
-    } else {
-        print!("{}", report.table());
-    }
-    Ok(report.exit_code())
+/// What doctor checks: the thresholds (`core::doctor::options`, from flags or a deployed stack's record),
+/// and on a swarm the stack whose services and overlays are read too.
+pub struct DoctorOptions {
+    pub checks: exectl_core::doctor::Options,
+    pub stack: Option<String>,
 }
 
-/// The flags, checked, with the deployed stack's recorded limits (read from local state: no connection).
-fn read_options(args: &DoctorArgs, spec: &TargetSpec) -> Result<exectl_core::doctor::Options> {
-    let stack = args
-        .stack
-        .as_deref()
-        .map(|s| exectl_core::spec::resolve_stack_name(Some(s)))
-        .transpose()?;
-    let record = match &stack {
-        None => None,
-        Some(s) => Some(crate::state::record::require(
-            &spec.bundle_dir(s),
-            s,
-            "deploy it first, name a deployed stack, or give --instances, --cpus and --memory",
-        )?),
+/// Doctor's report on `spec`'s target. It takes the target unconnected: a connection that fails is one
+/// of its findings (the stage it failed at, and why), not an error.
+pub async fn doctor(spec: &TargetSpec, o: &DoctorOptions) -> Result<Report> {
+    let checks = match spec.swarm {
+        false => assess(&gather(spec).await, &o.checks),
+        true => match swarm::gather(spec, o.stack.as_deref()).await? {
+            Ok(swarm) => exectl_core::doctor::swarm::assess_swarm(&swarm, &o.checks),
+            // The manager did not answer: its link's checks say where it failed.
+            Err(manager) => assess(&manager, &o.checks),
+        },
     };
-    Ok(options::options(&Given {
-        connections: args.connections.as_deref(),
-        instances: args.instances.as_deref(),
-        cpus: args.cpus.as_deref(),
-        memory: args.memory.as_deref(),
-        record: record.as_ref(),
-    })?)
+    Ok(Report::new(spec.describe(), checks))
 }
 
 /// Every fact doctor needs. Never fails: what cannot be read is recorded as such.
