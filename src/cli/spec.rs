@@ -124,15 +124,15 @@ pub fn secret_pairs(
         .iter()
         .map(|g| match g.split_once('=') {
             Some(_) => Ok(g.clone()),
-            None => match var(g) {
-                Some(v) => Ok(format!("{g}={v}")),
-                None => Err(UsageError::new(
+            // Never shown: a bare word may be a value given without its `KEY=`.
+            None => var(g).map(|v| format!("{g}={v}")).ok_or_else(|| {
+                UsageError::new(
                     "--set-secret",
-                    g,
-                    format!("no =VALUE, and no environment variable {g} to take it from"),
-                    format!("export {g}=... before exectl (its value then stays out of `ps`), or give --set-secret {g}=VALUE"),
-                )),
-            },
+                    "<redacted>",
+                    "no =VALUE, and no environment variable of that name to take it from (the word given is not shown: it may be a value)",
+                    "give --set-secret KEY=VALUE, or export KEY=... before exectl and give a bare --set-secret KEY (its value then stays out of `ps`)",
+                )
+            }),
         })
         .collect()
 }
@@ -188,15 +188,16 @@ mod tests {
             secret_pairs(&given, env).unwrap(),
             ["SMTP_PASSWORD=from-env", "TOKEN=t=1"]
         );
-        // No variable: refused naming the flag and the key, with both ways to give it.
-        let e = secret_pairs(&["API_KEY".to_string()], env).unwrap_err();
+        // No variable: refused naming the flag, with both ways to give it, never the word given (it
+        // may be a value whose `KEY=` was forgotten).
+        let e = secret_pairs(&["s3cretValue".to_string()], env).unwrap_err();
         let text = e.to_string();
         assert!(
-            text.contains("--set-secret") && text.contains("API_KEY"),
+            text.contains("--set-secret") && !text.contains("s3cret"),
             "{text}"
         );
         assert!(
-            e.fix.contains("export API_KEY=") && e.fix.contains("API_KEY=VALUE"),
+            e.fix.contains("export KEY=") && e.fix.contains("KEY=VALUE"),
             "{e}"
         );
     }
