@@ -4,35 +4,44 @@
 
 use super::Lines;
 use crate::cli::host::{HostArgs, HostCommand};
+use crate::cli::target::TargetArgs;
 use crate::host::report::Report;
-use crate::ops::Context;
+use crate::ops::{self, Context};
+use crate::sut::Target;
 use anyhow::Result;
 
 pub async fn run(args: &HostArgs) -> Result<i32> {
     let (json, report) = match &args.command {
         HostCommand::Tune(a) => {
             let opts = crate::cli::options::host_tune(a)?;
-            let spec = crate::cli::target::target_spec(&a.target)?;
-            spec.one_engine("host tune")?;
-            let target = crate::sut::Target::connect(&spec).await?;
+            let target = one_host(&a.target, "host tune").await?;
             let lines = Lines { quiet: a.json };
-            let cx = Context::new(&target, &lines);
-            (a.json, crate::ops::host::tune(&cx, &opts).await?)
+            (
+                a.json,
+                ops::host::tune(&Context::new(&target, &lines), &opts).await?,
+            )
         }
         HostCommand::Restore(a) => {
             let opts = crate::ops::host::RestoreOptions {
                 root: crate::host::check_root(a.root.as_deref())?,
             };
-            let spec = crate::cli::target::target_spec(&a.target)?;
-            spec.one_engine("host restore")?;
-            let target = crate::sut::Target::connect(&spec).await?;
+            let target = one_host(&a.target, "host restore").await?;
             let lines = Lines { quiet: a.json };
-            let cx = Context::new(&target, &lines);
-            (a.json, crate::ops::host::restore(&cx, &opts).await?)
+            (
+                a.json,
+                ops::host::restore(&Context::new(&target, &lines), &opts).await?,
+            )
         }
     };
     print(&report, json)?;
     Ok(report.exit_code())
+}
+
+/// The target, connected, when it is one engine (a swarm's hosts are tuned one by one).
+async fn one_host(args: &TargetArgs, command: &str) -> Result<Target> {
+    let spec = crate::cli::target::target_spec(args)?;
+    spec.one_engine(command)?;
+    Target::connect(&spec).await
 }
 
 fn print(r: &Report, json: bool) -> Result<()> {
