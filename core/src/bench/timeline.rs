@@ -216,10 +216,18 @@ impl LevelSpan {
         samples.iter().filter(move |s| s.t_ms >= a && s.t_ms <= b)
     }
 
-    /// The samples of the level's full hold (every user should be holding).
+    /// The samples of the level's full hold (every user should be holding): each read wholly inside
+    /// it. A sample is stamped when it begins and its counts are read over its `sample_ms`: one begun
+    /// just before the hold's end reads the first users already leaving.
     pub fn holding<'a>(&self, samples: &'a [Sample]) -> impl Iterator<Item = &'a Sample> + 'a {
-        let (a, b) = (self.hold_ms, self.hold_end_ms);
-        samples.iter().filter(move |s| s.t_ms >= a && s.t_ms <= b)
+        let span = *self;
+        samples.iter().filter(move |s| span.holds(s))
+    }
+
+    /// `s` was read wholly inside the level's full hold.
+    pub fn holds(&self, s: &Sample) -> bool {
+        let read_end = s.t_ms + s.sample_ms.map_or(0, |ms| ms.max(0.0).ceil() as u64);
+        self.hold_end_ms > self.hold_ms && s.t_ms >= self.hold_ms && read_end <= self.hold_end_ms
     }
 }
 
@@ -275,7 +283,7 @@ pub fn at_once(span: &LevelSpan, samples: &[Sample], ghosts: &[InstanceSample]) 
         };
         let sum = sum.saturating_sub(before);
         a.peak = a.peak.max(Some(sum));
-        if (span.hold_ms..=span.hold_end_ms).contains(&s.t_ms) && span.hold_end_ms > span.hold_ms {
+        if span.holds(s) {
             a.min_in_hold = Some(a.min_in_hold.map_or(sum, |m| m.min(sum)));
             let excess = sum.saturating_sub(s.generator.open_sockets);
             if excess > 0 {
@@ -391,6 +399,13 @@ mod tests {
                 .instance_connections(),
             Some(100)
         );
+        // A sample begun in the hold whose read ends after it is not the hold's (it may read the
+        // first users leaving); one read wholly inside is.
+        let mut late = at(1400, [Some(40), Some(52)]);
+        late.sample_ms = Some(183.1);
+        assert!(!span.holds(&late));
+        late.sample_ms = Some(99.0);
+        assert!(span.holds(&late));
         assert_eq!(
             samples[2].instance_connections(),
             None,
