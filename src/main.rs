@@ -8,22 +8,18 @@ fn main() {
     let result = match &cli.command {
         Command::Render(a) => commands::render::run(a).map(|_| exit::OK),
         Command::Validate(a) => commands::validate::run(a).map(code),
-        Command::Deploy(a) => runtime().block_on(commands::deploy::deploy(a)).map(code),
-        Command::Plan(a) => runtime()
-            .block_on(commands::deploy::plan_cmd(a))
-            .map(|_| exit::OK),
-        Command::Teardown(a) => runtime()
-            .block_on(commands::teardown::run(a))
-            .map(|_| exit::OK),
-        Command::Status(a) => runtime().block_on(commands::status::run(a)),
+        Command::Deploy(a) => block_on(commands::deploy::deploy(a)).map(code),
+        Command::Plan(a) => block_on(commands::deploy::plan_cmd(a)).map(|_| exit::OK),
+        Command::Teardown(a) => block_on(commands::teardown::run(a)).map(|_| exit::OK),
+        Command::Status(a) => block_on(commands::status::run(a)),
         Command::Runs(a) => commands::runs::run(a).map(|_| exit::OK),
         Command::Load(a) => commands::load::run(a),
         Command::Bench(a) => commands::bench::run(a),
         Command::Sweep(a) => commands::sweep::run(a),
         Command::Report(a) => commands::report::run(&a.run_id, a.from.as_deref(), a.out.as_deref()),
-        Command::Prepare(a) => runtime().block_on(commands::prepare::run(a)).map(code),
-        Command::Host(a) => runtime().block_on(commands::host::run(a)),
-        Command::Doctor(a) => runtime().block_on(commands::doctor::run(a)),
+        Command::Prepare(a) => block_on(commands::prepare::run(a)).map(code),
+        Command::Host(a) => block_on(commands::host::run(a)),
+        Command::Doctor(a) => block_on(commands::doctor::run(a)),
         Command::LoadSlice => exectl::load::slice::child::main(),
     };
     match result {
@@ -35,12 +31,17 @@ fn main() {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
+/// Run a command on a runtime of its own, then drop it without waiting for its blocking tasks: a read
+/// on a stalled SSH link never returns (its deadline left it there), and would hold the exit for ever.
+fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
+    let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .expect("tokio runtime")
+        .expect("tokio runtime");
+    let out = rt.block_on(f);
+    rt.shutdown_background();
+    out
 }
 
 fn code(ok: bool) -> i32 {
