@@ -33,6 +33,9 @@ pub fn run(a: &SweepArgs) -> Result<i32> {
         for d in &s.differences {
             println!("  {}", d.sentence);
         }
+        if let Some(sc) = &s.scaling {
+            println!("{}", sc.sentence);
+        }
     }
     if let Some(why) = &o.results.stopped {
         eprintln!("sweep stopped: {why}");

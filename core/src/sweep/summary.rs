@@ -61,6 +61,9 @@ pub struct Summary {
     /// Each value against the next, on capacity and on the login p95 of the levels they share.
     pub differences: Vec<Difference>,
     pub headline: String,
+    /// A sweep over `instances` alone: the scaling law fitted to its capacities.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scaling: Option<super::scaling::Scaling>,
 }
 
 fn spread(xs: impl Iterator<Item = Option<f64>>) -> Option<Spread> {
@@ -212,10 +215,12 @@ pub fn summarize(r: &SweepResults) -> Summary {
         }
     }
     let headline = headline(r, &values);
+    let scaling = super::scaling::scaling(&r.variables, &values);
     Summary {
         values,
         differences,
         headline,
+        scaling,
     }
 }
 

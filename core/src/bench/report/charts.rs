@@ -49,8 +49,8 @@ pub struct Band {
 pub enum XAxis {
     /// Seconds since the bench began, with each level's band.
     Time { spans: Vec<Band> },
-    /// One tick per level (x = the level's index), labelled with its users.
-    Levels { users: Vec<u64> },
+    /// One tick per x = 0, 1, 2, … (a bench's levels, a sweep's instance counts), each labelled.
+    Ticks { labels: Vec<String> },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -110,7 +110,7 @@ fn svg(chart: &Chart, drawn: &[&Series]) -> Result<String, String> {
             let end = spans.iter().map(|s| s.end).fold(last, f64::max);
             (end, None)
         }
-        XAxis::Levels { users } => ((users.len().max(1) - 1) as f64 + 0.5, Some(users.clone())),
+        XAxis::Ticks { labels } => ((labels.len().max(1) - 1) as f64 + 0.5, Some(labels.clone())),
     };
     let x_min = if levels.is_some() { -0.5 } else { 0.0 };
     let y_max = drawn
@@ -130,13 +130,10 @@ fn svg(chart: &Chart, drawn: &[&Series]) -> Result<String, String> {
             .build_cartesian_2d(x_min..x_max, 0.0..y_max)
             .map_err(|x| e(&x))?;
         let level_label = |x: &f64| match &levels {
-            Some(users) => {
+            Some(labels) => {
                 let i = x.round();
                 if (x - i).abs() < 1e-6 && i >= 0.0 {
-                    users
-                        .get(i as usize)
-                        .map(|u| format!("{u} users"))
-                        .unwrap_or_default()
+                    labels.get(i as usize).cloned().unwrap_or_default()
                 } else {
                     String::new()
                 }
@@ -147,8 +144,8 @@ fn svg(chart: &Chart, drawn: &[&Series]) -> Result<String, String> {
         mesh.y_desc(chart.y_label.as_str())
             .x_label_formatter(&level_label);
         match &levels {
-            Some(users) => {
-                mesh.x_labels(users.len().max(1) * 2 + 1);
+            Some(labels) => {
+                mesh.x_labels(labels.len().max(1) * 2 + 1);
             }
             None => {
                 mesh.x_desc("seconds since the bench began");
@@ -309,8 +306,8 @@ mod tests {
             id: "login".into(),
             title: "login".into(),
             y_label: "ms".into(),
-            x: XAxis::Levels {
-                users: vec![200, 500, 1000],
+            x: XAxis::Ticks {
+                labels: vec!["200 users".into(), "500 users".into(), "1000 users".into()],
             },
             series: vec![Series::line(
                 "p95",

@@ -111,8 +111,12 @@ pub fn time_charts(r: &Results, samples: &[Sample], spans: &[Band]) -> Result<Ve
 pub fn level_charts(r: &Results) -> Result<Vec<String>, String> {
     draw(r, |spec| match spec.series {
         From::Levels(series) => Some((
-            XAxis::Levels {
-                users: r.levels.iter().map(|l| l.users).collect(),
+            XAxis::Ticks {
+                labels: r
+                    .levels
+                    .iter()
+                    .map(|l| format!("{} users", l.users))
+                    .collect(),
             },
             series(r),
         )),

@@ -2,6 +2,7 @@
 //! style, built from results.json alone so it is rebuilt the same after every point.
 
 pub mod bars;
+pub mod scaling;
 
 use serde::Serialize;
 
@@ -153,6 +154,10 @@ pub fn render(r: &SweepResults) -> Result<String, String> {
         "users",
         &bars,
     )?;
+    let scaling_chart = match &s.scaling {
+        Some(sc) => scaling::chart(sc)?,
+        None => None,
+    };
     let values: Vec<ValueRow> = s
         .values
         .iter()
@@ -284,6 +289,7 @@ pub fn render(r: &SweepResults) -> Result<String, String> {
     ctx.insert("mode", &mode);
     ctx.insert("state", &state);
     ctx.insert("capacity_chart", &capacity_chart);
+    ctx.insert("scaling_chart", &scaling_chart);
     ctx.insert("values", &values);
     ctx.insert("levels", &levels);
     ctx.insert("points", &points);
@@ -324,6 +330,34 @@ mod tests {
             "each bench's report linked"
         );
         assert!(!html.contains("<script"), "self-contained, no script");
+    }
+
+    #[test]
+    fn a_sweep_over_instances_shows_its_scaling_law_and_chart() {
+        // 1, 2, 3 instances: 100, 180, 240 users (σ, κ > 0).
+        let mut r = sweep(vec![
+            point(1, "1", 1, Some(100), 40.0),
+            point(2, "2", 1, Some(180), 40.0),
+            point(3, "3", 1, Some(240), 40.0),
+        ]);
+        r.variables = vec!["instances".into()];
+        let html = render(&r).unwrap();
+        assert!(html.contains("Does adding instances pay?"), "{html}");
+        assert!(html.contains("id=\"scaling\""));
+        assert!(
+            html.contains("data-series=\"measured|USL fit|predicted\"")
+                && html.contains("data-points=\"3|4|1\""),
+            "measured at 3 counts, the fit drawn on to the 4th, its prediction"
+        );
+        assert!(html.contains("4 instances: about"), "the prediction said");
+        let json = r.to_json().unwrap();
+        assert!(
+            json.contains("\"scaling\"") && json.contains("\"kappa\""),
+            "results.json keeps the fit"
+        );
+        // Any other variable: no such section.
+        r.variables = vec!["memory".into()];
+        assert!(!render(&r).unwrap().contains("Does adding instances pay?"));
     }
 
     /// The header says when the sweep started as a date and time people read (#36: the bench's said
