@@ -57,5 +57,6 @@ pub fn of(s: &Summary) -> LevelFigures {
         // The browser's session (`--browser-probe`), filled in by the bench.
         browser: None,
         pings: sockets.then_some(s.pings),
+        arrivals: s.arrivals.as_ref().map(|a| a.describe()),
     }
 }

@@ -270,6 +270,15 @@ pub struct BenchFlags {
     /// Connection attempts in flight at most, per level [default: as exectl load].
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub dial_concurrency: Option<String>,
+    /// The open model: sessions start on schedule, R a second (user i at i/R s), whatever the server
+    /// does; latencies count from each scheduled start; --dial-concurrency caps those in flight.
+    #[arg(
+        long,
+        value_name = "R",
+        allow_hyphen_values = true,
+        conflicts_with = "ramp"
+    )]
+    pub arrival_rate: Option<String>,
     /// collab/editing: time between a user's actions, each wait uniform in [D/2, 2D] (mean 1.25·D).
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub interval: Option<String>,
@@ -351,6 +360,16 @@ pub struct LoadArgs {
     /// Connection attempts in flight at most [default: every user for login-burst, else 64].
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub dial_concurrency: Option<String>,
+    /// The open model: sessions start on schedule, R a second (user i at i/R s), whatever the server
+    /// does (a stalled server is not given fewer starts); latencies count from each scheduled start;
+    /// --dial-concurrency caps those in flight (a start that finds it full waits, and is reported).
+    #[arg(
+        long,
+        value_name = "R",
+        allow_hyphen_values = true,
+        conflicts_with = "ramp"
+    )]
+    pub arrival_rate: Option<String>,
     /// The common hold: how long every user's socket stays open at once, from when the last dial is
     /// over to one end for all (a socket that connected earlier stays open until then) [default: 30s].
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]

@@ -130,6 +130,11 @@ pub struct LoadOptions {
     /// while it runs (`ops::load`), so that no deploy, prepare, reset or teardown changes it meanwhile.
     /// Empty: a `--url` that no stack recorded on this target publishes.
     pub stacks: Vec<StackRef>,
+    /// The open model (`--arrival-rate`, sessions a second): users start on schedule (`ramp` is
+    /// users / rate) whatever the server does, `dial_concurrency` caps those in flight (a session that
+    /// finds the cap full waits, and says so), and the first step's latency counts from the scheduled
+    /// start. None: the closed model, where a start waits for a free dial.
+    pub arrival_rate: Option<f64>,
 }
 
 /// A recorded stack: its name and its state folder.
@@ -200,6 +205,7 @@ impl LoadOptions {
             generators: Generators::default(),
             ramp_slots: None,
             stacks: Vec::new(),
+            arrival_rate: None,
         }
     }
 

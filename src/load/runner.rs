@@ -187,23 +187,48 @@ async fn run_async(opts: LoadOptions, progress: &dyn Progress) -> Summary {
         let all_done = Arc::clone(&all_done);
         tokio::spawn(async move {
             let sem = Arc::new(Semaphore::new(c));
+            // The open model starts each session on schedule, whatever the server does: a start never
+            // waits for the one before it; one that finds the in-flight cap full waits on its own.
+            let open = ctx.opts.arrival_rate.is_some();
             for i in 0..n {
                 let at = t0 + ctx.opts.start_after(i);
                 if unless_stopped(&ctx.live, sleep_until(at)).await.is_none() {
                     return;
                 }
-                let Some(permit) =
-                    unless_stopped(&ctx.live, Arc::clone(&sem).acquire_owned()).await
-                else {
-                    return;
+                let permit = if open {
+                    Arc::clone(&sem).try_acquire_owned().ok()
+                } else {
+                    let Some(permit) =
+                        unless_stopped(&ctx.live, Arc::clone(&sem).acquire_owned()).await
+                    else {
+                        return;
+                    };
+                    Some(permit.expect("the semaphore is never closed"))
                 };
-                let permit = permit.expect("the semaphore is never closed");
                 Live::inc(&ctx.live.started);
                 let ctx = Arc::clone(&ctx);
                 let outcomes = Arc::clone(&outcomes);
                 let all_done = Arc::clone(&all_done);
+                let sem = Arc::clone(&sem);
                 tokio::spawn(async move {
-                    let o = session::run_user(Arc::clone(&ctx), i, permit).await;
+                    let o = match permit {
+                        Some(p) => {
+                            session::run_user(Arc::clone(&ctx), i, p, open.then_some(at)).await
+                        }
+                        // The cap was full at its scheduled start: it waits, and its latency still
+                        // counts from the schedule.
+                        None => match unless_stopped(&ctx.live, sem.acquire_owned()).await {
+                            Some(p) => {
+                                let waited = at.elapsed();
+                                let p = p.expect("the semaphore is never closed");
+                                let mut o =
+                                    session::run_user(Arc::clone(&ctx), i, p, Some(at)).await;
+                                o.cap_wait_us = Some(waited.as_micros() as u64);
+                                o
+                            }
+                            None => UserOutcome::failed("interrupted"),
+                        },
+                    };
                     let failed = o.failure.is_some();
                     outcomes.lock().unwrap()[i] = Some(o);
                     if failed {

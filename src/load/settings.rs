@@ -14,6 +14,9 @@ use crate::sut::TargetSpec;
 use exectl_core::error::UsageError;
 use exectl_core::load::liveness::Bounds;
 
+/// Most `--arrival-rate`: a million sessions a second is far past what one generator starts.
+pub const MAX_ARRIVAL_RATE: f64 = 1_000_000.0;
+
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct LoadSettings {
     pub scenario: Scenario,
@@ -37,6 +40,10 @@ pub struct LoadSettings {
     pub pattern: Option<String>,
     /// The per-second progress line on stderr.
     pub progress: bool,
+    /// `--arrival-rate`: sessions start on schedule, user i at i/R seconds, whatever the server does
+    /// (the open model); their latencies count from that scheduled start. None: the closed model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival_rate: Option<f64>,
 }
 
 impl Default for LoadSettings {
@@ -54,6 +61,7 @@ impl Default for LoadSettings {
             generators: Generators::default(),
             pattern: None,
             progress: false,
+            arrival_rate: None,
         }
     }
 }
@@ -69,6 +77,24 @@ impl LoadSettings {
                 "give e.g. --hold 30s",
             ));
         }
+        if let Some(rate) = self.arrival_rate {
+            if !(rate > 0.0 && rate <= MAX_ARRIVAL_RATE) {
+                return Err(UsageError::new(
+                    "--arrival-rate",
+                    rate,
+                    format!("sessions per second must be above 0 and at most {MAX_ARRIVAL_RATE}"),
+                    "give e.g. --arrival-rate 50",
+                ));
+            }
+            if let Some(ramp) = self.ramp {
+                return Err(UsageError::new(
+                    "--ramp",
+                    exectl_core::units::show(ramp),
+                    "--arrival-rate already says when each session starts (user i at i/R s)",
+                    "drop --ramp, or --arrival-rate for the closed model",
+                ));
+            }
+        }
         if self.tokens && self.scenario == Scenario::LoginBurst {
             return Err(UsageError::new(
                 "--tokens",
@@ -80,8 +106,11 @@ impl LoadSettings {
         Ok(())
     }
 
-    /// The ramp: the given one, or the scenario's.
-    pub fn ramp(&self) -> Duration {
+    /// The ramp: `users` at the arrival rate, the given one, or the scenario's.
+    pub fn ramp(&self, users: usize) -> Duration {
+        if let Some(rate) = self.arrival_rate {
+            return Duration::from_secs_f64(users as f64 / rate);
+        }
         self.ramp.unwrap_or(match self.scenario {
             Scenario::LoginBurst => Duration::ZERO,
             _ => DEFAULT_RAMP,
@@ -141,7 +170,7 @@ impl LoadSettings {
             endpoint,
             manifest,
             users,
-            ramp: self.ramp(),
+            ramp: self.ramp(users),
             dial_concurrency,
             hold: self.hold,
             interval: self.interval.unwrap_or(self.scenario.default_interval()),
@@ -159,6 +188,7 @@ impl LoadSettings {
             generators: self.generators.clone(),
             ramp_slots: None,
             stacks,
+            arrival_rate: self.arrival_rate,
         })
     }
 

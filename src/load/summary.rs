@@ -66,6 +66,62 @@ pub struct LoginBurst {
     pub probe_ms: Percentiles,
 }
 
+/// The open model's schedule (`--arrival-rate`): its rate, its in-flight cap, and the sessions that
+/// found the cap full and began late (their latencies still count from their scheduled start).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Arrivals {
+    pub rate_per_s: f64,
+    pub in_flight_cap: usize,
+    pub waited_for_cap: u64,
+    /// The longest of those waits.
+    pub longest_wait_ms: f64,
+}
+
+impl Arrivals {
+    /// The schedule of `opts` (None: the closed model) and its waits, from each user's (µs).
+    pub fn of(
+        opts: &super::LoadOptions,
+        waits_us: impl Iterator<Item = Option<u64>>,
+    ) -> Option<Arrivals> {
+        let rate = opts.arrival_rate?;
+        let mut a = Arrivals {
+            rate_per_s: rate,
+            in_flight_cap: opts.dial_concurrency,
+            ..Arrivals::default()
+        };
+        for w in waits_us.flatten() {
+            a.waited_for_cap += 1;
+            a.longest_wait_ms = a.longest_wait_ms.max(w as f64 / 1000.0);
+        }
+        Some(a)
+    }
+
+    /// A slice's waits added to the run's.
+    pub fn add(&mut self, o: &Arrivals) {
+        self.waited_for_cap += o.waited_for_cap;
+        self.longest_wait_ms = self.longest_wait_ms.max(o.longest_wait_ms);
+    }
+
+    /// "50/s on schedule (latencies from each session's scheduled start); 36 waited for the in-flight cap
+    /// of 64, up to 2,912 ms late".
+    pub fn describe(&self) -> String {
+        let late = match self.waited_for_cap {
+            0 => format!(
+                "none waited for the in-flight cap of {}",
+                self.in_flight_cap
+            ),
+            n => format!(
+                "{n} waited for the in-flight cap of {} (--dial-concurrency), up to {:.0} ms late",
+                self.in_flight_cap, self.longest_wait_ms
+            ),
+        };
+        format!(
+            "{}/s on schedule (latencies from each session's scheduled start); {late}",
+            exectl_core::bench::decimal::show(self.rate_per_s)
+        )
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Fanout {
     pub frames_sent: u64,
@@ -140,6 +196,9 @@ pub struct Summary {
     pub fanout: Option<Fanout>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub editing: Option<Editing>,
+    /// The open model (`--arrival-rate`); None: the closed model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrivals: Option<Arrivals>,
     /// The generator itself: each process (slice) that ran users, its CPU and memory, and whether one
     /// was busy enough to have measured itself rather than the server.
     #[serde(default)]
@@ -469,6 +528,7 @@ impl Summary {
             login_burst,
             fanout,
             editing,
+            arrivals: Arrivals::of(opts, outcomes.iter().map(|o| o.cap_wait_us)),
             generator: Generator::of(vec![SliceUse {
                 slice: 0,
                 host: super::metrics::host_name(),
@@ -570,6 +630,9 @@ impl Summary {
             let _ = writeln!(s, "  close codes   {}", kv(&self.close_codes));
         }
         let _ = writeln!(s, "  failures      {}", kv(&self.failures));
+        if let Some(a) = &self.arrivals {
+            let _ = writeln!(s, "  arrivals      {}", a.describe());
+        }
         let _ = writeln!(s, "  login         {}", p(&self.login_ms));
         if self.scenario != Scenario::LoginBurst.name() {
             let _ = writeln!(s, "  connect       {}", p(&self.connect_ms));

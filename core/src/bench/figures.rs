@@ -66,6 +66,10 @@ pub struct LevelFigures {
     /// The generator's liveness pings (socket scenarios): a load of their own on the SUT, so said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pings: Option<crate::load::liveness::Pings>,
+    /// The open model (`--arrival-rate`), said: its rate, that latencies count from each scheduled
+    /// start, and the starts the in-flight cap delayed. None: the closed model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrivals: Option<String>,
 }
 
 /// What a served user of `scenario` did: "logged in" for login-burst (no socket), else "held".

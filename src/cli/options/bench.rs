@@ -75,6 +75,7 @@ fn level_flags(flags: &BenchFlags, target: &TargetArgs) -> LoadFlags {
         users: None,
         ramp: flags.ramp.clone(),
         dial_concurrency: flags.dial_concurrency.clone(),
+        arrival_rate: flags.arrival_rate.clone(),
         hold: flags.hold.clone(),
         interval: flags.interval.clone(),
         ping_after: flags.ping_after.clone(),

@@ -25,6 +25,7 @@ pub struct LoadFlags {
     pub users: Option<String>,
     pub ramp: Option<String>,
     pub dial_concurrency: Option<String>,
+    pub arrival_rate: Option<String>,
     pub hold: Option<String>,
     pub interval: Option<String>,
     pub ping_after: Option<String>,
@@ -49,6 +50,7 @@ impl LoadFlags {
             users: a.users.clone(),
             ramp: a.ramp.clone(),
             dial_concurrency: a.dial_concurrency.clone(),
+            arrival_rate: a.arrival_rate.clone(),
             hold: a.hold.clone(),
             interval: a.interval.clone(),
             ping_after: a.ping_after.clone(),
@@ -85,6 +87,21 @@ fn count(flag: &str, value: &Option<String>) -> Result<Option<usize>, UsageError
         .transpose()
 }
 
+/// `--arrival-rate`: sessions a second, `50` or `50/s` (fractions allowed: `0.5` is one every 2 s).
+fn rate(text: &str) -> Result<f64, UsageError> {
+    let max = crate::load::settings::MAX_ARRIVAL_RATE;
+    let n = text.trim().strip_suffix("/s").unwrap_or(text.trim());
+    match n.parse::<f64>() {
+        Ok(r) if r > 0.0 && r <= max => Ok(r),
+        _ => Err(UsageError::new(
+            "--arrival-rate",
+            text,
+            format!("sessions a second: a number above 0 and at most {max}"),
+            "give e.g. --arrival-rate 50 (or 50/s)",
+        )),
+    }
+}
+
 /// The flags' own values, checked (no file, no network), as settings, and `--users` when given.
 pub fn settings(args: &LoadFlags) -> Result<(LoadSettings, Option<usize>), UsageError> {
     let scenario = Scenario::parse(&args.scenario).ok_or_else(|| {
@@ -99,6 +116,7 @@ pub fn settings(args: &LoadFlags) -> Result<(LoadSettings, Option<usize>), Usage
     let users = count("--users", &args.users)?;
     let dial_concurrency = count("--dial-concurrency", &args.dial_concurrency)?;
     let ramp = duration("--ramp", &args.ramp, Duration::ZERO)?;
+    let arrival_rate = args.arrival_rate.as_deref().map(rate).transpose()?;
     let hold = duration("--hold", &args.hold, Duration::ZERO)?.unwrap_or(DEFAULT_HOLD);
     if scenario.uses_socket() && hold.is_zero() {
         return Err(UsageError::new(
@@ -157,6 +175,7 @@ pub fn settings(args: &LoadFlags) -> Result<(LoadSettings, Option<usize>), Usage
         generators,
         pattern: args.pattern.clone(),
         progress: !args.quiet,
+        arrival_rate,
     };
     settings.check()?;
     Ok((settings, users))

@@ -144,6 +144,49 @@ mod tests {
         Cli::parse_from(["exectl"].iter().chain(args)).command
     }
 
+    /// `--arrival-rate` reaches every level of a bench and a sweep (their load settings, which a
+    /// sweep's plan keeps), as `50` or `50/s`; left out, the model is closed.
+    #[test]
+    fn the_arrival_rate_reaches_bench_and_sweep_levels() {
+        for (args, want) in [
+            (
+                vec!["bench", "--levels", "10", "--arrival-rate", "50"],
+                Some(50.0),
+            ),
+            (
+                vec!["bench", "--levels", "10", "--arrival-rate", "2.5/s"],
+                Some(2.5),
+            ),
+            (vec!["bench", "--levels", "10"], None),
+        ] {
+            let Command::Bench(b) = parsed(&args) else {
+                unreachable!()
+            };
+            let s = super::bench::settings(&b.flags, &b.target, true).unwrap();
+            assert_eq!(s.load.arrival_rate, want, "{args:?}");
+            if let Some(r) = want {
+                assert_eq!(
+                    s.load.ramp(100),
+                    std::time::Duration::from_secs_f64(100.0 / r)
+                );
+            }
+        }
+        let Command::Sweep(a) = parsed(&[
+            "sweep",
+            "single",
+            "--vary",
+            "cpus=1,2",
+            "--levels",
+            "10",
+            "--arrival-rate",
+            "20",
+        ]) else {
+            unreachable!()
+        };
+        let (_, o) = super::sweep::sweep(&a).unwrap();
+        assert_eq!(o.bench.load.arrival_rate, Some(20.0));
+    }
+
     /// The defaults are the options' own (`Default`, `seeding`, `DeployOptions::new`): a flag left out
     /// gives what a program gets when it leaves the field alone.
     #[test]
@@ -157,8 +200,8 @@ mod tests {
         assert_eq!(s.slos, d.slos);
         assert_eq!(s.load.scenario, d.load.scenario);
         assert_eq!(
-            (s.load.hold, s.load.ramp(), s.load.interval),
-            (d.load.hold, d.load.ramp(), d.load.interval)
+            (s.load.hold, s.load.ramp(1), s.load.interval),
+            (d.load.hold, d.load.ramp(1), d.load.interval)
         );
         assert_eq!((s.load.dial_concurrency, s.load.processes), (None, None));
 

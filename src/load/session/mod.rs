@@ -180,6 +180,9 @@ pub struct UserOutcome {
     pub http_failures: u64,
     /// Collab: whether the run's send window was open at all.
     pub send_window_open: bool,
+    /// The open model: how long it waited past its scheduled start for the in-flight cap (None: it
+    /// started on time, or the model is closed).
+    pub cap_wait_us: Option<u64>,
 }
 
 impl UserOutcome {
@@ -198,8 +201,16 @@ fn us(d: Duration) -> u64 {
 }
 
 /// Login (or take the minted token), dial, hold. `permit` bounds the dials in flight and is released as
-/// soon as the dial is over.
-pub async fn run_user(ctx: Arc<Ctx>, i: usize, permit: OwnedSemaphorePermit) -> UserOutcome {
+/// soon as the dial is over. `scheduled` (the open model): when the session was due to start; its first
+/// step's latency (the login, or the dial with minted tokens) counts from then, so that a server that
+/// stalls the starts is not measured only from when they could begin.
+pub async fn run_user(
+    ctx: Arc<Ctx>,
+    i: usize,
+    permit: OwnedSemaphorePermit,
+    scheduled: Option<Instant>,
+) -> UserOutcome {
+    let mut scheduled = scheduled;
     let mut out = UserOutcome {
         received: Received::new(i as u32, ctx.room_ids[i]),
         ..UserOutcome::default()
@@ -212,7 +223,7 @@ pub async fn run_user(ctx: Arc<Ctx>, i: usize, permit: OwnedSemaphorePermit) -> 
     let token: std::borrow::Cow<str> = match &opts.manifest.tokens {
         Some(tokens) => tokens[i].as_str().into(),
         None => {
-            let start = Instant::now();
+            let start = scheduled.take().unwrap_or_else(Instant::now);
             let login = Box::pin(
                 ctx.http
                     .login(&opts.endpoint, &account.email, &account.password),
@@ -248,7 +259,7 @@ pub async fn run_user(ctx: Arc<Ctx>, i: usize, permit: OwnedSemaphorePermit) -> 
         return out;
     }
 
-    let start = Instant::now();
+    let start = scheduled.take().unwrap_or_else(Instant::now);
     let from = exectl_core::load::sources::of_user(&opts.sources, i);
     let dial = Box::pin(
         ctx.http

@@ -10,7 +10,7 @@ use exectl_core::plateau::PlateauFigures;
 
 use super::SliceReport;
 use crate::load::summary::{
-    Editing, Fanout, Generator, LastSeen, LoginBurst, Parts, Settings, SliceUse, Summary,
+    Arrivals, Editing, Fanout, Generator, LastSeen, LoginBurst, Parts, Settings, SliceUse, Summary,
 };
 use crate::load::{LoadOptions, Scenario};
 
@@ -83,6 +83,8 @@ pub fn merge(opts: &LoadOptions, results: Vec<SliceResult>, parent: Parent) -> S
     let mut login_burst: Option<LoginBurst> = None;
     let mut fanout: Option<Fanout> = None;
     let mut editing: Option<Editing> = None;
+    // The whole run's schedule and cap; each slice's waits added.
+    let mut arrivals = Arrivals::of(opts, std::iter::empty());
     let mut uses = Vec::new();
     // The hold's figures: each slice's count is exact for its sockets, so the sums are a floor.
     let (mut open_at_start, mut min_open, mut hold_len) = (0u64, 0u64, f64::INFINITY);
@@ -169,6 +171,9 @@ pub fn merge(opts: &LoadOptions, results: Vec<SliceResult>, parent: Parent) -> S
             m.fanout_messages += f.fanout_messages;
             m.fanout_bytes += f.fanout_bytes;
             m.deliveries.add(&f.deliveries);
+        }
+        if let (Some(m), Some(a)) = (&mut arrivals, &s.arrivals) {
+            m.add(a);
         }
         if let Some(e) = &s.editing {
             let m = editing.get_or_insert_with(Editing::default);
@@ -261,6 +266,7 @@ pub fn merge(opts: &LoadOptions, results: Vec<SliceResult>, parent: Parent) -> S
         login_burst,
         fanout,
         editing,
+        arrivals,
         generator: Generator::of(uses),
         parts,
     }

@@ -61,6 +61,9 @@ pub struct SliceSpec<U = Users> {
     pub run_id: String,
     /// login-burst's probe runs in one slice only.
     pub probe: bool,
+    /// The open model's rate, for the whole run (`LoadOptions::arrival_rate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival_rate: Option<f64>,
 }
 
 /// A slice's users as it reads them: their accounts, and their tokens with `--tokens`.
@@ -140,6 +143,7 @@ impl<'a> SliceSpec<Picked<'a>> {
             start_at_unix_ms,
             run_id: format!("{}-s{slice}", opts.run_id),
             probe: opts.probe && slice == 0,
+            arrival_rate: opts.arrival_rate,
         }
     }
 }
@@ -202,6 +206,7 @@ impl SliceSpec {
         o.processes = Some(1);
         o.probe = self.probe;
         o.ramp_slots = ramp_slots;
+        o.arrival_rate = self.arrival_rate;
         Ok(o)
     }
 }
@@ -367,6 +372,7 @@ mod tests {
             start_at_unix_ms: 0,
             run_id: "r".into(),
             probe: false,
+            arrival_rate: None,
         }
     }
 

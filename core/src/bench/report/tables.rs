@@ -80,6 +80,12 @@ pub fn rows(r: &Results, samples: &[Sample]) -> Vec<Row> {
                 ),
                 None => ("—".into(), "—".into()),
             };
+            // The open model: when each session was due, and what the cap delayed.
+            let ramp = match (&f.arrivals, ramp.as_str()) {
+                (Some(a), "—") => a.clone(),
+                (Some(a), _) => format!("{ramp} · {a}"),
+                (None, _) => ramp,
+            };
             Row {
                 users: l.users,
                 result: l.outcome().word(),

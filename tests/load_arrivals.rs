@@ -1,0 +1,183 @@
+//! The open model (`--arrival-rate`) against a paused app: sessions keep starting on schedule while the
+//! app is frozen, and each login counts from its scheduled start, so the p95 grows with the pause; the
+//! closed model under the same pause (four sessions in flight, the others waiting for them) reports a
+//! p95 of healthy logins, having seen the stall in only the four it had in flight: coordinated omission,
+//! made visible. Real engine, stand-in app.
+
+mod common;
+
+use common::*;
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::Duration;
+
+const USERS: &str = "300";
+
+/// `load login-burst` of 300 users with `extra`, the app paused for `pause` once the first sessions
+/// have started (its first progress line: the load checks the front door before it starts any, so a
+/// pause begun earlier would only delay the whole run).
+fn under_pause(st: &Stack, pause: Duration, run_id: &str, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "load",
+        "login-burst",
+        "--stack",
+        st.name.as_str(),
+        "--users",
+        USERS,
+        "--run-id",
+        run_id,
+        "--json",
+    ];
+    args.extend(extra);
+    let mut child =
+        st.x.command(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut said = Vec::new();
+    loop {
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("the load ended before starting anyone: {said:?}"))
+            .unwrap();
+        let started = line
+            .split(" started ")
+            .nth(1)
+            .and_then(|r| r.split('/').next())
+            .and_then(|n| n.parse::<u64>().ok());
+        said.push(line);
+        if started.is_some_and(|n| n > 0) {
+            break;
+        }
+    }
+    let paused = Paused::pause(&st.container("app"));
+    let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
+    std::thread::sleep(pause);
+    drop(paused);
+    let out = child.wait_with_output().unwrap();
+    let rest = rest.join().unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no summary ({e}): {} {said:?} {rest:?}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    assert_eq!(
+        j["failed"], 0,
+        "every login succeeds once the app is back: {j:#}"
+    );
+    j
+}
+
+fn ms(j: &serde_json::Value, p: &str) -> f64 {
+    j["login_ms"][p].as_f64().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
+async fn the_open_model_counts_a_stall_from_the_schedule_where_the_closed_model_omits_it() {
+    let st = Stack::new("arrive").await;
+    let port = Stack::port();
+    let deployed = st.x.deploy_json(&single_sqlite(&st.name, &port));
+    assert_eq!(deployed["ok"], true, "{deployed}");
+    st.x.ok(&[
+        "prepare",
+        "--stack",
+        &st.name,
+        "--accounts",
+        USERS,
+        "--users-per-project",
+        "1",
+        "--bcrypt-cost",
+        "4",
+        "--json",
+    ]);
+
+    // 50 sessions a second over 6 s; at most 40 in flight.
+    let open = ["--arrival-rate", "50", "--dial-concurrency", "40"];
+    let short = under_pause(&st, Duration::from_secs(1), "arr-open-1s", &open);
+    let long = under_pause(&st, Duration::from_secs(4), "arr-open-4s", &open);
+    // The closed model: 4 sessions in flight, each start waiting for a free one, over the same 6 s.
+    let closed = under_pause(
+        &st,
+        Duration::from_secs(4),
+        "arr-closed-4s",
+        &["--ramp", "6s", "--dial-concurrency", "4"],
+    );
+
+    eprintln!(
+        "login p95: open 1 s pause {} ms, open 4 s pause {} ms, closed 4 s pause {} ms (max {} ms); {}",
+        ms(&short, "p95"),
+        ms(&long, "p95"),
+        ms(&closed, "p95"),
+        ms(&closed, "max"),
+        long["arrivals"]
+    );
+    // Counted from the schedule, the logins of a 4 s pause wait for most of it (the sessions due in its
+    // first seconds), those of a 1 s pause for at most that.
+    assert!(ms(&long, "p95") >= 2000.0, "{long:#}");
+    assert!(
+        ms(&long, "p95") >= ms(&short, "p95") + 1500.0,
+        "grows with the pause: {} ms after 1 s, {} ms after 4 s",
+        ms(&short, "p95"),
+        ms(&long, "p95")
+    );
+    // The schedule and what the cap delayed are reported.
+    let a = &long["arrivals"];
+    assert_eq!(a["rate_per_s"], 50.0, "{long:#}");
+    assert_eq!(a["in_flight_cap"], 40, "{long:#}");
+    assert!(a["waited_for_cap"].as_u64().unwrap() > 0, "{long:#}");
+    assert!(a["longest_wait_ms"].as_f64().unwrap() >= 1000.0, "{long:#}");
+    assert_eq!(
+        long["settings"]["ramp_s"], 6.0,
+        "300 sessions at 50/s: {long:#}"
+    );
+
+    // The closed model met the same stall (its slowest login waited through it), in its four sessions
+    // in flight only: the others began after it, and its p95 is a fraction of the open model's.
+    assert!(closed.get("arrivals").is_none(), "{closed:#}");
+    assert!(
+        ms(&closed, "max") >= 2000.0,
+        "it did see the pause: {closed:#}"
+    );
+    assert!(
+        ms(&closed, "p95") * 4.0 <= ms(&long, "p95"),
+        "closed p95 {} ms, open p95 {} ms under the same pause",
+        ms(&closed, "p95"),
+        ms(&long, "p95")
+    );
+}
+
+#[test]
+fn a_rate_and_a_ramp_together_are_refused_before_anything_runs() {
+    let x = Exectl::new();
+    for (args, flag) in [
+        (
+            vec!["--arrival-rate", "0", "--url", "http://127.0.0.1:9"],
+            "--arrival-rate",
+        ),
+        (
+            vec!["--arrival-rate", "fast", "--url", "http://127.0.0.1:9"],
+            "--arrival-rate",
+        ),
+        (
+            vec![
+                "--arrival-rate",
+                "5",
+                "--ramp",
+                "2s",
+                "--url",
+                "http://127.0.0.1:9",
+            ],
+            "--ramp",
+        ),
+    ] {
+        let mut all = vec!["load", "login-burst"];
+        all.extend(args.iter());
+        let (code, err) = failed(&x.run(&all));
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(flag), "{args:?}: {err}");
+    }
+}
