@@ -11,7 +11,7 @@ use exectl::cli::Cli;
 use std::process::Command;
 
 /// Value names that mark a numeric flag (set in src/cli.rs and src/commands/doctor.rs).
-const NUMERIC: [&str; 6] = ["DURATION", "SIZE", "N", "PORT", "CPUS", "PERCENT"];
+const NUMERIC: [&str; 7] = ["DURATION", "SIZE", "N", "PORT", "CPUS", "PERCENT", "RATE"];
 
 /// Value-taking flags that are not numbers (names, paths, URLs, choices, KEY=VALUE).
 const NOT_NUMERIC: &[&str] = &[
@@ -173,6 +173,8 @@ fn every_numeric_flag_is_found() {
         ("bench", "--hold"),
         ("bench", "--sample"),
         ("bench", "--settle"),
+        ("load", "--arrival-rate"),
+        ("sweep", "--arrival-rate"),
     ] {
         assert!(has(path, long), "{path} {long} is not walked");
     }

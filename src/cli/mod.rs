@@ -270,11 +270,11 @@ pub struct BenchFlags {
     /// Connection attempts in flight at most, per level [default: as exectl load].
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub dial_concurrency: Option<String>,
-    /// The open model: sessions start on schedule, R a second (user i at i/R s), whatever the server
+    /// The open model: sessions start on schedule, RATE a second (user i at i/RATE s), whatever the server
     /// does; latencies count from each scheduled start; --dial-concurrency caps those in flight.
     #[arg(
         long,
-        value_name = "R",
+        value_name = "RATE",
         allow_hyphen_values = true,
         conflicts_with = "ramp"
     )]
@@ -360,12 +360,12 @@ pub struct LoadArgs {
     /// Connection attempts in flight at most [default: every user for login-burst, else 64].
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub dial_concurrency: Option<String>,
-    /// The open model: sessions start on schedule, R a second (user i at i/R s), whatever the server
+    /// The open model: sessions start on schedule, RATE a second (user i at i/RATE s), whatever the server
     /// does (a stalled server is not given fewer starts); latencies count from each scheduled start;
     /// --dial-concurrency caps those in flight (a start that finds it full waits, and is reported).
     #[arg(
         long,
-        value_name = "R",
+        value_name = "RATE",
         allow_hyphen_values = true,
         conflicts_with = "ramp"
     )]

@@ -16,6 +16,10 @@ use exectl_core::load::liveness::Bounds;
 
 /// Most `--arrival-rate`: a million sessions a second is far past what one generator starts.
 pub const MAX_ARRIVAL_RATE: f64 = 1_000_000.0;
+/// Least `--arrival-rate`: one session every 100 s.
+pub const MIN_ARRIVAL_RATE: f64 = 0.01;
+/// Longest schedule (users / rate): as long as the longest --ramp.
+const MAX_SCHEDULE: Duration = Duration::from_secs(30 * 86_400);
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct LoadSettings {
@@ -78,11 +82,13 @@ impl LoadSettings {
             ));
         }
         if let Some(rate) = self.arrival_rate {
-            if !(rate > 0.0 && rate <= MAX_ARRIVAL_RATE) {
+            if !(MIN_ARRIVAL_RATE..=MAX_ARRIVAL_RATE).contains(&rate) {
                 return Err(UsageError::new(
                     "--arrival-rate",
                     rate,
-                    format!("sessions per second must be above 0 and at most {MAX_ARRIVAL_RATE}"),
+                    format!(
+                        "sessions a second must be from {MIN_ARRIVAL_RATE} to {MAX_ARRIVAL_RATE}"
+                    ),
                     "give e.g. --arrival-rate 50",
                 ));
             }
@@ -138,6 +144,16 @@ impl LoadSettings {
             )?;
         }
         let users = users.unwrap_or(manifest.accounts.len());
+        if let Some(rate) = self.arrival_rate {
+            if users as f64 / rate > MAX_SCHEDULE.as_secs_f64() {
+                return Err(UsageError::new(
+                    "--arrival-rate",
+                    rate,
+                    format!("{users} users at {rate} a second take more than 30 days to start"),
+                    "give a higher rate, or fewer users",
+                ));
+            }
+        }
         if users > manifest.accounts.len() {
             return Err(UsageError::new(
                 "--users",

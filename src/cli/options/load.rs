@@ -89,14 +89,17 @@ fn count(flag: &str, value: &Option<String>) -> Result<Option<usize>, UsageError
 
 /// `--arrival-rate`: sessions a second, `50` or `50/s` (fractions allowed: `0.5` is one every 2 s).
 fn rate(text: &str) -> Result<f64, UsageError> {
-    let max = crate::load::settings::MAX_ARRIVAL_RATE;
+    use crate::load::settings::{MAX_ARRIVAL_RATE, MIN_ARRIVAL_RATE};
     let n = text.trim().strip_suffix("/s").unwrap_or(text.trim());
     match n.parse::<f64>() {
-        Ok(r) if r > 0.0 && r <= max => Ok(r),
+        Ok(r) if (MIN_ARRIVAL_RATE..=MAX_ARRIVAL_RATE).contains(&r) => Ok(r),
         _ => Err(UsageError::new(
             "--arrival-rate",
             text,
-            format!("sessions a second: a number above 0 and at most {max}"),
+            format!(
+                "sessions a second: a number from {MIN_ARRIVAL_RATE} (one every {} s) to {MAX_ARRIVAL_RATE}",
+                1.0 / MIN_ARRIVAL_RATE
+            ),
             "give e.g. --arrival-rate 50 (or 50/s)",
         )),
     }
