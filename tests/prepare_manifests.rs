@@ -19,14 +19,6 @@ const D: &str = "hp-d-{i}@exelearning.net";
 /// Its emails match A's LIKE pattern.
 const AX: &str = "hp-a-x{i}@exelearning.net";
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Traefik may answer 404 for a moment after the deploy while it loads the stack's route: wait for
 /// the app's login to answer through it (a 400 for an empty body) before seeding.
 async fn wait_for_route(port: &str) {
@@ -135,7 +127,7 @@ async fn one_manifest_per_pattern_reset_keeps_the_others_and_out_leaves_a_copy()
     let d = docker().await;
     let x = Exectl::new();
     x.purge_leftovers(&[STACK]).await;
-    let port = free_port().to_string();
+    let port = Stack::port();
     let deployed = x.deploy_json(&[
         "single",
         "--stack",

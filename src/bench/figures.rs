@@ -58,5 +58,14 @@ pub fn of(s: &Summary) -> LevelFigures {
         browser: None,
         pings: sockets.then_some(s.pings),
         arrivals: s.arrivals.as_ref().map(|a| a.describe()),
+        relayed_per_s: s.fanout.as_ref().map(|f| {
+            let over = s
+                .plateau
+                .as_ref()
+                .map(|p| p.length_s())
+                .filter(|l| *l > 0.0)
+                .unwrap_or(s.duration_s);
+            f.deliveries.delivered as f64 / over.max(1e-3)
+        }),
     }
 }

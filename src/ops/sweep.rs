@@ -27,7 +27,7 @@ use exectl_core::bench::RunState;
 use exectl_core::spec::Spec;
 use exectl_core::sweep::results::{LevelSummary, PointResult, SweepResults, SCHEMA};
 use exectl_core::sweep::search::{self, Bounds};
-use exectl_core::sweep::vary::{points, Vary};
+use exectl_core::sweep::vary::{points, Vary, Workload};
 
 /// What each point's bench runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -130,7 +130,14 @@ pub fn sweep(cx: &Context<'_>, o: SweepOptions) -> Result<SweepOutcome> {
             variables: o.vary.iter().map(|v| v.var.name()).collect(),
             values: o.vary.iter().map(|v| v.values.clone()).collect(),
             repeat: o.repeat,
-            scenario: o.bench.load.scenario.name().to_string(),
+            scenario: match o
+                .vary
+                .iter()
+                .any(|v| v.var.workload() == Some(Workload::Scenario))
+            {
+                true => "the variable".to_string(),
+                false => o.bench.load.scenario.name().to_string(),
+            },
             levels: match &o.mode {
                 Mode::Levels(l) => l.clone(),
                 Mode::Search(_) => vec![],
@@ -243,6 +250,16 @@ async fn data_guard(
 ) -> Result<()> {
     let mut specs: Vec<Spec> = Vec::new();
     for (values, _) in points {
+        point_bench(o, values)?;
+        prepare_options(
+            o,
+            room_size(o, values),
+            Seeding {
+                accounts: o.mode.top().max(1),
+                projects: None,
+                tokens: false,
+            },
+        )?;
         let s = point_spec(o, values)?;
         if !specs.contains(&s) {
             specs.push(s);
@@ -276,12 +293,20 @@ fn refused_mid_sweep(
 
 /// What a point seeds: the accounts it needs, or as many as the stack's manifest of the same pattern
 /// has when that is more, with its projects and its tokens. A sweep never takes away what was prepared.
-fn seeding(o: &SweepOptions, stack_dir: &Path, needed: u64) -> Result<PrepareOptions> {
+/// A room-size point (`users_per_project`) seeds a manifest of its own, that many users to a project.
+fn seeding(
+    o: &SweepOptions,
+    values: &[String],
+    stack_dir: &Path,
+    needed: u64,
+) -> Result<PrepareOptions> {
+    let room = room_size(o, values);
     let asked = prepare_options(
         o,
+        room,
         Seeding {
             accounts: needed,
-            projects: None,
+            projects: room.map(|k| needed.div_ceil(k)),
             tokens: false,
         },
     )?;
@@ -290,12 +315,61 @@ fn seeding(o: &SweepOptions, stack_dir: &Path, needed: u64) -> Result<PrepareOpt
         return Ok(asked);
     };
     let tokens = folder.join(exectl_core::manifest::TOKENS).exists();
-    prepare_options(o, kept(&there, tokens, needed))
+    prepare_options(o, room, kept(&there, tokens, needed))
 }
 
-/// The sweep's seeding with a point's accounts, projects and tokens.
-fn prepare_options(o: &SweepOptions, s: Seeding) -> Result<PrepareOptions> {
-    let mut seed = o.seed.reshaped(s.accounts, s.projects)?;
+/// The room size of a point: its `users_per_project` value (None: the sweep does not vary it).
+fn room_size(o: &SweepOptions, values: &[String]) -> Option<u64> {
+    o.vary
+        .iter()
+        .zip(values)
+        .find(|(v, _)| v.var.workload() == Some(Workload::UsersPerProject))
+        .and_then(|(_, k)| k.parse().ok())
+}
+
+/// The point's bench settings: the sweep's, with each workload variable set to its value (a room
+/// size benches the manifest its point seeded).
+fn point_bench(o: &SweepOptions, values: &[String]) -> Result<BenchSettings> {
+    let mut b = o.bench.clone();
+    for (v, value) in o.vary.iter().zip(values) {
+        match v.var.workload() {
+            Some(Workload::Scenario) => {
+                b.load.scenario = crate::load::Scenario::parse(value)
+                    .with_context(|| format!("no scenario {value}"))?;
+            }
+            Some(Workload::Interval) => {
+                b.load.interval = Some(exectl_core::units::duration(value).map_err(|e| {
+                    exectl_core::error::UsageError::new("--vary", value, e.problem, e.fix)
+                })?);
+            }
+            Some(Workload::UsersPerProject) => {
+                if let Some(given) = &o.bench.load.pattern {
+                    return Err(exectl_core::error::UsageError::new(
+                        "--pattern",
+                        given,
+                        "a users_per_project sweep benches the manifest each room size seeds",
+                        "drop --pattern (--email-pattern names the accounts)",
+                    )
+                    .into());
+                }
+                let k: u64 = value.parse().context("a room size")?;
+                b.load.pattern = Some(o.seed.plan.pattern.for_room(k)?.text());
+            }
+            None => {}
+        }
+    }
+    b.load.check()?;
+    Ok(b)
+}
+
+/// The sweep's seeding with a point's accounts, projects and tokens (a room size's under its own
+/// pattern).
+fn prepare_options(o: &SweepOptions, room: Option<u64>, s: Seeding) -> Result<PrepareOptions> {
+    let mut base = o.seed.clone();
+    if let Some(k) = room {
+        base.plan.pattern = o.seed.plan.pattern.for_room(k)?;
+    }
+    let mut seed = base.reshaped(s.accounts, s.projects)?;
     if s.tokens && seed.token_ttl.is_none() {
         seed.token_ttl = Some(crate::prepare::DEFAULT_TOKEN_TTL);
     }
@@ -390,7 +464,7 @@ fn run_points(
         let prepared = rt.block_on(super::prepare::prepare(
             cx,
             &spec_now.stack,
-            seeding(o, &target.stack_dir(&spec_now.stack), needed)?,
+            seeding(o, values, &target.stack_dir(&spec_now.stack), needed)?,
         ))?;
         if let Some(bad) = prepared.summary.checks.iter().find(|c| !c.ok()) {
             anyhow::bail!(
@@ -423,9 +497,10 @@ fn run_points(
             levels: vec![],
             limiting: None,
         };
+        let bench = point_bench(o, values)?;
         let done = match &o.mode {
             Mode::Levels(levels) => {
-                let Some(b) = bench_point(cx, o, &spec_now.stack, index, levels)? else {
+                let Some(b) = bench_point(cx, o, &bench, &spec_now.stack, index, levels)? else {
                     return Ok(());
                 };
                 point.judged(&b.results);
@@ -434,7 +509,7 @@ fn run_points(
                 true
             }
             Mode::Search(bounds) => {
-                search_point(cx, o, &spec_now.stack, index, bounds, &mut point)?
+                search_point(cx, o, &bench, &spec_now.stack, index, bounds, &mut point)?
             }
         };
         if !done {
@@ -599,16 +674,25 @@ fn bench_id(o: &SweepOptions, base: &str) -> String {
 fn bench_point(
     cx: &Context<'_>,
     o: &SweepOptions,
+    bench: &BenchSettings,
     stack: &str,
     index: usize,
     levels: &[u64],
 ) -> Result<Option<Benched>> {
-    bench_once(cx, o, stack, &format!("{}-{index:02}", o.run_id), levels)
+    bench_once(
+        cx,
+        o,
+        bench,
+        stack,
+        &format!("{}-{index:02}", o.run_id),
+        levels,
+    )
 }
 
 fn bench_once(
     cx: &Context<'_>,
     o: &SweepOptions,
+    bench: &BenchSettings,
     stack: &str,
     base: &str,
     levels: &[u64],
@@ -616,9 +700,7 @@ fn bench_once(
     let id = bench_id(o, base);
     let out = o.dir.point_dir(&id);
     let folder = BenchDir::check(&out, "--out", &out.display().to_string())?;
-    let opts = o
-        .bench
-        .options(&cx.target.spec, stack, levels, &id, folder)?;
+    let opts = bench.options(&cx.target.spec, stack, levels, &id, folder)?;
     let outcome = super::bench::bench(cx, opts)?;
     if cx.stop.why().is_some() {
         return Ok(None);
@@ -639,6 +721,7 @@ fn bench_once(
 fn search_point(
     cx: &Context<'_>,
     o: &SweepOptions,
+    bench: &BenchSettings,
     stack: &str,
     index: usize,
     bounds: &Bounds,
@@ -651,7 +734,7 @@ fn search_point(
             "point {index}: probing {users} users at once"
         )));
         let base = format!("{}-{index:02}-{users}", o.run_id);
-        let Some(b) = bench_once(cx, o, stack, &base, &[users])? else {
+        let Some(b) = bench_once(cx, o, bench, stack, &base, &[users])? else {
             return Ok(false);
         };
         if let Some(l) = &b.results.verdict.limiting {

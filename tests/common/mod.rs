@@ -112,14 +112,23 @@ impl Stack {
         Stack { name, x }
     }
 
-    /// A loopback port free right now (bound, then released), as a flag value.
+    /// A port free right now (bound on every address, then released), as a flag value. Picked below
+    /// the kernel's ephemeral range (32768–60999): a port from that range, free when picked, was taken
+    /// by a load test's outgoing connection before the deploy could publish it. Random, and never the
+    /// same twice in one process, so that tests side by side do not pick one port.
     pub fn port() -> String {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-            .to_string()
+        use rand::Rng;
+        static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+        let mut given = GIVEN.lock().unwrap();
+        let mut rng = rand::thread_rng();
+        for _ in 0..1000 {
+            let port: u16 = rng.gen_range(20_000..32_000);
+            if !given.contains(&port) && std::net::TcpListener::bind(("0.0.0.0", port)).is_ok() {
+                given.push(port);
+                return port.to_string();
+            }
+        }
+        panic!("no free port in 20000..32000");
     }
 
     /// `exectl-STACK-SERVICE`, the name of one of its containers.

@@ -66,6 +66,10 @@ pub struct LevelFigures {
     /// The generator's liveness pings (socket scenarios): a load of their own on the SUT, so said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pings: Option<crate::load::liveness::Pings>,
+    /// collab/editing: frames that reached a room-mate, a second of the common hold (of the whole level
+    /// without one): what the instances relayed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relayed_per_s: Option<f64>,
     /// The open model (`--arrival-rate`), said: its rate, that latencies count from each scheduled
     /// start, and the starts the in-flight cap delayed. None: the closed model.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -94,6 +94,23 @@ impl EmailPattern {
         format!("{}{i}{}", self.prefix, self.suffix)
     }
 
+    /// The accounts of a room-size sweep's value `k` (`users_per_project`): this pattern with `r{k}.`
+    /// after the `@` (`bench-user-{i}@r10.exelearning.net`), a manifest of their own whose emails
+    /// neither this pattern's LIKE nor another room's matches (the domain differs right after the `@`).
+    pub fn for_room(&self, k: u64) -> Result<EmailPattern, UsageError> {
+        match self.suffix.split_once('@') {
+            Some((local, domain)) => {
+                EmailPattern::parse(&format!("{}{{i}}{local}@r{k}.{domain}", self.prefix))
+            }
+            None => Err(UsageError::new(
+                "--email-pattern",
+                self.text(),
+                "a room-size sweep seeds each room size under its own domain, after the {i}'s @",
+                "put {i} before the @, e.g. bench-user-{i}@exelearning.net",
+            )),
+        }
+    }
+
     /// A LIKE pattern (escape character `!`) matching every email of the pattern.
     pub fn like(&self) -> String {
         let esc = |s: &str| s.replace('_', "!_");
@@ -500,5 +517,31 @@ mod tests {
         let long = EmailPattern::parse(&format!("{}{{i}}@x.org", "a".repeat(170))).unwrap();
         assert!(long.check_length(10).is_ok());
         assert!(long.check_length(100_000).is_err());
+    }
+
+    /// A room size's accounts are a pattern of their own, which the base pattern's LIKE does not
+    /// match (nor the reverse), so each has its manifest and a reset of one leaves the others.
+    #[test]
+    fn each_room_size_has_accounts_of_its_own() {
+        let r10 = pat().for_room(10).unwrap();
+        assert_eq!(r10.text(), "bench-user-{i}@r10.exelearning.net");
+        let like = |p: &EmailPattern, email: &str| {
+            let l = p.like();
+            let (a, b) = l.split_once('%').unwrap();
+            let (a, b) = (a.replace("!_", "_"), b.replace("!_", "_"));
+            email.starts_with(&a) && email.ends_with(&b) && email.len() >= a.len() + b.len()
+        };
+        assert!(like(&r10, &r10.email(3)) && like(&pat(), &pat().email(3)));
+        assert!(
+            !like(&pat(), &r10.email(3)),
+            "the base pattern's reset leaves the room's"
+        );
+        assert!(!like(&r10, &pat().email(3)));
+        assert!(!like(&r10, &pat().for_room(100).unwrap().email(3)));
+        let weird = EmailPattern {
+            prefix: "a@x.org-".into(),
+            suffix: String::new(),
+        };
+        assert_eq!(weird.for_room(2).unwrap_err().field, "--email-pattern");
     }
 }

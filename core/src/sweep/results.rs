@@ -208,6 +208,12 @@ pub struct LevelSummary {
     pub login_p95_ms: Option<f64>,
     pub connect_p95_ms: Option<f64>,
     pub health_p95_ms: Option<f64>,
+    /// collab/editing: how long a frame took to reach each room-mate (p50, p95, p99).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_ms: Option<crate::bench::Pcts>,
+    /// collab/editing: frames relayed to room-mates a second, per app instance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relayed_per_s_per_instance: Option<f64>,
     /// The busiest container during the level, on the bench's CPU scale: service, share (1.0 = all it
     /// may use), and as the report says it.
     pub busiest: Option<Busiest>,
@@ -253,6 +259,17 @@ impl LevelSummary {
             login_p95_ms: f.login_ms.map(|p| p.p95),
             connect_p95_ms: f.connect_ms.map(|p| p.p95),
             health_p95_ms: f.health_ms.map(|p| p.p95),
+            delivery_ms: f.delivery_ms,
+            relayed_per_s_per_instance: f.relayed_per_s.map(|r| {
+                let mut instances: Vec<&str> = l
+                    .span
+                    .during(samples)
+                    .flat_map(|s| s.instances.iter().map(|i| i.service.as_str()))
+                    .collect();
+                instances.sort_unstable();
+                instances.dedup();
+                r / instances.len().max(1) as f64
+            }),
             busiest,
             shares: shares(l, samples),
             browser: f.browser.clone(),

@@ -48,6 +48,11 @@ pub struct LevelSpread {
     pub connect_p95_ms: Option<Spread>,
     pub top_share: Option<Spread>,
     pub busiest_share: Option<Spread>,
+    /// collab/editing: delivery latency percentiles, and frames relayed a second per instance.
+    pub delivery_p50_ms: Option<Spread>,
+    pub delivery_p95_ms: Option<Spread>,
+    pub delivery_p99_ms: Option<Spread>,
+    pub relayed_per_s: Option<Spread>,
     /// The busiest container's name in its runs (the most frequent).
     pub busiest: Option<String>,
     pub browser_ms: Option<Spread>,
@@ -149,6 +154,10 @@ fn value_summary(values: &[String], points: &[&PointResult]) -> ValueSummary {
                 connect_p95_ms: spread(ls.iter().map(|l| l.connect_p95_ms)),
                 top_share: spread(ls.iter().map(|l| l.top_share())),
                 busiest_share: spread(ls.iter().map(|l| l.busiest.as_ref().map(|b| b.share))),
+                delivery_p50_ms: spread(ls.iter().map(|l| l.delivery_ms.map(|d| d.p50))),
+                delivery_p95_ms: spread(ls.iter().map(|l| l.delivery_ms.map(|d| d.p95))),
+                delivery_p99_ms: spread(ls.iter().map(|l| l.delivery_ms.map(|d| d.p99))),
+                relayed_per_s: spread(ls.iter().map(|l| l.relayed_per_s_per_instance)),
                 busiest: names
                     .into_iter()
                     .max_by_key(|(_, n)| *n)
@@ -315,6 +324,8 @@ pub(crate) mod tests {
                 login_p95_ms: Some(login),
                 connect_p95_ms: None,
                 health_p95_ms: None,
+                delivery_ms: None,
+                relayed_per_s_per_instance: None,
                 busiest: None,
                 shares: BTreeMap::new(),
                 browser: None,

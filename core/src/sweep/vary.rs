@@ -1,6 +1,7 @@
 //! `--vary VAR=V1,V2,...`: the one variable of a sweep and its values. VAR is a spec setting by its
 //! exectl.yaml key (`instances`, `nginx`, `cpus`, …), an image (`image.app`) or an app variable
-//! (`env.DB_POOL_MAX`); a value is set on the spec input as the flag would set it.
+//! (`env.DB_POOL_MAX`), whose value is set on the spec input as the flag would set it; or the workload
+//! each point's bench runs (`users_per_project`, `scenario`, `interval`), which leaves the spec alone.
 
 use crate::error::UsageError;
 use crate::spec::{Raw, SpecInput};
@@ -22,6 +23,64 @@ pub enum Var {
     Setting(&'static str),
     Image(String),
     Env(String),
+    Workload(Workload),
+}
+
+/// The load's scenarios, as `exectl load` names them.
+pub const SCENARIOS: [&str; 4] = ["idle", "login-burst", "collab", "editing"];
+
+/// The workload of each point's bench as a variable: the deployment stays, the load changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workload {
+    /// The room size: each value seeds (and benches) a manifest of its own with that many users in
+    /// each project.
+    UsersPerProject,
+    Scenario,
+    /// The action interval of collab and editing.
+    Interval,
+}
+
+impl Workload {
+    pub const ALL: [Workload; 3] = [
+        Workload::UsersPerProject,
+        Workload::Scenario,
+        Workload::Interval,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::UsersPerProject => "users_per_project",
+            Workload::Scenario => "scenario",
+            Workload::Interval => "interval",
+        }
+    }
+
+    /// Most users in one room a sweep asks for.
+    pub const MAX_ROOM: u64 = 100_000;
+
+    /// A value of this variable, checked: (what is wrong, how to fix it).
+    fn check(self, value: &str) -> Result<(), (String, String)> {
+        let invalid = |i: crate::units::Invalid| (i.problem, i.fix);
+        match self {
+            Workload::UsersPerProject => crate::units::count_in(value, 1, Self::MAX_ROOM)
+                .map(|_| ())
+                .map_err(invalid),
+            Workload::Scenario => match SCENARIOS.contains(&value) {
+                true => Ok(()),
+                false => Err((
+                    format!("{value} is no scenario"),
+                    format!("vary scenario over {}", SCENARIOS.join(", ")),
+                )),
+            },
+            Workload::Interval => crate::units::duration_in(
+                value,
+                std::time::Duration::from_millis(10),
+                std::time::Duration::from_secs(3600),
+            )
+            .map(|_| ())
+            .map_err(invalid),
+        }
+    }
 }
 
 /// One variable and its values, in the order the sweep visits them.
@@ -38,6 +97,7 @@ impl Var {
             Var::Setting(k) => k.to_string(),
             Var::Image(s) => format!("image.{s}"),
             Var::Env(n) => format!("env.{n}"),
+            Var::Workload(w) => w.name().to_string(),
         }
     }
 
@@ -50,6 +110,16 @@ impl Var {
             }
             Var::Image(s) => input.images.push((s.clone(), Raw::flag("--vary", value))),
             Var::Env(n) => input.env.push(Raw::flag("--vary", format!("{n}={value}"))),
+            // The bench's, not the spec's: the sweep sets it on each point's load (`ops::sweep`).
+            Var::Workload(_) => {}
+        }
+    }
+
+    /// The workload variable this is (None: one of the spec).
+    pub fn workload(&self) -> Option<Workload> {
+        match self {
+            Var::Workload(w) => Some(*w),
+            _ => None,
         }
     }
 
@@ -74,6 +144,9 @@ impl Var {
     /// `field`.
     pub fn parse(field: &str, text: &str) -> Result<Var, UsageError> {
         let bad = |problem: String, fix: String| UsageError::new(field, text, problem, fix);
+        if let Some(w) = Workload::ALL.into_iter().find(|w| w.name() == text) {
+            return Ok(Var::Workload(w));
+        }
         if let Some(s) = text.strip_prefix("image.") {
             return match IMAGE_SERVICES.contains(&s) {
                 true => Ok(Var::Image(s.into())),
@@ -109,7 +182,7 @@ impl Var {
             None => Err(bad(
                 "no such setting".into(),
                 format!(
-                    "vary one of {}, image.SERVICE or env.NAME",
+                    "vary one of {}, image.SERVICE, env.NAME, or the workload: users_per_project, scenario or interval",
                     SETTINGS
                         .iter()
                         .filter(|s| !NOT_VARIABLES.contains(&s.key))
@@ -143,6 +216,13 @@ pub fn parse(field: &str, text: &str) -> Result<Vary, UsageError> {
         ));
     }
     check_values(field, text, &values)?;
+    if let Some(w) = var.workload() {
+        for v in &values {
+            w.check(v).map_err(|(problem, fix)| {
+                UsageError::new(field, text, format!("{v}: {problem}"), fix)
+            })?;
+        }
+    }
     Ok(Vary { var, values })
 }
 
@@ -219,6 +299,26 @@ mod tests {
     }
 
     #[test]
+    fn the_workload_is_a_variable_that_leaves_the_spec_alone() {
+        for (text, w) in [
+            ("users_per_project=2,10,50,100", Workload::UsersPerProject),
+            ("scenario=idle,collab", Workload::Scenario),
+            ("interval=500ms,2s", Workload::Interval),
+        ] {
+            let v = parse("--vary", text).unwrap();
+            assert_eq!(v.var, Var::Workload(w));
+            assert_eq!(v.var.name(), text.split('=').next().unwrap());
+            let mut input = SpecInput::default();
+            v.var.apply(&mut input, &v.values[0]);
+            assert_eq!(
+                format!("{input:?}"),
+                format!("{:?}", SpecInput::default()),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
     fn repeats_are_interleaved_and_a_matrix_is_every_pair() {
         let a = parse("--vary", "nginx=x,y").unwrap();
         let b = parse("--vary", "instances=1,2").unwrap();
@@ -243,6 +343,10 @@ mod tests {
             ("env.1X=a", "not an environment variable"),
             ("instances=1,,2", "empty value"),
             ("instances=1,2,1", "given twice"),
+            ("users_per_project=2,0", "0: out of range"),
+            ("users_per_project=2,x", "x: not a whole number"),
+            ("scenario=idle,chat", "chat is no scenario"),
+            ("interval=1s,5", "5: a duration needs a unit"),
         ] {
             let e = parse("--vary", bad).unwrap_err();
             assert_eq!(e.field, "--vary");

@@ -37,6 +37,8 @@ struct LevelRow {
     share: String,
     cpu: String,
     browser: String,
+    delivery: String,
+    relayed: String,
 }
 
 #[derive(Serialize)]
@@ -99,6 +101,20 @@ fn level_row(label: &str, l: &LevelSpread) -> LevelRow {
             (Some(name), Some(s)) => format!("{name} {}", pct(&Some(*s), 100.0)),
             _ => "—".into(),
         },
+        // The medians over the runs (each percentile's range is in results.json's comparison).
+        delivery: match (&l.delivery_p50_ms, &l.delivery_p95_ms, &l.delivery_p99_ms) {
+            (Some(a), Some(b), Some(c)) => format!(
+                "{} / {} / {} ms",
+                show(a.median.round()),
+                show(b.median.round()),
+                show(c.median.round())
+            ),
+            _ => "—".into(),
+        },
+        relayed: l
+            .relayed_per_s
+            .map(|s| s.text(|x| format!("{}/s", show(x.round()))))
+            .unwrap_or_else(|| "—".into()),
         browser: match (&l.browser_ms, l.browser_failed) {
             (_, n) if n > 0 => format!(
                 "did not finish in {n} of {} run{}",
@@ -291,6 +307,10 @@ pub fn render(r: &SweepResults) -> Result<String, String> {
     ctx.insert("capacity_chart", &capacity_chart);
     ctx.insert("scaling_chart", &scaling_chart);
     ctx.insert("values", &values);
+    ctx.insert(
+        "deliveries",
+        &levels.iter().any(|l| l.delivery != "—" || l.relayed != "—"),
+    );
     ctx.insert("levels", &levels);
     ctx.insert("points", &points);
     ctx.insert("probes", &probes);
