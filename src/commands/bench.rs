@@ -13,8 +13,7 @@ use crate::ops::Context;
 use exectl_core::error::exit;
 
 pub fn run(a: &BenchArgs) -> Result<i32> {
-    let target = crate::cli::target::target_spec(&a.target)?;
-    let opts = crate::cli::options::bench::bench(a)?;
+    let (target, opts) = crate::cli::options::bench::bench(a)?;
     let connected = Connected::to(&target)?;
     let lines = Lines { quiet: a.json };
     let cx = Context::new(&connected.target, &lines);

@@ -13,7 +13,9 @@ use std::time::Duration;
 /// The plan, and what deploy's preflight would refuse (then the error, exit 2, after the plan).
 pub async fn plan_cmd(args: &PlanArgs) -> Result<()> {
     let place = crate::cli::options::place(&args.place)?;
-    let (spec, target) = super::connect_with_spec(&args.target, &args.spec).await?;
+    // Every bad value is refused before the connection (exit 2, the engine untouched).
+    let (spec, target) = crate::cli::options::spec_and_target(&args.target, &args.spec)?;
+    let target = crate::sut::Target::connect(&target).await?;
     let templates = load_templates(&args.spec)?;
     let p = crate::ops::deploy::plan(
         &crate::ops::Context::new(&target, &crate::ops::Silent),
@@ -116,8 +118,8 @@ impl Progress for Reporter {
 }
 
 pub async fn deploy(args: &DeployArgs) -> Result<bool> {
-    let opts = crate::cli::options::deploy(args)?;
-    let (spec, target) = super::connect_with_spec(&args.target, &args.spec).await?;
+    let (spec, target, opts) = crate::cli::options::deploy(args)?;
+    let target = crate::sut::Target::connect(&target).await?;
     let reporter = Reporter::new(&spec.stack, args.json);
     let result =
         crate::ops::deploy::deploy(&crate::ops::Context::new(&target, &reporter), &spec, &opts)

@@ -60,8 +60,8 @@ impl Drop for Bar {
 
 pub async fn run(args: &PrepareArgs) -> Result<bool> {
     // Every flag is checked before anything is read or written.
-    let (stack, asked) = crate::cli::options::prepare::prepare(args)?;
-    let target = super::connect(&args.target).await?;
+    let (target, stack, asked) = crate::cli::options::prepare::prepare(args)?;
+    let target = crate::sut::Target::connect(&target).await?;
     match asked {
         Asked::Reset(opts) => {
             let bar = Bar::new(false, Via::Sql);

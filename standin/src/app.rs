@@ -146,6 +146,7 @@ pub async fn run(cfg: Config) -> Result<()> {
         bcrypt_slots: Arc::new(Semaphore::new(cores)),
         shutdown,
         crash_once,
+        relay_lane: Arc::new(tokio::sync::Mutex::new(())),
     };
     let listener = bind(state.cfg.port).await?;
     tracing::info!(

@@ -51,6 +51,11 @@ pub enum Fault {
     /// real image's admin race (contract §8), so that Docker's restart policy brings it back; a marker file
     /// in the container's own filesystem (`STANDIN_CRASH_MARKER`) keeps the restarted process up.
     CrashOnce,
+    /// The relay is one lane with a cost per recipient (`STANDIN_RELAY_US`, 100 µs by default): each
+    /// frame waits for the lane, then takes its room's size times the cost before it is delivered, so a
+    /// large room's frames queue behind each other (a relay whose work grows with the room; no real
+    /// build known). Small rooms are served in time; past some room size at a given load, not.
+    SlowRelay,
     /// The real image's admin bootstrap: find the ADMIN_EMAIL user, then create it with a plain insert and
     /// no conflict handling, `STANDIN_ADMIN_RACE_MS` after the find (the real app's slow boot keeps that
     /// window open). Instances booting together onto an empty database race; the loser exits 1 with
@@ -60,7 +65,7 @@ pub enum Fault {
 
 impl Fault {
     /// Every fault with its `STANDIN_FAULT` name (the one list the parser and its error message use).
-    const ALL: [(&'static str, Fault); 10] = [
+    const ALL: [(&'static str, Fault); 11] = [
         ("blocking-bcrypt", Fault::BlockingBcrypt),
         ("leak-on-close", Fault::LeakOnClose),
         ("users-500", Fault::Users500),
@@ -71,6 +76,7 @@ impl Fault {
         ("cross-room", Fault::CrossRoom),
         ("crash-once", Fault::CrashOnce),
         ("admin-race", Fault::AdminRace),
+        ("slow-relay", Fault::SlowRelay),
     ];
 }
 
@@ -153,6 +159,8 @@ pub struct Config {
     pub crash_marker: std::path::PathBuf,
     /// `admin-race`: how long the bootstrap waits between finding no admin and inserting it.
     pub admin_race_window: Duration,
+    /// `slow-relay`: the relay lane's cost per recipient of a frame.
+    pub relay_cost: Duration,
 }
 
 /// Secrets the newer app image refuses to boot with.
@@ -272,6 +280,7 @@ impl Config {
                 .unwrap_or_else(|| "/tmp/exe-standin.crashed-once".into())
                 .into(),
             admin_race_window: Duration::from_millis(num("STANDIN_ADMIN_RACE_MS", 1000)?),
+            relay_cost: Duration::from_micros(num("STANDIN_RELAY_US", 100)?),
         })
     }
 }

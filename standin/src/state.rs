@@ -24,4 +24,6 @@ pub struct AppState {
     pub shutdown: watch::Receiver<bool>,
     /// `STANDIN_FAULT=crash-once`, while this container has not crashed yet.
     pub crash_once: Option<Arc<crate::crash::CrashOnce>>,
+    /// `STANDIN_FAULT=slow-relay`: the one lane every relayed frame waits for.
+    pub relay_lane: Arc<tokio::sync::Mutex<()>>,
 }

@@ -103,6 +103,40 @@ async fn second_joiner_triggers_resync() {
     );
 }
 
+/// slow-relay: a frame pays its room's size times STANDIN_RELAY_US on the one relay lane before it is
+/// delivered (a sleep: never sooner).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_relay_delays_each_frame_by_its_rooms_size() {
+    let (mut db, s) = sqlite_server(&[
+        ("STANDIN_FAULT", "slow-relay"),
+        ("STANDIN_RELAY_US", "100000"),
+    ])
+    .await;
+    db.seed_user(OWNER, &hash(PW, "$2b$", 4), r#"["ROLE_USER"]"#)
+        .await;
+    let p = db.seed_project(OWNER, "active", "private").await;
+    let (token, _) = login(&s, OWNER, PW).await;
+    let doc = format!("project-{p}");
+    let mut a = ws_connect(&s, &doc, Some(&token)).await;
+    let mut b = ws_connect(&s, &doc, Some(&token)).await;
+    let _c = ws_connect(&s, &doc, Some(&token)).await;
+    eventually(Duration::from_secs(5), "3 members", || async {
+        ws_counts(&s, None).await.0 == 3
+    })
+    .await;
+    let sent = Instant::now();
+    send_binary(&mut a, &[0, 1, 2, 3]).await;
+    assert_eq!(
+        next_binary(&mut b, Duration::from_secs(5)).await,
+        Some(vec![0, 1, 2, 3])
+    );
+    let took = sent.elapsed();
+    assert!(
+        took >= Duration::from_millis(300),
+        "3 members × 100 ms on the lane, delivered after {took:?}"
+    );
+}
+
 fn jwt_payload(token: &str) -> Value {
     let part = token.split('.').nth(1).unwrap();
     let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD

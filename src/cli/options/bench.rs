@@ -11,6 +11,7 @@ use crate::cli::{BenchArgs, BenchFlags};
 use crate::ops::bench::BenchOptions;
 use crate::ops::bench_settings::BenchSettings;
 use crate::state::bench_dir::BenchDir;
+use crate::sut::TargetSpec;
 use exectl_core::bench::{parse_levels, Slos};
 use exectl_core::error::UsageError;
 
@@ -46,7 +47,7 @@ pub fn settings(
 }
 
 /// Every flag and the bench's folder, checked; nothing is connected to or made.
-pub fn bench(a: &BenchArgs) -> Result<BenchOptions, UsageError> {
+pub fn bench(a: &BenchArgs) -> Result<(TargetSpec, BenchOptions), UsageError> {
     let levels = parse_levels(&a.levels)?;
     let settings = settings(&a.flags, &a.target, a.json)?;
     let stack = exectl_core::spec::resolve_stack_name(a.stack.as_deref())?;
@@ -59,7 +60,7 @@ pub fn bench(a: &BenchArgs) -> Result<BenchOptions, UsageError> {
     let target = crate::cli::target::target_spec(&a.target)?;
     let mut opts = settings.options(&target, &stack, &levels, &run_id, out)?;
     opts.levels_text = a.levels.clone();
-    Ok(opts)
+    Ok((target, opts))
 }
 
 /// The load flags of a level, as `exectl load` would get them (its users and run id are the bench's).

@@ -13,8 +13,33 @@ use crate::ops::deploy::DeployOptions;
 use anyhow::Result;
 use std::time::Duration;
 
+/// A spec-driven command's spec (exectl.yaml read once, the flags over it) and its target (the flags,
+/// EXECTL_TARGET, then the file's `target:`): every value checked, nothing connected.
+pub fn spec_and_target(
+    target: &super::target::TargetArgs,
+    spec: &super::spec::SpecArgs,
+) -> Result<(exectl_core::spec::Spec, crate::sut::TargetSpec)> {
+    crate::state::checked_root()?;
+    let file = super::spec::read_spec_file(spec.config.as_deref())?;
+    let to = super::target::resolve(target, file.target.as_ref())?;
+    Ok((super::spec::spec_from(file, spec)?, to))
+}
+
+/// `exectl deploy`'s flags: its spec, its target and its options.
+pub fn deploy(
+    args: &DeployArgs,
+) -> Result<(
+    exectl_core::spec::Spec,
+    crate::sut::TargetSpec,
+    DeployOptions,
+)> {
+    let opts = deploy_options(args)?;
+    let (spec, target) = spec_and_target(&args.target, &args.spec)?;
+    Ok((spec, target, opts))
+}
+
 /// `exectl deploy`'s flags besides the spec and the target.
-pub fn deploy(args: &DeployArgs) -> Result<DeployOptions> {
+fn deploy_options(args: &DeployArgs) -> Result<DeployOptions> {
     Ok(DeployOptions {
         // More than zero, at most a day.
         wait_timeout: duration_flag(
@@ -208,7 +233,7 @@ mod tests {
         let Command::Deploy(a) = parsed(&["deploy", "single"]) else {
             unreachable!()
         };
-        let o = super::deploy(&a).unwrap();
+        let o = super::deploy_options(&a).unwrap();
         assert_eq!(
             o.wait_timeout,
             crate::ops::deploy::DeployOptions::DEFAULT_WAIT

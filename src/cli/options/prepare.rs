@@ -8,6 +8,7 @@ use crate::prepare::plan::{self, EmailPattern, Visibility};
 use crate::prepare::{
     Options, Via, DEFAULT_BATCH, DEFAULT_COST, DEFAULT_SCHEMA_TIMEOUT, DEFAULT_TOKEN_TTL,
 };
+use crate::sut::TargetSpec;
 use exectl_core::error::UsageError;
 use exectl_core::manifest::PasswordFrom;
 use std::time::Duration;
@@ -141,8 +142,15 @@ pub enum Asked {
     Reset(ResetOptions),
 }
 
-/// The flags, checked: the stack, and a seeding run or a reset.
-pub fn prepare(args: &PrepareArgs) -> Result<(String, Asked), UsageError> {
+/// The flags, checked: the target, the stack, and a seeding run or a reset.
+pub fn prepare(args: &PrepareArgs) -> Result<(TargetSpec, String, Asked), UsageError> {
+    let target = crate::cli::target::target_spec(&args.target)?;
+    let (stack, asked) = asked(args)?;
+    Ok((target, stack, asked))
+}
+
+/// The stack, and a seeding run or a reset.
+fn asked(args: &PrepareArgs) -> Result<(String, Asked), UsageError> {
     let stack = exectl_core::spec::resolve_stack_name(args.stack.as_deref())?;
     let via = Via::parse(&args.via)?;
     if !args.reset {

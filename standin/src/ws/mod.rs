@@ -183,8 +183,16 @@ async fn relay_loop(
                     _ => return None,
                 };
                 match msg {
-                    Message::Binary(data) => forward(st, doc, uuid, client, message::classify_binary(&data), &data, Message::Binary(data.clone())),
-                    Message::Text(text) => forward(st, doc, uuid, client, message::classify_text(&text), text.as_bytes(), Message::Text(text.clone())),
+                    Message::Binary(data) => {
+                        let kind = message::classify_binary(&data);
+                        slow_relay(st, doc, kind).await;
+                        forward(st, doc, uuid, client, kind, &data, Message::Binary(data.clone()))
+                    }
+                    Message::Text(text) => {
+                        let kind = message::classify_text(&text);
+                        slow_relay(st, doc, kind).await;
+                        forward(st, doc, uuid, client, kind, text.as_bytes(), Message::Text(text.clone()))
+                    }
                     Message::Pong(_) => pong_deadline.as_mut().reset(Instant::now() + pong_timeout),
                     Message::Ping(_) => {} // answered by the WebSocket layer
                     Message::Close(_) => return None,
@@ -204,6 +212,17 @@ async fn relay_loop(
             _ = shutdown.changed() => return Some((1001, "Server shutting down", socket)),
         }
     }
+}
+
+/// `STANDIN_FAULT=slow-relay`: the frame waits for the one relay lane, then pays its room's size
+/// times `relay_cost` on it, before it is delivered.
+async fn slow_relay(st: &AppState, doc: &str, kind: Kind) {
+    if kind == Kind::Ignored || !st.cfg.fault.has(Fault::SlowRelay) {
+        return;
+    }
+    let _lane = st.relay_lane.lock().await;
+    let members = st.rooms.members(doc) as u32;
+    tokio::time::sleep(st.cfg.relay_cost * members).await;
 }
 
 fn forward(

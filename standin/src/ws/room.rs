@@ -131,6 +131,12 @@ impl Rooms {
         }
     }
 
+    /// Local members of `doc`'s room (0 when it has none).
+    pub fn members(&self, doc: &str) -> usize {
+        let rooms = self.rooms.lock().unwrap();
+        rooms.get(doc).map_or(0, |r| r.members.len())
+    }
+
     /// Count one relayed Yjs frame; returns the count including it (1, 2, …).
     pub fn count_yjs_relayed(&self) -> u64 {
         self.yjs_relayed.fetch_add(1, Ordering::Relaxed) + 1
