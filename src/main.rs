@@ -34,11 +34,7 @@ fn main() {
 /// Run a command on a runtime of its own, then drop it without waiting for its blocking tasks: a read
 /// on a stalled SSH link never returns (its deadline left it there), and would hold the exit for ever.
 fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    let rt = commands::runtime().expect("tokio runtime");
     let out = rt.block_on(f);
     rt.shutdown_background();
     out

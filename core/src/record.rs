@@ -88,9 +88,11 @@ pub fn parse(file: &str, stack: &str, text: &str) -> Result<StackRecord, RecordE
         file: file.to_string(),
         problem,
     };
-    let mut r: StackRecord = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
+    // Read once as JSON: the typed record from it, the knobs from its spec's own keys.
     let raw: serde_json::Value = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
-    r.spec.knobs = knobs(&raw["spec"]);
+    let knobs = knobs(&raw["spec"]);
+    let mut r: StackRecord = serde_json::from_value(raw).map_err(|e| bad(e.to_string()))?;
+    r.spec.knobs = knobs;
     if r.stack != stack || r.spec.stack != stack {
         return Err(bad(format!(
             "it records stack {:?} (spec: {:?}), not {stack:?}",

@@ -37,10 +37,7 @@ pub struct Connected {
 
 impl Connected {
     pub fn to(spec: &TargetSpec) -> Result<Connected> {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()?;
+        let rt = runtime()?;
         let target = rt.block_on(Target::connect(spec))?;
         Ok(Connected {
             target,
@@ -55,6 +52,16 @@ impl Drop for Connected {
             rt.shutdown_background();
         }
     }
+}
+
+/// The runtime a command runs its operation on: two workers (the engine's and the SSH link's I/O,
+/// the operation's waits), dropped with `shutdown_background` so that a blocking read on a stalled link
+/// never holds the exit.
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
 }
 
 /// Progress as lines on stderr: notes always, steps and services unless `quiet` (`--json`, whose stdout

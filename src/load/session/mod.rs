@@ -208,9 +208,8 @@ pub async fn run_user(
     ctx: Arc<Ctx>,
     i: usize,
     permit: OwnedSemaphorePermit,
-    scheduled: Option<Instant>,
+    mut scheduled: Option<Instant>,
 ) -> UserOutcome {
-    let mut scheduled = scheduled;
     let mut out = UserOutcome {
         received: Received::new(i as u32, ctx.room_ids[i]),
         ..UserOutcome::default()
