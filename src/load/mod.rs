@@ -273,5 +273,10 @@ mod tests {
             assert_eq!(Scenario::parse(s.name()), Some(s));
         }
         assert_eq!(Scenario::parse("burst"), None);
+        // The core's list (objectives, sweep variables) names the same scenarios, in the same order.
+        assert_eq!(
+            Scenario::ALL.map(Scenario::name),
+            exectl_core::load::SCENARIOS
+        );
     }
 }

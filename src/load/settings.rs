@@ -18,6 +18,23 @@ use exectl_core::load::liveness::Bounds;
 pub const MAX_ARRIVAL_RATE: f64 = 1_000_000.0;
 /// Least `--arrival-rate`: one session every 100 s.
 pub const MIN_ARRIVAL_RATE: f64 = 0.01;
+/// `rate` sessions a second, within MIN..=MAX_ARRIVAL_RATE (NaN is in no range); errors show it as
+/// `given`.
+pub fn checked_rate(rate: f64, given: &str) -> Result<f64, UsageError> {
+    match (MIN_ARRIVAL_RATE..=MAX_ARRIVAL_RATE).contains(&rate) {
+        true => Ok(rate),
+        false => Err(UsageError::new(
+            "--arrival-rate",
+            given,
+            format!(
+                "sessions a second: a number from {MIN_ARRIVAL_RATE} (one every {} s) to {MAX_ARRIVAL_RATE}",
+                1.0 / MIN_ARRIVAL_RATE
+            ),
+            "give e.g. --arrival-rate 50 (or 50/s)",
+        )),
+    }
+}
+
 /// Longest schedule (users / rate): as long as the longest --ramp.
 const MAX_SCHEDULE: Duration = Duration::from_secs(30 * 86_400);
 
@@ -82,16 +99,7 @@ impl LoadSettings {
             ));
         }
         if let Some(rate) = self.arrival_rate {
-            if !(MIN_ARRIVAL_RATE..=MAX_ARRIVAL_RATE).contains(&rate) {
-                return Err(UsageError::new(
-                    "--arrival-rate",
-                    rate,
-                    format!(
-                        "sessions a second must be from {MIN_ARRIVAL_RATE} to {MAX_ARRIVAL_RATE}"
-                    ),
-                    "give e.g. --arrival-rate 50",
-                ));
-            }
+            checked_rate(rate, &rate.to_string())?;
             if let Some(ramp) = self.ramp {
                 return Err(UsageError::new(
                     "--ramp",

@@ -181,7 +181,7 @@ pub struct Objective {
     pub figure: fn(&LevelFigures) -> Option<f64>,
 }
 
-const ALL: &[&str] = &["idle", "login-burst", "collab", "editing"];
+const ALL: &[&str] = &crate::load::SCENARIOS;
 const SOCKETS: &[&str] = &["idle", "collab", "editing"];
 const ROOMS: &[&str] = &["collab", "editing"];
 

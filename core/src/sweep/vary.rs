@@ -4,6 +4,7 @@
 //! each point's bench runs (`users_per_project`, `scenario`, `interval`), which leaves the spec alone.
 
 use crate::error::UsageError;
+use crate::load::SCENARIOS;
 use crate::spec::{Raw, SpecInput};
 use crate::spec_settings::{setting, Kind, Setting, SETTINGS};
 
@@ -25,9 +26,6 @@ pub enum Var {
     Env(String),
     Workload(Workload),
 }
-
-/// The load's scenarios, as `exectl load` names them.
-pub const SCENARIOS: [&str; 4] = ["idle", "login-burst", "collab", "editing"];
 
 /// The workload of each point's bench as a variable: the deployment stays, the load changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

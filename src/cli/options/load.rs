@@ -87,22 +87,11 @@ fn count(flag: &str, value: &Option<String>) -> Result<Option<usize>, UsageError
         .transpose()
 }
 
-/// `--arrival-rate`: sessions a second, `50` or `50/s` (fractions allowed: `0.5` is one every 2 s).
+/// `--arrival-rate`: sessions a second, `50` or `50/s` (fractions allowed: `0.5` is one every 2 s); a
+/// text that is no number is out of every range.
 fn rate(text: &str) -> Result<f64, UsageError> {
-    use crate::load::settings::{MAX_ARRIVAL_RATE, MIN_ARRIVAL_RATE};
     let n = text.trim().strip_suffix("/s").unwrap_or(text.trim());
-    match n.parse::<f64>() {
-        Ok(r) if (MIN_ARRIVAL_RATE..=MAX_ARRIVAL_RATE).contains(&r) => Ok(r),
-        _ => Err(UsageError::new(
-            "--arrival-rate",
-            text,
-            format!(
-                "sessions a second: a number from {MIN_ARRIVAL_RATE} (one every {} s) to {MAX_ARRIVAL_RATE}",
-                1.0 / MIN_ARRIVAL_RATE
-            ),
-            "give e.g. --arrival-rate 50 (or 50/s)",
-        )),
-    }
+    crate::load::settings::checked_rate(n.parse().unwrap_or(f64::NAN), text)
 }
 
 /// The flags' own values, checked (no file, no network), as settings, and `--users` when given.
