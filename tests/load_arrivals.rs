@@ -3,20 +3,48 @@
 //! closed model under the same pause (four sessions in flight, the others waiting for them) reports a
 //! p95 of healthy logins, having seen the stall in only the four it had in flight: coordinated omission,
 //! made visible. Real engine, stand-in app.
+//!
+//! The open-model test runs in nextest's `alone` profile, nothing beside it: its figures are a stall
+//! of the length asked for, and beside three other tests the engine took seconds longer to thaw the
+//! app and the host to serve the backlog (a 1 s pause measured 9.7 s in CI, more than the 4 s one).
 
 mod common;
 
 use common::*;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const USERS: &str = "300";
+
+/// How long the app was frozen, as the test could see it: at least from `docker pause`'s return to
+/// `docker unpause`'s call, at most from the first's call to the second's return. The engine's own
+/// latency lies between, and a busy engine stretches it: the figures go into every failure message.
+struct Frozen {
+    at_least: Duration,
+    at_most: Duration,
+}
+
+impl std::fmt::Display for Frozen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "app frozen {:.2} to {:.2} s",
+            self.at_least.as_secs_f64(),
+            self.at_most.as_secs_f64()
+        )
+    }
+}
 
 /// `load login-burst` of 300 users with `extra`, the app paused for `pause` once the first sessions
 /// have started (its first progress line: the load checks the front door before it starts any, so a
 /// pause begun earlier would only delay the whole run).
-fn under_pause(st: &Stack, pause: Duration, run_id: &str, extra: &[&str]) -> serde_json::Value {
+fn under_pause(
+    st: &Stack,
+    pause: Duration,
+    run_id: &str,
+    extra: &[&str],
+) -> (serde_json::Value, Frozen) {
     let mut args = vec![
         "load",
         "login-burst",
@@ -52,10 +80,17 @@ fn under_pause(st: &Stack, pause: Duration, run_id: &str, extra: &[&str]) -> ser
             break;
         }
     }
+    let asked = Instant::now();
     let paused = Paused::pause(&st.container("app"));
+    let frozen = Instant::now();
     let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
     std::thread::sleep(pause);
+    let thawing = Instant::now();
     drop(paused);
+    let frozen = Frozen {
+        at_least: thawing - frozen,
+        at_most: asked.elapsed(),
+    };
     let out = child.wait_with_output().unwrap();
     let rest = rest.join().unwrap();
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
@@ -68,7 +103,7 @@ fn under_pause(st: &Stack, pause: Duration, run_id: &str, extra: &[&str]) -> ser
         j["failed"], 0,
         "every login succeeds once the app is back: {j:#}"
     );
-    j
+    (j, frozen)
 }
 
 fn ms(j: &serde_json::Value, p: &str) -> f64 {
@@ -97,32 +132,31 @@ async fn the_open_model_counts_a_stall_from_the_schedule_where_the_closed_model_
 
     // 50 sessions a second over 6 s; at most 40 in flight.
     let open = ["--arrival-rate", "50", "--dial-concurrency", "40"];
-    let short = under_pause(&st, Duration::from_secs(1), "arr-open-1s", &open);
-    let long = under_pause(&st, Duration::from_secs(4), "arr-open-4s", &open);
+    let (short, short_frozen) = under_pause(&st, Duration::from_secs(1), "arr-open-1s", &open);
+    let (long, long_frozen) = under_pause(&st, Duration::from_secs(4), "arr-open-4s", &open);
     // The closed model: 4 sessions in flight, each start waiting for a free one, over the same 6 s.
-    let closed = under_pause(
+    let (closed, closed_frozen) = under_pause(
         &st,
         Duration::from_secs(4),
         "arr-closed-4s",
         &["--ramp", "6s", "--dial-concurrency", "4"],
     );
-
-    eprintln!(
-        "login p95: open 1 s pause {} ms, open 4 s pause {} ms, closed 4 s pause {} ms (max {} ms); {}",
+    let seen = format!(
+        "login p95: open 1 s pause {} ms ({short_frozen}), open 4 s pause {} ms ({long_frozen}), \
+         closed 4 s pause {} ms, max {} ms ({closed_frozen}); {}",
         ms(&short, "p95"),
         ms(&long, "p95"),
         ms(&closed, "p95"),
         ms(&closed, "max"),
         long["arrivals"]
     );
+    eprintln!("{seen}");
     // Counted from the schedule, the logins of a 4 s pause wait for most of it (the sessions due in its
     // first seconds), those of a 1 s pause for at most that.
-    assert!(ms(&long, "p95") >= 2000.0, "{long:#}");
+    assert!(ms(&long, "p95") >= 2000.0, "{seen}\n{long:#}");
     assert!(
         ms(&long, "p95") >= ms(&short, "p95") + 1500.0,
-        "grows with the pause: {} ms after 1 s, {} ms after 4 s",
-        ms(&short, "p95"),
-        ms(&long, "p95")
+        "grows with the pause: {seen}"
     );
     // The schedule and what the cap delayed are reported.
     let a = &long["arrivals"];
@@ -140,13 +174,11 @@ async fn the_open_model_counts_a_stall_from_the_schedule_where_the_closed_model_
     assert!(closed.get("arrivals").is_none(), "{closed:#}");
     assert!(
         ms(&closed, "max") >= 2000.0,
-        "it did see the pause: {closed:#}"
+        "it did see the pause: {seen}\n{closed:#}"
     );
     assert!(
         ms(&closed, "p95") * 4.0 <= ms(&long, "p95"),
-        "closed p95 {} ms, open p95 {} ms under the same pause",
-        ms(&closed, "p95"),
-        ms(&long, "p95")
+        "closed p95 a quarter of the open one at most under the same pause: {seen}"
     );
 }
 
