@@ -58,6 +58,8 @@ const NOT_NUMERIC: &[&str] = &[
     "--generators",
     // A list of counts, with a parser and tests of its own (core::bench::levels).
     "--levels",
+    // A fault and its moment, with a parser and tests of its own (core::bench::fault, bench_fault).
+    "--fault",
 ];
 
 /// Flags where zero is a meaningful value (no ramp, no settling).

@@ -54,8 +54,10 @@ pub fn of(s: &Summary) -> LevelFigures {
         // From the SUT's samples (`timeline::at_once`), filled in by the bench.
         instances_peak: None,
         instances_min_in_hold: None,
-        // The browser's session (`--browser-probe`), filled in by the bench.
+        // The browser's session (`--browser-probe`) and the planned fault (`--fault`), filled in by the
+        // bench.
         browser: None,
+        fault: None,
         pings: sockets.then_some(s.pings),
         arrivals: s.arrivals.as_ref().map(|a| a.describe()),
         relayed_per_s: s.fanout.as_ref().map(|f| {

@@ -7,6 +7,7 @@
 //! bench cut short keeps what it measured.
 
 pub mod clients;
+pub mod fault;
 pub mod figures;
 pub mod sampler;
 
@@ -49,6 +50,8 @@ pub struct Levels {
     /// What the instances counted before level 1 with no client socket open (ghosts an earlier client
     /// left: the app's leak): level 1 is measured from them.
     pub ghosts: Vec<InstanceSample>,
+    /// `--fault`: run in each level's common hold (`fault::in_plateau`).
+    pub fault: Option<fault::Planned>,
 }
 
 /// A stop asked from outside the levels (SIGINT/SIGTERM, a lost link to the SUT): the running level's
@@ -149,6 +152,10 @@ fn run_levels(
             .browser
             .clone()
             .map(|p| browse_in_plateau(p, live.clone(), ramp));
+        let faulting = plan
+            .fault
+            .clone()
+            .map(|p| fault::in_plateau(p, live.clone(), ramp));
         let summary = crate::load::run(opts, progress);
         plan.stop.running(None);
         let browsed = browsing.map(|b| {
@@ -158,6 +165,13 @@ fn run_levels(
                     "the probe's thread panicked",
                 )
             })
+        });
+        let faulted = faulting.map(|f| {
+            f.join()
+                .unwrap_or_else(|_| exectl_core::bench::fault::FaultFigures {
+                    error: Some("its thread panicked".into()),
+                    ..Default::default()
+                })
         });
         let summary = summary?;
         let end_ms = sampler.now_ms();
@@ -194,12 +208,18 @@ fn run_levels(
             end_ms,
             settled_ms,
         };
+        // The restarts the planned fault made: no incident, nor the limiting component.
+        let restarted = match &faulted {
+            Some(f) if f.at_s.is_some() => f.services.clone(),
+            _ => Vec::new(),
+        };
         let known = Known {
             nginx_capacity: plan.nginx_capacity,
             nginx_not_enough: sampler.nginx_not_enough(start_unix),
             cpu: plan.cpu.clone(),
             generator_local: plan.generator_local,
             generator_cpus: crate::load::metrics::cpu_capacity(),
+            restarted: restarted.clone(),
         };
         let mut figures = figures::of(&summary);
         // The client's own browser failing (it could not start) says nothing of the SUT: the probe is
@@ -208,12 +228,23 @@ fn run_levels(
             .as_ref()
             .and_then(exectl_core::bench::browser::BrowserProbe::client_failure);
         figures.browser = browsed;
+        // The fault, and the users' returns: those back and held to the end are served.
+        let fault_invalid = faulted.as_ref().and_then(|f| f.invalid());
+        figures.fault = faulted.map(|mut f| {
+            f.recovery = summary.recovery.clone().unwrap_or_default();
+            f.updates_lost = summary
+                .fanout
+                .as_ref()
+                .map(|x| x.deliveries.lost.unwrap_or(0));
+            figures.held += f.recovery.users_back;
+            f
+        });
         let instances = at_once(&span, &samples, &ghosts);
         figures.instances_peak = instances.peak;
         figures.instances_min_in_hold = instances.min_in_hold;
         let checks = plan.slos.check(&figures);
         let besides = Besides {
-            incidents: exectl_core::bench::incidents::reasons(&span, &samples)
+            incidents: exectl_core::bench::incidents::reasons_besides(&span, &samples, &restarted)
                 .into_iter()
                 .chain(instances.unseen())
                 .collect(),
@@ -221,6 +252,7 @@ fn run_levels(
                 .foreign()
                 .into_iter()
                 .chain(browser_failed)
+                .chain(fault_invalid)
                 .collect(),
             interrupted,
         };

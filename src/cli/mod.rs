@@ -261,7 +261,7 @@ pub struct BenchFlags {
     )]
     pub settle: String,
     /// An objective, KEY=VALUE (repeat): held=99.9, refused=0, stalled=0, login_p95=5s, connect_p95=2s,
-    /// delivery_p95=1s, frame_errors=0, health_p95=1s, browser=10s (the defaults).
+    /// delivery_p95=1s, frame_errors=0, health_p95=1s, browser=10s, back=30s (the defaults).
     #[arg(long, value_name = "KEY=VALUE")]
     pub slo: Vec<String>,
     /// Run every level even after one fails.
@@ -310,6 +310,11 @@ pub struct BenchFlags {
     /// sync, timed (the `browser` objective). Uses the manifest's account after the level's users.
     #[arg(long)]
     pub browser_probe: bool,
+    /// A fault in each level's common hold: restart:SERVICE@WHEN (docker restart of one service, e.g.
+    /// restart:app-1@10s, restart:nginx@5s) or roll@WHEN (every app instance in turn); the users
+    /// reconnect as the real client does, and the `back` objective judges their return.
+    #[arg(long, value_name = "WHAT@WHEN")]
+    pub fault: Option<String>,
 }
 
 /// `exectl report`.
@@ -387,6 +392,11 @@ pub struct LoadArgs {
     /// Use the minted tokens of tokens.json instead of logging in.
     #[arg(long)]
     pub tokens: bool,
+    /// A user whose socket drops before the hold ends dials again as the real client does (y-websocket:
+    /// 100 ms, doubling to 2.5 s between tries, the same token) until it is open again or the hold ends;
+    /// the summary counts the drops and how long each took to come back.
+    #[arg(long)]
+    pub reconnect: bool,
     /// Local addresses to dial from, round-robin: a range (127.0.0.1-127.0.0.16), a CIDR block or a
     /// list; each has a port range of its own towards the front door.
     #[arg(long, value_name = "ADDRS")]

@@ -135,6 +135,11 @@ pub struct LoadOptions {
     /// finds the cap full waits, and says so), and the first step's latency counts from the scheduled
     /// start. None: the closed model, where a start waits for a free dial.
     pub arrival_rate: Option<f64>,
+    /// `--reconnect`: a user whose socket drops before the hold ends dials again as the real client
+    /// does (`exectl_core::load::recovery`: 100 ms doubling to 2.5 s between tries, the same token),
+    /// until it is open again or the hold ends; the summary's `recovery` counts the drops and returns.
+    /// false: one attempt, a dropped socket is a failed user.
+    pub reconnect: bool,
 }
 
 /// A recorded stack: its name and its state folder.
@@ -206,6 +211,7 @@ impl LoadOptions {
             ramp_slots: None,
             stacks: Vec::new(),
             arrival_rate: None,
+            reconnect: false,
         }
     }
 

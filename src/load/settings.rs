@@ -65,6 +65,9 @@ pub struct LoadSettings {
     /// (the open model); their latencies count from that scheduled start. None: the closed model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival_rate: Option<f64>,
+    /// `--reconnect`: a dropped user dials again as the real client does (`LoadOptions::reconnect`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reconnect: bool,
 }
 
 impl Default for LoadSettings {
@@ -83,6 +86,7 @@ impl Default for LoadSettings {
             pattern: None,
             progress: false,
             arrival_rate: None,
+            reconnect: false,
         }
     }
 }
@@ -213,6 +217,7 @@ impl LoadSettings {
             ramp_slots: None,
             stacks,
             arrival_rate: self.arrival_rate,
+            reconnect: self.reconnect,
         })
     }
 

@@ -11,6 +11,7 @@ use super::session::{Ctx, Ended, UserOutcome};
 use super::Scenario;
 use exectl_core::load::delivery::{self, Deliveries, Member};
 use exectl_core::load::liveness::Pings;
+use exectl_core::load::recovery::Recovery;
 use exectl_core::plateau::PlateauFigures;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -199,6 +200,9 @@ pub struct Summary {
     /// The open model (`--arrival-rate`); None: the closed model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrivals: Option<Arrivals>,
+    /// `--reconnect`: the sockets that dropped, and how their users came back (None: no reconnect).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<Recovery>,
     /// The generator itself: each process (slice) that ran users, its CPU and memory, and whether one
     /// was busy enough to have measured itself rather than the server.
     #[serde(default)]
@@ -299,6 +303,9 @@ pub struct Parts {
     pub metadata: Hist,
     pub autosave: Hist,
     pub probe: Hist,
+    /// `--reconnect`: from each drop to its return.
+    #[serde(default)]
+    pub back: Hist,
     pub connect_span_s: f64,
     #[serde(default)]
     pub spans: Spans,
@@ -359,6 +366,46 @@ impl Spans {
     }
 }
 
+/// The users' drops and returns, counted (`--reconnect`); `back` holds every return's time.
+fn recovery(outcomes: &[UserOutcome], back: &Hist) -> Recovery {
+    let mut r = Recovery::default();
+    let s = |us: u64| us as f64 / 1e6;
+    for (o, u) in outcomes
+        .iter()
+        .filter_map(|o| Some((o, o.recovery.as_deref()?)))
+    {
+        r.add(&Recovery {
+            drops: u.drops as u64,
+            users_dropped: 1,
+            users_back: o.held as u64,
+            not_back: u.not_back as u64,
+            failed_dials: count(&u.failed_dials),
+            dropped_by: count(&u.dropped_by),
+            first_drop_s: u.first_drop_us.map(s),
+            last_back_s: u.last_back_us.map(s),
+            ..Recovery::default()
+        });
+    }
+    returns(&mut r, back);
+    r
+}
+
+/// Each kind's count.
+fn count(kinds: &[String]) -> BTreeMap<String, u64> {
+    kinds.iter().fold(BTreeMap::new(), |mut m, k| {
+        *m.entry(k.clone()).or_default() += 1;
+        m
+    })
+}
+
+/// The returns' p50, p95 and longest, from their histogram (a run's, or its slices' merged).
+pub(super) fn returns(r: &mut Recovery, back: &Hist) {
+    let p = back.percentiles();
+    if p.count > 0 {
+        (r.back_p50_ms, r.back_p95_ms, r.back_max_ms) = (Some(p.p50), Some(p.p95), Some(p.max));
+    }
+}
+
 /// What the runner measured besides the users' outcomes.
 pub struct RunFacts {
     pub duration_s: f64,
@@ -392,7 +439,8 @@ impl Summary {
             .map(|(i, o)| Member {
                 room: exectl_core::frame::room_id(&accounts[i].project_uuid),
                 sent: o.frames_sent,
-                whole_window: collab && o.held,
+                // A user that dropped and came back (`--reconnect`) was not there all along.
+                whole_window: collab && o.held && o.recovery.is_none(),
                 received: &o.received,
             })
             .collect();
@@ -429,7 +477,7 @@ impl Summary {
                 *close_codes.entry(code.to_string()).or_insert(0u64) += 1;
             }
             connected += o.connected as u64;
-            held += o.held as u64;
+            held += (o.held && o.recovery.is_none()) as u64;
             stalled += (o.ended == Some(Ended::Stalled)) as u64;
             let mut failure = o.failure.clone();
             if failure.is_none() && o.http_failures > 0 {
@@ -490,6 +538,12 @@ impl Summary {
             autosave_ms: ctx.autosave_ms.percentiles(),
             users_with_http_failures: http_failed,
         });
+        let mut back = Hist::default();
+        for r in outcomes.iter().filter_map(|o| o.recovery.as_deref()) {
+            for us in &r.back_us {
+                back.record_us(*us);
+            }
+        }
         let spans = Spans::of(outcomes);
         let plateau = scenario.uses_socket().then(|| {
             ctx.live
@@ -529,6 +583,7 @@ impl Summary {
             fanout,
             editing,
             arrivals: Arrivals::of(opts, outcomes.iter().map(|o| o.cap_wait_us)),
+            recovery: opts.reconnect.then(|| recovery(outcomes, &back)),
             generator: Generator::of(vec![SliceUse {
                 slice: 0,
                 host: super::metrics::host_name(),
@@ -556,6 +611,7 @@ impl Summary {
                 metadata: ctx.metadata_ms.snapshot(),
                 autosave: ctx.autosave_ms.snapshot(),
                 probe: probe_hist,
+                back,
                 connect_span_s: facts.connect_span_s,
                 spans,
             },
@@ -567,7 +623,10 @@ impl Summary {
     pub fn passed(&self) -> bool {
         self.failed == 0
             && !self.interrupted
-            && self.plateau.as_ref().is_none_or(PlateauFigures::full)
+            // Sockets that dropped and came back (`--reconnect`, all of them, or `failed` counts
+            // them) did not hold the plateau whole: their return is the measure.
+            && (self.recovery.as_ref().is_some_and(|r| r.drops > 0)
+                || self.plateau.as_ref().is_none_or(PlateauFigures::full))
             && !self.fanout.as_ref().is_some_and(|f| f.deliveries.faulty())
     }
 
@@ -632,6 +691,9 @@ impl Summary {
         let _ = writeln!(s, "  failures      {}", kv(&self.failures));
         if let Some(a) = &self.arrivals {
             let _ = writeln!(s, "  arrivals      {}", a.describe());
+        }
+        if let Some(r) = &self.recovery {
+            let _ = writeln!(s, "  reconnects    {}", r.describe());
         }
         let _ = writeln!(s, "  login         {}", p(&self.login_ms));
         if self.scenario != Scenario::LoginBurst.name() {

@@ -50,6 +50,9 @@ pub struct BenchOptions {
     /// `--browser-probe`: one more user in headless Chromium during each level's plateau (the manifest's
     /// account after the top level's users).
     pub browser: Option<crate::browser::Probe>,
+    /// `--fault`: done to the stack in each level's common hold (its services are checked against
+    /// the stack's before level 1: exit 2).
+    pub fault: Option<exectl_core::bench::fault::Fault>,
 }
 
 /// What a bench measured, and where its report is.
@@ -85,6 +88,7 @@ pub fn bench(cx: &Context<'_>, o: BenchOptions) -> Result<BenchOutcome> {
         continue_after_fail,
         sample_lines,
         browser,
+        fault,
     } = o;
     let first = &plans[0];
     // The top level's needs: the others need less (each level takes the processes it requires).
@@ -123,6 +127,23 @@ pub fn bench(cx: &Context<'_>, o: BenchOptions) -> Result<BenchOutcome> {
             })?;
     }
     let deployed = status::read_deployed(target, &stack)?;
+    // A fault's services are the stack's: checked before anything is taken or run.
+    let fault = match fault {
+        Some(f) => Some(crate::bench::fault::Planned {
+            services: f.services(&deployed.services).map_err(|why| {
+                exectl_core::error::UsageError::new(
+                    "--fault",
+                    f.text(),
+                    why,
+                    "name one of the stack's services (exectl status lists them)",
+                )
+            })?,
+            fault: f,
+            target: spec.clone(),
+            stack: stack.clone(),
+        }),
+        None => None,
+    };
     let record = recorded(&deployed.record);
     let services = deployed.services.clone();
     let deployed_nginx = deployed.services.iter().any(|s| s == "nginx");
@@ -237,6 +258,7 @@ pub fn bench(cx: &Context<'_>, o: BenchOptions) -> Result<BenchOutcome> {
         generator_local,
         browser,
         ghosts,
+        fault,
     };
     let lock_lost: std::sync::Mutex<Option<anyhow::Error>> = Default::default();
     // A `--break-lock` from someone else (a teardown) stops the running level at once: it is
@@ -478,8 +500,14 @@ fn level_line(d: &Done, cpu: &CpuScale) -> String {
         .as_ref()
         .map(|p| format!(", {}", p.describe()))
         .unwrap_or_default();
+    let fault = l
+        .figures
+        .fault
+        .as_ref()
+        .map(|f| format!(", {}", f.describe()))
+        .unwrap_or_default();
     format!(
-        "level {}/{}: {} users, {} {}/{}{at_once}, failures {}, busiest {} — {}",
+        "level {}/{}: {} users, {} {}/{}{at_once}{fault}, failures {}, busiest {} — {}",
         d.index + 1,
         d.of,
         l.users,

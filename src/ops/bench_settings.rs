@@ -27,6 +27,10 @@ pub struct BenchSettings {
     pub browser_probe: bool,
     /// A progress line every sample while a level runs (on stderr).
     pub sample_lines: bool,
+    /// `--fault`: done to the stack in each level's common hold (the load then reconnects:
+    /// `load.reconnect`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<exectl_core::bench::fault::Fault>,
 }
 
 /// The SUT sampled every second.
@@ -44,6 +48,7 @@ impl Default for BenchSettings {
             continue_after_fail: false,
             browser_probe: false,
             sample_lines: false,
+            fault: None,
         }
     }
 }
@@ -85,6 +90,7 @@ impl BenchSettings {
             continue_after_fail: self.continue_after_fail,
             sample_lines: self.sample_lines,
             browser,
+            fault: self.fault.clone(),
         })
     }
 

@@ -74,6 +74,10 @@ pub struct LevelFigures {
     /// start, and the starts the in-flight cap delayed. None: the closed model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrivals: Option<String>,
+    /// `--fault`: what the planned fault became, and the users' drops and returns (those back and
+    /// held to the end count among `held`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<super::fault::FaultFigures>,
 }
 
 /// What a served user of `scenario` did: "logged in" for login-burst (no socket), else "held".

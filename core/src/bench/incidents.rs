@@ -28,6 +28,10 @@ pub struct Incident {
     pub kind: Kind,
     /// What it means, and the fix when there is one.
     pub more: String,
+    /// A container's exits during the level, and whether it ran again after them (0 and false for a
+    /// pause or a proxy): what tells a planned restart (`--fault`) from an incident.
+    pub exits: u64,
+    pub running_again: bool,
 }
 
 impl Incident {
@@ -44,7 +48,15 @@ impl Incident {
 
 /// The level's reasons to fail, one per incident, in the order they happened.
 pub fn reasons(span: &LevelSpan, samples: &[Sample]) -> Vec<String> {
-    incidents(span, samples)
+    reasons_besides(span, samples, &[])
+}
+
+/// The level's reasons to fail besides the restarts it planned (`--fault`: each service once per
+/// time it is named in `restarted`): a planned container that exited no more often than it was
+/// restarted, and runs again, is the fault itself; one that exited more, or stayed down, or paused,
+/// is still an incident.
+pub fn reasons_besides(span: &LevelSpan, samples: &[Sample], restarted: &[String]) -> Vec<String> {
+    besides(span, samples, restarted)
         .iter()
         .map(|i| format!("{}, {}", i.what, into_level(span, i.t_ms)))
         .collect()
@@ -52,7 +64,26 @@ pub fn reasons(span: &LevelSpan, samples: &[Sample]) -> Vec<String> {
 
 /// The level's first incident (None: nothing happened).
 pub fn first(span: &LevelSpan, samples: &[Sample]) -> Option<Incident> {
-    incidents(span, samples).into_iter().next()
+    first_besides(span, samples, &[])
+}
+
+/// The level's first incident besides its planned restarts (`reasons_besides`).
+pub fn first_besides(
+    span: &LevelSpan,
+    samples: &[Sample],
+    restarted: &[String],
+) -> Option<Incident> {
+    besides(span, samples, restarted).into_iter().next()
+}
+
+fn besides(span: &LevelSpan, samples: &[Sample], restarted: &[String]) -> Vec<Incident> {
+    incidents(span, samples)
+        .into_iter()
+        .filter(|i| {
+            let planned = restarted.iter().filter(|s| **s == i.service).count() as u64;
+            !(i.kind == Kind::Container && i.running_again && i.exits >= 1 && i.exits <= planned)
+        })
+        .collect()
 }
 
 /// One line for the progress: every container not running and every proxy gone in `sample` (None: all
@@ -173,6 +204,12 @@ fn container(service: &str, before: Option<&Sample>, during: &[&Sample]) -> Vec<
             String::new()
         };
         let after = &series[i..];
+        let running_again = after
+            .iter()
+            .any(|(_, c)| c.state == Some(ContainerState::Running))
+            && after
+                .last()
+                .is_some_and(|(_, c)| c.state == Some(ContainerState::Running));
         let what = if after
             .iter()
             .any(|(_, c)| c.state == Some(ContainerState::Gone))
@@ -192,6 +229,8 @@ fn container(service: &str, before: Option<&Sample>, during: &[&Sample]) -> Vec<
             what,
             kind: Kind::Container,
             more: "the level measured the stack with it down, not its capacity".into(),
+            exits,
+            running_again,
         });
     }
     if let Some((t_ms, _)) = series
@@ -204,6 +243,8 @@ fn container(service: &str, before: Option<&Sample>, during: &[&Sample]) -> Vec<
             what: format!("{service} paused"),
             kind: Kind::Container,
             more: "a paused container keeps its sockets open and answers nothing: the level measured a frozen instance".into(),
+            exits: 0,
+            running_again: false,
         });
     }
     out
@@ -243,6 +284,8 @@ fn proxy(port: u16, during: &[&Sample]) -> Option<Incident> {
                         "the docker-proxy of {}:{port} is gone{seen}: it holds {PER} descriptors per proxied connection (its 2 sockets and a pipe pair each way) and stops for good when an accept fails at its nofile, and the port refuses connections until its container restarts; fix: {PROXY_FIX}",
                         p.host_ip
                     ),
+                    exits: 0,
+                    running_again: false,
                 });
             }
             last_alive.retain(|l| l.host_ip != p.host_ip);
@@ -266,6 +309,8 @@ fn proxy(port: u16, during: &[&Sample]) -> Option<Incident> {
                         p.host_ip,
                         files(&p)
                     ),
+                    exits: 0,
+                    running_again: false,
                 });
             }
         }
@@ -375,6 +420,46 @@ mod tests {
             reasons(&SPAN, &s),
             ["app-2 was removed, 1 s into the level"]
         );
+    }
+
+    #[test]
+    fn a_planned_restart_is_no_incident_but_a_second_exit_or_staying_down_is() {
+        let restarted = |exits_then: u64, last: ContainerState| {
+            vec![
+                at(0, app(Running, 0, 0, None)),
+                at(3000, app(Running, 1, 0, Some(0))),
+                at(5000, app(last, exits_then, 0, Some(0))),
+            ]
+        };
+        let planned = ["app-2".to_string()];
+        // Restarted once as planned, running again: the fault itself.
+        assert!(reasons_besides(&SPAN, &restarted(1, Running), &planned).is_empty());
+        // Unplanned, the same restart is an incident.
+        assert_eq!(reasons(&SPAN, &restarted(1, Running)).len(), 1);
+        // Another service restarted: still an incident.
+        let other = ["app-1".to_string()];
+        assert_eq!(
+            reasons_besides(&SPAN, &restarted(1, Running), &other).len(),
+            1
+        );
+        // Exited twice for one planned restart, or down at the end: an incident.
+        assert_eq!(
+            reasons_besides(&SPAN, &restarted(2, Running), &planned).len(),
+            1
+        );
+        assert_eq!(
+            reasons_besides(&SPAN, &restarted(1, Exited), &planned).len(),
+            1
+        );
+        // Nor is it the limiting component.
+        assert!(first_besides(&SPAN, &restarted(1, Running), &planned).is_none());
+        assert!(first(&SPAN, &restarted(1, Running)).is_some());
+        // A pause is never a planned restart.
+        let paused = vec![
+            at(1000, app(Running, 0, 0, None)),
+            at(4000, app(Paused, 0, 1, None)),
+        ];
+        assert_eq!(reasons_besides(&SPAN, &paused, &planned).len(), 1);
     }
 
     #[test]

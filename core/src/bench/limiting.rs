@@ -89,6 +89,8 @@ pub struct Known {
     pub generator_local: bool,
     /// The generator's CPUs (what its CPU % is a share of).
     pub generator_cpus: f64,
+    /// The restarts a planned fault made (`--fault`): the fault itself, no incident.
+    pub restarted: Vec<String>,
 }
 
 /// A rule: the limiting component when the evidence shows its case, else None (the next rule is asked).
@@ -199,7 +201,7 @@ impl<'a> Evidence<'a> {
 /// A container exited, restarted or was paused, or a docker-proxy exited or reached its nofile: the
 /// level measured a broken stack, whatever else it shows.
 fn incident(e: &Evidence) -> Option<Limiting> {
-    let i = incidents::first(e.span, e.samples)?;
+    let i = incidents::first_besides(e.span, e.samples, &e.known.restarted)?;
     Some(Limiting {
         resource: match i.kind {
             Kind::Container => Resource::Incident,

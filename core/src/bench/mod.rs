@@ -6,6 +6,7 @@ pub mod browser;
 pub mod compare;
 pub mod cpu;
 pub mod decimal;
+pub mod fault;
 pub mod figures;
 pub mod incidents;
 pub mod levels;

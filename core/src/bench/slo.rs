@@ -29,6 +29,13 @@ pub struct Slos {
     /// Absent from results.json written before it: the default.
     #[serde(default = "default_browser_ms")]
     pub browser_ms: f64,
+    /// Absent from results.json written before it: the default.
+    #[serde(default = "default_back_ms")]
+    pub back_ms: f64,
+}
+
+fn default_back_ms() -> f64 {
+    Slos::default().back_ms
 }
 
 fn default_browser_ms() -> f64 {
@@ -55,6 +62,7 @@ impl Default for Slos {
             frame_errors: 0,
             health_p95_ms: 0.0,
             browser_ms: 0.0,
+            back_ms: 0.0,
         };
         for (_, setting) in settable() {
             (setting.set)(&mut s, setting.default);
@@ -191,7 +199,7 @@ fn p95(p: &Option<super::figures::Pcts>) -> Option<f64> {
 
 /// Every objective, in the order of `--slo`'s keys, the checks and the tables. The defaults say "this
 /// many users were served".
-pub const OBJECTIVES: [Objective; 10] = [
+pub const OBJECTIVES: [Objective; 11] = [
     Objective {
         key: "held",
         unit: Unit::Percent,
@@ -331,9 +339,33 @@ pub const OBJECTIVES: [Objective; 10] = [
         unit: Unit::Seconds,
         bound: Bound::AtLeast,
         setting: None,
-        measured: "The common hold's length: every user of the level open at once, from the last dial's end (a stop cuts it short; 0 when no socket was open through it). Its bound is `--hold`, not a `--slo` key.",
+        measured: "The common hold's length: every user of the level open at once, from the last dial's end (a stop cuts it short; 0 when no socket was open through it). Its bound is `--hold`, not a `--slo` key. Not measured in a level with `--fault`: its sockets drop by design, and `back` judges their return.",
         scenarios: SOCKETS,
-        figure: |f| f.plateau.as_ref().map(|p| p.open_length_s()),
+        figure: |f| match f.fault {
+            Some(_) => None,
+            None => f.plateau.as_ref().map(|p| p.open_length_s()),
+        },
+    },
+    Objective {
+        key: "back",
+        unit: Unit::Ms,
+        bound: Bound::AtMost,
+        setting: Some(Setting {
+            default: 30_000.0,
+            example: "10s",
+            get: |s| s.back_ms,
+            set: |s, v| s.back_ms = v,
+        }),
+        measured: "With `--fault`: the longest a dropped socket took to be open again, from its drop to its new upgrade, the users reconnecting as the real client does (y-websocket's backoff, 100 ms doubling to 2.5 s). A socket not back by the hold's end counts as never back (the hold's length), and its user as not held.",
+        scenarios: SOCKETS,
+        figure: |f| {
+            let r = &f.fault.as_ref()?.recovery;
+            match (r.not_back, r.back_max_ms) {
+                (0, None) => Some(0.0),
+                (0, Some(max)) => Some(max),
+                _ => Some(UNFINISHED),
+            }
+        },
     },
 ];
 
@@ -353,8 +385,11 @@ impl Objective {
     /// Its bound for a level: its `--slo` value, or for the plateau the hold it asked for (None: the level
     /// has no plateau, and no such check).
     fn bound_of(&self, slos: &Slos, f: &LevelFigures) -> Option<f64> {
-        // The browser is asked for (`--browser-probe`), like the plateau needs a hold: no check without it.
-        if self.key == "browser" && f.browser.is_none() {
+        // The browser is asked for (`--browser-probe`), like the plateau needs a hold and `back` a
+        // fault (`--fault`): no check without it.
+        if (self.key == "browser" && f.browser.is_none())
+            || (self.key == "back" && f.fault.is_none())
+        {
             return None;
         }
         match &self.setting {

@@ -102,6 +102,7 @@ fn the_table_gives_the_defaults_keys_and_bounds_of_before() {
             frame_errors: 0,
             health_p95_ms: 1_000.0,
             browser_ms: 10_000.0,
+            back_ms: 30_000.0,
         }
     );
     let keys: Vec<&str> = settable().map(|(o, _)| o.key).collect();
@@ -116,7 +117,8 @@ fn the_table_gives_the_defaults_keys_and_bounds_of_before() {
             "delivery_p95",
             "frame_errors",
             "health_p95",
-            "browser"
+            "browser",
+            "back"
         ]
     );
     let bounds: Vec<String> = Slos::default()
@@ -136,7 +138,7 @@ fn the_table_gives_the_defaults_keys_and_bounds_of_before() {
             "frame_errors ≤ 0",
             "health_p95 ≤ 1000 ms"
         ],
-        "no plateau check without a plateau"
+        "no plateau check without a plateau, no back check without a fault"
     );
     // Each row's setter writes the field its getter reads, and no other.
     for (o, s) in settable() {
@@ -210,4 +212,62 @@ fn readme_shows_the_objectives_table() {
         readme.contains(&table),
         "README.md's objectives table differs from OBJECTIVES; it should read:\n\n{table}"
     );
+}
+
+/// `--fault`: the sockets drop by design, so the plateau (everyone open all along) is not measured;
+/// `back` judges their return: met within its bound, failed past it or when one never came back.
+#[test]
+fn a_fault_is_judged_on_the_users_return_not_on_the_plateau() {
+    use crate::bench::fault::FaultFigures;
+    use crate::load::recovery::Recovery;
+    let mut f = figures();
+    f.plateau = Some(crate::plateau::PlateauFigures {
+        target: 1000,
+        hold_s: 20.0,
+        start_s: Some(1.0),
+        end_s: Some(21.0),
+        open_at_start: 1000,
+        min_open: 480,
+        ..Default::default()
+    });
+    let back = |f: &LevelFigures, slos: &Slos| {
+        let checks = slos.check(f);
+        let plateau = checks.iter().find(|c| c.key == "plateau").map(|c| c.ok);
+        let back = checks
+            .iter()
+            .find(|c| c.key == "back")
+            .map(|c| (c.measured, c.ok));
+        (plateau, back)
+    };
+    // Without a fault the plateau is measured, and there is no back check.
+    assert_eq!(back(&f, &Slos::default()), (Some(Some(true)), None));
+    let recovery = Recovery {
+        drops: 520,
+        users_dropped: 520,
+        users_back: 520,
+        back_max_ms: Some(3_100.0),
+        ..Recovery::default()
+    };
+    f.fault = Some(FaultFigures {
+        planned: "restart:app-1@5s".into(),
+        services: vec!["app-1".into()],
+        at_s: Some(5.0),
+        recovery: recovery.clone(),
+        ..FaultFigures::default()
+    });
+    assert_eq!(
+        back(&f, &Slos::default()),
+        (Some(None), Some((Some(3_100.0), Some(true))))
+    );
+    let strict = Slos::with_overrides(&["back=2s".into()]).unwrap();
+    assert_eq!(back(&f, &strict).1, Some((Some(3_100.0), Some(false))));
+    // One never back: failed whatever the bound, and said so.
+    f.fault.as_mut().unwrap().recovery.not_back = 1;
+    let checks = Slos::default().check(&f);
+    let c = checks.iter().find(|c| c.key == "back").unwrap();
+    assert_eq!(c.ok, Some(false));
+    assert!(c.describe().contains("did not finish"), "{}", c.describe());
+    // Nothing dropped: back in 0.
+    f.fault.as_mut().unwrap().recovery = Recovery::default();
+    assert_eq!(back(&f, &Slos::default()).1, Some((Some(0.0), Some(true))));
 }

@@ -12,7 +12,7 @@ use crate::ops::bench::BenchOptions;
 use crate::ops::bench_settings::BenchSettings;
 use crate::state::bench_dir::BenchDir;
 use crate::sut::TargetSpec;
-use exectl_core::bench::{parse_levels, Slos};
+use exectl_core::bench::{fault, parse_levels, Slos};
 use exectl_core::error::UsageError;
 
 /// Longest --settle.
@@ -35,6 +35,33 @@ pub fn settings(
     let settle = duration_flag("--settle", &flags.settle, Duration::ZERO, MAX_WAIT)?;
     let level = level_flags(flags, target);
     let load = super::load::check(&level)?;
+    let fault = flags
+        .fault
+        .as_deref()
+        .map(|text| {
+            let bad = |why: String| {
+                UsageError::new("--fault", text, why, format!("write {}", fault::FORMS))
+            };
+            let f = fault::Fault::parse(text).map_err(bad)?;
+            f.check_hold(load.hold).map_err(|why| {
+                UsageError::new(
+                    "--fault",
+                    text,
+                    why,
+                    "give a WHEN shorter than --hold, or a longer --hold",
+                )
+            })?;
+            Ok(f)
+        })
+        .transpose()?;
+    if fault.is_some() && !load.scenario.uses_socket() {
+        return Err(UsageError::new(
+            "--fault",
+            flags.fault.as_deref().unwrap_or(""),
+            format!("{} holds no socket to drop", load.scenario.name()),
+            "use it with idle, collab or editing",
+        ));
+    }
     Ok(BenchSettings {
         load,
         slos,
@@ -43,6 +70,7 @@ pub fn settings(
         continue_after_fail: flags.continue_after_fail,
         browser_probe: flags.browser_probe,
         sample_lines: !json,
+        fault,
     })
 }
 
@@ -81,6 +109,8 @@ fn level_flags(flags: &BenchFlags, target: &TargetArgs) -> LoadFlags {
         interval: flags.interval.clone(),
         ping_after: flags.ping_after.clone(),
         tokens: flags.tokens,
+        // A fault drops sockets on purpose: the users come back as the real client does.
+        reconnect: flags.fault.is_some(),
         source_addrs: flags.source_addrs.clone(),
         processes: flags.processes.clone(),
         generators: flags.generators.clone(),

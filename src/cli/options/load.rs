@@ -30,6 +30,7 @@ pub struct LoadFlags {
     pub interval: Option<String>,
     pub ping_after: Option<String>,
     pub tokens: bool,
+    pub reconnect: bool,
     pub source_addrs: Option<String>,
     pub processes: Option<String>,
     pub generators: Option<String>,
@@ -55,6 +56,7 @@ impl LoadFlags {
             interval: a.interval.clone(),
             ping_after: a.ping_after.clone(),
             tokens: a.tokens,
+            reconnect: a.reconnect,
             source_addrs: a.source_addrs.clone(),
             processes: a.processes.clone(),
             generators: a.generators.clone(),
@@ -168,6 +170,7 @@ pub fn settings(args: &LoadFlags) -> Result<(LoadSettings, Option<usize>), Usage
         pattern: args.pattern.clone(),
         progress: !args.quiet,
         arrival_rate,
+        reconnect: args.reconnect,
     };
     settings.check()?;
     Ok((settings, users))

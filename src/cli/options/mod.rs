@@ -212,6 +212,40 @@ mod tests {
         assert_eq!(o.bench.load.arrival_rate, Some(20.0));
     }
 
+    /// `--fault` reaches a bench's and a sweep's settings (the sweep's plan keeps it as its text), and
+    /// turns the levels' reconnects on; left out, neither.
+    #[test]
+    fn a_fault_reaches_bench_and_sweep_and_makes_the_users_reconnect() {
+        let Command::Bench(b) = parsed(&["bench", "--levels", "10", "--fault", "restart:app-1@5s"])
+        else {
+            unreachable!()
+        };
+        let s = super::bench::settings(&b.flags, &b.target, true).unwrap();
+        assert_eq!(
+            s.fault.as_ref().map(|f| f.text()).as_deref(),
+            Some("restart:app-1@5s")
+        );
+        assert!(s.load.reconnect);
+        let saved = serde_json::to_value(&s).unwrap();
+        assert_eq!(saved["fault"], "restart:app-1@5s");
+        let back: crate::ops::bench_settings::BenchSettings =
+            serde_json::from_value(saved).unwrap();
+        assert_eq!(back.fault, s.fault);
+        let Command::Bench(b) = parsed(&["bench", "--levels", "10"]) else {
+            unreachable!()
+        };
+        let s = super::bench::settings(&b.flags, &b.target, true).unwrap();
+        assert!(s.fault.is_none() && !s.load.reconnect);
+        let Command::Sweep(a) = parsed(&[
+            "sweep", "single", "--vary", "cpus=1,2", "--levels", "10", "--fault", "roll@2s",
+        ]) else {
+            unreachable!()
+        };
+        let (_, o) = super::sweep::sweep(&a).unwrap();
+        assert_eq!(o.bench.fault.map(|f| f.text()).as_deref(), Some("roll@2s"));
+        assert!(o.bench.load.reconnect);
+    }
+
     /// The defaults are the options' own (`Default`, `seeding`, `DeployOptions::new`): a flag left out
     /// gives what a program gets when it leaves the field alone.
     #[test]

@@ -34,7 +34,8 @@ pub(super) async fn hold(
     let account = &opts.manifest.accounts[i];
     let ms = |t: Instant| ms_between(connected_at, t);
     let mut alive = Liveness::default();
-    let mut seq: u32 = 0;
+    // A reconnected user's frames go on from its last seq: receivers tell them by (sender, seq).
+    let mut seq = out.frames_sent as u32;
     let mut pending: Option<HttpFuture> = None;
     let mut window = ctx.live.plateau.subscribe();
     let mut plan = match opts.scenario {
@@ -169,10 +170,10 @@ pub(super) async fn hold(
         Some(e) => {
             out.ended = Some(e);
             out.early_end_us = Some(us(connected_at.elapsed()));
+            // A stall ended here (the client gave up) is the read that failed: a socket error.
             out.failure = Some(match e {
-                Ended::Closed(code) => format!("closed_{code}"),
-                Ended::Eof => "eof_without_close".into(),
-                Ended::Error | Ended::Stalled => "socket_error".into(),
+                Ended::Stalled => Ended::Error.kind(),
+                e => e.kind(),
             });
         }
     }

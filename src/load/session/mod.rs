@@ -3,15 +3,19 @@
 //! ends (`plateau`: every user's socket stays open from its connect to that one end), the server closes,
 //! or the server falls silent past the liveness bound (`exectl_core::load::liveness`). A socket is held
 //! only if it stayed open and alive through the whole common hold and answered a last ping at its end.
-//! One attempt, no retries: a failed user is done, and the run goes on without it.
+//! One attempt, no retries: a failed user is done, and the run goes on without it — unless
+//! `--reconnect`, where a socket that dropped is dialed again as the real client does (`reconnect`).
 //!
 //! Here the run's shared context, a user's outcome and its login and dial; `hold` is the hold loop,
 //! `socket` what one read or ping of the socket gives, `actions` what a user sends (frames, editing's
-//! REST actions) on its timer.
+//! REST actions) on its timer, `reconnect` a dropped user's way back.
 
 mod actions;
 mod hold;
+mod reconnect;
 mod socket;
+
+pub use reconnect::UserRecovery;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
@@ -147,6 +151,18 @@ pub enum Ended {
     Stalled,
 }
 
+impl Ended {
+    /// Its failure kind, as the summary counts it: "closed_1001", "eof_without_close", ….
+    pub fn kind(self) -> String {
+        match self {
+            Ended::Closed(code) => format!("closed_{code}"),
+            Ended::Eof => "eof_without_close".into(),
+            Ended::Error => "socket_error".into(),
+            Ended::Stalled => "stalled".into(),
+        }
+    }
+}
+
 /// Everything measured about one user.
 #[derive(Debug, Clone, Default)]
 pub struct UserOutcome {
@@ -183,6 +199,8 @@ pub struct UserOutcome {
     /// The open model: how long it waited past its scheduled start for the in-flight cap (None: it
     /// started on time, or the model is closed).
     pub cap_wait_us: Option<u64>,
+    /// `--reconnect`: its drops and returns (None: its socket never dropped, or no reconnect).
+    pub recovery: Option<Box<UserRecovery>>,
 }
 
 impl UserOutcome {
@@ -289,6 +307,9 @@ pub async fn run_user(
 
     // The socket counts as closed inside `hold`, the moment its end is known.
     Box::pin(hold::hold(&ctx, i, ws, &token, connected_at, &mut out)).await;
+    if opts.reconnect {
+        Box::pin(reconnect::come_back(&ctx, i, &token, from, &mut out)).await;
+    }
     if out.held {
         Live::inc(&ctx.live.held);
     }

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use exectl_core::load::liveness::Pings;
+use exectl_core::load::recovery::Recovery;
 use exectl_core::plateau::PlateauFigures;
 
 use super::SliceReport;
@@ -69,6 +70,7 @@ fn add_parts(into: &mut Parts, p: &Parts) {
     into.metadata.add(&p.metadata);
     into.autosave.add(&p.autosave);
     into.probe.add(&p.probe);
+    into.back.add(&p.back);
     into.connect_span_s = into.connect_span_s.max(p.connect_span_s);
     into.spans.add(&p.spans);
 }
@@ -85,6 +87,8 @@ pub fn merge(opts: &LoadOptions, results: Vec<SliceResult>, parent: Parent) -> S
     let mut editing: Option<Editing> = None;
     // The whole run's schedule and cap; each slice's waits added.
     let mut arrivals = Arrivals::of(opts, std::iter::empty());
+    // Each slice's drops and returns added; the returns' percentiles from the merged histogram.
+    let mut recovery = opts.reconnect.then(Recovery::default);
     let mut uses = Vec::new();
     // The hold's figures: each slice's count is exact for its sockets, so the sums are a floor.
     let (mut open_at_start, mut min_open, mut hold_len) = (0u64, 0u64, f64::INFINITY);
@@ -174,6 +178,9 @@ pub fn merge(opts: &LoadOptions, results: Vec<SliceResult>, parent: Parent) -> S
         }
         if let (Some(m), Some(a)) = (&mut arrivals, &s.arrivals) {
             m.add(a);
+        }
+        if let (Some(m), Some(r)) = (&mut recovery, &s.recovery) {
+            m.add(r);
         }
         if let Some(e) = &s.editing {
             let m = editing.get_or_insert_with(Editing::default);
@@ -267,6 +274,10 @@ pub fn merge(opts: &LoadOptions, results: Vec<SliceResult>, parent: Parent) -> S
         fanout,
         editing,
         arrivals,
+        recovery: recovery.map(|mut r| {
+            crate::load::summary::returns(&mut r, &parts.back);
+            r
+        }),
         generator: Generator::of(uses),
         parts,
     }

@@ -64,6 +64,9 @@ pub struct SliceSpec<U = Users> {
     /// The open model's rate, for the whole run (`LoadOptions::arrival_rate`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival_rate: Option<f64>,
+    /// Dropped users dial again (`LoadOptions::reconnect`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reconnect: bool,
 }
 
 /// A slice's users as it reads them: their accounts, and their tokens with `--tokens`.
@@ -144,6 +147,7 @@ impl<'a> SliceSpec<Picked<'a>> {
             run_id: format!("{}-s{slice}", opts.run_id),
             probe: opts.probe && slice == 0,
             arrival_rate: opts.arrival_rate,
+            reconnect: opts.reconnect,
         }
     }
 }
@@ -207,6 +211,7 @@ impl SliceSpec {
         o.probe = self.probe;
         o.ramp_slots = ramp_slots;
         o.arrival_rate = self.arrival_rate;
+        o.reconnect = self.reconnect;
         Ok(o)
     }
 }
@@ -373,6 +378,7 @@ mod tests {
             run_id: "r".into(),
             probe: false,
             arrival_rate: None,
+            reconnect: false,
         }
     }
 

@@ -107,6 +107,9 @@ pub fn render(r: &Results, samples: &[Sample]) -> Result<String, String> {
     // The browser column only where a level has a browser session (`--browser-probe`).
     let browser = r.levels.iter().any(|l| l.figures.browser.is_some());
     ctx.insert("browser", &browser);
+    // The fault column only where a level had a planned fault (`--fault`).
+    let fault = r.levels.iter().any(|l| l.figures.fault.is_some());
+    ctx.insert("fault", &fault);
     ctx.insert("objectives", &objectives);
     ctx.insert("services", &services);
     ctx.insert("nodes", &nodes);

@@ -1,5 +1,6 @@
 //! The report's tables: one row per level (its result, how many were open at once and for how long, the
-//! ramp that got there, latencies, the busiest container on the bench's CPU scale, the leak check) and
+//! ramp that got there, latencies, a planned fault and the users' return, the busiest container on the
+//! bench's CPU scale, the leak check) and
 //! the objectives level by level, and each service: where it ran, what it may use and its peaks.
 
 use serde::Serialize;
@@ -36,6 +37,8 @@ pub struct Row {
     health: String,
     /// `--browser-probe`'s session during the plateau (empty without it).
     browser: String,
+    /// `--fault`: what it became and the users' returns (empty without it).
+    fault: String,
     cpu: String,
     leak_ok: bool,
     /// Short when it passed ("0 left after 30.4 s"); `leak_detail` is its tooltip.
@@ -106,6 +109,7 @@ pub fn rows(r: &Results, samples: &[Sample]) -> Vec<Row> {
                 delivery: p95(&f.delivery_ms),
                 health: p95(&f.health_ms),
                 browser: f.browser.as_ref().map(|b| b.text()).unwrap_or_default(),
+                fault: f.fault.as_ref().map(|x| x.describe()).unwrap_or_default(),
                 cpu: busiest(
                     l.span.during(samples).flat_map(|s| &s.containers),
                     &r.cpu_scale,

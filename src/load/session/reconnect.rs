@@ -1,0 +1,117 @@
+//! `--reconnect`: a user whose socket dropped before the common hold ended dials again as the real
+//! client does (`exectl_core::load::recovery::backoff`: 100 ms, doubling to 2.5 s between tries, the
+//! same token), until it is open again or the hold ends; then holds the new socket (`hold`), and again
+//! after each drop. Each drop's cause and each return's time go into the user's `UserRecovery`.
+
+use std::net::IpAddr;
+
+use exectl_core::load::recovery::backoff;
+use tokio::time::{sleep_until, Instant};
+
+use super::hold::hold;
+use super::{us, Ctx, UserOutcome};
+
+/// One user's drops and returns (boxed in its outcome: most users never drop).
+#[derive(Debug, Clone, Default)]
+pub struct UserRecovery {
+    pub drops: u32,
+    /// Each dial that failed on the way back, by its kind ("connect_refused", "handshake_502", …).
+    pub failed_dials: Vec<String>,
+    /// How each socket dropped ("eof_without_close", "closed_1001", "stalled", …).
+    pub dropped_by: Vec<String>,
+    /// Each return: from its drop to the new socket's upgrade.
+    pub back_us: Vec<u64>,
+    /// From the run's start: the first drop and the last return.
+    pub first_drop_us: Option<u64>,
+    pub last_back_us: Option<u64>,
+    /// Its last drop was never followed by an open socket before the hold ended.
+    pub not_back: bool,
+}
+
+/// After `hold` returned: while the user's socket ended early and the hold goes on, dial again and
+/// hold again. A user that is not back when the hold ends fails as `not_back`.
+pub(super) async fn come_back(
+    ctx: &Ctx,
+    i: usize,
+    token: &str,
+    from: Option<IpAddr>,
+    out: &mut UserOutcome,
+) {
+    let opts = &ctx.opts;
+    let account = &opts.manifest.accounts[i];
+    while !out.held {
+        let Some(ended) = out.ended else { return };
+        if ctx.live.plateau.stopped() || hold_over(ctx) {
+            return;
+        }
+        let dropped = Instant::now();
+        let rec = out.recovery.get_or_insert_with(Default::default);
+        rec.drops += 1;
+        rec.dropped_by.push(ended.kind());
+        rec.first_drop_us
+            .get_or_insert(us(dropped.duration_since(ctx.t0)));
+        let mut failed = 0;
+        let ws = loop {
+            if !wait(ctx, Instant::now() + backoff(failed)).await {
+                rec.not_back = true;
+                out.failure = Some("not_back".into());
+                return;
+            }
+            let dial = ctx
+                .http
+                .dial_from(&opts.endpoint, from, &account.project_uuid, token);
+            let stopped = ctx.live.plateau.until_stopped();
+            tokio::select! {
+                r = dial => match r {
+                    // Open after the hold's end: not back within it.
+                    Ok(_) if hold_over(ctx) => {}
+                    Ok(ws) => break ws,
+                    Err(kind) => rec.failed_dials.push(kind),
+                },
+                () = stopped => {}
+            }
+            if ctx.live.plateau.stopped() || hold_over(ctx) {
+                rec.not_back = true;
+                out.failure = Some("not_back".into());
+                return;
+            }
+            failed += 1;
+        };
+        let connected_at = Instant::now();
+        rec.back_us.push(us(connected_at - dropped));
+        rec.last_back_us = Some(us(connected_at.duration_since(ctx.t0)));
+        out.ended = None;
+        out.failure = None;
+        out.early_end_us = None;
+        ctx.live.opened();
+        Box::pin(hold(ctx, i, ws, token, connected_at, out)).await;
+    }
+}
+
+/// The common hold began and is over.
+fn hold_over(ctx: &Ctx) -> bool {
+    ctx.live
+        .plateau
+        .window()
+        .is_some_and(|w| Instant::now() >= w.end)
+}
+
+/// Sleep until `until`; false when the hold ended or the run stopped first.
+async fn wait(ctx: &Ctx, until: Instant) -> bool {
+    let mut window = ctx.live.plateau.subscribe();
+    loop {
+        let end = window.borrow_and_update().map(|w| w.end);
+        if end.is_some_and(|e| Instant::now() >= e) || ctx.live.plateau.stopped() {
+            return false;
+        }
+        if Instant::now() >= until {
+            return true;
+        }
+        let wake = end.map_or(until, |e| e.min(until));
+        tokio::select! {
+            () = sleep_until(wake) => {}
+            _ = window.changed() => {}
+            () = ctx.live.plateau.until_stopped() => return false,
+        }
+    }
+}

@@ -1,0 +1,299 @@
+//! Faults during a level (#39, part 3), on the real engine with the stand-in: `bench --fault` restarts
+//! a service (or every app instance in turn) at its moment of the common hold; the users reconnect as
+//! the real client does (y-websocket's backoff, the same token), and the level is judged on their
+//! return (`back`), the planned restart being no incident. `load --reconnect` alone: a restart the test
+//! makes drops every socket, and each user comes back, its frames numbered on from before the drop —
+//! where without it each user fails.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+/// ha ×2, fixture images, 40 accounts with minted tokens (a reconnect dials with the same token).
+fn deploy_ha(s: &Stack, port: &str) {
+    let mut args = vec!["ha", "--stack", &s.name, "--lb-port", port];
+    args.extend(HA_LIMITS);
+    args.extend(["--set", "STANDIN_ROOM_CLEANUP_MS=500"]);
+    let d = s.x.deploy_json(&args);
+    assert_eq!(d["ok"], true, "{d}");
+    s.x.ok(&[
+        "prepare",
+        "--stack",
+        &s.name,
+        "--accounts",
+        "40",
+        "--bcrypt-cost",
+        "4",
+        "--mint-tokens",
+        "--json",
+    ]);
+}
+
+/// `bench` of one idle level of 40 users on minted tokens, held 12 s, with `extra`: exit code,
+/// results.json, stderr.
+fn bench(s: &Stack, run_id: &str, extra: &[&str]) -> (Option<i32>, Value, String) {
+    let mut args = vec![
+        "bench",
+        "--stack",
+        &s.name,
+        "--run-id",
+        run_id,
+        "--scenario",
+        "idle",
+        "--levels",
+        "40",
+        "--tokens",
+        "--hold",
+        "12s",
+        "--ramp",
+        "2s",
+        "--settle",
+        "10s",
+    ];
+    args.extend(COUNTS_ONLY);
+    args.extend(extra);
+    let out = s.x.run(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let dir = s.x.state.path().join("benches").join(run_id);
+    let text = std::fs::read_to_string(dir.join("results.json"))
+        .unwrap_or_else(|e| panic!("no results.json ({e}); stderr:\n{stderr}"));
+    (
+        out.status.code(),
+        serde_json::from_str(&text).unwrap(),
+        stderr,
+    )
+}
+
+fn check<'a>(level: &'a Value, key: &str) -> &'a Value {
+    level["slos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["key"] == key)
+        .unwrap_or_else(|| panic!("no {key} check: {:#}", level["slos"]))
+}
+
+#[tokio::test]
+#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
+async fn a_restarted_instance_drops_its_sockets_and_the_level_is_judged_on_their_return() {
+    let s = Stack::new("fault").await;
+    let port = Stack::port();
+
+    // Refused before any connection: a fault that is no fault, one past the hold, one of a scenario
+    // with no socket.
+    for (extra, says) in [
+        (vec!["--fault", "kill:app-1@1s"], "is no fault"),
+        (vec!["--fault", "restart:app-1@20s"], "into a hold of 12s"),
+        (
+            vec!["--fault", "roll@1s", "--scenario", "login-burst"],
+            "holds no socket",
+        ),
+    ] {
+        let mut args = vec![
+            "bench", "--stack", &s.name, "--levels", "40", "--hold", "12s",
+        ];
+        args.extend(&extra);
+        let (code, err) = failed(&s.x.run(&args));
+        assert_eq!(code, Some(2), "{extra:?}: {err}");
+        assert!(
+            err.contains("--fault") && err.contains(says),
+            "{extra:?}: {err}"
+        );
+    }
+
+    deploy_ha(&s, &port);
+    // A service the stack does not run: exit 2 once its record is read, before the lock or a level.
+    let (code, err) = failed(&s.x.run(&[
+        "bench",
+        "--stack",
+        &s.name,
+        "--levels",
+        "40",
+        "--tokens",
+        "--fault",
+        "restart:app-9@1s",
+        "--run-id",
+        "no-such",
+    ]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("no service app-9"), "{err}");
+    let refused = s.x.state.path().join("benches/no-such/results.json");
+    assert!(!refused.exists(), "a refused bench measured nothing");
+
+    // app-1 restarted 3 s into the hold: the users on it drop and come back; app-2's never drop.
+    let (code, r, stderr) = bench(&s, "restart-app-1", &["--fault", "restart:app-1@3s"]);
+    let level = &r["levels"][0];
+    let f = &level["figures"]["fault"];
+    eprintln!("{}", level["figures"]);
+    assert_eq!(code, Some(0), "{stderr}\n{level:#}");
+    assert_eq!(level["passed"], true, "{level:#}");
+    assert_eq!(f["services"], serde_json::json!(["app-1"]), "{f:#}");
+    let at = f["at_s"].as_f64().unwrap();
+    assert!((3.0..4.5).contains(&at), "{f:#}");
+    assert!(f.get("error").is_none(), "{f:#}");
+    let rec = &f["recovery"];
+    let dropped = rec["users_dropped"].as_u64().unwrap();
+    // nginx least_conn shares the 40 between the two instances: some on app-1, not all.
+    assert!((5..40).contains(&dropped), "{rec:#}");
+    assert_eq!(rec["users_back"].as_u64(), Some(dropped), "{rec:#}");
+    assert_eq!(rec["not_back"], 0, "{rec:#}");
+    assert!(rec["back_max_ms"].as_f64().unwrap() < 12_000.0, "{rec:#}");
+    // Served: those held all along and those back.
+    assert_eq!(level["figures"]["held"], 40, "{level:#}");
+    assert_eq!(check(level, "back")["ok"], true, "{level:#}");
+    assert!(check(level, "plateau")["measured"].is_null(), "{level:#}");
+    // The restart happened (the sampler saw app-1 exit), and it is no incident.
+    let reasons = level["reasons"].to_string();
+    assert!(!reasons.contains("app-1 exited"), "{reasons}");
+    let timeline = std::fs::read_to_string(
+        s.x.state
+            .path()
+            .join("benches/restart-app-1/timeline.jsonl"),
+    )
+    .unwrap();
+    let exits = timeline
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .flat_map(|v| v["containers"].as_array().cloned().unwrap_or_default())
+        .filter(|c| c["service"] == "app-1")
+        .filter_map(|c| c["exits"].as_u64())
+        .max();
+    assert_eq!(exits, Some(1), "app-1 exited once");
+    assert!(stderr.contains("app-1 restarted"), "{stderr}");
+    let report =
+        std::fs::read_to_string(s.x.state.path().join("benches/restart-app-1/report.html"))
+            .unwrap();
+    assert!(report.contains("app-1 restarted"));
+
+    // Every instance in turn, and an objective no reconnect can meet (the first wait alone is 100 ms):
+    // all 40 drop, the level fails on `back`.
+    let (code, r, stderr) = bench(&s, "roll", &["--fault", "roll@2s", "--slo", "back=1ms"]);
+    let level = &r["levels"][0];
+    let f = &level["figures"]["fault"];
+    eprintln!("{f}");
+    assert_eq!(code, Some(1), "{stderr}\n{level:#}");
+    assert_eq!(
+        f["services"],
+        serde_json::json!(["app-1", "app-2"]),
+        "{f:#}"
+    );
+    assert!(f["took_s"].as_f64().unwrap() > 0.0, "{f:#}");
+    // Both instances went down: every user dropped (whether each is back in time is nginx's to say:
+    // its max_fails=3 fail_timeout=30s can leave both instances marked down, answering 502).
+    assert_eq!(f["recovery"]["users_dropped"], 40, "{f:#}");
+    assert_eq!(check(level, "back")["ok"], false, "{level:#}");
+    let reasons = level["reasons"].to_string();
+    assert!(reasons.contains("back"), "{reasons}");
+    assert!(!reasons.contains("exited"), "{reasons}");
+}
+
+/// `load collab` of 20 users in rooms of 2 (with `--reconnect` or not) on a single stack whose app the
+/// test restarts once all are open and 60 frames were sent: exit code and summary.
+fn load_through_a_restart(s: &Stack, reconnect: bool) -> (Option<i32>, Value) {
+    let mut args = vec![
+        "load",
+        "collab",
+        "--stack",
+        &s.name,
+        "--users",
+        "20",
+        "--tokens",
+        "--ramp",
+        "1s",
+        "--hold",
+        "10s",
+        "--interval",
+        "200ms",
+        "--json",
+    ];
+    if reconnect {
+        args.push("--reconnect");
+    }
+    let mut child =
+        s.x.command(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut said = Vec::new();
+    loop {
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("the load ended before all were open and sending: {said:?}"))
+            .unwrap();
+        // Once all are open and frames flow: a sender's seq goes on across its drop.
+        let sent = line
+            .split(" frames ")
+            .nth(1)
+            .and_then(|r| r.split('→').next())
+            .and_then(|n| n.parse::<u64>().ok());
+        let flowing = line.contains("open 20/20 at once") && sent.is_some_and(|n| n >= 60);
+        said.push(line);
+        if flowing {
+            break;
+        }
+    }
+    let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
+    let o = std::process::Command::new("docker")
+        .args(["restart", "-t", "1", &s.container("app")])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = child.wait_with_output().unwrap();
+    let rest = rest.join().unwrap();
+    let j: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no summary ({e}): {} {said:?} {rest:?}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    (out.status.code(), j)
+}
+
+#[tokio::test]
+#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
+async fn with_reconnect_every_user_comes_back_from_a_restart_and_without_it_each_fails() {
+    let s = Stack::new("reconnect").await;
+    let port = Stack::port();
+    let d = s.x.deploy_json(&single_sqlite(&s.name, &port));
+    assert_eq!(d["ok"], true, "{d}");
+    s.x.ok(&[
+        "prepare",
+        "--stack",
+        &s.name,
+        "--accounts",
+        "20",
+        "--users-per-project",
+        "2",
+        "--bcrypt-cost",
+        "4",
+        "--mint-tokens",
+        "--json",
+    ]);
+
+    let (code, j) = load_through_a_restart(&s, true);
+    let rec = &j["recovery"];
+    eprintln!("{rec}");
+    assert_eq!(code, Some(0), "{j:#}");
+    assert_eq!(j["failed"], 0, "{j:#}");
+    assert_eq!(rec["users_dropped"], 20, "{rec:#}");
+    assert_eq!(rec["users_back"], 20, "{rec:#}");
+    assert_eq!(rec["not_back"], 0, "{rec:#}");
+    assert!(rec["drops"].as_u64().unwrap() >= 20, "{rec:#}");
+    // Not held all along: back.
+    assert_eq!(j["held_full_duration"], 0, "{j:#}");
+    // Each sender's frames go on from its last seq on its new socket: none counted twice.
+    let d = &j["fanout"]["deliveries"];
+    assert_eq!(d["duplicated"], 0, "{d:#}");
+    assert!(d["delivered"].as_u64().unwrap() > 0, "{d:#}");
+    assert!(rec["back_p95_ms"].as_f64().unwrap() > 0.0, "{rec:#}");
+
+    let (code, j) = load_through_a_restart(&s, false);
+    assert_eq!(code, Some(1), "{j:#}");
+    assert_eq!(j["failed"], 20, "{j:#}");
+    assert!(j.get("recovery").is_none(), "{j:#}");
+}
