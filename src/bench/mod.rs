@@ -166,9 +166,11 @@ fn run_levels(
                 )
             })
         });
-        let faulted = faulting.map(|f| {
+        let faulted = faulting.zip(plan.fault.as_ref()).map(|(f, p)| {
             f.join()
                 .unwrap_or_else(|_| exectl_core::bench::fault::FaultFigures {
+                    planned: p.fault.text(),
+                    services: p.services.clone(),
                     error: Some("its thread panicked".into()),
                     ..Default::default()
                 })

@@ -375,7 +375,7 @@ fn recovery(outcomes: &[UserOutcome], back: &Hist) -> Recovery {
         .filter_map(|o| Some((o, o.recovery.as_deref()?)))
     {
         r.add(&Recovery {
-            drops: u.drops as u64,
+            drops: u.dropped_by.len() as u64,
             users_dropped: 1,
             users_back: o.held as u64,
             not_back: u.not_back as u64,

@@ -170,11 +170,7 @@ pub(super) async fn hold(
         Some(e) => {
             out.ended = Some(e);
             out.early_end_us = Some(us(connected_at.elapsed()));
-            // A stall ended here (the client gave up) is the read that failed: a socket error.
-            out.failure = Some(match e {
-                Ended::Stalled => Ended::Error.kind(),
-                e => e.kind(),
-            });
+            out.failure = Some(e.kind());
         }
     }
     // Read until the close handshake is over (the reply to ours, or tungstenite's reply to theirs).

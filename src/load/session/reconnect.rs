@@ -14,10 +14,9 @@ use super::{us, Ctx, UserOutcome};
 /// One user's drops and returns (boxed in its outcome: most users never drop).
 #[derive(Debug, Clone, Default)]
 pub struct UserRecovery {
-    pub drops: u32,
     /// Each dial that failed on the way back, by its kind ("connect_refused", "handshake_502", …).
     pub failed_dials: Vec<String>,
-    /// How each socket dropped ("eof_without_close", "closed_1001", "stalled", …).
+    /// How each of its sockets dropped, in order ("eof_without_close", "closed_1001", "stalled", …).
     pub dropped_by: Vec<String>,
     /// Each return: from its drop to the new socket's upgrade.
     pub back_us: Vec<u64>,
@@ -46,7 +45,6 @@ pub(super) async fn come_back(
         }
         let dropped = Instant::now();
         let rec = out.recovery.get_or_insert_with(Default::default);
-        rec.drops += 1;
         rec.dropped_by.push(ended.kind());
         rec.first_drop_us
             .get_or_insert(us(dropped.duration_since(ctx.t0)));

@@ -35,13 +35,14 @@ impl Series {
 }
 
 /// One level on the time axis (seconds since the bench began): its load shaded, its common hold (all
-/// its users at once) shaded darker.
+/// its users at once) shaded darker, and the moment its planned fault ran (`--fault`) marked.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Band {
     pub start: f64,
     pub end: f64,
     pub users: u64,
     pub hold: Option<(f64, f64)>,
+    pub fault_at: Option<f64>,
 }
 
 /// What the x axis is.
@@ -172,6 +173,20 @@ fn svg(chart: &Chart, drawn: &[&Series]) -> Result<String, String> {
                     )))
                     .map_err(|x| e(&x))?;
                 }
+                if let Some(t) = band.fault_at {
+                    let red = RGBColor(200, 40, 40);
+                    c.draw_series(std::iter::once(PathElement::new(
+                        vec![(t, 0.0), (t, y_max)],
+                        red.stroke_width(2),
+                    )))
+                    .map_err(|x| e(&x))?;
+                    c.draw_series(std::iter::once(Text::new(
+                        "fault",
+                        (t, y_max * 0.9),
+                        ("sans-serif", 11).into_font().color(&red),
+                    )))
+                    .map_err(|x| e(&x))?;
+                }
                 let label = match band.hold {
                     Some(_) => format!("{} · hold", band.users),
                     None => band.users.to_string(),
@@ -248,12 +263,14 @@ mod tests {
                         end: 10.0,
                         users: 200,
                         hold: Some((3.0, 9.0)),
+                        fault_at: Some(5.0),
                     },
                     Band {
                         start: 12.0,
                         end: 20.0,
                         users: 500,
                         hold: None,
+                        fault_at: None,
                     },
                 ],
             },
@@ -283,6 +300,10 @@ mod tests {
         assert!(
             f.contains(">500<") || f.contains(">\n500\n<"),
             "a level without a hold (cut short) is labelled alone"
+        );
+        assert!(
+            f.contains(">fault<") || f.contains(">\nfault\n<"),
+            "the moment of the planned fault is marked"
         );
         let empty = Chart {
             series: vec![],

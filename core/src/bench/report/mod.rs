@@ -156,6 +156,12 @@ fn spans(r: &Results, samples: &[Sample]) -> Vec<Band> {
             users: l.users,
             hold: (l.span.hold_end_ms > l.span.hold_ms)
                 .then(|| (secs(l.span.hold_ms), secs(l.span.hold_end_ms))),
+            fault_at: l
+                .figures
+                .fault
+                .as_ref()
+                .and_then(|f| f.at_s)
+                .map(|at| secs(l.span.hold_ms) + at),
         })
         .collect();
     let after = r.levels.last().map_or(0, |l| l.span.settled_ms);
@@ -170,6 +176,7 @@ fn spans(r: &Results, samples: &[Sample]) -> Vec<Band> {
                 end: secs(last.t_ms),
                 users: first.level.unwrap_or(0),
                 hold: None,
+                fault_at: None,
             });
         }
     }
