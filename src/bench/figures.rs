@@ -58,6 +58,7 @@ pub fn of(s: &Summary) -> LevelFigures {
         // bench.
         browser: None,
         fault: None,
+        growth: None,
         pings: sockets.then_some(s.pings),
         arrivals: s.arrivals.as_ref().map(|a| a.describe()),
         relayed_per_s: s.fanout.as_ref().map(|f| {

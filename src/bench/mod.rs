@@ -135,7 +135,7 @@ fn run_levels(
         let users = opts.users as u64;
         let live = Arc::new(Live::default());
         opts.live = Some(live.clone());
-        let (ramp, tokens) = (opts.ramp, opts.tokens);
+        let (ramp, tokens, churn) = (opts.ramp, opts.tokens, opts.churn);
         let start_ms = sampler.now_ms();
         let start_unix = unix_now();
         sampler.level(Some(LevelState {
@@ -232,26 +232,43 @@ fn run_levels(
         figures.browser = browsed;
         // The fault, and the users' returns: those back and held to the end are served.
         let fault_invalid = faulted.as_ref().and_then(|f| f.invalid());
+        let recovery = summary.recovery.clone().unwrap_or_default();
+        figures.held += recovery.users_back;
         figures.fault = faulted.map(|mut f| {
-            f.recovery = summary.recovery.clone().unwrap_or_default();
+            f.recovery = recovery.clone();
             f.updates_lost = summary
                 .fanout
                 .as_ref()
                 .map(|x| x.deliveries.lost.unwrap_or(0));
-            figures.held += f.recovery.users_back;
             f
+        });
+        // Users that came and went (`--churn`): each instance's trends over the hold.
+        figures.growth = churn.map(|mean| {
+            exectl_core::bench::growth::Growth::of(
+                &span,
+                &samples,
+                users,
+                mean.as_secs_f64(),
+                recovery.leaves,
+            )
         });
         let instances = at_once(&span, &samples, &ghosts);
         figures.instances_peak = instances.peak;
         figures.instances_min_in_hold = instances.min_in_hold;
         let checks = plan.slos.check(&figures);
+        // Users that leave and come back (`--churn`, `--fault`) are between the generator's count and
+        // the instances' at any sample: the two are not compared (`back` and `growth` judge those
+        // levels, and a leak's ghosts grow the instances' count as another client's would).
+        let (unseen, foreign) = match summary.recovery {
+            Some(_) => (None, None),
+            None => (instances.unseen(), instances.foreign()),
+        };
         let besides = Besides {
             incidents: exectl_core::bench::incidents::reasons_besides(&span, &samples, &restarted)
                 .into_iter()
-                .chain(instances.unseen())
+                .chain(unseen)
                 .collect(),
-            invalid: instances
-                .foreign()
+            invalid: foreign
                 .into_iter()
                 .chain(browser_failed)
                 .chain(fault_invalid)

@@ -244,6 +244,13 @@ pub struct BenchFlags {
     /// Start each level's users evenly over this long [default: 0 for login-burst, else 10s].
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub ramp: Option<String>,
+    /// Churn during the common hold: each user leaves (closes its socket) after a time drawn with
+    /// this mean (exponential: a steady rate of leaves, users/MEAN a second) and comes back at once
+    /// with a new socket, dialing again as --reconnect does if that fails; the bench fits each
+    /// instance's RSS, open files, connections and rooms over the hold to a trend (the `growth`
+    /// objective).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub churn: Option<String>,
     /// SUT sampling period, 200ms..60s.
     #[arg(
         long,
@@ -261,7 +268,7 @@ pub struct BenchFlags {
     )]
     pub settle: String,
     /// An objective, KEY=VALUE (repeat): held=99.9, refused=0, stalled=0, login_p95=5s, connect_p95=2s,
-    /// delivery_p95=1s, frame_errors=0, health_p95=1s, browser=10s, back=30s (the defaults).
+    /// delivery_p95=1s, frame_errors=0, health_p95=1s, browser=10s, back=30s, growth=10 (the defaults).
     #[arg(long, value_name = "KEY=VALUE")]
     pub slo: Vec<String>,
     /// Run every level even after one fails.
@@ -362,6 +369,12 @@ pub struct LoadArgs {
     /// Start users evenly over this long, e.g. 30s [default: 0 for login-burst, else 10s].
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub ramp: Option<String>,
+    /// Churn during the common hold: each user leaves (closes its socket) after a time drawn with
+    /// this mean (exponential: a steady rate of leaves, users/MEAN a second) and comes back at once
+    /// with a new socket, dialing again as --reconnect does if that fails; the summary counts
+    /// the leaves (`recovery`).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub churn: Option<String>,
     /// Connection attempts in flight at most [default: every user for login-burst, else 64].
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub dial_concurrency: Option<String>,

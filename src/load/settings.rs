@@ -68,6 +68,9 @@ pub struct LoadSettings {
     /// `--reconnect`: a dropped user dials again as the real client does (`LoadOptions::reconnect`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reconnect: bool,
+    /// `--churn`: each user leaves after a time of this mean and comes back (`LoadOptions::churn`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub churn: Option<Duration>,
 }
 
 impl Default for LoadSettings {
@@ -87,6 +90,7 @@ impl Default for LoadSettings {
             progress: false,
             arrival_rate: None,
             reconnect: false,
+            churn: None,
         }
     }
 }
@@ -218,6 +222,7 @@ impl LoadSettings {
             stacks,
             arrival_rate: self.arrival_rate,
             reconnect: self.reconnect,
+            churn: self.churn,
         })
     }
 

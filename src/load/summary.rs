@@ -376,7 +376,8 @@ fn recovery(outcomes: &[UserOutcome], back: &Hist) -> Recovery {
     {
         r.add(&Recovery {
             drops: u.dropped_by.len() as u64,
-            users_dropped: 1,
+            leaves: u.leaves as u64,
+            users_dropped: !u.dropped_by.is_empty() as u64,
             users_back: o.held as u64,
             not_back: u.not_back as u64,
             failed_dials: count(&u.failed_dials),
@@ -625,7 +626,7 @@ impl Summary {
             && !self.interrupted
             // Sockets that dropped and came back (`--reconnect`, all of them, or `failed` counts
             // them) did not hold the plateau whole: their return is the measure.
-            && (self.recovery.as_ref().is_some_and(|r| r.drops > 0)
+            && (self.recovery.as_ref().is_some_and(|r| r.drops + r.leaves > 0)
                 || self.plateau.as_ref().is_none_or(PlateauFigures::full))
             && !self.fanout.as_ref().is_some_and(|f| f.deliveries.faulty())
     }

@@ -500,12 +500,14 @@ fn level_line(d: &Done, cpu: &CpuScale) -> String {
         .as_ref()
         .map(|p| format!(", {}", p.describe()))
         .unwrap_or_default();
-    let fault = l
-        .figures
-        .fault
-        .as_ref()
-        .map(|f| format!(", {}", f.describe()))
-        .unwrap_or_default();
+    let fault = [
+        l.figures.fault.as_ref().map(|f| f.describe()),
+        l.figures.growth.as_ref().map(|g| g.describe()),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|s| format!(", {s}"))
+    .collect::<String>();
     format!(
         "level {}/{}: {} users, {} {}/{}{at_once}{fault}, failures {}, busiest {} — {}",
         d.index + 1,

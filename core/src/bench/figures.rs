@@ -78,6 +78,9 @@ pub struct LevelFigures {
     /// held to the end count among `held`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<super::fault::FaultFigures>,
+    /// `--churn`: the leaves and returns, and each instance's trends over the hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub growth: Option<super::growth::Growth>,
 }
 
 /// What a served user of `scenario` did: "logged in" for login-burst (no socket), else "held".

@@ -8,6 +8,7 @@ pub mod cpu;
 pub mod decimal;
 pub mod fault;
 pub mod figures;
+pub mod growth;
 pub mod incidents;
 pub mod levels;
 pub mod limiting;
@@ -15,6 +16,7 @@ pub mod report;
 pub mod results;
 pub mod slo;
 pub mod timeline;
+pub mod trend;
 pub mod verdict;
 
 pub use cpu::{busiest, AppThreads, CpuScale};

@@ -32,6 +32,13 @@ pub struct Slos {
     /// Absent from results.json written before it: the default.
     #[serde(default = "default_back_ms")]
     pub back_ms: f64,
+    /// Absent from results.json written before it: the default.
+    #[serde(default = "default_growth_pct")]
+    pub growth_pct: f64,
+}
+
+fn default_growth_pct() -> f64 {
+    Slos::default().growth_pct
 }
 
 fn default_back_ms() -> f64 {
@@ -63,6 +70,7 @@ impl Default for Slos {
             health_p95_ms: 0.0,
             browser_ms: 0.0,
             back_ms: 0.0,
+            growth_pct: 0.0,
         };
         for (_, setting) in settable() {
             (setting.set)(&mut s, setting.default);
@@ -199,7 +207,7 @@ fn p95(p: &Option<super::figures::Pcts>) -> Option<f64> {
 
 /// Every objective, in the order of `--slo`'s keys, the checks and the tables. The defaults say "this
 /// many users were served".
-pub const OBJECTIVES: [Objective; 11] = [
+pub const OBJECTIVES: [Objective; 12] = [
     Objective {
         key: "held",
         unit: Unit::Percent,
@@ -339,11 +347,11 @@ pub const OBJECTIVES: [Objective; 11] = [
         unit: Unit::Seconds,
         bound: Bound::AtLeast,
         setting: None,
-        measured: "The common hold's length: every user of the level open at once, from the last dial's end (a stop cuts it short; 0 when no socket was open through it). Its bound is `--hold`, not a `--slo` key. Not measured in a level with `--fault`: its sockets drop by design, and `back` judges their return.",
+        measured: "The common hold's length: every user of the level open at once, from the last dial's end (a stop cuts it short; 0 when no socket was open through it). Its bound is `--hold`, not a `--slo` key. Not measured in a level with `--fault` or `--churn`: its sockets close by design (`back` and `growth` judge those levels).",
         scenarios: SOCKETS,
-        figure: |f| match f.fault {
-            Some(_) => None,
-            None => f.plateau.as_ref().map(|p| p.open_length_s()),
+        figure: |f| match (&f.fault, &f.growth) {
+            (None, None) => f.plateau.as_ref().map(|p| p.open_length_s()),
+            _ => None,
         },
     },
     Objective {
@@ -365,6 +373,23 @@ pub const OBJECTIVES: [Objective; 11] = [
                 (0, Some(max)) => Some(max),
                 _ => Some(UNFINISHED),
             }
+        },
+    },
+    Objective {
+        key: "growth",
+        unit: Unit::Percent,
+        bound: Bound::AtMost,
+        setting: Some(Setting {
+            default: 10.0,
+            example: "5",
+            get: |s| s.growth_pct,
+            set: |s, v| s.growth_pct = v,
+        }),
+        measured: "With `--churn`: the most any app instance's RSS, open files, connections or rooms grew over the common hold, by its trend (Theil–Sen, over every sample of the hold), in percent of its median (RSS, open files) or of the level's users (connections, rooms); only a trend whose 95 % bootstrap interval excludes zero and that grew at least 4 MiB (RSS) or 2 (files, connections, rooms) over the hold counts (none: 0).",
+        scenarios: SOCKETS,
+        figure: |f| {
+            let g = f.growth.as_ref()?;
+            Some(g.worst().map_or(0.0, |w| w.pct_over_hold))
         },
     },
 ];
@@ -389,6 +414,7 @@ impl Objective {
         // fault (`--fault`): no check without it.
         if (self.key == "browser" && f.browser.is_none())
             || (self.key == "back" && f.fault.is_none())
+            || (self.key == "growth" && f.growth.is_none())
         {
             return None;
         }

@@ -103,6 +103,7 @@ fn the_table_gives_the_defaults_keys_and_bounds_of_before() {
             health_p95_ms: 1_000.0,
             browser_ms: 10_000.0,
             back_ms: 30_000.0,
+            growth_pct: 10.0,
         }
     );
     let keys: Vec<&str> = settable().map(|(o, _)| o.key).collect();
@@ -118,7 +119,8 @@ fn the_table_gives_the_defaults_keys_and_bounds_of_before() {
             "frame_errors",
             "health_p95",
             "browser",
-            "back"
+            "back",
+            "growth"
         ]
     );
     let bounds: Vec<String> = Slos::default()

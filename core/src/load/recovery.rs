@@ -27,6 +27,9 @@ pub fn backoff(failed: u32) -> Duration {
 pub struct Recovery {
     /// Sockets that dropped before the hold ended (a user may drop more than once).
     pub drops: u64,
+    /// Sockets their users closed on purpose and opened again (`--churn`): no drop.
+    #[serde(default)]
+    pub leaves: u64,
     /// Users whose socket dropped at least once.
     pub users_dropped: u64,
     /// Of those, the users open again and held to the hold's end.
@@ -58,6 +61,7 @@ impl Recovery {
     /// from the merged histogram).
     pub fn add(&mut self, o: &Recovery) {
         self.drops += o.drops;
+        self.leaves += o.leaves;
         self.users_dropped += o.users_dropped;
         self.users_back += o.users_back;
         self.not_back += o.not_back;
@@ -86,8 +90,12 @@ impl Recovery {
     /// "20 sockets dropped (eof_without_close 20), all back within 3.1 s (p50 0.4 s, p95 2.9 s), the
     /// last 3.4 s after the first drop; 6 dials failed on the way" — or "none dropped".
     pub fn describe(&self) -> String {
+        let left = match self.leaves {
+            0 => String::new(),
+            n => format!("{n} sockets closed by their users and opened again (--churn); "),
+        };
         if self.drops == 0 {
-            return "no socket dropped".into();
+            return format!("{left}no socket dropped");
         }
         let kinds = |m: &BTreeMap<String, u64>| {
             m.iter()
@@ -127,7 +135,7 @@ impl Recovery {
             ),
         };
         format!(
-            "{} sockets dropped ({by}) from {} users, {back}{outage}{not_back}{failed}",
+            "{left}{} sockets dropped ({by}) from {} users, {back}{outage}{not_back}{failed}",
             self.drops, self.users_dropped
         )
     }
@@ -180,5 +188,13 @@ mod tests {
             "{d}"
         );
         assert_eq!(Recovery::default().describe(), "no socket dropped");
+        let churn = Recovery {
+            leaves: 12,
+            ..Recovery::default()
+        };
+        assert_eq!(
+            churn.describe(),
+            "12 sockets closed by their users and opened again (--churn); no socket dropped"
+        );
     }
 }

@@ -31,6 +31,7 @@ pub struct LoadFlags {
     pub ping_after: Option<String>,
     pub tokens: bool,
     pub reconnect: bool,
+    pub churn: Option<String>,
     pub source_addrs: Option<String>,
     pub processes: Option<String>,
     pub generators: Option<String>,
@@ -57,6 +58,7 @@ impl LoadFlags {
             ping_after: a.ping_after.clone(),
             tokens: a.tokens,
             reconnect: a.reconnect,
+            churn: a.churn.clone(),
             source_addrs: a.source_addrs.clone(),
             processes: a.processes.clone(),
             generators: a.generators.clone(),
@@ -120,6 +122,27 @@ pub fn settings(args: &LoadFlags) -> Result<(LoadSettings, Option<usize>), Usage
             "give e.g. --hold 30s",
         ));
     }
+    // A socket's mean life under churn: below 100 ms the users do nothing but dial.
+    let churn = args
+        .churn
+        .as_deref()
+        .map(|v| {
+            duration_flag(
+                "--churn",
+                v,
+                Duration::from_millis(100),
+                Duration::from_secs(30 * 24 * 3600),
+            )
+        })
+        .transpose()?;
+    if churn.is_some() && !scenario.uses_socket() {
+        return Err(UsageError::new(
+            "--churn",
+            args.churn.as_deref().unwrap_or(""),
+            format!("{} holds no socket to leave", scenario.name()),
+            "use it with idle, collab or editing",
+        ));
+    }
     // Below 10ms the waits are timer noise.
     let interval = duration("--interval", &args.interval, Duration::from_millis(10))?;
     // Under a second, pings are the load; above an hour, no hold would ever ping.
@@ -170,7 +193,9 @@ pub fn settings(args: &LoadFlags) -> Result<(LoadSettings, Option<usize>), Usage
         pattern: args.pattern.clone(),
         progress: !args.quiet,
         arrival_rate,
-        reconnect: args.reconnect,
+        // A user that left comes back; if its dial fails, as --reconnect does.
+        reconnect: args.reconnect || churn.is_some(),
+        churn,
     };
     settings.check()?;
     Ok((settings, users))

@@ -38,6 +38,12 @@ pub(super) async fn hold(
     let mut seq = out.frames_sent as u32;
     let mut pending: Option<HttpFuture> = None;
     let mut window = ctx.live.plateau.subscribe();
+    // `--churn`: when this user leaves, drawn again if that falls before the common hold began.
+    let life = |mean: Duration| {
+        let u: f64 = rand::thread_rng().gen_range(f64::EPSILON..=1.0);
+        mean.mul_f64(-u.ln())
+    };
+    let mut leave_at = opts.churn.map(|mean| connected_at + life(mean));
     let mut plan = match opts.scenario {
         Scenario::Collab => Plan::Barrier { at: Instant::now() },
         Scenario::Editing => Plan::Act {
@@ -133,6 +139,13 @@ pub(super) async fn hold(
                     Plan::Idle => Plan::Idle,
                 };
             }
+            _ = sleep_until(leave_at.unwrap_or(connected_at)), if leave_at.is_some() => {
+                match (end, opts.churn) {
+                    (Some(_), _) => break Some(Ended::Left),
+                    (None, Some(mean)) => leave_at = Some(Instant::now() + life(mean)),
+                    (None, None) => leave_at = None,
+                }
+            }
         }
     };
 
@@ -154,6 +167,14 @@ pub(super) async fn hold(
     match ended {
         None => {
             out.held = true;
+            let bye = CloseFrame {
+                code: CloseCode::Normal,
+                reason: "".into(),
+            };
+            let _ = tokio::time::timeout(CLOSE_GRACE, ws.close(Some(bye))).await;
+        }
+        Some(Ended::Left) => {
+            out.ended = Some(Ended::Left);
             let bye = CloseFrame {
                 code: CloseCode::Normal,
                 reason: "".into(),

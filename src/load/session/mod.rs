@@ -149,6 +149,8 @@ pub enum Ended {
     Error,
     /// Open, but the server sent nothing for longer than the liveness bound (a frozen server).
     Stalled,
+    /// The user left on purpose (`--churn`): the client closed its socket normally.
+    Left,
 }
 
 impl Ended {
@@ -159,6 +161,7 @@ impl Ended {
             Ended::Eof => "eof_without_close".into(),
             Ended::Error => "socket_error".into(),
             Ended::Stalled => "stalled".into(),
+            Ended::Left => "left".into(),
         }
     }
 }

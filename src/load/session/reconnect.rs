@@ -9,11 +9,13 @@ use exectl_core::load::recovery::backoff;
 use tokio::time::{sleep_until, Instant};
 
 use super::hold::hold;
-use super::{us, Ctx, UserOutcome};
+use super::{us, Ctx, Ended, UserOutcome};
 
 /// One user's drops and returns (boxed in its outcome: most users never drop).
 #[derive(Debug, Clone, Default)]
 pub struct UserRecovery {
+    /// Times it left on purpose and came back (`--churn`).
+    pub leaves: u32,
     /// Each dial that failed on the way back, by its kind ("connect_refused", "handshake_502", …).
     pub failed_dials: Vec<String>,
     /// How each of its sockets dropped, in order ("eof_without_close", "closed_1001", "stalled", …).
@@ -41,16 +43,34 @@ pub(super) async fn come_back(
     while !out.held {
         let Some(ended) = out.ended else { return };
         if ctx.live.plateau.stopped() || hold_over(ctx) {
+            // Left just before the end (its close handshake ran past it): it was there all along.
+            if ended == Ended::Left && !ctx.live.plateau.stopped() {
+                out.held = true;
+                out.ended = None;
+            }
             return;
         }
         let dropped = Instant::now();
         let rec = out.recovery.get_or_insert_with(Default::default);
-        rec.dropped_by.push(ended.kind());
-        rec.first_drop_us
-            .get_or_insert(us(dropped.duration_since(ctx.t0)));
-        let mut failed = 0;
+        // A user that left (`--churn`) dials again at once; a dropped one after the backoff's wait.
+        let left = ended == Ended::Left;
+        if left {
+            rec.leaves += 1;
+        } else {
+            rec.dropped_by.push(ended.kind());
+            rec.first_drop_us
+                .get_or_insert(us(dropped.duration_since(ctx.t0)));
+        }
+        let mut failed: u32 = 0;
         let ws = loop {
-            if !wait(ctx, Instant::now() + backoff(failed)).await {
+            let pause = match (left, failed) {
+                (true, 0) => None,
+                (true, n) => Some(backoff(n - 1)),
+                (false, n) => Some(backoff(n)),
+            };
+            if pause.is_some_and(|p| p > std::time::Duration::ZERO)
+                && !wait(ctx, Instant::now() + pause.unwrap_or_default()).await
+            {
                 rec.not_back = true;
                 out.failure = Some("not_back".into());
                 return;
@@ -76,8 +96,10 @@ pub(super) async fn come_back(
             failed += 1;
         };
         let connected_at = Instant::now();
-        rec.back_us.push(us(connected_at - dropped));
-        rec.last_back_us = Some(us(connected_at.duration_since(ctx.t0)));
+        if !left {
+            rec.back_us.push(us(connected_at - dropped));
+            rec.last_back_us = Some(us(connected_at.duration_since(ctx.t0)));
+        }
         out.ended = None;
         out.failure = None;
         out.early_end_us = None;

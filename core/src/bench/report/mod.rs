@@ -1,8 +1,9 @@
 //! report.html: one self-contained file (inline CSS and SVG, no scripts, no network) built from
 //! results.json and the timeline alone, so `exectl report RUN_ID` rebuilds the same bytes. `tables` makes
-//! its tables, `series` its charts' data, `charts` draws them.
+//! its tables, `series` its charts' data, `growth` the churn's trend charts, `charts` draws them.
 
 pub mod charts;
+mod growth;
 mod series;
 mod tables;
 
@@ -25,6 +26,7 @@ pub fn render(r: &Results, samples: &[Sample]) -> Result<String, String> {
     let spans = spans(r, samples);
     let time_charts = series::time_charts(r, samples, &spans)?;
     let level_charts = series::level_charts(r)?;
+    let growth_charts = growth::charts(r, samples, &spans)?;
     let capacity = r.verdict.capacity_line();
     // A knee, a leak, an invalid level or levels that do not rise to a knee fail the verdict.
     let class = if r.verdict.fails() {
@@ -110,11 +112,14 @@ pub fn render(r: &Results, samples: &[Sample]) -> Result<String, String> {
     // The fault column only where a level had a planned fault (`--fault`).
     let fault = r.levels.iter().any(|l| l.figures.fault.is_some());
     ctx.insert("fault", &fault);
+    let growth = r.levels.iter().any(|l| l.figures.growth.is_some());
+    ctx.insert("growth", &growth);
     ctx.insert("objectives", &objectives);
     ctx.insert("services", &services);
     ctx.insert("nodes", &nodes);
     ctx.insert("time_charts", &time_charts);
     ctx.insert("level_charts", &level_charts);
+    ctx.insert("growth_charts", &growth_charts);
     ctx.insert("capacity", &capacity);
     ctx.insert("class", class);
     ctx.insert("defects", &defects);

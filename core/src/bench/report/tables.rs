@@ -39,6 +39,8 @@ pub struct Row {
     browser: String,
     /// `--fault`: what it became and the users' returns (empty without it).
     fault: String,
+    /// `--churn`: the leaves and the largest growth (empty without it).
+    growth: String,
     cpu: String,
     leak_ok: bool,
     /// Short when it passed ("0 left after 30.4 s"); `leak_detail` is its tooltip.
@@ -110,6 +112,7 @@ pub fn rows(r: &Results, samples: &[Sample]) -> Vec<Row> {
                 health: p95(&f.health_ms),
                 browser: f.browser.as_ref().map(|b| b.text()).unwrap_or_default(),
                 fault: f.fault.as_ref().map(|x| x.describe()).unwrap_or_default(),
+                growth: f.growth.as_ref().map(|g| g.describe()).unwrap_or_default(),
                 cpu: busiest(
                     l.span.during(samples).flat_map(|s| &s.containers),
                     &r.cpu_scale,

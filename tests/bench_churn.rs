@@ -1,0 +1,134 @@
+//! Growth while users come and go (#39, part 2), on the real engine with the stand-in: `bench --churn`
+//! makes each user leave and come back (a normal close, a new socket at once) through the hold, and
+//! each app instance's RSS, open files, connections and rooms are fitted to a trend over it (the
+//! `growth` objective). The healthy stand-in's counts stay flat and the level passes; with its
+//! `leak-on-close` fault (the seed study's leak: a closed connection stays counted) every leave leaves
+//! a ghost, and the level fails on `growth`, naming the instance's connections and their rate.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+/// A single SQLite stack (`fault` as STANDIN_FAULT, or none), 40 accounts with minted tokens, and one
+/// idle level of 40 users held 20 s with a socket's mean life of 2 s: exit code and the level.
+async fn churned(short: &str, fault: Option<&str>) -> (Option<i32>, Value, String) {
+    let s = Stack::new(short).await;
+    let port = Stack::port();
+    let mut spec = single_sqlite(&s.name, &port);
+    spec.extend(["--set", "STANDIN_ROOM_CLEANUP_MS=500"]);
+    let set = fault.map(|f| format!("STANDIN_FAULT={f}"));
+    if let Some(f) = &set {
+        spec.extend(["--set", f.as_str()]);
+    }
+    let d = s.x.deploy_json(&spec);
+    assert_eq!(d["ok"], true, "{d}");
+    s.x.ok(&[
+        "prepare",
+        "--stack",
+        &s.name,
+        "--accounts",
+        "40",
+        "--bcrypt-cost",
+        "4",
+        "--mint-tokens",
+        "--json",
+    ]);
+    let mut args = vec![
+        "bench",
+        "--stack",
+        &s.name,
+        "--run-id",
+        "churn",
+        "--scenario",
+        "idle",
+        "--levels",
+        "40",
+        "--tokens",
+        "--hold",
+        "20s",
+        "--ramp",
+        "2s",
+        "--settle",
+        "10s",
+        "--churn",
+        "2s",
+    ];
+    args.extend(COUNTS_ONLY);
+    let out = s.x.run(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let text = std::fs::read_to_string(s.x.state.path().join("benches/churn/results.json"))
+        .unwrap_or_else(|e| panic!("no results.json ({e}); stderr:\n{stderr}"));
+    let r: Value = serde_json::from_str(&text).unwrap();
+    // The report draws each instance's series over the hold with its trend.
+    let report =
+        std::fs::read_to_string(s.x.state.path().join("benches/churn/report.html")).unwrap();
+    assert!(report.contains("Growth over the hold"), "no growth charts");
+    assert!(
+        report.contains(
+            "data-series=\"app connections|app connections: trend|app rooms|app rooms: trend\""
+        ),
+        "the counts chart's series"
+    );
+    (out.status.code(), r["levels"][0].clone(), stderr)
+}
+
+fn check<'a>(level: &'a Value, key: &str) -> &'a Value {
+    level["slos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["key"] == key)
+        .unwrap_or_else(|| panic!("no {key} check: {:#}", level["slos"]))
+}
+
+#[tokio::test]
+#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
+async fn users_coming_and_going_leave_a_healthy_instance_flat() {
+    let (code, level, stderr) = churned("churn-ok", None).await;
+    let g = &level["figures"]["growth"];
+    eprintln!("{g:#}");
+    assert_eq!(code, Some(0), "{stderr}\n{level:#}");
+    // 40 users with a mean life of 2 s over 20 s: hundreds of leaves, every one back.
+    assert!(g["leaves"].as_u64().unwrap() >= 100, "{g:#}");
+    assert_eq!(level["figures"]["held"], 40, "{level:#}");
+    // RSS, open files, connections and rooms of the one instance, each fitted.
+    assert_eq!(g["series"].as_array().unwrap().len(), 4, "{g:#}");
+    assert_eq!(check(&level, "growth")["ok"], true, "{level:#}");
+    assert_eq!(check(&level, "growth")["measured"], 0.0, "{level:#}");
+    assert!(check(&level, "plateau")["measured"].is_null(), "{level:#}");
+}
+
+#[tokio::test]
+#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
+async fn a_leak_under_churn_is_unbounded_growth_of_the_instances_connections() {
+    let (code, level, stderr) = churned("churn-leak", Some("leak-on-close")).await;
+    let g = &level["figures"]["growth"];
+    assert_eq!(code, Some(1), "{stderr}\n{level:#}");
+    let c = check(&level, "growth");
+    assert_eq!(c["ok"], false, "{level:#}");
+    // A ghost per leave: hundreds over 40 users, many times the 10 % bound.
+    assert!(c["measured"].as_f64().unwrap() > 100.0, "{c:#}");
+    let worst = g["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["significant"] == true)
+        .max_by(|a, b| {
+            a["pct_over_hold"]
+                .as_f64()
+                .unwrap()
+                .total_cmp(&b["pct_over_hold"].as_f64().unwrap())
+        })
+        .unwrap();
+    assert_eq!(worst["service"], "app", "{g:#}");
+    assert_eq!(worst["resource"], "connections", "{g:#}");
+    assert!(
+        worst["trend"]["low_per_h"].as_f64().unwrap() > 0.0,
+        "{worst:#}"
+    );
+    assert!(
+        stderr.contains("the most growth: app connections +"),
+        "{stderr}"
+    );
+}
