@@ -23,17 +23,7 @@ async fn churned(short: &str, fault: Option<&str>) -> (Option<i32>, Value, Strin
     }
     let d = s.x.deploy_json(&spec);
     assert_eq!(d["ok"], true, "{d}");
-    s.x.ok(&[
-        "prepare",
-        "--stack",
-        &s.name,
-        "--accounts",
-        "40",
-        "--bcrypt-cost",
-        "4",
-        "--mint-tokens",
-        "--json",
-    ]);
+    s.prepare_tokens("40", &[]);
     let mut args = vec![
         "bench",
         "--stack",
@@ -90,7 +80,8 @@ async fn users_coming_and_going_leave_a_healthy_instance_flat() {
     eprintln!("{g:#}");
     assert_eq!(code, Some(0), "{stderr}\n{level:#}");
     // 40 users with a mean life of 2 s over 20 s: hundreds of leaves, every one back.
-    assert!(g["leaves"].as_u64().unwrap() >= 100, "{g:#}");
+    assert!(g["recovery"]["leaves"].as_u64().unwrap() >= 100, "{g:#}");
+    assert_eq!(g["recovery"]["not_back"], 0, "{g:#}");
     assert_eq!(level["figures"]["held"], 40, "{level:#}");
     // RSS, open files, connections and rooms of the one instance, each fitted.
     assert_eq!(g["series"].as_array().unwrap().len(), 4, "{g:#}");

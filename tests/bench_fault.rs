@@ -9,8 +9,6 @@ mod common;
 
 use common::*;
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
 
 /// ha ×2, fixture images, 40 accounts with minted tokens (a reconnect dials with the same token).
 fn deploy_ha(s: &Stack, port: &str) {
@@ -19,17 +17,7 @@ fn deploy_ha(s: &Stack, port: &str) {
     args.extend(["--set", "STANDIN_ROOM_CLEANUP_MS=500"]);
     let d = s.x.deploy_json(&args);
     assert_eq!(d["ok"], true, "{d}");
-    s.x.ok(&[
-        "prepare",
-        "--stack",
-        &s.name,
-        "--accounts",
-        "40",
-        "--bcrypt-cost",
-        "4",
-        "--mint-tokens",
-        "--json",
-    ]);
+    s.prepare_tokens("40", &[]);
 }
 
 /// `bench` of one idle level of 40 users on minted tokens, held 12 s, with `extra`: exit code,
@@ -212,42 +200,26 @@ fn load_through_a_restart(s: &Stack, reconnect: bool) -> (Option<i32>, Value) {
     if reconnect {
         args.push("--reconnect");
     }
-    let mut child =
-        s.x.command(&args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut said = Vec::new();
-    loop {
-        let line = lines
-            .next()
-            .unwrap_or_else(|| panic!("the load ended before all were open and sending: {said:?}"))
-            .unwrap();
-        // Once all are open and frames flow: a sender's seq goes on across its drop.
+    let mut run = Watched::spawn(s.x.command(&args));
+    // Once all are open and frames flow: a sender's seq goes on across its drop.
+    run.until("all were open and sending", |line| {
         let sent = line
             .split(" frames ")
             .nth(1)
             .and_then(|r| r.split('→').next())
             .and_then(|n| n.parse::<u64>().ok());
-        let flowing = line.contains("open 20/20 at once") && sent.is_some_and(|n| n >= 60);
-        said.push(line);
-        if flowing {
-            break;
-        }
-    }
-    let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
-    let o = std::process::Command::new("docker")
-        .args(["restart", "-t", "1", &s.container("app")])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let out = child.wait_with_output().unwrap();
-    let rest = rest.join().unwrap();
+        line.contains("open 20/20 at once") && sent.is_some_and(|n| n >= 60)
+    });
+    let (out, said) = run.wait(|| {
+        let o = std::process::Command::new("docker")
+            .args(["restart", "-t", "1", &s.container("app")])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    });
     let j: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
-            "no summary ({e}): {} {said:?} {rest:?}",
+            "no summary ({e}): {} {said:?}",
             String::from_utf8_lossy(&out.stdout)
         )
     });
@@ -261,19 +233,7 @@ async fn with_reconnect_every_user_comes_back_from_a_restart_and_without_it_each
     let port = Stack::port();
     let d = s.x.deploy_json(&single_sqlite(&s.name, &port));
     assert_eq!(d["ok"], true, "{d}");
-    s.x.ok(&[
-        "prepare",
-        "--stack",
-        &s.name,
-        "--accounts",
-        "20",
-        "--users-per-project",
-        "2",
-        "--bcrypt-cost",
-        "4",
-        "--mint-tokens",
-        "--json",
-    ]);
+    s.prepare_tokens("20", &["--users-per-project", "2"]);
 
     let (code, j) = load_through_a_restart(&s, true);
     let rec = &j["recovery"];

@@ -11,8 +11,6 @@
 mod common;
 
 use common::*;
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 const USERS: &str = "300";
@@ -57,45 +55,31 @@ fn under_pause(
         "--json",
     ];
     args.extend(extra);
-    let mut child =
-        st.x.command(&args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut said = Vec::new();
-    loop {
-        let line = lines
-            .next()
-            .unwrap_or_else(|| panic!("the load ended before starting anyone: {said:?}"))
-            .unwrap();
-        let started = line
-            .split(" started ")
+    let mut run = Watched::spawn(st.x.command(&args));
+    run.until("starting anyone", |line| {
+        line.split(" started ")
             .nth(1)
             .and_then(|r| r.split('/').next())
-            .and_then(|n| n.parse::<u64>().ok());
-        said.push(line);
-        if started.is_some_and(|n| n > 0) {
-            break;
-        }
-    }
+            .and_then(|n| n.parse::<u64>().ok())
+            .is_some_and(|n| n > 0)
+    });
     let asked = Instant::now();
     let paused = Paused::pause(&st.container("app"));
     let frozen = Instant::now();
-    let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
-    std::thread::sleep(pause);
-    let thawing = Instant::now();
-    drop(paused);
+    let (mut thawing, mut thawed) = (frozen, frozen);
+    let (out, said) = run.wait(|| {
+        std::thread::sleep(pause);
+        thawing = Instant::now();
+        drop(paused);
+        thawed = Instant::now();
+    });
     let frozen = Frozen {
         at_least: thawing - frozen,
-        at_most: asked.elapsed(),
+        at_most: thawed - asked,
     };
-    let out = child.wait_with_output().unwrap();
-    let rest = rest.join().unwrap();
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
-            "no summary ({e}): {} {said:?} {rest:?}",
+            "no summary ({e}): {} {said:?}",
             String::from_utf8_lossy(&out.stdout)
         )
     });

@@ -249,7 +249,7 @@ fn run_levels(
                 &samples,
                 users,
                 mean.as_secs_f64(),
-                recovery.leaves,
+                recovery.clone(),
             )
         });
         let instances = at_once(&span, &samples, &ghosts);

@@ -135,6 +135,77 @@ impl Stack {
     pub fn container(&self, service: &str) -> String {
         format!("exectl-{}-{service}", self.name)
     }
+
+    /// `prepare` of `accounts` accounts at bcrypt cost 4 with minted tokens (`--tokens` then skips the
+    /// logins), and `extra` flags.
+    pub fn prepare_tokens(&self, accounts: &str, extra: &[&str]) {
+        let mut args = vec![
+            "prepare",
+            "--stack",
+            &self.name,
+            "--accounts",
+            accounts,
+            "--bcrypt-cost",
+            "4",
+            "--mint-tokens",
+            "--json",
+        ];
+        args.extend(extra);
+        self.x.ok(&args);
+    }
+}
+
+/// A command run with its stdout and stderr piped, its progress read line by line: `until` waits for
+/// a line (something to do at a moment of the run: pause the app, restart it), `wait` for its end.
+pub struct Watched {
+    child: std::process::Child,
+    lines: Option<std::io::Lines<std::io::BufReader<std::process::ChildStderr>>>,
+    /// Every stderr line read so far, for the failure messages.
+    pub said: Vec<String>,
+}
+
+impl Watched {
+    pub fn spawn(mut command: std::process::Command) -> Watched {
+        use std::io::BufRead;
+        let mut child = command
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        Watched {
+            child,
+            lines: Some(lines),
+            said: Vec::new(),
+        }
+    }
+
+    /// Read stderr until a line `what` accepts; panics naming `waiting_for` if the run ends first.
+    pub fn until(&mut self, waiting_for: &str, what: impl Fn(&str) -> bool) {
+        let lines = self.lines.as_mut().expect("until before wait");
+        loop {
+            let line = lines
+                .next()
+                .unwrap_or_else(|| panic!("the run ended before {waiting_for}: {:?}", self.said))
+                .unwrap();
+            let seen = what(&line);
+            self.said.push(line);
+            if seen {
+                return;
+            }
+        }
+    }
+
+    /// Keep reading stderr on a thread (a full pipe would block the run) while `during` runs, then
+    /// wait for the end: its output, and every stderr line.
+    pub fn wait(mut self, during: impl FnOnce()) -> (Output, Vec<String>) {
+        let lines = self.lines.take().expect("wait once");
+        let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
+        during();
+        let out = self.child.wait_with_output().unwrap();
+        self.said.extend(rest.join().unwrap());
+        (out, self.said)
+    }
 }
 
 impl Drop for Stack {

@@ -59,8 +59,8 @@ impl SeriesTrend {
 pub struct Growth {
     /// `--churn`: a socket's mean life, seconds.
     pub churn_s: f64,
-    /// Sockets their users closed and opened again during the level.
-    pub leaves: u64,
+    /// The users' leaves and returns (`leaves`), and any drops, over the level.
+    pub recovery: crate::load::recovery::Recovery,
     pub series: Vec<SeriesTrend>,
 }
 
@@ -105,7 +105,7 @@ impl Growth {
         samples: &[Sample],
         users: u64,
         churn_s: f64,
-        leaves: u64,
+        recovery: crate::load::recovery::Recovery,
     ) -> Growth {
         let hold_s = span.hold_end_ms.saturating_sub(span.hold_ms) as f64 / 1000.0;
         let mut services: Vec<&str> = in_hold(span, samples)
@@ -152,7 +152,7 @@ impl Growth {
         }
         Growth {
             churn_s,
-            leaves,
+            recovery,
             series,
         }
     }
@@ -172,10 +172,14 @@ impl Growth {
             Some(s) => format!("the most growth: {}", s.describe()),
             None => "nothing grew past noise (no trend above zero and its floor)".into(),
         };
+        let not_back = match self.recovery.not_back {
+            0 => String::new(),
+            n => format!(" ({n} not back by the hold's end)"),
+        };
         format!(
-            "churn {} s: {} leaves and returns; {most}",
+            "churn {} s: {} leaves and returns{not_back}; {most}",
             super::decimal::show(self.churn_s),
-            self.leaves
+            self.recovery.leaves
         )
     }
 }
@@ -213,6 +217,13 @@ mod tests {
         }
     }
 
+    fn leaves(n: u64) -> crate::load::recovery::Recovery {
+        crate::load::recovery::Recovery {
+            leaves: n,
+            ..Default::default()
+        }
+    }
+
     #[test]
     fn a_leak_under_churn_grows_past_the_bound_and_a_steady_instance_does_not() {
         // Steady: 40 held, 39 now and then (a user between its leave and its return), RSS flat but
@@ -220,7 +231,7 @@ mod tests {
         let steady: Vec<Sample> = (0..80)
             .map(|t| at(t, 40 - (t % 7 == 3) as u64, (t > 40) as u64))
             .collect();
-        let g = Growth::of(&SPAN, &steady, 40, 2.0, 1200);
+        let g = Growth::of(&SPAN, &steady, 40, 2.0, leaves(1200));
         assert_eq!(g.series.len(), 4, "{g:?}");
         assert!(g.worst().is_none(), "{:#?}", g.series);
         assert!(g
@@ -231,7 +242,7 @@ mod tests {
         let leaking: Vec<Sample> = (0..80)
             .map(|t| at(t, 40 + 20 * t.saturating_sub(10), t / 10))
             .collect();
-        let g = Growth::of(&SPAN, &leaking, 40, 2.0, 1200);
+        let g = Growth::of(&SPAN, &leaking, 40, 2.0, leaves(1200));
         let w = g.worst().unwrap();
         assert_eq!(
             (w.service.as_str(), w.resource.as_str()),
@@ -247,6 +258,8 @@ mod tests {
         );
         // Samples outside the hold are not fitted.
         let outside: Vec<Sample> = (71..90).map(|t| at(t, 40 * t, 0)).collect();
-        assert!(Growth::of(&SPAN, &outside, 40, 2.0, 0).series.is_empty());
+        assert!(Growth::of(&SPAN, &outside, 40, 2.0, leaves(0))
+            .series
+            .is_empty());
     }
 }

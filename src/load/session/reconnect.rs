@@ -89,8 +89,15 @@ pub(super) async fn come_back(
                 () = stopped => {}
             }
             if ctx.live.plateau.stopped() || hold_over(ctx) {
-                rec.not_back = true;
-                out.failure = Some("not_back".into());
+                // The hold ended during the first dial of a user that left on purpose: it was there
+                // until it chose to leave, its way back merely crossed the end.
+                if left && failed == 0 && !ctx.live.plateau.stopped() {
+                    out.held = true;
+                    out.ended = None;
+                } else {
+                    rec.not_back = true;
+                    out.failure = Some("not_back".into());
+                }
                 return;
             }
             failed += 1;
