@@ -63,15 +63,6 @@ async fn churned(short: &str, fault: Option<&str>) -> (Option<i32>, Value, Strin
     (out.status.code(), r["levels"][0].clone(), stderr)
 }
 
-fn check<'a>(level: &'a Value, key: &str) -> &'a Value {
-    level["slos"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["key"] == key)
-        .unwrap_or_else(|| panic!("no {key} check: {:#}", level["slos"]))
-}
-
 #[tokio::test]
 #[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn users_coming_and_going_leave_a_healthy_instance_flat() {
@@ -85,9 +76,12 @@ async fn users_coming_and_going_leave_a_healthy_instance_flat() {
     assert_eq!(level["figures"]["held"], 40, "{level:#}");
     // RSS, open files, connections and rooms of the one instance, each fitted.
     assert_eq!(g["series"].as_array().unwrap().len(), 4, "{g:#}");
-    assert_eq!(check(&level, "growth")["ok"], true, "{level:#}");
-    assert_eq!(check(&level, "growth")["measured"], 0.0, "{level:#}");
-    assert!(check(&level, "plateau")["measured"].is_null(), "{level:#}");
+    assert_eq!(slo_check(&level, "growth")["ok"], true, "{level:#}");
+    assert_eq!(slo_check(&level, "growth")["measured"], 0.0, "{level:#}");
+    assert!(
+        slo_check(&level, "plateau")["measured"].is_null(),
+        "{level:#}"
+    );
 }
 
 #[tokio::test]
@@ -96,7 +90,7 @@ async fn a_leak_under_churn_is_unbounded_growth_of_the_instances_connections() {
     let (code, level, stderr) = churned("churn-leak", Some("leak-on-close")).await;
     let g = &level["figures"]["growth"];
     assert_eq!(code, Some(1), "{stderr}\n{level:#}");
-    let c = check(&level, "growth");
+    let c = slo_check(&level, "growth");
     assert_eq!(c["ok"], false, "{level:#}");
     // A ghost per leave: hundreds over 40 users, many times the 10 % bound.
     assert!(c["measured"].as_f64().unwrap() > 100.0, "{c:#}");

@@ -55,15 +55,6 @@ fn bench(s: &Stack, run_id: &str, extra: &[&str]) -> (Option<i32>, Value, String
     )
 }
 
-fn check<'a>(level: &'a Value, key: &str) -> &'a Value {
-    level["slos"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["key"] == key)
-        .unwrap_or_else(|| panic!("no {key} check: {:#}", level["slos"]))
-}
-
 #[tokio::test]
 #[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn a_restarted_instance_drops_its_sockets_and_the_level_is_judged_on_their_return() {
@@ -131,8 +122,11 @@ async fn a_restarted_instance_drops_its_sockets_and_the_level_is_judged_on_their
     assert!(rec["back_max_ms"].as_f64().unwrap() < 12_000.0, "{rec:#}");
     // Served: those held all along and those back.
     assert_eq!(level["figures"]["held"], 40, "{level:#}");
-    assert_eq!(check(level, "back")["ok"], true, "{level:#}");
-    assert!(check(level, "plateau")["measured"].is_null(), "{level:#}");
+    assert_eq!(slo_check(level, "back")["ok"], true, "{level:#}");
+    assert!(
+        slo_check(level, "plateau")["measured"].is_null(),
+        "{level:#}"
+    );
     // The restart happened (the sampler saw app-1 exit), and it is no incident.
     let reasons = level["reasons"].to_string();
     assert!(!reasons.contains("app-1 exited"), "{reasons}");
@@ -172,7 +166,7 @@ async fn a_restarted_instance_drops_its_sockets_and_the_level_is_judged_on_their
     // Both instances went down: every user dropped (whether each is back in time is nginx's to say:
     // its max_fails=3 fail_timeout=30s can leave both instances marked down, answering 502).
     assert_eq!(f["recovery"]["users_dropped"], 40, "{f:#}");
-    assert_eq!(check(level, "back")["ok"], false, "{level:#}");
+    assert_eq!(slo_check(level, "back")["ok"], false, "{level:#}");
     let reasons = level["reasons"].to_string();
     assert!(reasons.contains("back"), "{reasons}");
     assert!(!reasons.contains("exited"), "{reasons}");

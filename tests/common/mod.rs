@@ -548,6 +548,16 @@ impl Drop for Paused {
     }
 }
 
+/// A bench level's check of objective `key` (results.json's `levels[i]`), or a panic naming it.
+pub fn slo_check<'a>(level: &'a serde_json::Value, key: &str) -> &'a serde_json::Value {
+    level["slos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["key"] == key)
+        .unwrap_or_else(|| panic!("no {key} check: {:#}", level["slos"]))
+}
+
 /// Exit code and stderr of a run that must fail.
 pub fn failed(out: &Output) -> (Option<i32>, String) {
     (

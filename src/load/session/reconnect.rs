@@ -68,9 +68,11 @@ pub(super) async fn come_back(
                 (true, n) => Some(backoff(n - 1)),
                 (false, n) => Some(backoff(n)),
             };
-            if pause.is_some_and(|p| p > std::time::Duration::ZERO)
-                && !wait(ctx, Instant::now() + pause.unwrap_or_default()).await
-            {
+            let waited = match pause {
+                Some(p) => wait(ctx, Instant::now() + p).await,
+                None => true,
+            };
+            if !waited {
                 rec.not_back = true;
                 out.failure = Some("not_back".into());
                 return;
