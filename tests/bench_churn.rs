@@ -116,4 +116,19 @@ async fn a_leak_under_churn_is_unbounded_growth_of_the_instances_connections() {
         stderr.contains("the most growth: app connections +"),
         "{stderr}"
     );
+    // Said as what it is, and what grew named as what gave out.
+    assert!(
+        level["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r.as_str().unwrap().starts_with("unbounded growth ")),
+        "{:#}",
+        level["reasons"]
+    );
+    assert_eq!(level["limiting"]["resource"], "growth", "{level:#}");
+    assert_eq!(
+        level["limiting"]["component"], "app's connections",
+        "{level:#}"
+    );
 }

@@ -118,6 +118,7 @@ fn recorded_asking(d: &Dirs, sweep_file: Option<&str>) -> PathBuf {
         scenario: "idle".into(),
         levels: vec![5],
         search: None,
+        room_users: None,
         browser_probe: false,
         started_unix_s: 1,
         duration_s: 0.5,

@@ -1,19 +1,17 @@
 //! The workload as a sweep's variable: `--vary users_per_project=2,4` on one collab level keeps the
 //! deployment (point 2 recreates nothing), seeds each room size as a manifest of its own (that many
 //! users to a project), benches it, and reports each room size's delivery percentiles and the frames
-//! the instance relayed a second. Real engine, stand-in app.
+//! the instance relayed a second; `--find-room` searches the largest room that meets the objectives.
+//! Real engine, stand-in app.
 
 mod common;
 
 use common::*;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
-async fn room_size_is_swept_with_a_manifest_each_and_its_deliveries_reported() {
-    let st = Stack::new("swroom").await;
+/// `exectl sweep` of collab levels on a single SQLite stack of the stand-in (rooms cleaned up after
+/// half a second), its results in `dir`, with `extra` flags (the variable, the levels or the search).
+fn collab_sweep(st: &Stack, dir: &std::path::Path, extra: &[&str]) -> std::process::Output {
     let port = Stack::port();
-    let out = tempfile::tempdir().unwrap();
-    let dir = out.path().join("sweep");
     let mut args = vec!["sweep"];
     let spec = single_sqlite(&st.name, &port);
     args.extend(spec.iter());
@@ -24,14 +22,8 @@ async fn room_size_is_swept_with_a_manifest_each_and_its_deliveries_reported() {
         "1s",
         "--set",
         "STANDIN_ROOM_CLEANUP_MS=500",
-        "--vary",
-        "users_per_project=2,4",
         "--scenario",
         "collab",
-        "--levels",
-        "8",
-        "--hold",
-        "3s",
         "--settle",
         "20s",
         "--bcrypt-cost",
@@ -40,8 +32,29 @@ async fn room_size_is_swept_with_a_manifest_each_and_its_deliveries_reported() {
         dir.to_str().unwrap(),
         "--json",
     ]);
+    args.extend(extra);
     args.extend(COUNTS_ONLY);
-    let o = st.x.run(&args);
+    st.x.run(&args)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
+async fn room_size_is_swept_with_a_manifest_each_and_its_deliveries_reported() {
+    let st = Stack::new("swroom").await;
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("sweep");
+    let o = collab_sweep(
+        &st,
+        &dir,
+        &[
+            "--vary",
+            "users_per_project=2,4",
+            "--levels",
+            "8",
+            "--hold",
+            "3s",
+        ],
+    );
     let (code, err) = failed(&o);
     assert_eq!(code, Some(0), "{err}");
     let r: serde_json::Value =
@@ -91,4 +104,107 @@ async fn room_size_is_swept_with_a_manifest_each_and_its_deliveries_reported() {
         "the report's levels table"
     );
     assert!(html.contains("relayed frames/s per instance"));
+}
+
+/// The room-size search (`--find-room`): at 40 users at once, the healthy stand-in relays rooms up to
+/// the search's largest (32) in time, while its `slow-relay` fault (each frame takes 10 ms per room
+/// member on one lane) falls behind from rooms of 8 (32 frames a second × 80 ms: 2.6 times what the
+/// lane can do), so its largest room is smaller. Rooms of 2 are within its reach (0.6 of the lane):
+/// the fault's maximum lies in 2..8 whichever way the probes near its edge fall.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
+async fn the_room_size_search_finds_a_smaller_room_against_a_slow_relay() {
+    let st = Stack::new("swfind").await;
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("sweep");
+    let o = collab_sweep(
+        &st,
+        &dir,
+        &[
+            "--set",
+            "STANDIN_RELAY_US=10000",
+            "--vary",
+            "env.STANDIN_FAULT=none,slow-relay",
+            "--find-room",
+            "--users",
+            "40",
+            "--from",
+            "2",
+            "--to",
+            "32",
+            "--precision",
+            "50%",
+            "--ramp",
+            "1s",
+            "--hold",
+            "4s",
+            // Deliveries within 3 s: a busy host's healthy relay stays far below, a lane 2.6 times
+            // over its work far above (its backlog grows 1.6 s a second).
+            "--slo",
+            "delivery_p95=3s",
+        ],
+    );
+    let (code, err) = failed(&o);
+    assert_eq!(code, Some(0), "{err}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    assert_eq!(r["room_users"], 40, "{r:#}");
+    let points = r["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2, "{r:#}");
+    let (healthy, slow) = (&points[0], &points[1]);
+    assert_eq!(healthy["values"][0], "none");
+    assert_eq!(healthy["capacity"], 32, "{healthy:#}");
+    assert_eq!(healthy["at_least"], true, "{healthy:#}");
+    let max = slow["capacity"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{slow:#}"));
+    assert!((2..8).contains(&max), "{slow:#}");
+    assert_eq!(slow["at_least"], false, "{slow:#}");
+    // Its probes are room sizes, each benched at 40 users in its own manifest.
+    let probes: Vec<u64> = slow["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["users"].as_u64().unwrap())
+        .collect();
+    assert_eq!(probes[..2], [2, 4], "{slow:#}");
+    assert!(
+        slow["levels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|l| l["users"] == 40),
+        "{slow:#}"
+    );
+    let failed_probe = slow["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["passed"] == false)
+        .unwrap_or_else(|| panic!("{slow:#}"));
+    assert!(
+        failed_probe["reasons"].as_array().unwrap().iter().any(|x| x
+            .as_str()
+            .unwrap()
+            .starts_with("delivery_p95")
+            || x.as_str().unwrap().starts_with("frame_errors")),
+        "{failed_probe:#}"
+    );
+    let manifests = st.x.stack_dir(&st.name).join("manifests");
+    let rooms: Vec<String> = std::fs::read_dir(&manifests)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    for k in [2, 4, 8, 16, 32] {
+        assert!(
+            rooms.iter().any(|n| n.contains(&format!("r{k}."))),
+            "rooms of {k}: {rooms:?}"
+        );
+    }
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(
+        html.contains("max collaborators per project at 40 users"),
+        "the report says what was searched"
+    );
+    assert!(html.contains("room-size search 2..32"), "the report's mode");
 }

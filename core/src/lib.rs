@@ -4,6 +4,7 @@
 //! shell around it: the engine, SSH, HTTP and files.
 
 pub mod bench;
+pub mod capacity;
 pub mod checks;
 pub mod compose;
 pub mod desired;

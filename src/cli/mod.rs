@@ -171,7 +171,8 @@ pub struct SweepArgs {
     /// --matrix.
     #[arg(long, value_name = "VAR=V1,V2,...")]
     pub vary: Vec<String>,
-    /// The sweep's flags as a YAML file (vary, matrix, repeat, levels, find_capacity); flags win.
+    /// The sweep's flags as a YAML file (vary, matrix, repeat, levels, find_capacity, find_room); flags
+    /// win.
     #[arg(long, value_name = "FILE")]
     pub sweep_file: Option<PathBuf>,
     /// Two variables, every pair of their values, reported as a grid.
@@ -187,10 +188,19 @@ pub struct SweepArgs {
     /// (or --to passes), then bisect to --precision.
     #[arg(long)]
     pub find_capacity: bool,
-    /// The search's first level [default: 100].
+    /// Search each value's largest room instead: the most users per project whose level of --users
+    /// users at once meets every objective (collab or editing: deliveries in time), grown ×2 from
+    /// --from until a room fails (or --to passes), then bisected to --precision; each room size seeds
+    /// a manifest of its own.
+    #[arg(long, conflicts_with_all = ["find_capacity", "levels"])]
+    pub find_room: bool,
+    /// With --find-room: the users at once of every probe (the accounts prepared).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub users: Option<String>,
+    /// The search's first level [default: 100], or with --find-room its first room size [default: 2].
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub from: Option<String>,
-    /// The search's last level (the accounts prepared).
+    /// The search's last level (the accounts prepared), or with --find-room its largest room size.
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub to: Option<String>,
     /// Stop bisecting when the gap is within this percent of the last pass, with its % (e.g. 5%)

@@ -18,12 +18,10 @@ use crate::state::bench_dir::BenchDir;
 use crate::status::{self, report as status_report, Deployed};
 use crate::sut::Target;
 use exectl_core::bench::cpu::busiest;
+use exectl_core::bench::recorded::Recorded;
 use exectl_core::bench::results::{REPORT, TIMELINE};
-use exectl_core::bench::{
-    AppThreads, CpuScale, InstanceSample, Results, RunState, SamplerCost, Slos, Verdict,
-};
+use exectl_core::bench::{CpuScale, InstanceSample, Results, RunState, SamplerCost, Slos, Verdict};
 use exectl_core::footprint::AppImage;
-use exectl_core::record::StackRecord;
 
 /// The real app drops an empty room this long after its last client left (contract §2).
 const ROOM_CLEANUP: Duration = Duration::from_secs(30);
@@ -144,7 +142,7 @@ pub fn bench(cx: &Context<'_>, o: BenchOptions) -> Result<BenchOutcome> {
         }),
         None => None,
     };
-    let record = recorded(&deployed.record);
+    let record = Recorded::of(&deployed.record);
     let services = deployed.services.clone();
     let deployed_nginx = deployed.services.iter().any(|s| s == "nginx");
     // One bench (or deploy, prepare, teardown) of the stack at a time, from any machine.
@@ -206,7 +204,7 @@ pub fn bench(cx: &Context<'_>, o: BenchOptions) -> Result<BenchOutcome> {
     let app_image = rt.block_on(app_image(target, &stack, &services, &record.app_image));
     let (nginx_capacity, cpu_scale) = (
         record.nginx_capacity(workers),
-        record.cpu_scale(&app_image, host_cpus),
+        record.cpu_scale(app_image, host_cpus),
     );
     let generator_local = !target.is_remote();
     progress.event(Event::Step(&format!(
@@ -393,55 +391,14 @@ impl Drop for Runtime {
     }
 }
 
-/// What the bench takes from the stack's record: its knobs (for results.json and `runs diff`), nginx's
-/// worker_connections, and what the app instances run (for the CPU scale).
-struct Recorded {
-    knobs: std::collections::BTreeMap<String, String>,
-    worker_connections: Option<u64>,
-    app_image: String,
-    fault: Option<String>,
-    /// The stand-in's own room cleanup (`STANDIN_ROOM_CLEANUP_MS`), when the stack sets it.
-    room_cleanup: Option<Duration>,
-}
-
-fn recorded(record: &StackRecord) -> Recorded {
-    let spec = &record.spec;
-    Recorded {
-        knobs: spec.knobs.clone(),
-        worker_connections: spec.nginx.as_ref().and_then(|n| n.worker_connections),
-        app_image: spec.images.app.clone(),
-        fault: spec.env.get("STANDIN_FAULT").cloned(),
-        room_cleanup: spec
-            .env
-            .get("STANDIN_ROOM_CLEANUP_MS")
-            .and_then(|ms| ms.parse().ok())
-            .map(Duration::from_millis),
-    }
-}
-
-impl Recorded {
-    /// nginx's connections: worker_connections × the worker processes it really runs (counted in its
-    /// cgroup: `auto` is one per CPU nginx sees, the host's).
-    fn nginx_capacity(&self, workers: Option<u32>) -> Option<u64> {
-        Some(self.worker_connections? * workers? as u64)
-    }
-
-    fn cpu_scale(&self, image: &AppImage, host_cpus: Option<f64>) -> CpuScale {
-        CpuScale {
-            host_cpus,
-            app_threads: exectl_core::footprint::app_threads(image, self.fault.as_deref()).map(
-                |(cpus, why)| AppThreads {
-                    cpus,
-                    why: why.into(),
-                },
-            ),
-        }
-    }
-}
-
 /// The app instances' image as the engine describes it (its command and labels), read once from the
-/// first instance's; by its name only when it cannot be read.
-async fn app_image(target: &Target, stack: &str, services: &[String], name: &str) -> AppImage {
+/// first instance's (None when it cannot be read: the CPU scale then knows it by its name only).
+async fn app_image(
+    target: &Target,
+    stack: &str,
+    services: &[String],
+    name: &str,
+) -> Option<AppImage> {
     let read = async {
         let first = services.iter().find(|s| exectl_core::status::is_app(s))?;
         let (engine, container) = target.locate(stack, first).await.ok()?;
@@ -463,7 +420,7 @@ async fn app_image(target: &Target, stack: &str, services: &[String], name: &str
             labels: config.labels.unwrap_or_default().into_iter().collect(),
         })
     };
-    read.await.unwrap_or_else(|| AppImage::named(name))
+    read.await
 }
 
 /// The LB's worker processes, counted on the engine that runs it (None when they could not be: its
@@ -736,6 +693,7 @@ mod tests {
             .remove_image(&format!("{built}:1"), Some(options), None)
             .await;
 
+        let read = read.expect("the app's image read");
         assert_eq!(read.reference, "exe:local");
         assert_eq!(read.entrypoint, ["/app/exe-standin"], "{read:?}");
         assert_eq!(read.cmd, bun, "{read:?}");
@@ -744,7 +702,6 @@ mod tests {
             threads.is_some_and(|(n, why)| n == 1.0 && why.starts_with("Bun runs")),
             "{threads:?}"
         );
-        assert_eq!(none, AppImage::named("exe:local"));
-        assert_eq!(exectl_core::footprint::app_threads(&none, None), None);
+        assert_eq!(none, None);
     }
 }

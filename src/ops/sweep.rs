@@ -27,7 +27,7 @@ use exectl_core::bench::RunState;
 use exectl_core::spec::Spec;
 use exectl_core::sweep::results::{LevelSummary, PointResult, SweepResults, SCHEMA};
 use exectl_core::sweep::search::{self, Bounds};
-use exectl_core::sweep::vary::{points, Vary, Workload};
+use exectl_core::sweep::vary::{points, spec_at, PointWorkload, Vary, Workload};
 
 /// What each point's bench runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +36,9 @@ pub enum Mode {
     Levels(Vec<u64>),
     /// `--find-capacity`: one-level benches, grown then bisected.
     Search(Bounds),
+    /// `--find-room`: one-level benches of `users` at once, each over rooms of the size probed (its
+    /// own manifest), grown then bisected over the room size.
+    Room { bounds: Bounds, users: u64 },
 }
 
 impl Mode {
@@ -44,6 +47,15 @@ impl Mode {
         match self {
             Mode::Levels(l) => l.last().copied().unwrap_or(0),
             Mode::Search(b) => b.to,
+            Mode::Room { users, .. } => *users,
+        }
+    }
+
+    /// The search's bounds (None: fixed levels).
+    pub fn bounds(&self) -> Option<Bounds> {
+        match self {
+            Mode::Levels(_) => None,
+            Mode::Search(b) | Mode::Room { bounds: b, .. } => Some(*b),
         }
     }
 }
@@ -140,11 +152,12 @@ pub fn sweep(cx: &Context<'_>, o: SweepOptions) -> Result<SweepOutcome> {
             },
             levels: match &o.mode {
                 Mode::Levels(l) => l.clone(),
-                Mode::Search(_) => vec![],
+                Mode::Search(_) | Mode::Room { .. } => vec![],
             },
-            search: match &o.mode {
-                Mode::Search(b) => Some(*b),
-                Mode::Levels(_) => None,
+            search: o.mode.bounds(),
+            room_users: match &o.mode {
+                Mode::Room { users, .. } => Some(*users),
+                _ => None,
             },
             browser_probe: o.bench.browser_probe,
             started_unix_s: now,
@@ -249,18 +262,25 @@ async fn data_guard(
     points: &[(Vec<String>, u32)],
 ) -> Result<()> {
     let mut specs: Vec<Spec> = Vec::new();
+    // One reading of the input for every point (the sweep reads it again at each point it deploys).
+    let input = o.spec.read()?;
     for (values, _) in points {
-        point_bench(o, values)?;
+        let mut w = PointWorkload::of(&o.vary, values);
+        // A room-size search seeds and benches rooms up to its largest.
+        if let Mode::Room { bounds, .. } = &o.mode {
+            w.room = Some(bounds.to);
+        }
+        point_bench(o, &w)?;
         prepare_options(
             o,
-            room_size(o, values),
+            w.room,
             Seeding {
                 accounts: o.mode.top().max(1),
                 projects: None,
                 tokens: false,
             },
         )?;
-        let s = point_spec(o, values)?;
+        let s = spec_at(input.clone(), &o.vary, values)?;
         if !specs.contains(&s) {
             specs.push(s);
         }
@@ -296,11 +316,10 @@ fn refused_mid_sweep(
 /// A room-size point (`users_per_project`) seeds a manifest of its own, that many users to a project.
 fn seeding(
     o: &SweepOptions,
-    values: &[String],
+    room: Option<u64>,
     stack_dir: &Path,
     needed: u64,
 ) -> Result<PrepareOptions> {
-    let room = room_size(o, values);
     let asked = prepare_options(
         o,
         room,
@@ -318,45 +337,54 @@ fn seeding(
     prepare_options(o, room, kept(&there, tokens, needed))
 }
 
-/// The room size of a point: its `users_per_project` value (None: the sweep does not vary it).
-fn room_size(o: &SweepOptions, values: &[String]) -> Option<u64> {
-    o.vary
-        .iter()
-        .zip(values)
-        .find(|(v, _)| v.var.workload() == Some(Workload::UsersPerProject))
-        .and_then(|(_, k)| k.parse().ok())
+/// A point's accounts (or a room probe's, `room` users to a project) seeded through `ops::prepare`,
+/// as many as the sweep's levels need, and verified; `what` names it in an error.
+fn seed(
+    cx: &Context<'_>,
+    rt: &tokio::runtime::Runtime,
+    o: &SweepOptions,
+    stack: &str,
+    room: Option<u64>,
+    what: &str,
+) -> Result<()> {
+    let needed = o.mode.top() + o.bench.browser_probe as u64;
+    let options = seeding(o, room, &cx.target.stack_dir(stack), needed)?;
+    let prepared = rt.block_on(super::prepare::prepare(cx, stack, options))?;
+    if let Some(bad) = prepared.summary.checks.iter().find(|c| !c.ok()) {
+        anyhow::bail!(
+            "{what}: the seeded accounts did not verify: {} could not log in and hold a socket",
+            bad.email
+        );
+    }
+    cx.progress.event(Event::Step(&format!(
+        "prepared {} accounts ({} already there), verified",
+        prepared.summary.accounts, prepared.summary.before.accounts
+    )));
+    Ok(())
 }
 
 /// The point's bench settings: the sweep's, with each workload variable set to its value (a room
 /// size benches the manifest its point seeded).
-fn point_bench(o: &SweepOptions, values: &[String]) -> Result<BenchSettings> {
+fn point_bench(o: &SweepOptions, w: &PointWorkload) -> Result<BenchSettings> {
     let mut b = o.bench.clone();
-    for (v, value) in o.vary.iter().zip(values) {
-        match v.var.workload() {
-            Some(Workload::Scenario) => {
-                b.load.scenario = crate::load::Scenario::parse(value)
-                    .with_context(|| format!("no scenario {value}"))?;
-            }
-            Some(Workload::Interval) => {
-                b.load.interval = Some(exectl_core::units::duration(value).map_err(|e| {
-                    exectl_core::error::UsageError::new("--vary", value, e.problem, e.fix)
-                })?);
-            }
-            Some(Workload::UsersPerProject) => {
-                if let Some(given) = &o.bench.load.pattern {
-                    return Err(exectl_core::error::UsageError::new(
-                        "--pattern",
-                        given,
-                        "a users_per_project sweep benches the manifest each room size seeds",
-                        "drop --pattern (--email-pattern names the accounts)",
-                    )
-                    .into());
-                }
-                let k: u64 = value.parse().context("a room size")?;
-                b.load.pattern = Some(o.seed.plan.pattern.for_room(k)?.text());
-            }
-            None => {}
+    if let Some(name) = &w.scenario {
+        b.load.scenario =
+            crate::load::Scenario::parse(name).with_context(|| format!("no scenario {name}"))?;
+    }
+    if let Some(d) = w.interval {
+        b.load.interval = Some(d);
+    }
+    if let Some(k) = w.room {
+        if let Some(given) = &o.bench.load.pattern {
+            return Err(exectl_core::error::UsageError::new(
+                "--pattern",
+                given,
+                "a users_per_project sweep benches the manifest each room size seeds",
+                "drop --pattern (--email-pattern names the accounts)",
+            )
+            .into());
         }
+        b.load.pattern = Some(o.seed.plan.pattern.for_room(k)?.text());
     }
     b.load.check()?;
     Ok(b)
@@ -460,22 +488,12 @@ fn run_points(
             &crate::state::runs_dir(&crate::state::root()),
             &deployed.run_id,
         )?;
-        let needed = o.mode.top() + o.bench.browser_probe as u64;
-        let prepared = rt.block_on(super::prepare::prepare(
-            cx,
-            &spec_now.stack,
-            seeding(o, values, &target.stack_dir(&spec_now.stack), needed)?,
-        ))?;
-        if let Some(bad) = prepared.summary.checks.iter().find(|c| !c.ok()) {
-            anyhow::bail!(
-                "point {index} ({label}): the seeded accounts did not verify: {} could not log in and hold a socket",
-                bad.email
-            );
+        let w = PointWorkload::of(&o.vary, values);
+        // A room-size search seeds each room size it probes, not the point.
+        if !matches!(o.mode, Mode::Room { .. }) {
+            let what = format!("point {index} ({label})");
+            seed(cx, rt, o, &spec_now.stack, w.room, &what)?;
         }
-        progress.event(Event::Step(&format!(
-            "prepared {} accounts ({} already there), verified",
-            prepared.summary.accounts, prepared.summary.before.accounts
-        )));
         let mut point = PointResult {
             index,
             values: values.clone(),
@@ -497,9 +515,9 @@ fn run_points(
             levels: vec![],
             limiting: None,
         };
-        let bench = point_bench(o, values)?;
         let done = match &o.mode {
             Mode::Levels(levels) => {
+                let bench = point_bench(o, &w)?;
                 let Some(b) = bench_point(cx, o, &bench, &spec_now.stack, index, levels)? else {
                     return Ok(());
                 };
@@ -509,7 +527,15 @@ fn run_points(
                 true
             }
             Mode::Search(bounds) => {
-                search_point(cx, o, &bench, &spec_now.stack, index, bounds, &mut point)?
+                let probe = Probing { index, room: None };
+                search_point(cx, rt, o, &w, &spec_now.stack, probe, bounds, &mut point)?
+            }
+            Mode::Room { bounds, users } => {
+                let probe = Probing {
+                    index,
+                    room: Some(*users),
+                };
+                search_point(cx, rt, o, &w, &spec_now.stack, probe, bounds, &mut point)?
             }
         };
         if !done {
@@ -534,11 +560,8 @@ fn run_points(
 
 /// The point's spec: the input as it is now, with each variable set to its value.
 fn point_spec(o: &SweepOptions, values: &[String]) -> Result<Spec> {
-    let mut input = o.spec.read()?;
-    for (v, value) in o.vary.iter().zip(values) {
-        v.var.apply(&mut input, value);
-    }
-    Ok(exectl_core::spec::resolve(input)?)
+    let input = o.spec.read()?;
+    Ok(spec_at(input, &o.vary, values)?)
 }
 
 /// Why point `values` may not follow `prev`: a variable of the run records that moved besides the
@@ -716,36 +739,74 @@ fn bench_once(
     Ok(Some(Benched { results, levels }))
 }
 
-/// The capacity search of one point: its probes and what they found, into `point`. False when the
-/// sweep was stopped during a probe.
+/// Which search a point runs: over the users at once (`room` None), or over the room size at
+/// `room` users at once.
+struct Probing {
+    index: usize,
+    room: Option<u64>,
+}
+
+/// The search of one point: its probes and what they found, into `point`. A capacity probe benches
+/// that many users at once; a room probe seeds rooms of that size and benches the search's users in
+/// them. False when the sweep was stopped during a probe.
+#[allow(clippy::too_many_arguments)]
 fn search_point(
     cx: &Context<'_>,
+    rt: &tokio::runtime::Runtime,
     o: &SweepOptions,
-    bench: &BenchSettings,
+    w: &PointWorkload,
     stack: &str,
-    index: usize,
+    probing: Probing,
     bounds: &Bounds,
     point: &mut PointResult,
 ) -> Result<bool> {
-    let progress = cx.progress;
+    let (progress, index) = (cx.progress, probing.index);
     let mut limits = BTreeMap::new();
-    while let Some(users) = search::next(bounds, &point.probes) {
-        progress.event(Event::Step(&format!(
-            "point {index}: probing {users} users at once"
-        )));
-        let base = format!("{}-{index:02}-{users}", o.run_id);
-        let Some(b) = bench_once(cx, o, bench, stack, &base, &[users])? else {
+    while let Some(v) = search::next(bounds, &point.probes) {
+        let (users, w, base) = match probing.room {
+            None => {
+                progress.event(Event::Step(&format!(
+                    "point {index}: probing {v} users at once"
+                )));
+                (v, w.clone(), format!("{}-{index:02}-{v}", o.run_id))
+            }
+            Some(users) => {
+                progress.event(Event::Step(&format!(
+                    "point {index}: probing rooms of {v} at {users} users at once"
+                )));
+                seed(
+                    cx,
+                    rt,
+                    o,
+                    stack,
+                    Some(v),
+                    &format!("point {index}, rooms of {v}"),
+                )?;
+                let w = PointWorkload {
+                    room: Some(v),
+                    ..w.clone()
+                };
+                (users, w, format!("{}-{index:02}-room{v}", o.run_id))
+            }
+        };
+        let bench = point_bench(o, &w)?;
+        let Some(b) = bench_once(cx, o, &bench, stack, &base, &[users])? else {
             return Ok(false);
         };
         if let Some(l) = &b.results.verdict.limiting {
-            limits.insert(users, l.clone());
+            limits.insert(v, l.clone());
         }
-        // The capacity question: did it hold its users at once? A level that held them and leaked
-        // counts, as in a bench's verdict (the leak is said beside it); an invalid one is probed again.
-        point.probed(users, &b.results, b.levels.into_iter().next());
+        // The question: did it hold its users at once, every objective met? A level that held them
+        // and leaked counts, as in a bench's verdict (the leak is said beside it); an invalid one is
+        // probed again.
+        point.probed(v, &b.results, b.levels.into_iter().next());
         if point.probes.last().is_some_and(|p| p.invalid) {
             progress.event(Event::Note(&format!(
-                "point {index}: the probe at {users} users could not count ({}); {}",
+                "point {index}: the probe {} could not count ({}); {}",
+                match probing.room {
+                    None => format!("at {v} users"),
+                    Some(_) => format!("of rooms of {v}"),
+                },
                 point
                     .probes
                     .last()

@@ -33,6 +33,9 @@ pub enum Resource {
     Incident,
     /// The engine's userland proxy of a published port exited or reached its nofile (`incidents`).
     DockerProxy,
+    /// The level failed on growth alone (`--churn`): a resource of an instance grew past its bound
+    /// over the hold (`growth`), none ran out.
+    Growth,
     /// Nothing measured was near its limit.
     Unknown,
 }
@@ -60,6 +63,18 @@ impl Limiting {
             services: vec![],
             share: 0.0,
             detail: format!("every objective held; the leak check failed: {detail}"),
+            generator_bound: false,
+        }
+    }
+
+    /// What failed a level on growth alone: the instance's resource that grew the most.
+    pub fn growth(grew: &super::growth::SeriesTrend) -> Limiting {
+        Limiting {
+            resource: Resource::Growth,
+            component: format!("{}'s {}", grew.service, grew.resource),
+            services: vec![grew.service.clone()],
+            share: 0.0,
+            detail: format!("no resource ran out; unbounded growth: {}", grew.describe()),
             generator_bound: false,
         }
     }

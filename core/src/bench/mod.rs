@@ -12,6 +12,7 @@ pub mod growth;
 pub mod incidents;
 pub mod levels;
 pub mod limiting;
+pub mod recorded;
 pub mod report;
 pub mod results;
 pub mod slo;

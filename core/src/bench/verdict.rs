@@ -315,6 +315,19 @@ impl LevelResult {
                             .collect();
                         format!("{said}: {}", kinds.join(", "))
                     }
+                    // "unbounded growth 1450 % (≤ 10 %): app-1 connections +1450.0 % over the hold
+                    // (+36298/h, 95 % +36197/h to +36431/h)": the resource and its rate.
+                    _ if c.key == "growth" => {
+                        match figures.growth.as_ref().and_then(|g| g.worst()) {
+                            Some(w) => format!(
+                                "unbounded growth {} ({}): {}",
+                                c.measured_text(),
+                                c.bound,
+                                w.describe()
+                            ),
+                            None => said,
+                        }
+                    }
                     _ if c.key == "browser" => {
                         match figures.browser.as_ref().and_then(|b| b.failed.as_ref()) {
                             Some(why) => format!("{said}: {why}"),
@@ -355,9 +368,19 @@ impl LevelResult {
                 None => Outcome::LeakUnchecked,
             }
         };
-        let limiting = match outcome {
-            Outcome::Fail => Some(limiting()),
-            Outcome::Leaked => Some(Limiting::leak(&leak.detail)),
+        // A level that failed on growth alone gave out on what grew (as a leak does), not on a
+        // resource at its limit: what grew is named.
+        let grew = figures.growth.as_ref().and_then(|g| g.worst());
+        let growth_only = besides.incidents.is_empty()
+            && slos.iter().any(|c| c.failed())
+            && slos
+                .iter()
+                .filter(|c| c.failed())
+                .all(|c| c.key == "growth");
+        let limiting = match (outcome, grew) {
+            (Outcome::Fail, Some(w)) if growth_only => Some(Limiting::growth(w)),
+            (Outcome::Fail, _) => Some(limiting()),
+            (Outcome::Leaked, _) => Some(Limiting::leak(&leak.detail)),
             _ => None,
         };
         LevelResult {
@@ -848,6 +871,67 @@ mod tests {
             ..LevelSpan::default()
         };
         LevelResult::judge(span, figures, slos, leak, besides, Limiting::unknown)
+    }
+
+    #[test]
+    fn growth_alone_fails_as_unbounded_growth_naming_what_grew() {
+        use super::super::growth::{Growth, SeriesTrend};
+        use super::super::trend::Trend;
+        let grew = SeriesTrend {
+            service: "app-1".into(),
+            resource: "connections".into(),
+            trend: Trend {
+                slope_per_h: 36_298.0,
+                low_per_h: 36_197.0,
+                high_per_h: 36_431.0,
+                intercept: 0.0,
+                first_s: 0.0,
+                points: 120,
+                span_s: 300.0,
+            },
+            reference: 100.0,
+            pct_over_hold: 3_024.8,
+            significant: true,
+        };
+        let churned = |series: Vec<SeriesTrend>, held: u64| LevelFigures {
+            users: 100,
+            held,
+            growth: Some(Growth {
+                churn_s: 10.0,
+                series,
+                ..Growth::default()
+            }),
+            ..LevelFigures::default()
+        };
+        let l = judged(churned(vec![grew.clone()], 100), 0, Besides::default());
+        assert_eq!(l.outcome(), Outcome::Fail);
+        assert_eq!(l.reasons.len(), 1, "{:?}", l.reasons);
+        assert!(
+            l.reasons[0].starts_with("unbounded growth 3024.8 % (≤ 10%): app-1 connections"),
+            "{:?}",
+            l.reasons
+        );
+        assert!(l.reasons[0].contains("+36298/h"), "{:?}", l.reasons);
+        let named = l.limiting.expect("what grew is named");
+        assert_eq!(named.resource, Resource::Growth);
+        assert_eq!(named.component, "app-1's connections");
+        assert_eq!(named.services, ["app-1"]);
+        // Growth beside a capacity failure: the limiting resource is looked for as for any knee.
+        let short = judged(churned(vec![grew.clone()], 60), 0, Besides::default());
+        assert_eq!(short.limiting.map(|l| l.resource), Some(Resource::Unknown));
+        // Growth under its bound, or not significant: a pass.
+        let small = SeriesTrend {
+            pct_over_hold: 4.0,
+            ..grew.clone()
+        };
+        let noise = SeriesTrend {
+            significant: false,
+            ..grew
+        };
+        for s in [small, noise] {
+            let l = judged(churned(vec![s], 100), 0, Besides::default());
+            assert_eq!(l.outcome(), Outcome::Pass, "{:?}", l.reasons);
+        }
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //!   nginx: [baseline-default, tuned-ip-hash, tuned-least-conn]
 //! repeat: 3
 //! levels: [1000]             # or find_capacity: {from: 100, to: 20000, precision: 10%}
+//!                            # or find_room: {users: 1000, from: 2, to: 500, precision: 10%}
 //! ```
 //! Each value stays text, as the flag's would, and is checked by the same code (the flags win).
 
@@ -28,6 +29,9 @@ pub struct SweepFile {
     pub to: Option<String>,
     pub precision: Option<String>,
     pub find_capacity: bool,
+    /// `--find-room`: the search is over the room size (users per project), at `users` users at once.
+    pub find_room: bool,
+    pub users: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -40,11 +44,21 @@ struct Raw {
     repeat: Option<Value>,
     levels: Option<Value>,
     find_capacity: Option<Capacity>,
+    find_room: Option<Room>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Capacity {
+    from: Option<Value>,
+    to: Option<Value>,
+    precision: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Room {
+    users: Option<Value>,
     from: Option<Value>,
     to: Option<Value>,
     precision: Option<Value>,
@@ -78,7 +92,9 @@ fn check_shape(path: &str, body: &str) -> Result<(), UsageError> {
     let (field, path) = ("--sweep-file", Path::new(path));
     unique_keys(field, path, "", &pairs)?;
     for (k, v) in &pairs {
-        if let (Some(name @ ("vary" | "find_capacity")), Kind::Map(entries)) = (k.text(), &v.kind) {
+        if let (Some(name @ ("vary" | "find_capacity" | "find_room")), Kind::Map(entries)) =
+            (k.text(), &v.kind)
+        {
             unique_keys(field, path, &format!("{name}."), entries)?;
         }
     }
@@ -88,13 +104,15 @@ fn check_shape(path: &str, body: &str) -> Result<(), UsageError> {
             .find(|(k, v)| k.text() == Some(name) && !v.is_null())
             .map(|(k, _)| k.line)
     };
-    if let (Some(levels), Some(search)) = (line("levels"), line("find_capacity")) {
+    let modes = ["levels", "find_capacity", "find_room"];
+    let given: Vec<(&str, usize)> = modes.iter().filter_map(|m| Some((*m, line(m)?))).collect();
+    if let [(a, la), (b, lb), ..] = given[..] {
         return Err(at_line(
             field,
             path,
-            levels.max(search),
-            format!("levels (line {levels}) and find_capacity (line {search}) are both given: a sweep runs fixed levels or a capacity search, not both"),
-            "keep one of them (or give --levels or --find-capacity on the command line, which wins)",
+            la.max(lb),
+            format!("{a} (line {la}) and {b} (line {lb}) are both given: a sweep runs fixed levels, a capacity search or a room-size search, one of them"),
+            "keep one of them (or give --levels, --find-capacity or --find-room on the command line, which wins)",
         ));
     }
     Ok(())
@@ -107,7 +125,7 @@ pub fn parse(path: &str, body: &str) -> Result<SweepFile, UsageError> {
             format!("{field} (in {path})"),
             "",
             problem,
-            "see README's sweep section for the file's keys: vary, matrix, repeat, levels, find_capacity",
+            "see README's sweep section for the file's keys: vary, matrix, repeat, levels, find_capacity, find_room",
         )
     };
     let raw: Raw = serde_norway::from_str(body).map_err(|e| bad("--sweep-file", e.to_string()))?;
@@ -123,13 +141,20 @@ pub fn parse(path: &str, body: &str) -> Result<SweepFile, UsageError> {
             .map(|v| text(v).ok_or_else(|| bad(field, "give a number".into())))
             .transpose()
     };
-    let (from, to, precision) = match &raw.find_capacity {
-        Some(c) => (
+    let (from, to, precision, users) = match (&raw.find_capacity, &raw.find_room) {
+        (Some(c), _) => (
             scalar("find_capacity.from", &c.from)?,
             scalar("find_capacity.to", &c.to)?,
             scalar("find_capacity.precision", &c.precision)?,
+            None,
         ),
-        None => (None, None, None),
+        (None, Some(r)) => (
+            scalar("find_room.from", &r.from)?,
+            scalar("find_room.to", &r.to)?,
+            scalar("find_room.precision", &r.precision)?,
+            scalar("find_room.users", &r.users)?,
+        ),
+        (None, None) => (None, None, None, None),
     };
     Ok(SweepFile {
         vary,
@@ -140,6 +165,8 @@ pub fn parse(path: &str, body: &str) -> Result<SweepFile, UsageError> {
         to,
         precision,
         find_capacity: raw.find_capacity.is_some(),
+        find_room: raw.find_room.is_some(),
+        users,
     })
 }
 
@@ -169,6 +196,16 @@ mod tests {
             (Some("100"), Some("2000"))
         );
         assert_eq!(c.precision.as_deref(), Some("10%"));
+        let r = parse(
+            "s.yaml",
+            "vary: {env.STANDIN_FAULT: [none, slow-relay]}\nfind_room: {users: 400, from: 2, to: 200}\n",
+        )
+        .unwrap();
+        assert!(r.find_room && !r.find_capacity);
+        assert_eq!(
+            (r.users.as_deref(), r.from.as_deref(), r.to.as_deref()),
+            (Some("400"), Some("2"), Some("200"))
+        );
         let e = parse("s.yaml", "vary: {nginx: [a]}\nrepeats: 3\n").unwrap_err();
         assert!(
             e.field.contains("s.yaml") && e.problem.contains("repeats"),
@@ -199,6 +236,11 @@ mod tests {
                 "vary: {cpus: [1, 2]}\nlevels: [10, 20]\nfind_capacity: {to: 100}\n",
                 "s.yaml:3",
                 "levels (line 2) and find_capacity (line 3) are both given",
+            ),
+            (
+                "vary: {cpus: [1, 2]}\nfind_room: {users: 40, to: 40}\nfind_capacity: {to: 100}\n",
+                "s.yaml:3",
+                "find_capacity (line 3) and find_room (line 2) are both given",
             ),
         ] {
             let e = parse("s.yaml", body).unwrap_err();

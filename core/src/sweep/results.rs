@@ -48,9 +48,13 @@ pub struct SweepResults {
     pub scenario: String,
     /// Fixed levels of every point's bench (empty with `--find-capacity`).
     pub levels: Vec<u64>,
-    /// `--find-capacity`'s bounds.
+    /// `--find-capacity`'s bounds (users at once), or `--find-room`'s (users per project).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<Bounds>,
+    /// `--find-room`: the users at once of every probe; the search (`search`) is then over the room
+    /// size, and a point's capacity (and each probe's `users`) is users per project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub room_users: Option<u64>,
     pub browser_probe: bool,
     pub started_unix_s: u64,
     pub duration_s: f64,
@@ -321,6 +325,26 @@ struct Written<'a> {
 }
 
 impl SweepResults {
+    /// What each point's capacity counts: "capacity" (users at once), or with `--find-room` "max
+    /// collaborators per project at 1,000 users".
+    pub fn capacity_word(&self) -> String {
+        match self.room_users {
+            Some(n) => format!(
+                "max collaborators per project at {} users",
+                crate::plateau::group(n)
+            ),
+            None => "capacity".into(),
+        }
+    }
+
+    /// The unit of a capacity: "users" at once, or "users per project".
+    pub fn capacity_unit(&self) -> &'static str {
+        match self.room_users {
+            Some(_) => "users per project",
+            None => "users",
+        }
+    }
+
     /// results.json's text, sealed.
     pub fn to_json(&self) -> serde_json::Result<String> {
         let mut sealed = self.clone();

@@ -208,7 +208,11 @@ pub fn summarize(r: &SweepResults) -> Summary {
         let (a, b) = (&pair[0], &pair[1]);
         if let (Some(ca), Some(cb)) = (&a.capacity, &b.capacity) {
             // Both "at least" the same top: nothing tells them apart.
-            differences.push(compare("capacity", (&a.label, ca), (&b.label, cb)));
+            let figure = match r.room_users {
+                Some(_) => "max room",
+                None => "capacity",
+            };
+            differences.push(compare(figure, (&a.label, ca), (&b.label, cb)));
         }
         for la in &a.levels {
             let Some(lb) = b.levels.iter().find(|l| l.users == la.users) else {
@@ -236,8 +240,9 @@ pub fn summarize(r: &SweepResults) -> Summary {
 /// "nginx: baseline-default 1,000 · tuned-ip-hash at least 1,200 · tuned-least-conn at least 1,200";
 /// "capacity by nginx: no point finished" before any did.
 fn headline(r: &SweepResults, values: &[ValueSummary]) -> String {
+    let word = r.capacity_word();
     if values.is_empty() {
-        return format!("capacity by {}: no point finished", r.variables.join(" × "));
+        return format!("{word} by {}: no point finished", r.variables.join(" × "));
     }
     let parts: Vec<String> = values
         .iter()
@@ -247,7 +252,7 @@ fn headline(r: &SweepResults, values: &[ValueSummary]) -> String {
         })
         .collect();
     format!(
-        "capacity by {}: {}",
+        "{word} by {}: {}",
         r.variables.join(" × "),
         parts.join(" · ")
     )
@@ -351,6 +356,7 @@ pub(crate) mod tests {
             scenario: "idle".into(),
             levels: vec![100],
             search: None,
+            room_users: None,
             browser_probe: false,
             started_unix_s: 0,
             duration_s: 1.0,

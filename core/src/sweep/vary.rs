@@ -269,9 +269,74 @@ pub fn points(vary: &[Vary], repeat: u32) -> Vec<(Vec<String>, u32)> {
         .collect()
 }
 
+/// The spec of the point whose values are `values`: `input` with each variable set to its value (as
+/// its flag would set it), resolved.
+pub fn spec_at(
+    mut input: SpecInput,
+    vary: &[Vary],
+    values: &[String],
+) -> Result<crate::spec::Spec, UsageError> {
+    for (v, value) in vary.iter().zip(values) {
+        v.var.apply(&mut input, value);
+    }
+    crate::spec::resolve(input)
+}
+
+/// A point's workload: the value of each workload variable the sweep varies, typed (each was checked
+/// when `--vary` was parsed). None where the sweep does not vary it: the bench's own setting stands.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PointWorkload {
+    /// Users per project: the point seeds and benches a manifest of its own with rooms that size.
+    pub room: Option<u64>,
+    pub scenario: Option<String>,
+    pub interval: Option<std::time::Duration>,
+}
+
+impl PointWorkload {
+    /// The workload of the point whose values (one per variable, as `points` gives them) are `values`.
+    pub fn of(vary: &[Vary], values: &[String]) -> PointWorkload {
+        let mut w = PointWorkload::default();
+        for (v, value) in vary.iter().zip(values) {
+            match v.var.workload() {
+                Some(Workload::UsersPerProject) => w.room = value.parse().ok(),
+                Some(Workload::Scenario) => w.scenario = Some(value.clone()),
+                Some(Workload::Interval) => w.interval = crate::units::duration(value).ok(),
+                None => {}
+            }
+        }
+        w
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_points_workload_is_typed_and_the_specs_variables_left_out() {
+        let vary = [
+            parse("--vary", "users_per_project=2,50").unwrap(),
+            parse("--vary", "interval=500ms").unwrap(),
+            parse("--vary", "instances=1,2").unwrap(),
+        ];
+        let all = points(&vary, 1);
+        let w = PointWorkload::of(&vary, &all[2].0);
+        assert_eq!(all[2].0, ["50", "500ms", "1"]);
+        assert_eq!(w.room, Some(50));
+        assert_eq!(w.interval, Some(std::time::Duration::from_millis(500)));
+        assert_eq!(w.scenario, None);
+        let s = [parse("--vary", "scenario=idle,collab").unwrap()];
+        assert_eq!(
+            PointWorkload::of(&s, &["collab".to_string()])
+                .scenario
+                .as_deref(),
+            Some("collab")
+        );
+        assert_eq!(
+            PointWorkload::of(&vary[2..], &["1".to_string()]),
+            PointWorkload::default()
+        );
+    }
 
     #[test]
     fn settings_images_and_env_are_variables() {

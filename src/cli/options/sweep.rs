@@ -27,12 +27,14 @@ use exectl_core::sweep::file::SweepFile;
 use exectl_core::sweep::results::SweepResults;
 use exectl_core::sweep::search::{Bounds, DEFAULT_PRECISION};
 use exectl_core::sweep::vary::points;
-use exectl_core::sweep::vary::{self, Vary};
+use exectl_core::sweep::vary::{self, Vary, Workload};
 
 /// Most runs of one value.
 const MAX_REPEAT: u64 = 50;
 /// The search's first level when --from is not given.
 const DEFAULT_FROM: u64 = 100;
+/// The room-size search's first room when --from is not given: two collaborators.
+const DEFAULT_ROOM_FROM: u64 = 2;
 
 /// The target and the sweep's options, every flag checked; nothing connected to or made. With
 /// `--resume`, the options are the sweep's plan as its results.json keeps them.
@@ -100,9 +102,10 @@ pub fn sweep(a: &SweepArgs) -> Result<(TargetSpec, SweepOptions)> {
             })
         })
         .collect::<Result<Vec<_>, UsageError>>()?;
-    let mode = match results.search {
-        Some(b) => Mode::Search(b),
-        None => Mode::Levels(results.levels.clone()),
+    let mode = match (results.search, results.room_users) {
+        (Some(bounds), Some(users)) => Mode::Room { bounds, users },
+        (Some(b), None) => Mode::Search(b),
+        (None, _) => Mode::Levels(results.levels.clone()),
     };
     if let Some(f) = &plan.sweep_file {
         let file = read_sweep_file(&f.path)?;
@@ -246,6 +249,7 @@ fn fresh(a: &SweepArgs, started_in: PathBuf) -> Result<(TargetSpec, SweepOptions
     let (vary, repeat, mode) = shape(&flags, &file)?;
     // Each point's bench: the objectives, the sampling, the levels' load, checked before the first deploy.
     let bench = crate::cli::options::bench::settings(&a.bench, &a.target, a.json)?;
+    room_checks(&vary, &bench, &mode)?;
     let target = crate::cli::target::target_spec(&a.target)?;
     target.one_engine("sweep")?;
     let source = crate::cli::spec::source(&a.spec)?;
@@ -309,11 +313,7 @@ fn points_checked(source: &SpecSource, vary: &[Vary]) -> Result<()> {
     let mut stack = None;
     let mut engines: Vec<&str> = Vec::new();
     for (values, _) in points(vary, 1) {
-        let mut i = now.clone();
-        for (v, value) in vary.iter().zip(&values) {
-            v.var.apply(&mut i, value);
-        }
-        let spec = exectl_core::spec::resolve(i)?;
+        let spec = vary::spec_at(now.clone(), vary, &values)?;
         engines.extend(spec.db_service().filter(|e| !engines.contains(e)));
         stack = Some(spec.stack);
     }
@@ -336,6 +336,8 @@ fn shape_flags(a: &SweepArgs) -> SweepFile {
         to: a.to.clone(),
         precision: a.precision.clone(),
         find_capacity: a.find_capacity,
+        find_room: a.find_room,
+        users: a.users.clone(),
     }
 }
 
@@ -378,18 +380,23 @@ fn not_changed(
         .iter()
         .map(|v| (v.var.name(), v.values.clone()))
         .unzip();
-    let (levels, search) = match mode {
-        Mode::Levels(l) => (l.clone(), None),
-        Mode::Search(b) => (vec![], Some(*b)),
+    let (levels, search, room_users) = match mode {
+        Mode::Levels(l) => (l.clone(), None, None),
+        Mode::Search(b) => (vec![], Some(*b), None),
+        Mode::Room { bounds, users } => (vec![], Some(*bounds), Some(*users)),
     };
-    let shown_search = |b: &Option<Bounds>| match b {
-        Some(b) => format!(
-            "--find-capacity --from {} --to {} --precision {}%",
+    let shown_search = |b: &Option<Bounds>, room: Option<u64>| match (b, room) {
+        (Some(b), room) => format!(
+            "{} --from {} --to {} --precision {}%",
+            match room {
+                Some(u) => format!("--find-room --users {u}"),
+                None => "--find-capacity".into(),
+            },
             b.from,
             b.to,
             exectl_core::bench::decimal::show(b.precision * 100.0)
         ),
-        None => "none".into(),
+        (None, _) => "none".into(),
     };
     let shown_levels = |l: &[u64]| match l.is_empty() {
         true => "none".to_string(),
@@ -419,11 +426,11 @@ fn not_changed(
             shown_levels(&r.levels)
         ));
     }
-    if search != r.search {
+    if search != r.search || room_users != r.room_users {
         differ.push(format!(
             "search {} (recorded {})",
-            shown_search(&search),
-            shown_search(&r.search)
+            shown_search(&search, room_users),
+            shown_search(&r.search, r.room_users)
         ));
     }
     if differ.is_empty() {
@@ -514,9 +521,26 @@ fn variables(a: &SweepFile, file: &SweepFile) -> Result<Vec<Vary>, UsageError> {
     }
 }
 
-/// Fixed levels, or the capacity search.
+/// Fixed levels, the capacity search or the room-size search: the flags' when they give one, else
+/// the sweep file's.
 fn mode(a: &SweepFile, file: &SweepFile) -> Result<Mode, UsageError> {
-    let search = a.find_capacity || (file.find_capacity && a.levels.is_none());
+    let chosen = match a.levels.is_some() || a.find_capacity || a.find_room {
+        true => a,
+        false => file,
+    };
+    if chosen.find_room {
+        return room_mode(a, file);
+    }
+    // The file's `users` is its find_room's, which flags choosing another mode set aside.
+    if let Some(users) = &a.users {
+        return Err(UsageError::new(
+            "--users",
+            users,
+            "--users is the room-size search's: the users at once of each room it probes",
+            "add --find-room (with --to, the largest room), or drop --users",
+        ));
+    }
+    let search = chosen.find_capacity;
     if !search {
         let levels = a.levels.as_ref().or(file.levels.as_ref()).ok_or_else(|| {
             UsageError::new(
@@ -548,6 +572,91 @@ fn mode(a: &SweepFile, file: &SweepFile) -> Result<Mode, UsageError> {
         None => DEFAULT_PRECISION,
     };
     Ok(Mode::Search(Bounds::new(from, to, precision)?))
+}
+
+/// `--find-room --users N [--from K] --to K [--precision P]`: the largest room of N users at once.
+fn room_mode(a: &SweepFile, file: &SweepFile) -> Result<Mode, UsageError> {
+    let given = |f: fn(&SweepFile) -> &Option<String>| f(a).as_ref().or(f(file).as_ref());
+    let users = given(|f| &f.users).ok_or_else(|| {
+        UsageError::new(
+            "--users",
+            "",
+            "the room-size search needs the users at once of its levels",
+            "give --users N (its accounts are prepared), e.g. --find-room --users 1000 --to 500",
+        )
+    })?;
+    let users = count_flag("--users", users, 2, exectl_core::bench::levels::MAX_USERS)?;
+    let room = |flag: &str, v: &String| count_flag(flag, v, 1, Workload::MAX_ROOM);
+    let from = match given(|f| &f.from) {
+        Some(v) => room("--from", v)?,
+        None => DEFAULT_ROOM_FROM,
+    };
+    let to = given(|f| &f.to).ok_or_else(|| {
+        UsageError::new(
+            "--to",
+            "",
+            "the room-size search needs its largest room",
+            format!("give --to K (at most --users, {users}), e.g. --find-room --users {users} --to {users}"),
+        )
+    })?;
+    let to = room("--to", to)?;
+    if to > users {
+        return Err(UsageError::new(
+            "--to",
+            to,
+            format!("a room of {to} needs more users than the level's {users}"),
+            format!("give --to {users} or less, or more --users"),
+        ));
+    }
+    let precision = match given(|f| &f.precision) {
+        Some(p) => percent(p)?,
+        None => DEFAULT_PRECISION,
+    };
+    Ok(Mode::Room {
+        bounds: Bounds::new(from, to, precision)?,
+        users,
+    })
+}
+
+/// What a room-size search needs of the rest of the sweep, checked before the first deploy: rooms
+/// whose deliveries are measured (collab, editing), each room size's own manifest (no `--pattern`),
+/// and no other variable setting the room size.
+fn room_checks(vary: &[Vary], bench: &BenchSettings, mode: &Mode) -> Result<(), UsageError> {
+    let Mode::Room { .. } = mode else {
+        return Ok(());
+    };
+    let scenario = bench.load.scenario;
+    if !matches!(
+        scenario,
+        crate::load::Scenario::Collab | crate::load::Scenario::Editing
+    ) {
+        return Err(UsageError::new(
+            "--scenario",
+            scenario.name(),
+            "a room-size search judges what the room's members relay to each other, and this scenario relays nothing",
+            "give --scenario collab (or editing)",
+        ));
+    }
+    if let Some(p) = &bench.load.pattern {
+        return Err(UsageError::new(
+            "--pattern",
+            p,
+            "a room-size search benches the manifest each room size seeds",
+            "drop --pattern (--email-pattern names the accounts)",
+        ));
+    }
+    if let Some(v) = vary
+        .iter()
+        .find(|v| v.var.workload() == Some(Workload::UsersPerProject))
+    {
+        return Err(UsageError::new(
+            "--vary",
+            format!("{}={}", v.var.name(), v.values.join(",")),
+            "the room-size search sets the room size itself",
+            "vary something else (the deployment, the scenario's interval), or drop --find-room",
+        ));
+    }
+    Ok(())
 }
 
 /// A percent with its sign, `10%` or `0.5%`, from 0.1 % to 100 %. A bare number is refused: `0.1`
@@ -686,6 +795,100 @@ mod tests {
                 "{flags:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_room_size_search_with_its_users_and_bounds() {
+        let f = SweepFile::default();
+        let m = mode(
+            &shaped(&["--find-room", "--users", "400", "--to", "200"]),
+            &f,
+        )
+        .unwrap();
+        let Mode::Room { bounds, users } = m else {
+            panic!("a room search: {m:?}")
+        };
+        assert_eq!((bounds.from, bounds.to, users), (2, 200, 400));
+        assert_eq!(m.top(), 400, "the accounts a probe needs are its users");
+        // From the sweep file, unless a flag chooses another mode.
+        let file = exectl_core::sweep::file::parse(
+            "s.yaml",
+            "vary: {cpus: [1, 2]}\nfind_room: {users: 40, from: 4, to: 32}\n",
+        )
+        .unwrap();
+        let from_file = mode(&shaped(&[]), &file).unwrap();
+        assert!(
+            matches!(from_file, Mode::Room { bounds, users: 40 } if bounds.from == 4),
+            "{from_file:?}"
+        );
+        assert_eq!(
+            mode(&shaped(&["--levels", "10"]), &file).unwrap(),
+            Mode::Levels(vec![10])
+        );
+        for (flags, field, says) in [
+            (
+                vec!["--find-room", "--to", "20"],
+                "--users",
+                "needs the users",
+            ),
+            (
+                vec!["--find-room", "--users", "40"],
+                "--to",
+                "its largest room",
+            ),
+            (
+                vec!["--find-room", "--users", "40", "--to", "50"],
+                "--to",
+                "a room of 50 needs more users",
+            ),
+            (
+                vec!["--find-room", "--users", "1", "--to", "1"],
+                "--users",
+                "",
+            ),
+            (
+                vec!["--levels", "10", "--users", "40"],
+                "--users",
+                "the room-size search's",
+            ),
+        ] {
+            let e = mode(&shaped(&flags), &f).unwrap_err();
+            assert_eq!(e.field, field, "{flags:?}: {e}");
+            assert!(e.problem.contains(says), "{flags:?}: {e}");
+        }
+    }
+
+    /// A room-size search needs rooms that relay (collab, editing), each room size's own manifest, and
+    /// no other variable setting the room size.
+    #[test]
+    fn a_room_size_search_refuses_what_would_not_measure_rooms() {
+        let room = mode(
+            &shaped(&["--find-room", "--users", "40", "--to", "20"]),
+            &SweepFile::default(),
+        )
+        .unwrap();
+        let mut collab = BenchSettings::default();
+        collab.load.scenario = crate::load::Scenario::Collab;
+        let fault = vec![vary::parse("--vary", "env.STANDIN_FAULT=none,slow-relay").unwrap()];
+        room_checks(&fault, &collab, &room).unwrap();
+        let idle = BenchSettings::default();
+        assert_eq!(
+            room_checks(&fault, &idle, &room).unwrap_err().field,
+            "--scenario"
+        );
+        let mut pattern = collab.clone();
+        pattern.load.pattern = Some("u-{i}@x.net".into());
+        assert_eq!(
+            room_checks(&fault, &pattern, &room).unwrap_err().field,
+            "--pattern"
+        );
+        let rooms = vec![vary::parse("--vary", "users_per_project=2,4").unwrap()];
+        assert_eq!(
+            room_checks(&rooms, &collab, &room).unwrap_err().field,
+            "--vary"
+        );
+        // Levels and capacity searches are not its business.
+        room_checks(&rooms, &idle, &Mode::Levels(vec![10])).unwrap();
     }
 
     /// A percent is written with its %; a bare number (a share or a percent?) and a percent out of

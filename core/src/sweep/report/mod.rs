@@ -164,12 +164,14 @@ pub fn render(r: &SweepResults) -> Result<String, String> {
             at_least: v.at_least,
         })
         .collect();
-    let capacity_chart = bars::figure(
-        "capacity",
-        &format!("Capacity by {variables}: users at once for the whole hold (bar: median; whisker: range over the runs; pale: at least)"),
-        "users",
-        &bars,
-    )?;
+    let title = match r.room_users {
+        Some(n) => format!(
+            "Max collaborators per project by {variables}: the largest room whose level of {} users at once met every objective (bar: median; whisker: range over the runs; pale: at least)",
+            crate::plateau::group(n)
+        ),
+        None => format!("Capacity by {variables}: users at once for the whole hold (bar: median; whisker: range over the runs; pale: at least)"),
+    };
+    let capacity_chart = bars::figure("capacity", &title, r.capacity_unit(), &bars)?;
     let scaling_chart = match &s.scaling {
         Some(sc) => scaling::chart(sc)?,
         None => None,
@@ -268,14 +270,21 @@ pub fn render(r: &SweepResults) -> Result<String, String> {
             capacity: p.capacity_text(),
         })
         .collect();
-    let mode = match &r.search {
-        Some(b) => format!(
+    let mode = match (&r.search, r.room_users) {
+        (Some(b), Some(users)) => format!(
+            "room-size search {}..{} users per project at {} users at once, to {} %",
+            b.from,
+            b.to,
+            crate::plateau::group(users),
+            show(b.precision * 100.0)
+        ),
+        (Some(b), None) => format!(
             "capacity search {}..{} to {} %",
             b.from,
             b.to,
             show(b.precision * 100.0)
         ),
-        None => format!(
+        (None, _) => format!(
             "levels {}",
             r.levels
                 .iter()
@@ -305,6 +314,7 @@ pub fn render(r: &SweepResults) -> Result<String, String> {
     ctx.insert("mode", &mode);
     ctx.insert("state", &state);
     ctx.insert("capacity_chart", &capacity_chart);
+    ctx.insert("capacity_word", &r.capacity_word());
     ctx.insert("scaling_chart", &scaling_chart);
     ctx.insert("values", &values);
     ctx.insert(
