@@ -548,8 +548,12 @@ fn run_points(
             ),
             None => String::new(),
         };
+        let found = match o.mode {
+            Mode::Room { .. } => "largest room",
+            _ => "capacity",
+        };
         progress.event(Event::Step(&format!(
-            "point {index}: {label}: capacity {}{leaked}",
+            "point {index}: {label}: {found} {}{leaked}",
             point.capacity_text()
         )));
         results.points.push(point);

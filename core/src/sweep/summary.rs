@@ -419,6 +419,34 @@ pub(crate) mod tests {
         assert_eq!(s.values[1].images["app"], "sha256:B");
     }
 
+    /// A room-size search says what its capacities count: the largest room at its users at once.
+    #[test]
+    fn a_room_search_says_max_collaborators_per_project() {
+        let mut r = sweep(vec![
+            point(1, "none", 1, Some(112), 40.0),
+            point(2, "slow-relay", 1, Some(48), 40.0),
+        ]);
+        r.repeat = 1;
+        r.variables = vec!["env.STANDIN_FAULT".into()];
+        r.room_users = Some(200);
+        let s = summarize(&r);
+        assert_eq!(
+            s.headline,
+            "max collaborators per project at 200 users by env.STANDIN_FAULT: none 112 · slow-relay 48"
+        );
+        assert!(
+            s.differences.iter().any(|d| d.figure == "max room"),
+            "{:?}",
+            s.differences
+        );
+        let html = crate::sweep::report::render(&r).unwrap();
+        assert!(
+            html.contains("<th>max collaborators per project at 200 users (median, range)</th>")
+        );
+        assert!(html.contains("Max collaborators per project by env.STANDIN_FAULT"));
+        assert!(html.contains("users per project"), "the chart's unit");
+    }
+
     /// A run whose capacity is unknown (its levels invalid) or not established is no capacity of 0: left
     /// out of its value's capacity and of the differences, and said as such (it read "below its first
     /// level", and was ranked below a value that held its levels).
