@@ -528,8 +528,15 @@ fn mode(a: &SweepFile, file: &SweepFile) -> Result<Mode, UsageError> {
         true => a,
         false => file,
     };
+    // The file's from, to and precision are its find_capacity's or its find_room's: a search reads
+    // them only when they are its own (rooms of 2..64 are no capacity search's levels).
+    let none = SweepFile::default();
+    let file_of = |room: bool| match (room, file.find_room, file.find_capacity) {
+        (true, true, _) | (false, _, true) => file,
+        _ => &none,
+    };
     if chosen.find_room {
-        return room_mode(a, file);
+        return room_mode(a, file_of(true));
     }
     // The file's `users` is its find_room's, which flags choosing another mode set aside.
     if let Some(users) = &a.users {
@@ -552,6 +559,7 @@ fn mode(a: &SweepFile, file: &SweepFile) -> Result<Mode, UsageError> {
         })?;
         return Ok(Mode::Levels(parse_levels(levels)?));
     }
+    let file = file_of(false);
     let users =
         |flag: &str, v: &String| count_flag(flag, v, 1, exectl_core::bench::levels::MAX_USERS);
     let from = match a.from.as_ref().or(file.from.as_ref()) {
@@ -825,6 +833,9 @@ mod tests {
             mode(&shaped(&["--levels", "10"]), &file).unwrap(),
             Mode::Levels(vec![10])
         );
+        // A capacity search on the command line reads none of the file's room bounds.
+        let e = mode(&shaped(&["--find-capacity"]), &file).unwrap_err();
+        assert_eq!(e.field, "--to", "the file's find_room.to is no level: {e}");
         for (flags, field, says) in [
             (
                 vec!["--find-room", "--to", "20"],
