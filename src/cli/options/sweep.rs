@@ -616,6 +616,14 @@ fn room_mode(a: &SweepFile, file: &SweepFile) -> Result<Mode, UsageError> {
             format!("give --to {users} or less, or more --users"),
         ));
     }
+    if from >= to {
+        return Err(UsageError::new(
+            "--from",
+            from,
+            format!("the room-size search needs --from below --to (--to is {to})"),
+            format!("give e.g. --find-room --users {users} --from 2 --to {to}"),
+        ));
+    }
     let precision = match given(|f| &f.precision) {
         Some(p) => percent(p)?,
         None => DEFAULT_PRECISION,
@@ -856,6 +864,11 @@ mod tests {
                 vec!["--find-room", "--users", "1", "--to", "1"],
                 "--users",
                 "",
+            ),
+            (
+                vec!["--find-room", "--users", "40", "--from", "8", "--to", "4"],
+                "--from",
+                "--from below --to",
             ),
             (
                 vec!["--levels", "10", "--users", "40"],
