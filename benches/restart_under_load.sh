@@ -4,7 +4,9 @@
 # `bench --fault` 10 s into the hold; the users reconnect as the real client does (y-websocket's
 # backoff). Baseline: the same level with no fault, in the same run. Prints, per fault, the sockets
 # dropped, how long they took to come back (p50 / p95 / max), those not back, the dials that failed on
-# the way, and where the users were at the hold's end.
+# the way, and where the users were at the hold's end. The rolling redeploy (a new variable in each
+# instance, nginx reloaded after each) and the restart are also run with --relogin: the users log in
+# again on their way back (no minted tokens), and the line adds those logins and their latency.
 # Usage: bash benches/restart_under_load.sh [USERS]   (default 1000; needs the engine and fixture images)
 # BENCH_PREFIX (default "bench-") starts the stack names, BENCH_PORT (default 18297) and BENCH_PORT+1
 # are their ports.
@@ -30,7 +32,9 @@ done
 # One bench: $1 stack, $2 label, the rest bench flags. Prints its line.
 run() {
   local stack=$1 label=$2; shift 2
-  "$exectl" bench --stack "$stack" --scenario idle --levels "$users" --tokens --hold "${hold:-40s}" --ramp 10s \
+  local auth=(--tokens)
+  [ -n "${relogin:-}" ] && auth=(--relogin)
+  "$exectl" bench --stack "$stack" --scenario idle --levels "$users" "${auth[@]}" --hold "${hold:-40s}" --ramp 10s \
     --settle 45s --run-id "r-$label" --json "$@" >/dev/null 2>&1 || true
   python3 - "$state/benches/r-$label" "$label" <<'PY'
 import json, sys
@@ -54,15 +58,22 @@ ms = lambda k: f"{rec[k] / 1000:.1f} s" if rec.get(k) is not None else "-"
 failed = sum(rec["failed_dials"].values())
 kinds = ", ".join(f"{k} {n}" for k, n in rec["failed_dials"].items()) or "none"
 took = f" in {fault['took_s']:.1f} s" if fault.get("took_s") is not None else ""
+lg = rec.get("relogins")
+logins = (f"; {lg['ok']} logins on the way back (p50 {lg.get('p50_ms', 0):.0f} ms, p95 {lg.get('p95_ms', 0):.0f} ms, "
+          f"max {lg.get('max_ms', 0):.0f} ms), {sum(lg['failed'].values())} failed {lg['failed'] or ''}") if lg else ""
 error = f" (not whole: {fault['error']})" if fault.get("error") else ""
 print(f"{label:<22} {'pass' if l['passed'] else 'FAIL'}  {fault['planned']}{took}{error}: {rec['drops']} drops from {rec['users_dropped']} users, "
       f"back p50 {ms('back_p50_ms')} p95 {ms('back_p95_ms')} max {ms('back_max_ms')}, not back {rec['not_back']}, "
-      f"dials failed {failed} ({kinds}); at the hold's end {where}")
+      f"dials failed {failed} ({kinds}){logins}; at the hold's end {where}")
 PY
 }
 run "$ha" ha-baseline
 run "$ha" ha-restart-app-1 --fault restart:app-1@10s
 run "$ha" ha-restart-nginx --fault restart:nginx@10s
+relogin=1 run "$ha" ha-restart-app-1-relogin --fault restart:app-1@10s
+# A redeploy, as a roll, waits for each new instance's healthcheck (every 30 s, as the real image's).
+hold=90s run "$ha" ha-redeploy --fault redeploy:EXECTL_RELEASE=2@10s
+relogin=1 hold=90s run "$ha" ha-redeploy-relogin --fault redeploy:EXECTL_RELEASE=3@10s
 # A roll waits for each instance's healthcheck (every 30 s, as the real image's) before the next.
 hold=90s run "$ha" ha-roll --fault roll@10s
 run "$single" single-baseline

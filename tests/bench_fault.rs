@@ -84,23 +84,24 @@ async fn a_restarted_instance_drops_its_sockets_and_the_level_is_judged_on_their
     }
 
     deploy_ha(&s, &port);
-    // A service the stack does not run: exit 2 once its record is read, before the lock or a level.
-    let (code, err) = failed(&s.x.run(&[
-        "bench",
-        "--stack",
-        &s.name,
-        "--levels",
-        "40",
-        "--tokens",
-        "--fault",
-        "restart:app-9@1s",
-        "--run-id",
-        "no-such",
-    ]));
-    assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("no service app-9"), "{err}");
-    let refused = s.x.state.path().join("benches/no-such/results.json");
-    assert!(!refused.exists(), "a refused bench measured nothing");
+    // A service the stack does not run, a redeploy to an image the target does not have: exit 2 once
+    // its record is read, before the lock or a level.
+    for (fault, says) in [
+        ("restart:app-9@1s", "no service app-9"),
+        (
+            "redeploy:image=exectl-fixture/none:0@1s",
+            "exectl-fixture/none:0 is not on",
+        ),
+    ] {
+        let (code, err) = failed(&s.x.run(&[
+            "bench", "--stack", &s.name, "--levels", "40", "--tokens", "--fault", fault,
+            "--run-id", "refused",
+        ]));
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains(says), "{err}");
+        let refused = s.x.state.path().join("benches/refused/results.json");
+        assert!(!refused.exists(), "a refused bench measured nothing");
+    }
 
     // app-1 restarted 3 s into the hold: the users on it drop and come back; app-2's never drop.
     let (code, r, stderr) = bench(&s, "restart-app-1", &["--fault", "restart:app-1@3s"]);
@@ -150,6 +151,87 @@ async fn a_restarted_instance_drops_its_sockets_and_the_level_is_judged_on_their
             .unwrap();
     assert!(report.contains("app-1 restarted"));
 
+    // A rolling redeploy with a new variable, the users logging in again on their way back (no
+    // --tokens): each instance replaced by a new container (a new id, the variable in its
+    // environment), nginx reloaded after each, every user back.
+    let ids = |s: &Stack| -> Vec<String> {
+        ["app-1", "app-2"]
+            .map(|a| docker_inspect(&format!("exectl-{}-{a}", s.name), "{{.Id}}"))
+            .into()
+    };
+    let before = ids(&s);
+    let mut args = vec![
+        "bench",
+        "--stack",
+        &s.name,
+        "--run-id",
+        "redeploy",
+        "--scenario",
+        "idle",
+        "--levels",
+        "40",
+        "--hold",
+        "14s",
+        "--ramp",
+        "2s",
+        "--settle",
+        "10s",
+        "--fault",
+        "redeploy:EXECTL_REDEPLOYED=1@2s",
+        "--relogin",
+    ];
+    args.extend(COUNTS_ONLY);
+    let out = s.x.run(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let r: Value = serde_json::from_str(
+        &std::fs::read_to_string(s.x.state.path().join("benches/redeploy/results.json")).unwrap(),
+    )
+    .unwrap();
+    let level = &r["levels"][0];
+    let f = &level["figures"]["fault"];
+    eprintln!("{}\n{stderr}", level["figures"]);
+    assert!(f.get("error").is_none(), "{f:#}\n{stderr}");
+    assert_eq!(
+        f["services"],
+        serde_json::json!(["app-1", "app-2"]),
+        "{f:#}"
+    );
+    let rec = &f["recovery"];
+    assert_eq!(rec["users_dropped"], 40, "{rec:#}");
+    assert_eq!(rec["users_back"], 40, "{rec:#}");
+    // Each drop was followed by a login (a user on app-1 may come back on app-2 and drop again).
+    let logins = &rec["relogins"];
+    assert!(logins["ok"].as_u64().unwrap() >= 40, "{rec:#}");
+    assert!(logins["p95_ms"].as_f64().unwrap() > 0.0, "{rec:#}");
+    assert_eq!(level["passed"], true, "{level:#}\n{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("redeployed in turn with EXECTL_REDEPLOYED=1"),
+        "{stderr}"
+    );
+    let after = ids(&s);
+    assert!(
+        before.iter().zip(&after).all(|(b, a)| b != a),
+        "{before:?} {after:?}"
+    );
+    for a in ["app-1", "app-2"] {
+        let env = docker_inspect(&format!("exectl-{}-{a}", s.name), "{{json .Config.Env}}");
+        assert!(env.contains("EXECTL_REDEPLOYED=1"), "{a}: {env}");
+    }
+    // The stack converges back: a plan of the recorded spec replaces both instances.
+    let mut plan = vec!["plan", "ha", "--stack", &s.name, "--lb-port", &port];
+    plan.extend(HA_LIMITS);
+    plan.extend(["--set", "STANDIN_ROOM_CLEANUP_MS=500", "--images", FIXTURES]);
+    plan.extend(["--health-interval", "1s"]);
+    let plan = s.x.ok(&plan);
+    for a in ["app-1", "app-2"] {
+        assert!(
+            plan.lines()
+                .any(|l| l.contains("recreate") && l.contains(a)),
+            "{a}: {plan}"
+        );
+    }
+
     // Every instance in turn, and an objective no reconnect can meet (the first wait alone is 100 ms):
     // all 40 drop, the level fails on `back`.
     let (code, r, stderr) = bench(&s, "roll", &["--fault", "roll@2s", "--slo", "back=1ms"]);
@@ -170,6 +252,13 @@ async fn a_restarted_instance_drops_its_sockets_and_the_level_is_judged_on_their
     let reasons = level["reasons"].to_string();
     assert!(reasons.contains("back"), "{reasons}");
     assert!(!reasons.contains("exited"), "{reasons}");
+}
+
+/// `docker inspect -f FORMAT container`, trimmed.
+fn docker_inspect(container: &str, format: &str) -> String {
+    docker_cli(&["inspect", "-f", format, container])
+        .trim()
+        .to_string()
 }
 
 /// `load collab` of 20 users in rooms of 2 (with `--reconnect` or not) on a single stack whose app the

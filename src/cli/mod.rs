@@ -308,6 +308,11 @@ pub struct BenchFlags {
     /// Use the minted tokens of tokens.json instead of logging in.
     #[arg(long)]
     pub tokens: bool,
+    /// With a --fault: a user whose socket dropped logs in again before it dials (one who reloads the
+    /// page; a redeploy that changed API_JWT_SECRET makes every user do it); each level counts those
+    /// logins, their failures and their latency.
+    #[arg(long)]
+    pub relogin: bool,
     /// The manifest prepare wrote for this --email-pattern instead of the newest.
     #[arg(long)]
     pub pattern: Option<String>,
@@ -328,8 +333,10 @@ pub struct BenchFlags {
     #[arg(long)]
     pub browser_probe: bool,
     /// A fault in each level's common hold: restart:SERVICE@WHEN (docker restart of one service, e.g.
-    /// restart:app-1@10s, restart:nginx@5s) or roll@WHEN (every app instance in turn); the users
-    /// reconnect as the real client does, and the `back` objective judges their return.
+    /// restart:app-1@10s, restart:nginx@5s), roll@WHEN (every app instance in turn), or a rolling
+    /// redeploy, redeploy:KEY=VALUE@WHEN or redeploy:image=REF@WHEN (every app instance replaced in turn
+    /// by a container with that variable or image, nginx reloaded after each); the users reconnect as
+    /// the real client does, and the `back` objective judges their return.
     #[arg(long, value_name = "WHAT@WHEN")]
     pub fault: Option<String>,
 }
@@ -420,6 +427,11 @@ pub struct LoadArgs {
     /// the summary counts the drops and how long each took to come back.
     #[arg(long)]
     pub reconnect: bool,
+    /// With --reconnect: a user whose socket dropped logs in again before it dials (one who reloads the
+    /// page; a redeploy that changed API_JWT_SECRET makes every user do it); the summary counts those
+    /// logins, their failures and their latency.
+    #[arg(long)]
+    pub relogin: bool,
     /// Local addresses to dial from, round-robin: a range (127.0.0.1-127.0.0.16), a CIDR block or a
     /// list; each has a port range of its own towards the front door.
     #[arg(long, value_name = "ADDRS")]

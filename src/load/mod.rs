@@ -140,6 +140,10 @@ pub struct LoadOptions {
     /// until it is open again or the hold ends; the summary's `recovery` counts the drops and returns.
     /// false: one attempt, a dropped socket is a failed user.
     pub reconnect: bool,
+    /// `--relogin` (with `reconnect`): a user whose socket dropped logs in again before each way back,
+    /// as one who reloads the page; `recovery.relogins` counts those logins and their latency. false:
+    /// it dials again with its token, as y-websocket does.
+    pub relogin: bool,
     /// `--churn`: during the common hold each user leaves (a normal close) after a time drawn from an
     /// exponential of this mean, and comes back at once with a new socket (`reconnect` on: a failed
     /// dial is retried as a dropped user's). None: users stay.
@@ -216,6 +220,7 @@ impl LoadOptions {
             stacks: Vec::new(),
             arrival_rate: None,
             reconnect: false,
+            relogin: false,
             churn: None,
         }
     }

@@ -68,6 +68,9 @@ pub struct LoadSettings {
     /// `--reconnect`: a dropped user dials again as the real client does (`LoadOptions::reconnect`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reconnect: bool,
+    /// `--relogin`: a dropped user logs in again before it dials (`LoadOptions::relogin`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub relogin: bool,
     /// `--churn`: each user leaves after a time of this mean and comes back (`LoadOptions::churn`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub churn: Option<Duration>,
@@ -90,6 +93,7 @@ impl Default for LoadSettings {
             progress: false,
             arrival_rate: None,
             reconnect: false,
+            relogin: false,
             churn: None,
         }
     }
@@ -116,6 +120,22 @@ impl LoadSettings {
                     "drop --ramp, or --arrival-rate for the closed model",
                 ));
             }
+        }
+        if self.relogin && self.tokens {
+            return Err(UsageError::new(
+                "--relogin",
+                "true",
+                "the users log in again with their accounts' passwords; --tokens skips every login",
+                "drop --tokens, or --relogin",
+            ));
+        }
+        if self.relogin && !self.reconnect {
+            return Err(UsageError::new(
+                "--relogin",
+                "true",
+                "it says how a dropped user comes back, and without --reconnect (bench, sweep: a --fault) none does",
+                "add --reconnect (bench, sweep: --fault WHAT@WHEN), or drop --relogin",
+            ));
         }
         if self.tokens && self.scenario == Scenario::LoginBurst {
             return Err(UsageError::new(
@@ -222,6 +242,7 @@ impl LoadSettings {
             stacks,
             arrival_rate: self.arrival_rate,
             reconnect: self.reconnect,
+            relogin: self.relogin,
             churn: self.churn,
         })
     }

@@ -11,7 +11,7 @@ use super::session::{Ctx, Ended, UserOutcome};
 use super::Scenario;
 use exectl_core::load::delivery::{self, Deliveries, Member};
 use exectl_core::load::liveness::Pings;
-use exectl_core::load::recovery::Recovery;
+use exectl_core::load::recovery::{Recovery, Relogins};
 use exectl_core::plateau::PlateauFigures;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -306,6 +306,9 @@ pub struct Parts {
     /// `--reconnect`: from each drop to its return.
     #[serde(default)]
     pub back: Hist,
+    /// `--relogin`: each successful login on the way back.
+    #[serde(default)]
+    pub relogin: Hist,
     pub connect_span_s: f64,
     #[serde(default)]
     pub spans: Spans,
@@ -366,8 +369,9 @@ impl Spans {
     }
 }
 
-/// The users' drops and returns, counted (`--reconnect`); `back` holds every return's time.
-fn recovery(outcomes: &[UserOutcome], back: &Hist) -> Recovery {
+/// The users' drops and returns, counted (`--reconnect`); `back` holds every return's time and
+/// `relogin` every login's on the way back (`--relogin`, which `relogin` says).
+fn recovery(outcomes: &[UserOutcome], back: &Hist, relogin: Option<&Hist>) -> Recovery {
     let mut r = Recovery::default();
     let s = |us: u64| us as f64 / 1e6;
     for (o, u) in outcomes
@@ -384,10 +388,18 @@ fn recovery(outcomes: &[UserOutcome], back: &Hist) -> Recovery {
             dropped_by: count(&u.dropped_by),
             first_drop_s: u.first_drop_us.map(s),
             last_back_s: u.last_back_us.map(s),
+            relogins: relogin.is_some().then(|| Relogins {
+                ok: u.logins_us.len() as u64,
+                failed: count(&u.failed_logins),
+                ..Relogins::default()
+            }),
             ..Recovery::default()
         });
     }
-    returns(&mut r, back);
+    if relogin.is_some() {
+        r.relogins.get_or_insert_with(Relogins::default);
+    }
+    returns(&mut r, back, relogin);
     r
 }
 
@@ -399,11 +411,18 @@ fn count(kinds: &[String]) -> BTreeMap<String, u64> {
     })
 }
 
-/// The returns' p50, p95 and longest, from their histogram (a run's, or its slices' merged).
-pub(super) fn returns(r: &mut Recovery, back: &Hist) {
+/// The returns' p50, p95 and longest, from their histogram (a run's, or its slices' merged), and
+/// the logins' on the way back (`--relogin`).
+pub(super) fn returns(r: &mut Recovery, back: &Hist, relogin: Option<&Hist>) {
     let p = back.percentiles();
     if p.count > 0 {
         (r.back_p50_ms, r.back_p95_ms, r.back_max_ms) = (Some(p.p50), Some(p.p95), Some(p.max));
+    }
+    if let (Some(l), Some(h)) = (r.relogins.as_mut(), relogin) {
+        let p = h.percentiles();
+        if p.count > 0 {
+            (l.p50_ms, l.p95_ms, l.max_ms) = (Some(p.p50), Some(p.p95), Some(p.max));
+        }
     }
 }
 
@@ -539,10 +558,13 @@ impl Summary {
             autosave_ms: ctx.autosave_ms.percentiles(),
             users_with_http_failures: http_failed,
         });
-        let mut back = Hist::default();
+        let (mut back, mut relogin) = (Hist::default(), Hist::default());
         for r in outcomes.iter().filter_map(|o| o.recovery.as_deref()) {
             for us in &r.back_us {
                 back.record_us(*us);
+            }
+            for us in &r.logins_us {
+                relogin.record_us(*us);
             }
         }
         let spans = Spans::of(outcomes);
@@ -584,7 +606,9 @@ impl Summary {
             fanout,
             editing,
             arrivals: Arrivals::of(opts, outcomes.iter().map(|o| o.cap_wait_us)),
-            recovery: opts.reconnect.then(|| recovery(outcomes, &back)),
+            recovery: opts
+                .reconnect
+                .then(|| recovery(outcomes, &back, opts.relogin.then_some(&relogin))),
             generator: Generator::of(vec![SliceUse {
                 slice: 0,
                 host: super::metrics::host_name(),
@@ -613,6 +637,7 @@ impl Summary {
                 autosave: ctx.autosave_ms.snapshot(),
                 probe: probe_hist,
                 back,
+                relogin,
                 connect_span_s: facts.connect_span_s,
                 spans,
             },

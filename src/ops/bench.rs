@@ -136,12 +136,16 @@ pub fn bench(cx: &Context<'_>, o: BenchOptions) -> Result<BenchOutcome> {
                     "name one of the stack's services (exectl status lists them)",
                 )
             })?,
+            reload_nginx: deployed.services.iter().any(|s| s == "nginx"),
             fault: f,
             target: spec.clone(),
             stack: stack.clone(),
         }),
         None => None,
     };
+    if let Some(p) = &fault {
+        rt.block_on(crate::bench::fault::check_redeploy(target, &p.fault))?;
+    }
     let record = Recorded::of(&deployed.record);
     let services = deployed.services.clone();
     let deployed_nginx = deployed.services.iter().any(|s| s == "nginx");

@@ -16,6 +16,75 @@ pub enum Action {
     Restart(String),
     /// Every app instance restarted in turn, each once the one before runs again (a rolling restart).
     Roll,
+    /// Every app instance replaced in turn by a new container with this change, each once the one
+    /// before answers again (a rolling redeploy of a new version).
+    Redeploy(Change),
+}
+
+/// What a redeploy changes in each app instance's definition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// `image=REF`: the image it runs.
+    Image(String),
+    /// `KEY=VALUE`: one variable of its environment, set or replaced.
+    Env(String, String),
+}
+
+impl Change {
+    /// "image=REF" or "KEY=VALUE", a secret refused: its value would be written wherever the fault's
+    /// text goes (results, the report), and a new secret would make the stack's others lie.
+    fn parse(text: &str) -> Result<Change, String> {
+        let (key, value) = text
+            .split_once('=')
+            .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+            .ok_or_else(|| format!("redeploy:{text} changes nothing: write {FORMS}"))?;
+        if key == "image" {
+            return Ok(Change::Image(value.to_string()));
+        }
+        let name_ok = key
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !name_ok {
+            return Err(format!(
+                "{key:?} is no environment variable's name (letters, digits and _): write {FORMS}"
+            ));
+        }
+        let upper = key.to_ascii_uppercase();
+        if crate::secrets::NAMES.contains(&key)
+            || upper.contains("SECRET")
+            || upper.contains("PASSWORD")
+        {
+            return Err(format!(
+                "{key} is a secret: a fault's text goes into the results and the report; redeploy with another variable"
+            ));
+        }
+        Ok(Change::Env(key.to_string(), value.to_string()))
+    }
+
+    /// "image=REF" / "KEY=VALUE".
+    pub fn text(&self) -> String {
+        match self {
+            Change::Image(r) => format!("image={r}"),
+            Change::Env(k, v) => format!("{k}={v}"),
+        }
+    }
+
+    /// The environment of a container (its `KEY=VALUE` entries) with this change (an image change
+    /// leaves it as it is).
+    pub fn apply_env(&self, env: &mut Vec<String>) {
+        if let Change::Env(key, value) = self {
+            let entry = format!("{key}={value}");
+            match env
+                .iter_mut()
+                .find(|e| e.split_once('=').is_some_and(|(k, _)| k == key))
+            {
+                Some(e) => *e = entry,
+                None => env.push(entry),
+            }
+        }
+    }
 }
 
 /// `--fault WHAT@WHEN`: the action, and how far into the level's common hold it starts. Saved (a
@@ -41,7 +110,7 @@ impl From<Fault> for String {
 }
 
 /// How `--fault` is written, for its errors and help.
-pub const FORMS: &str = "restart:SERVICE@WHEN (e.g. restart:app-1@10s, restart:nginx@5s) or roll@WHEN (every app instance restarted in turn), WHEN into the common hold";
+pub const FORMS: &str = "restart:SERVICE@WHEN (e.g. restart:app-1@10s, restart:nginx@5s), roll@WHEN (every app instance restarted in turn) or redeploy:KEY=VALUE@WHEN / redeploy:image=REF@WHEN (every app instance replaced in turn by a container with that variable or image), WHEN into the common hold";
 
 impl Fault {
     /// "restart:app-1@10s", "roll@5s"; Err says what is wrong (the caller names the flag).
@@ -55,6 +124,7 @@ impl Fault {
             Some(("restart", service)) if !service.is_empty() => {
                 Action::Restart(service.to_string())
             }
+            Some(("redeploy", change)) => Action::Redeploy(Change::parse(change)?),
             None if what == "roll" => Action::Roll,
             _ => return Err(format!("{what:?} is no fault: write {FORMS}")),
         };
@@ -70,7 +140,7 @@ impl Fault {
                 "the stack runs no service {s} (it runs {})",
                 services.join(", ")
             )),
-            Action::Roll => {
+            Action::Roll | Action::Redeploy(_) => {
                 let apps: Vec<String> = services
                     .iter()
                     .filter(|s| crate::status::is_app(s))
@@ -101,6 +171,7 @@ impl Fault {
         let what = match &self.action {
             Action::Restart(s) => format!("restart {s}"),
             Action::Roll => "restart every app instance in turn".into(),
+            Action::Redeploy(c) => format!("redeploy every app instance in turn with {}", c.text()),
         };
         format!("{what} {} into the hold", crate::units::show(self.at))
     }
@@ -110,6 +181,7 @@ impl Fault {
         let what = match &self.action {
             Action::Restart(s) => format!("restart:{s}"),
             Action::Roll => "roll".into(),
+            Action::Redeploy(c) => format!("redeploy:{}", c.text()),
         };
         format!("{what}@{}", crate::units::show(self.at))
     }
@@ -143,9 +215,13 @@ impl FaultFigures {
     /// "app-1 restarted 10.0 s into the hold (the engine took 1.2 s): 20 sockets dropped …, all back
     /// within 3.1 s …", or why it did not run.
     pub fn describe(&self) -> String {
+        let (verb, with) = match Fault::parse(&self.planned).map(|f| f.action) {
+            Ok(Action::Redeploy(c)) => ("redeployed", format!(" with {}", c.text())),
+            _ => ("restarted", String::new()),
+        };
         let what = match self.services.len() {
-            1 => format!("{} restarted", self.services[0]),
-            _ => format!("{} restarted in turn", self.services.join(", ")),
+            1 => format!("{} {verb}{with}", self.services[0]),
+            _ => format!("{} {verb} in turn{with}", self.services.join(", ")),
         };
         match (self.at_s, &self.error) {
             (Some(at), None) => format!(
@@ -216,6 +292,53 @@ mod tests {
             let e = Fault::parse(bad).unwrap_err();
             assert!(e.contains("restart:SERVICE@WHEN"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn a_redeploy_changes_one_variable_or_the_image_of_every_instance_never_a_secret() {
+        let f = Fault::parse("redeploy:LOG_LEVEL=debug@5s").unwrap();
+        let change = Change::Env("LOG_LEVEL".into(), "debug".into());
+        assert_eq!(f.action, Action::Redeploy(change.clone()));
+        assert_eq!(f.services(&services()).unwrap(), ["app-1", "app-2"]);
+        assert_eq!(f.text(), "redeploy:LOG_LEVEL=debug@5s");
+        assert_eq!(
+            f.describe(),
+            "redeploy every app instance in turn with LOG_LEVEL=debug 5s into the hold"
+        );
+        // Set when absent, replaced when present; the others kept in their order.
+        let mut env = vec!["A=1".to_string(), "LOG_LEVEL=info".into()];
+        change.apply_env(&mut env);
+        assert_eq!(env, ["A=1", "LOG_LEVEL=debug"]);
+        let mut env = vec!["LOG_LEVEL_X=1".to_string()];
+        change.apply_env(&mut env);
+        assert_eq!(env, ["LOG_LEVEL_X=1", "LOG_LEVEL=debug"]);
+        let image = Fault::parse("redeploy:image=exelearning:next@1s").unwrap();
+        assert_eq!(
+            image.action,
+            Action::Redeploy(Change::Image("exelearning:next".into()))
+        );
+        let mut env = vec!["A=1".to_string()];
+        Change::Image("x".into()).apply_env(&mut env);
+        assert_eq!(env, ["A=1"]);
+        for (bad, says) in [
+            ("redeploy:API_JWT_SECRET=x@1s", "is a secret"),
+            ("redeploy:MY_DB_PASSWORD=x@1s", "is a secret"),
+            ("redeploy:LOG_LEVEL@1s", "changes nothing"),
+            ("redeploy:LOG_LEVEL=@1s", "changes nothing"),
+            ("redeploy:1X=y@1s", "no environment variable"),
+        ] {
+            let e = Fault::parse(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        let ran = FaultFigures {
+            planned: f.text(),
+            services: vec!["app-1".into(), "app-2".into()],
+            at_s: Some(5.0),
+            ..FaultFigures::default()
+        };
+        assert!(ran.describe().starts_with(
+            "app-1, app-2 redeployed in turn with LOG_LEVEL=debug 5.0 s into the hold"
+        ));
     }
 
     #[test]

@@ -54,6 +54,58 @@ pub struct Recovery {
     pub first_drop_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_back_s: Option<f64>,
+    /// `--relogin`: the logins on the way back (None: the users dialed again with their token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relogins: Option<Relogins>,
+}
+
+/// `--relogin`: a user whose socket dropped logs in again before it dials, as one who reloads the page
+/// does: the login storm that follows a restart, and what it cost.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Relogins {
+    /// Logins answered 200.
+    pub ok: u64,
+    /// Logins that failed (each followed by the backoff's next wait), by kind ("502", "timeout", …).
+    #[serde(default)]
+    pub failed: BTreeMap<String, u64>,
+    /// Of the successful ones, from the request to its answer: p50, p95 and the longest, ms (the
+    /// caller's, from the merged histogram).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p95_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ms: Option<f64>,
+}
+
+impl Relogins {
+    /// "480 logins on the way back (p50 35 ms, p95 2.1 s, the longest 3.0 s), 20 failed (502 20)".
+    pub fn describe(&self) -> String {
+        // Logins are often quick: milliseconds under a second.
+        let s = |ms: f64| match ms < 1000.0 {
+            true => format!("{ms:.0} ms"),
+            false => format!("{:.1} s", ms / 1000.0),
+        };
+        let times = match (self.p50_ms, self.p95_ms, self.max_ms) {
+            (Some(p50), Some(p95), Some(max)) => {
+                format!(" (p50 {}, p95 {}, the longest {})", s(p50), s(p95), s(max))
+            }
+            _ => String::new(),
+        };
+        let failed = match self.failed.values().sum::<u64>() {
+            0 => String::new(),
+            n => format!(", {n} failed ({})", kinds(&self.failed)),
+        };
+        format!("{} logins on the way back{times}{failed}", self.ok)
+    }
+}
+
+/// "handshake_502 3, connect_refused 1".
+fn kinds(m: &BTreeMap<String, u64>) -> String {
+    m.iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 impl Recovery {
@@ -77,6 +129,13 @@ impl Recovery {
             (Some(a), Some(b)) => Some(f(a, b)),
             (a, b) => a.or(b),
         };
+        if let Some(r) = &o.relogins {
+            let into = self.relogins.get_or_insert_with(Relogins::default);
+            into.ok += r.ok;
+            for (k, n) in &r.failed {
+                *into.failed.entry(k.clone()).or_default() += n;
+            }
+        }
         self.back_max_ms = either(self.back_max_ms, o.back_max_ms, f64::max);
         self.first_drop_s = either(self.first_drop_s, o.first_drop_s, f64::min);
         self.last_back_s = either(self.last_back_s, o.last_back_s, f64::max);
@@ -97,12 +156,6 @@ impl Recovery {
         if self.drops == 0 {
             return format!("{left}no socket dropped");
         }
-        let kinds = |m: &BTreeMap<String, u64>| {
-            m.iter()
-                .map(|(k, n)| format!("{k} {n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
         let by = kinds(&self.dropped_by);
         let s = |ms: f64| format!("{:.1} s", ms / 1000.0);
         let back = match (self.back_max_ms, self.back_p50_ms, self.back_p95_ms) {
@@ -134,8 +187,13 @@ impl Recovery {
                 kinds(&self.failed_dials)
             ),
         };
+        let relogins = self
+            .relogins
+            .as_ref()
+            .map(|r| format!("; {}", r.describe()))
+            .unwrap_or_default();
         format!(
-            "{left}{} sockets dropped ({by}) from {} users, {back}{outage}{not_back}{failed}",
+            "{left}{} sockets dropped ({by}) from {} users, {back}{outage}{not_back}{failed}{relogins}",
             self.drops, self.users_dropped
         )
     }
@@ -188,6 +246,25 @@ mod tests {
             "{d}"
         );
         assert_eq!(Recovery::default().describe(), "no socket dropped");
+        let mut r = b.clone();
+        r.add(&Recovery {
+            relogins: Some(Relogins {
+                ok: 3,
+                failed: [("502".to_string(), 2)].into(),
+                ..Relogins::default()
+            }),
+            ..Recovery::default()
+        });
+        r.relogins.as_mut().unwrap().p50_ms = Some(300.0);
+        (
+            r.relogins.as_mut().unwrap().p95_ms,
+            r.relogins.as_mut().unwrap().max_ms,
+        ) = (Some(1_900.0), Some(2_000.0));
+        let d = r.describe();
+        assert!(
+            d.ends_with("; 3 logins on the way back (p50 300 ms, p95 1.9 s, the longest 2.0 s), 2 failed (502 2)"),
+            "{d}"
+        );
         let churn = Recovery {
             leaves: 12,
             ..Recovery::default()

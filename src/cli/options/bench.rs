@@ -111,6 +111,7 @@ fn level_flags(flags: &BenchFlags, target: &TargetArgs) -> LoadFlags {
         tokens: flags.tokens,
         // A fault drops sockets on purpose: the users come back as the real client does.
         reconnect: flags.fault.is_some(),
+        relogin: flags.relogin,
         churn: flags.churn.clone(),
         source_addrs: flags.source_addrs.clone(),
         processes: flags.processes.clone(),

@@ -31,6 +31,7 @@ pub struct LoadFlags {
     pub ping_after: Option<String>,
     pub tokens: bool,
     pub reconnect: bool,
+    pub relogin: bool,
     pub churn: Option<String>,
     pub source_addrs: Option<String>,
     pub processes: Option<String>,
@@ -58,6 +59,7 @@ impl LoadFlags {
             ping_after: a.ping_after.clone(),
             tokens: a.tokens,
             reconnect: a.reconnect,
+            relogin: a.relogin,
             churn: a.churn.clone(),
             source_addrs: a.source_addrs.clone(),
             processes: a.processes.clone(),
@@ -195,6 +197,7 @@ pub fn settings(args: &LoadFlags) -> Result<(LoadSettings, Option<usize>), Usage
         arrival_rate,
         // A user that left comes back; if its dial fails, as --reconnect does.
         reconnect: args.reconnect || churn.is_some(),
+        relogin: args.relogin,
         churn,
     };
     settings.check()?;

@@ -246,6 +246,31 @@ mod tests {
         assert!(o.bench.load.reconnect);
     }
 
+    /// `--relogin` reaches a level's load with a fault (or load's own `--reconnect`); without a way
+    /// back, or with minted tokens (no password to log in with), it is refused naming itself.
+    #[test]
+    fn relogin_needs_a_way_back_and_passwords() {
+        let bench = |extra: &[&str]| {
+            let mut args = vec!["bench", "--levels", "10"];
+            args.extend(extra);
+            let Command::Bench(b) = parsed(&args) else {
+                unreachable!()
+            };
+            super::bench::settings(&b.flags, &b.target, true)
+        };
+        let s = bench(&["--fault", "redeploy:LOG_LEVEL=debug@2s", "--relogin"]).unwrap();
+        assert!(s.load.relogin && s.load.reconnect);
+        for extra in [
+            &["--relogin"][..],
+            &["--fault", "roll@2s", "--relogin", "--tokens"],
+        ] {
+            let e = format!("{:#}", bench(extra).unwrap_err());
+            assert!(e.contains("--relogin"), "{extra:?}: {e}");
+        }
+        let e = format!("{:#}", bench(&["--relogin"]).unwrap_err());
+        assert!(e.contains("--fault"), "{e}");
+    }
+
     /// The defaults are the options' own (`Default`, `seeding`, `DeployOptions::new`): a flag left out
     /// gives what a program gets when it leaves the field alone.
     #[test]

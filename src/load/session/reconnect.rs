@@ -1,7 +1,9 @@
 //! `--reconnect`: a user whose socket dropped before the common hold ended dials again as the real
 //! client does (`exectl_core::load::recovery::backoff`: 100 ms, doubling to 2.5 s between tries, the
 //! same token), until it is open again or the hold ends; then holds the new socket (`hold`), and again
-//! after each drop. Each drop's cause and each return's time go into the user's `UserRecovery`.
+//! after each drop. Each drop's cause and each return's time go into the user's `UserRecovery`. With
+//! `--relogin` a dropped user logs in again first (a failed login waits the backoff as a failed dial
+//! does), and dials with the new token.
 
 use std::net::IpAddr;
 
@@ -18,6 +20,10 @@ pub struct UserRecovery {
     pub leaves: u32,
     /// Each dial that failed on the way back, by its kind ("connect_refused", "handshake_502", …).
     pub failed_dials: Vec<String>,
+    /// `--relogin`: each successful login on the way back, from its request to its answer…
+    pub logins_us: Vec<u64>,
+    /// …and each failed one, by its kind ("502", "timeout", …).
+    pub failed_logins: Vec<String>,
     /// How each of its sockets dropped, in order ("eof_without_close", "closed_1001", "stalled", …).
     pub dropped_by: Vec<String>,
     /// Each return: from its drop to the new socket's upgrade.
@@ -40,6 +46,7 @@ pub(super) async fn come_back(
 ) {
     let opts = &ctx.opts;
     let account = &opts.manifest.accounts[i];
+    let mut token = std::borrow::Cow::Borrowed(token);
     while !out.held {
         let Some(ended) = out.ended else { return };
         if ctx.live.plateau.stopped() || hold_over(ctx) {
@@ -62,6 +69,9 @@ pub(super) async fn come_back(
                 .get_or_insert(us(dropped.duration_since(ctx.t0)));
         }
         let mut failed: u32 = 0;
+        // `--relogin`: a dropped user logs in again once on each way back (a user that left did not
+        // reload its page).
+        let mut logged_in = !opts.relogin || left;
         let ws = loop {
             let pause = match (left, failed) {
                 (true, 0) => None,
@@ -77,9 +87,35 @@ pub(super) async fn come_back(
                 out.failure = Some("not_back".into());
                 return;
             }
+            if !logged_in {
+                let asked = Instant::now();
+                let login = ctx
+                    .http
+                    .login(&opts.endpoint, &account.email, &account.password);
+                tokio::select! {
+                    r = login => match r {
+                        Ok(l) => {
+                            rec.logins_us.push(us(asked.elapsed()));
+                            token = l.token.into();
+                            logged_in = true;
+                        }
+                        Err(e) => rec.failed_logins.push(e.kind()),
+                    },
+                    () = ctx.live.plateau.until_stopped() => {}
+                }
+                if !logged_in {
+                    if ctx.live.plateau.stopped() || hold_over(ctx) {
+                        rec.not_back = true;
+                        out.failure = Some("not_back".into());
+                        return;
+                    }
+                    failed += 1;
+                    continue;
+                }
+            }
             let dial = ctx
                 .http
-                .dial_from(&opts.endpoint, from, &account.project_uuid, token);
+                .dial_from(&opts.endpoint, from, &account.project_uuid, &token);
             let stopped = ctx.live.plateau.until_stopped();
             tokio::select! {
                 r = dial => match r {
@@ -113,7 +149,7 @@ pub(super) async fn come_back(
         out.failure = None;
         out.early_end_us = None;
         ctx.live.opened();
-        Box::pin(hold(ctx, i, ws, token, connected_at, out)).await;
+        Box::pin(hold(ctx, i, ws, &token, connected_at, out)).await;
     }
 }
 

@@ -71,6 +71,7 @@ fn add_parts(into: &mut Parts, p: &Parts) {
     into.autosave.add(&p.autosave);
     into.probe.add(&p.probe);
     into.back.add(&p.back);
+    into.relogin.add(&p.relogin);
     into.connect_span_s = into.connect_span_s.max(p.connect_span_s);
     into.spans.add(&p.spans);
 }
@@ -275,7 +276,11 @@ pub fn merge(opts: &LoadOptions, results: Vec<SliceResult>, parent: Parent) -> S
         editing,
         arrivals,
         recovery: recovery.map(|mut r| {
-            crate::load::summary::returns(&mut r, &parts.back);
+            crate::load::summary::returns(
+                &mut r,
+                &parts.back,
+                opts.relogin.then_some(&parts.relogin),
+            );
             r
         }),
         generator: Generator::of(uses),

@@ -67,6 +67,9 @@ pub struct SliceSpec<U = Users> {
     /// Dropped users dial again (`LoadOptions::reconnect`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reconnect: bool,
+    /// Dropped users log in again (`LoadOptions::relogin`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub relogin: bool,
     /// Users leave and come back (`LoadOptions::churn`), ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub churn_ms: Option<u64>,
@@ -151,6 +154,7 @@ impl<'a> SliceSpec<Picked<'a>> {
             probe: opts.probe && slice == 0,
             arrival_rate: opts.arrival_rate,
             reconnect: opts.reconnect,
+            relogin: opts.relogin,
             churn_ms: opts.churn.map(|d| d.as_millis() as u64),
         }
     }
@@ -216,6 +220,7 @@ impl SliceSpec {
         o.ramp_slots = ramp_slots;
         o.arrival_rate = self.arrival_rate;
         o.reconnect = self.reconnect;
+        o.relogin = self.relogin;
         o.churn = self.churn_ms.map(Duration::from_millis);
         Ok(o)
     }
@@ -384,6 +389,7 @@ mod tests {
             probe: false,
             arrival_rate: None,
             reconnect: false,
+            relogin: false,
             churn_ms: None,
         }
     }
