@@ -16,6 +16,7 @@ fn main() {
         Command::Load(a) => commands::load::run(a),
         Command::Bench(a) => commands::bench::run(a),
         Command::Sweep(a) => commands::sweep::run(a),
+        Command::Campaign(a) => commands::campaign::run(a),
         Command::Report(a) => commands::report::run(&a.run_id, a.from.as_deref(), a.out.as_deref()),
         Command::Prepare(a) => block_on(commands::prepare::run(a)).map(code),
         Command::Host(a) => block_on(commands::host::run(a)),

@@ -84,6 +84,10 @@ fn base(path: &[String], out: &str) -> Vec<String> {
         ["prepare"] => vec!["--accounts", "10", "--mint-tokens"],
         ["host", "tune"] => vec!["--role", "sut"],
         ["bench"] => vec!["--levels", "10"],
+        ["campaign"] => vec![
+            concat!(env!("CARGO_MANIFEST_DIR"), "/campaigns/quick.yaml"),
+            "--plan",
+        ],
         ["sweep"] => vec![
             "ha",
             "--vary",

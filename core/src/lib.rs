@@ -4,6 +4,7 @@
 //! shell around it: the engine, SSH, HTTP and files.
 
 pub mod bench;
+pub mod campaign;
 pub mod capacity;
 pub mod checks;
 pub mod compose;

@@ -52,6 +52,10 @@ pub enum Command {
     /// image, or app variable), check nothing else moved, and compare: capacity, levels side by side,
     /// repeats' ranges, an HTML report.
     Sweep(Box<SweepArgs>),
+    /// A study in one command: a campaign file's rows (benches and sweeps, each on a stack of its
+    /// topology) run in order, then its summary table, findings and what was not measured, in
+    /// report.md and report.html.
+    Campaign(Box<CampaignArgs>),
     /// Rebuild a bench's report.html from its results.json and timeline.
     Report(ReportArgs),
     /// Seed benchmark accounts and projects into a deployed stack's database, write the manifest, verify.
@@ -237,6 +241,44 @@ pub struct SweepArgs {
     #[arg(long, value_name = "RUN_ID", conflicts_with_all = ["vary", "sweep_file", "run_id", "out"])]
     pub resume: Option<String>,
     /// Print results.json on stdout (no progress lines).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `exectl campaign`: values stay text here and are checked in `cli::options::campaign` (exit 2 naming
+/// the row and the key, before anything is connected to).
+#[derive(Debug, Args)]
+pub struct CampaignArgs {
+    /// The campaign file (YAML: campaigns/quick.yaml, campaigns/seed-000.yaml; README's campaign
+    /// section has its keys).
+    #[arg(value_name = "FILE", required_unless_present = "resume")]
+    pub file: Option<PathBuf>,
+    /// Say the rows, the deploys each needs and how long each and the whole should take; connect to
+    /// nothing, run nothing.
+    #[arg(long)]
+    pub plan: bool,
+    /// The rows' stacks are NAME-single and NAME-ha [default: the file's `stack`, else its `name`].
+    #[arg(long, value_name = "NAME")]
+    pub stack: Option<String>,
+    /// Port Traefik publishes, over the file's (single rows).
+    #[arg(long, value_name = "PORT", allow_hyphen_values = true)]
+    pub http_port: Option<String>,
+    /// Port nginx publishes, over the file's (ha rows).
+    #[arg(long, value_name = "PORT", allow_hyphen_values = true)]
+    pub lb_port: Option<String>,
+    #[command(flatten)]
+    pub target: crate::cli::target::TargetArgs,
+    /// This campaign's id [default: C-NAME-UNIXTIME].
+    #[arg(long)]
+    pub run_id: Option<String>,
+    /// Folder for results.json, report.md, report.html and rows/ [default: STATE/campaigns/RUN_ID].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Go on with the campaign RUN_ID (stopped or killed): its ended rows are kept, the next runs; its
+    /// file must be as it was.
+    #[arg(long, value_name = "RUN_ID", conflicts_with_all = ["file", "run_id", "out", "stack", "http_port", "lb_port"])]
+    pub resume: Option<String>,
+    /// Print results.json (with --plan: the plan) on stdout (no progress lines).
     #[arg(long)]
     pub json: bool,
 }

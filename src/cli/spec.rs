@@ -168,6 +168,7 @@ pub fn source(args: &SpecArgs) -> Result<SpecSource, UsageError> {
         flags: args.to_input()?,
         images: args.images.clone(),
         templates: args.templates.clone(),
+        no_config: false,
     })
 }
 

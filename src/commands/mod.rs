@@ -1,6 +1,7 @@
 //! One module per subcommand: each loads what it needs, calls the pure core and prints.
 
 pub mod bench;
+pub mod campaign;
 pub mod deploy;
 pub mod doctor;
 pub mod host;

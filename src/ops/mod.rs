@@ -9,6 +9,7 @@
 
 pub mod bench;
 pub mod bench_settings;
+pub mod campaign;
 pub mod deploy;
 pub mod deploy_swarm;
 pub mod doctor;

@@ -19,6 +19,8 @@ pub struct SpecSource {
     pub images: Option<PathBuf>,
     /// The folder of template overrides (`--templates`) the deploys render with.
     pub templates: Option<PathBuf>,
+    /// No exectl.yaml at all, not even ./exectl.yaml (a campaign's rows: their file is their spec).
+    pub no_config: bool,
 }
 
 /// A `SpecSource` as a file keeps it: the settings by their exectl.yaml key, `--set` pairs, image
@@ -30,6 +32,8 @@ struct Saved {
     config: Option<PathBuf>,
     images: Option<PathBuf>,
     templates: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    no_config: bool,
     settings: std::collections::BTreeMap<String, String>,
     env: Vec<String>,
     image_overrides: Vec<(String, String)>,
@@ -50,6 +54,7 @@ impl From<SpecSource> for Saved {
             config: s.config,
             images: s.images,
             templates: s.templates,
+            no_config: s.no_config,
             settings,
             env: s.flags.env.iter().map(|r| r.value.clone()).collect(),
             image_overrides: s
@@ -92,6 +97,7 @@ impl From<Saved> for SpecSource {
             flags,
             images: s.images,
             templates: s.templates,
+            no_config: s.no_config,
         }
     }
 }
@@ -107,7 +113,10 @@ pub fn redacted(pair: &str) -> String {
 impl SpecSource {
     /// The spec input as the files are now, not resolved (sweep sets its variable on it first).
     pub fn read(&self) -> Result<SpecInput, UsageError> {
-        self.over(read_spec_file(self.config.as_deref())?)
+        match self.no_config {
+            true => self.over(SpecInput::default()),
+            false => self.over(read_spec_file(self.config.as_deref())?),
+        }
     }
 
     /// The flags and the images file over an exectl.yaml already read.

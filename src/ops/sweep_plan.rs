@@ -143,6 +143,7 @@ mod tests {
                 flags,
                 images: Some("images.yaml".into()),
                 templates: None,
+                no_config: false,
             },
             sweep_file: None,
             wait_timeout: Duration::from_secs(300),

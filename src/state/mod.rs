@@ -17,6 +17,7 @@
 pub mod bench_dir;
 pub mod benches;
 pub mod bundle;
+pub mod campaigns;
 pub mod manifests;
 pub mod record;
 pub mod runs;
@@ -119,6 +120,11 @@ pub fn runs_dir(root: &Path) -> PathBuf {
 /// Bench runs, one folder (or link) each.
 pub fn benches_dir(root: &Path) -> PathBuf {
     root.join("benches")
+}
+
+/// Campaigns, one folder (or link) each.
+pub fn campaigns_dir(root: &Path) -> PathBuf {
+    root.join("campaigns")
 }
 
 /// Sweeps, one folder (or link) each.

@@ -66,15 +66,20 @@ struct Room {
 
 /// A scalar as text, a list as its items joined by commas.
 fn text(v: &Value) -> Option<String> {
+    joined(v, ",")
+}
+
+/// A scalar as text, a list as its items joined by `sep` (a campaign file's lists too).
+pub(crate) fn joined(v: &Value, sep: &str) -> Option<String> {
     match v {
         Value::String(s) => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),
         Value::Bool(b) => Some(b.to_string()),
         Value::Sequence(items) => items
             .iter()
-            .map(text)
+            .map(|i| joined(i, sep))
             .collect::<Option<Vec<_>>>()
-            .map(|v| v.join(",")),
+            .map(|v| v.join(sep)),
         _ => None,
     }
 }

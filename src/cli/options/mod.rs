@@ -4,6 +4,7 @@
 use super::spec::load_templates;
 use super::values::duration_flag;
 pub mod bench;
+pub mod campaign;
 pub mod load;
 pub mod prepare;
 pub mod sweep;

@@ -308,7 +308,7 @@ fn fresh(a: &SweepArgs, started_in: PathBuf) -> Result<(TargetSpec, SweepOptions
 
 /// Every point's spec resolved now, read as each point will read it (exit 2 before the first deploy),
 /// and the points' database engines: one, on the stack's one volume.
-fn points_checked(source: &SpecSource, vary: &[Vary]) -> Result<()> {
+pub(crate) fn points_checked(source: &SpecSource, vary: &[Vary]) -> Result<()> {
     let now = source.read()?;
     let mut stack = None;
     let mut engines: Vec<&str> = Vec::new();
@@ -344,6 +344,25 @@ fn shape_flags(a: &SweepArgs) -> SweepFile {
 /// The variables, the repeats and the levels or search: the flags', else the sweep file's.
 fn shape(flags: &SweepFile, file: &SweepFile) -> Result<(Vec<Vary>, u32, Mode), UsageError> {
     let vary = variables(flags, file)?;
+    shaped(vary, flags, file)
+}
+
+/// A campaign row's sweep, as its file gives it: its variable (none: its levels, or its search, on
+/// the row's stack as it is), repeats and levels or search, checked as a sweep file's.
+pub(crate) fn row_shape(file: &SweepFile) -> Result<(Vec<Vary>, u32, Mode), UsageError> {
+    let none = SweepFile::default();
+    let vary = match file.vary.is_empty() {
+        true => Vec::new(),
+        false => variables(&none, file)?,
+    };
+    shaped(vary, &none, file)
+}
+
+fn shaped(
+    vary: Vec<Vary>,
+    flags: &SweepFile,
+    file: &SweepFile,
+) -> Result<(Vec<Vary>, u32, Mode), UsageError> {
     let repeat = match flags.repeat.as_ref().or(file.repeat.as_ref()) {
         Some(k) => count_flag("--repeat", k, 1, MAX_REPEAT)? as u32,
         None => 1,
@@ -637,7 +656,11 @@ fn room_mode(a: &SweepFile, file: &SweepFile) -> Result<Mode, UsageError> {
 /// What a room-size search needs of the rest of the sweep, checked before the first deploy: rooms
 /// whose deliveries are measured (collab, editing), each room size's own manifest (no `--pattern`),
 /// and no other variable setting the room size.
-fn room_checks(vary: &[Vary], bench: &BenchSettings, mode: &Mode) -> Result<(), UsageError> {
+pub(crate) fn room_checks(
+    vary: &[Vary],
+    bench: &BenchSettings,
+    mode: &Mode,
+) -> Result<(), UsageError> {
     let Mode::Room { .. } = mode else {
         return Ok(());
     };

@@ -1,0 +1,11 @@
+//! `exectl campaign` as data: the campaign file (`file`), the summary table built from each row's
+//! benches (`table`), the findings and what was not measured (`findings`), the estimate `--plan`
+//! gives (`estimate`), the campaign's results.json (`results`) and its reports (`report`).
+//! Pure: the operation (`ops::campaign`) runs each row as a sweep; this decides and formats.
+
+pub mod estimate;
+pub mod file;
+pub mod findings;
+pub mod report;
+pub mod results;
+pub mod table;

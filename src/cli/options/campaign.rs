@@ -1,0 +1,536 @@
+//! `exectl campaign FILE`'s file and flags as `CampaignOptions`: each row's spec (the file's settings,
+//! the row's over them, `--stack`/`--http-port`/`--lb-port` over both; never ./exectl.yaml), its sweep
+//! (a sweep file's keys), its bench (bench's flags, checked by bench's own code) and its seeding, each
+//! row's every point resolved — all before anything is connected to (exit 2, naming the row). Also
+//! each row's estimate (`--plan`). `--resume RUN_ID` reads the campaign's file again and refuses one
+//! edited since, naming the row.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use sha2::{Digest, Sha256};
+
+use crate::cli::{BenchFlags, CampaignArgs};
+use crate::ops::campaign::{CampaignOptions, RowPlan};
+use crate::ops::deploy::DeployOptions;
+use crate::ops::spec_source::SpecSource;
+use crate::ops::sweep::{Mode, SweepOptions};
+use crate::state::campaigns::CampaignDir;
+use crate::state::sweeps::SweepDir;
+use crate::sut::TargetSpec;
+use exectl_core::campaign::estimate::{self, Deploy, Shape};
+use exectl_core::campaign::file::{CampaignFile, Row};
+use exectl_core::campaign::results::RunFlags;
+use exectl_core::error::UsageError;
+use exectl_core::spec::{Raw, SpecInput};
+use exectl_core::sweep::vary::{self, points, spec_at};
+
+/// A row's error named by its row: "rows[2] (idle 1000): --hold".
+fn in_row(i: usize, row: &Row, mut e: UsageError) -> UsageError {
+    e.field = format!("rows[{i}] ({}): {}", row.name, e.field);
+    e
+}
+
+/// The file's text and its parse.
+fn read_file(path: &Path, field: &str) -> Result<(String, CampaignFile), UsageError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        UsageError::new(
+            field,
+            path.display(),
+            format!("cannot read it: {e}"),
+            "give the path of a campaign file (campaigns/quick.yaml)",
+        )
+    })?;
+    let file = exectl_core::campaign::file::parse(&path.display().to_string(), &text)?;
+    Ok((text, file))
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// What the plan says of one row.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PlannedRow {
+    pub index: usize,
+    pub name: String,
+    pub topology: String,
+    pub stack: String,
+    pub deploy: Deploy,
+    pub points: u32,
+    pub levels: String,
+    pub estimate_s: f64,
+}
+
+/// `--plan`: the rows, what each deploys, and how long each and the whole should take.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Planned {
+    pub name: String,
+    pub file: String,
+    pub rows: Vec<PlannedRow>,
+    pub estimate_s: f64,
+}
+
+/// The target, the campaign's options and its plan; nothing connected to or made (but `--plan`
+/// needs no target: it is returned all the same).
+pub fn campaign(a: &CampaignArgs) -> Result<(TargetSpec, CampaignOptions, Planned)> {
+    crate::state::checked_root()?;
+    let here = std::env::current_dir().context("reading the current folder")?;
+    let (path, resumed, dir) = match &a.resume {
+        Some(id) => {
+            let (dir, r) = crate::state::campaigns::find(id)?;
+            if let (crate::state::benches::Shown::Running, Some(pid)) =
+                (crate::state::campaigns::shown(&r), r.pid)
+            {
+                return Err(UsageError::new(
+                    "--resume",
+                    id,
+                    format!("the campaign is still running (process {pid})"),
+                    "wait for it, or stop it (Ctrl-C, kill) and resume then",
+                )
+                .into());
+            }
+            (PathBuf::from(&r.file_path), Some(r), Some(dir))
+        }
+        None => (
+            a.file.clone().ok_or_else(|| {
+                UsageError::new(
+                    "FILE",
+                    "",
+                    "no campaign file",
+                    "give one: exectl campaign campaigns/quick.yaml (or --resume RUN_ID)",
+                )
+            })?,
+            None,
+            None,
+        ),
+    };
+    // A resume runs on the campaign's target with its flags, unless given another target.
+    let target = match (&resumed, &a.target.target) {
+        (Some(r), None) => serde_json::from_value(r.target_spec.clone())
+            .or_else(|_| crate::cli::target::target_spec(&a.target))?,
+        _ => crate::cli::target::target_spec(&a.target)?,
+    };
+    target.one_engine("campaign")?;
+    let flags = match &resumed {
+        Some(r) => r.flags.clone(),
+        None => RunFlags {
+            stack: a.stack.clone(),
+            http_port: a.http_port.clone(),
+            lb_port: a.lb_port.clone(),
+        },
+    };
+    // The flags over every row's spec: checked once, named as the flags they are.
+    for (flag, v) in [
+        ("--http-port", &flags.http_port),
+        ("--lb-port", &flags.lb_port),
+    ] {
+        if let Some(v) = v {
+            crate::cli::values::count_flag(flag, v, 1, u64::from(u16::MAX))?;
+        }
+    }
+    let (text, file) = read_file(
+        &path,
+        if resumed.is_some() {
+            "--resume"
+        } else {
+            "FILE"
+        },
+    )?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let mut rows = Vec::new();
+    let mut planned = Vec::new();
+    // Each stack's last spec and seeding, for what a row's deploy and prepare will have to do.
+    let mut last: BTreeMap<String, (exectl_core::spec::Spec, (u64, Option<u64>))> = BTreeMap::new();
+    for (i, row) in file.rows.iter().enumerate() {
+        let (plan, shown) = row_plan(a, &flags, &file, base, i, row, &mut last, &here)?;
+        planned.push(PlannedRow {
+            index: i + 1,
+            name: row.name.clone(),
+            topology: row.topology.clone(),
+            stack: plan.stack.clone(),
+            deploy: shown.0,
+            points: shown.1,
+            levels: shown.2,
+            estimate_s: plan.estimate_s,
+        });
+        rows.push(plan);
+    }
+    let run_id = match &resumed {
+        Some(r) => r.run_id.clone(),
+        None => crate::cli::values::run_id(a.run_id.as_deref(), "C-QUICK-001", |now| {
+            format!(
+                "C-{}-{now}",
+                file.name.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
+            )
+        })?,
+    };
+    if let Some(r) = &resumed {
+        let now: Vec<(String, String)> = rows
+            .iter()
+            .map(|p| (p.name.clone(), p.sha256.clone()))
+            .collect();
+        if let Some(what) = r.changed_row(&now) {
+            return Err(UsageError::new(
+                "--resume",
+                &r.run_id,
+                format!(
+                    "{} was edited since the campaign began: {what}",
+                    path.display()
+                ),
+                "put the file back as it was, or start a new campaign with it",
+            )
+            .into());
+        }
+    }
+    let dir = match dir {
+        Some(d) => d,
+        None => {
+            let campaigns = crate::state::campaigns_dir(&crate::state::root());
+            let (field, value, at) =
+                crate::cli::values::run_folder(a.out.as_deref(), &run_id, &campaigns);
+            CampaignDir::check(&at, field, &value)?
+        }
+    };
+    let plan = Planned {
+        name: file.name.clone(),
+        file: path.display().to_string(),
+        estimate_s: rows.iter().map(|r| r.estimate_s).sum(),
+        rows: planned,
+    };
+    Ok((
+        target,
+        CampaignOptions {
+            run_id,
+            dir,
+            name: file.name.clone(),
+            file: match &resumed {
+                Some(r) => r.file.clone(),
+                None => path.display().to_string(),
+            },
+            file_path: std::path::absolute(&path).unwrap_or(path.clone()),
+            file_sha256: sha256(text.as_bytes()),
+            flags,
+            rows,
+            resumed,
+        },
+        plan,
+    ))
+}
+
+/// A row's bench flags from its keys (the file's under the row's), as `exectl bench` would take them.
+fn bench_flags(row: &Row) -> BenchFlags {
+    let get = |k: &str| row.bench.get(k).cloned();
+    let on = |k: &str| row.bench.get(k).is_some_and(|v| v == "true");
+    BenchFlags {
+        scenario: get("scenario").unwrap_or_else(|| "idle".into()),
+        hold: get("hold"),
+        ramp: get("ramp"),
+        churn: get("churn"),
+        sample: get("sample").unwrap_or_else(|| "1s".into()),
+        settle: get("settle").unwrap_or_else(|| "45s".into()),
+        slo: get("slo")
+            .map(|s| s.split(';').map(str::to_string).collect())
+            .unwrap_or_default(),
+        continue_after_fail: on("continue_after_fail"),
+        dial_concurrency: get("dial_concurrency"),
+        arrival_rate: get("arrival_rate"),
+        interval: get("interval"),
+        ping_after: get("ping_after"),
+        tokens: on("tokens"),
+        relogin: on("relogin"),
+        browser_probe: on("browser_probe"),
+        fault: get("fault"),
+        ..BenchFlags::default()
+    }
+}
+
+/// How long the row's app keeps an empty room: the stand-in's `STANDIN_ROOM_CLEANUP_MS` when set
+/// (the last wins, as the environment's), else the real app's 30 s.
+fn room_cleanup_s<'a>(set: impl Iterator<Item = &'a String>) -> f64 {
+    set.filter_map(|p| p.strip_prefix("STANDIN_ROOM_CLEANUP_MS="))
+        .filter_map(|ms| ms.parse::<f64>().ok())
+        .last()
+        .map_or(30.0, |ms| ms / 1000.0)
+}
+
+/// What `--plan` shows of a row besides its estimate: its deploy, points, levels.
+type Shown = (Deploy, u32, String);
+
+#[allow(clippy::too_many_arguments)]
+fn row_plan(
+    a: &CampaignArgs,
+    flags: &RunFlags,
+    file: &CampaignFile,
+    base: &Path,
+    i: usize,
+    row: &Row,
+    last: &mut BTreeMap<String, (exectl_core::spec::Spec, (u64, Option<u64>))>,
+    here: &Path,
+) -> Result<(RowPlan, Shown)> {
+    let bad = |e: UsageError| in_row(i, row, e);
+    let stack_base = flags.stack.clone().unwrap_or_else(|| file.stack.clone());
+    let stack = format!("{stack_base}-{}", row.topology);
+    let mut input = SpecInput::default();
+    input.set("topology", &row.topology).map_err(bad)?;
+    input.set("stack", &stack).map_err(bad)?;
+    for (k, v) in file.spec.iter().chain(&row.spec) {
+        if k == "topology" || k == "stack" || k == "target" {
+            return Err(bad(UsageError::new(
+                format!("spec.{k}"),
+                v,
+                "a campaign says it: each row's topology, its stack (NAME-TOPOLOGY), its --target",
+                format!("drop spec.{k} (--stack NAME and --target URL are the campaign's flags)"),
+            ))
+            .into());
+        }
+        input.set(k, v).map_err(bad)?;
+    }
+    // Each port where the row's stack publishes one: Traefik's (single, or ha with traefik), nginx's.
+    let ha = row.topology == "ha";
+    let traefik = input.traefik.as_ref().is_some_and(|r| r.value == "true");
+    for (k, v, applies) in [
+        ("http_port", &flags.http_port, !ha || traefik),
+        ("lb_port", &flags.lb_port, ha),
+    ] {
+        if let (Some(v), true) = (v, applies) {
+            input.set(k, v).map_err(bad)?;
+        }
+    }
+    input.env = file
+        .set
+        .iter()
+        .chain(&row.set)
+        .map(|v| Raw::flag("--set", v.clone()))
+        .collect();
+    let source = SpecSource {
+        config: None,
+        flags: input,
+        images: file.images.as_ref().map(|p| base.join(p)),
+        templates: None,
+        no_config: true,
+    };
+    let (mut vary_list, repeat, mode) = super::sweep::row_shape(&row.sweep).map_err(bad)?;
+    let compares = !vary_list.is_empty() || repeat > 1 || mode.bounds().is_some();
+    if let Some(k) = &row.users_per_project {
+        if vary_list
+            .iter()
+            .any(|v| v.var.workload() == Some(vary::Workload::UsersPerProject))
+        {
+            return Err(bad(UsageError::new(
+                "users_per_project",
+                k,
+                "the row varies the room size already",
+                "drop users_per_project, or its vary",
+            ))
+            .into());
+        }
+        vary_list.push(
+            vary::parse("users_per_project", &format!("users_per_project={k}")).map_err(bad)?,
+        );
+    }
+    let json = false;
+    let bench = super::bench::settings(&bench_flags(row), &a.target, json).map_err(bad)?;
+    super::sweep::room_checks(&vary_list, &bench, &mode).map_err(bad)?;
+    super::sweep::points_checked(&source, &vary_list).map_err(|e| {
+        match e.downcast::<UsageError>() {
+            Ok(u) => anyhow::Error::from(bad(u)),
+            Err(e) => e,
+        }
+    })?;
+    let mut seed = crate::prepare::Options::seeding(mode.top() + 1, None).map_err(bad)?;
+    if let Some(c) = &file.bcrypt_cost {
+        seed.bcrypt_cost = super::prepare::bcrypt_cost(c).map_err(bad)?;
+    }
+    if bench.load.tokens {
+        seed.token_ttl = Some(crate::prepare::DEFAULT_TOKEN_TTL);
+    }
+
+    // The estimate: what this row's deploy and seeding do after the rows before it on its stack.
+    let cells = points(&vary_list, repeat);
+    let first = spec_at(source.read().map_err(bad)?, &vary_list, &cells[0].0).map_err(bad)?;
+    let room = vary_list
+        .iter()
+        .position(|v| v.var.workload() == Some(vary::Workload::UsersPerProject))
+        .and_then(|p| cells[0].0[p].parse().ok());
+    let seeding = (mode.top() + 1, room);
+    let (deploy, accounts) = match last.get(&stack) {
+        None => (Deploy::First, seeding.0),
+        Some((spec, seeded)) => (
+            if *spec == first {
+                Deploy::Same
+            } else {
+                Deploy::Changed
+            },
+            if seeded.0 >= seeding.0 && seeded.1 == seeding.1 {
+                0
+            } else {
+                seeding.0
+            },
+        ),
+    };
+    let last_spec = spec_at(
+        source.read().map_err(bad)?,
+        &vary_list,
+        &cells[cells.len() - 1].0,
+    )
+    .map_err(bad)?;
+    let top = last.get(&stack).map_or(0, |(_, s)| s.0).max(seeding.0);
+    last.insert(stack.clone(), (last_spec, (top, room)));
+    let (levels, levels_text) = match &mode {
+        Mode::Levels(l) => (
+            l.len() as u32,
+            l.iter().map(u64::to_string).collect::<Vec<_>>().join(","),
+        ),
+        Mode::Search(b) => (
+            estimate::probes(b.from, b.to, b.precision),
+            format!("capacity search {}..{}", b.from, b.to),
+        ),
+        Mode::Room { bounds, users } => (
+            estimate::probes(bounds.from, bounds.to, bounds.precision),
+            format!(
+                "room-size search {}..{} at {users} users",
+                bounds.from, bounds.to
+            ),
+        ),
+    };
+    let shape = Shape {
+        deploy,
+        ha: row.topology == "ha",
+        health_interval_s: f64::from(first.health_interval_s),
+        points: cells.len() as u32,
+        deploy_per_point: vary_list.iter().any(|v| v.var.workload().is_none()),
+        levels,
+        ramp_s: bench.load.ramp(mode.top() as usize).as_secs_f64(),
+        hold_s: bench.load.hold.as_secs_f64(),
+        settle_s: bench.settle.as_secs_f64(),
+        room_cleanup_s: room_cleanup_s(file.set.iter().chain(&row.set)),
+        accounts,
+    };
+    let digest = sha256(
+        serde_json::to_string(&(
+            &file.spec,
+            &file.set,
+            &file.images,
+            &file.bcrypt_cost,
+            &file.stack,
+            row,
+        ))?
+        .as_bytes(),
+    );
+    let slug: String = row
+        .name
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect::<String>()
+        .split('-')
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    let sweep = SweepOptions {
+        run_id: String::new(),
+        dir: SweepDir {
+            path: PathBuf::new(),
+        },
+        spec: source,
+        vary: vary_list,
+        repeat,
+        mode,
+        deploy: DeployOptions::new(exectl_core::render::Templates::embedded()),
+        seed,
+        bench,
+        teardown: false,
+        resumed: None,
+        sweep_file: None,
+        started_in: here.to_path_buf(),
+    };
+    Ok((
+        RowPlan {
+            name: row.name.clone(),
+            study: row.study.clone(),
+            note: row.note.clone(),
+            topology: row.topology.clone(),
+            stack,
+            sha256: digest,
+            estimate_s: estimate::seconds(&shape),
+            dir: format!("rows/{:02}-{}", i + 1, &slug[..slug.len().min(40)]),
+            sweep,
+            compares,
+        },
+        (deploy, cells.len() as u32, levels_text),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+    use exectl_core::campaign::estimate::Deploy;
+
+    /// `exectl campaign FILE --out DIR [extra]` checked as the command checks it.
+    fn planned(body: &str, extra: &[&str]) -> anyhow::Result<super::Planned> {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.yaml");
+        std::fs::write(&file, body).unwrap();
+        let out = dir.path().join("out");
+        let mut args = vec![
+            "exectl",
+            "campaign",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--plan",
+        ];
+        args.extend(extra);
+        let Command::Campaign(a) = Cli::parse_from(args).command else {
+            unreachable!()
+        };
+        super::campaign(&a).map(|(_, _, p)| p)
+    }
+
+    /// The shipped quick campaign: three rows on two stacks, the third on the second's stack as it
+    /// is (the variable's first value is its default), two points.
+    #[test]
+    fn the_quick_campaign_plans_its_rows_and_their_deploys() {
+        let body = std::fs::read_to_string("campaigns/quick.yaml")
+            .unwrap()
+            .replace(
+                "../images/fixtures.yaml",
+                &format!("{}/images/fixtures.yaml", env!("CARGO_MANIFEST_DIR")),
+            );
+        let p = planned(&body, &["--stack", "q1"]).unwrap();
+        let deploys: Vec<Deploy> = p.rows.iter().map(|r| r.deploy).collect();
+        assert_eq!(deploys, [Deploy::First, Deploy::First, Deploy::Same]);
+        let stacks: Vec<&str> = p.rows.iter().map(|r| r.stack.as_str()).collect();
+        assert_eq!(stacks, ["q1-single", "q1-ha", "q1-ha"]);
+        assert_eq!(p.rows[2].points, 2);
+        let sum: f64 = p.rows.iter().map(|r| r.estimate_s).sum();
+        assert!((p.estimate_s - sum).abs() < 1e-9 && sum > 60.0, "{p:?}");
+    }
+
+    /// A fault of a row is named by its row, before anything runs (exit 2).
+    #[test]
+    fn a_bad_row_is_refused_naming_it() {
+        let row = |extra: &str| {
+            format!("name: c\nrows:\n  - {{name: ok, topology: single, levels: [10]}}\n  - {{name: bad one, topology: ha, levels: [10]{extra}}}\n")
+        };
+        for (extra, says) in [
+            (", bench: {hold: soon}", "rows[1] (bad one): --hold"),
+            (
+                ", spec: {instances: many}",
+                "rows[1] (bad one): --instances",
+            ),
+            (", spec: {stack: x}", "rows[1] (bad one): spec.stack"),
+            (
+                ", bench: {fault: 'kill:app-1@1s'}",
+                "rows[1] (bad one): --fault",
+            ),
+        ] {
+            let e = planned(&row(extra), &[]).unwrap_err();
+            assert!(exectl_core::error::is_usage(&e), "{extra}: {e:#}");
+            assert!(format!("{e:#}").contains(says), "{extra}: {e:#}");
+        }
+    }
+}

@@ -1,0 +1,376 @@
+//! `campaign`: a study's rows in order, each one sweep (`ops::sweep`: a converging deploy of its own
+//! stack, an idempotent prepare, its benches), on one target. After every row its results are read
+//! back — a line of the summary table per level of each of its benches, its findings — and the
+//! campaign's results.json, report.md and report.html are written whole, so a campaign stopped at row
+//! k keeps rows 1..k-1 and `--resume` goes on from k (a row that began and was stopped runs again, in
+//! a folder of its own). A row that cannot run (bad input met at its turn, a deploy that fails) is
+//! recorded as not run with why, and the campaign goes on; a lost link or a held lock stops it.
+
+use std::path::PathBuf;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::Result;
+
+use super::sweep::SweepOptions;
+use super::{Context, Event};
+use crate::state::campaigns::{CampaignDir, REPORT, REPORT_MD};
+use exectl_core::bench::RunState;
+use exectl_core::campaign::findings::{self, Bench, Finding};
+use exectl_core::campaign::report;
+use exectl_core::campaign::results::{CampaignResults, RowRecord, RowState, RunFlags, SCHEMA};
+use exectl_core::campaign::table;
+use exectl_core::sweep::results::{SweepResults, RESULTS};
+use exectl_core::sweep::summary::summarize;
+
+/// One row: what the report says of it, and the sweep that runs it.
+pub struct RowPlan {
+    pub name: String,
+    pub study: Option<String>,
+    pub note: Option<String>,
+    pub topology: String,
+    pub stack: String,
+    /// The row as the file gives it, hashed (a resume refuses an edited file, naming the row).
+    pub sha256: String,
+    pub estimate_s: f64,
+    /// Its folder under the campaign's ("rows/02-idle-1000"); a row run again gets ".2", ".3", …
+    pub dir: String,
+    /// Its sweep; its run id and folder are set when it begins.
+    pub sweep: SweepOptions,
+    /// It varies something (or repeats, or searches): its sweep's headline and differences are
+    /// findings.
+    pub compares: bool,
+}
+
+pub struct CampaignOptions {
+    pub run_id: String,
+    pub dir: CampaignDir,
+    pub name: String,
+    /// The campaign file as given, where it is, and its text's sha256.
+    pub file: String,
+    pub file_path: PathBuf,
+    pub file_sha256: String,
+    /// The flags given over the file's (a resume's are the campaign's own).
+    pub flags: RunFlags,
+    pub rows: Vec<RowPlan>,
+    /// The campaign to go on with (`--resume`).
+    pub resumed: Option<CampaignResults>,
+}
+
+pub struct CampaignOutcome {
+    pub results: CampaignResults,
+    pub findings: Vec<Finding>,
+    pub report: PathBuf,
+    pub report_md: PathBuf,
+}
+
+impl CampaignOutcome {
+    /// Every row ran (its levels passing or not).
+    pub fn complete(&self) -> bool {
+        self.results.rows.iter().all(|r| r.state == RowState::Done)
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The campaign's record before its first row (or as resumed).
+fn begin(o: &CampaignOptions, target: &crate::sut::TargetSpec) -> CampaignResults {
+    let mut r = o.resumed.clone().unwrap_or_else(|| CampaignResults {
+        schema: SCHEMA,
+        run_id: o.run_id.clone(),
+        state: RunState::Running,
+        pid: None,
+        exectl_version: env!("CARGO_PKG_VERSION").into(),
+        name: o.name.clone(),
+        file: o.file.clone(),
+        file_path: o.file_path.display().to_string(),
+        file_sha256: o.file_sha256.clone(),
+        target: target.describe(),
+        target_spec: serde_json::to_value(target).unwrap_or_default(),
+        flags: o.flags.clone(),
+        started_unix_s: unix_now(),
+        duration_s: 0.0,
+        estimate_s: o.rows.iter().map(|r| r.estimate_s).sum(),
+        rows: o
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(i, p)| RowRecord {
+                index: i + 1,
+                name: p.name.clone(),
+                study: p.study.clone(),
+                note: p.note.clone(),
+                topology: p.topology.clone(),
+                stack: p.stack.clone(),
+                sha256: p.sha256.clone(),
+                state: RowState::Pending,
+                sweep: None,
+                dir: None,
+                estimate_s: p.estimate_s,
+                took_s: None,
+                lines: vec![],
+                capacities: vec![],
+                headline: None,
+                differences: vec![],
+            })
+            .collect(),
+        stopped: None,
+        findings: vec![],
+        not_measured: vec![],
+    });
+    r.state = RunState::Running;
+    r.pid = Some(std::process::id());
+    r.stopped = None;
+    r
+}
+
+/// "about 23 min left": the rows still to run at their estimates, scaled by how the rows run so far
+/// compared with theirs.
+fn left(r: &CampaignResults, from: usize) -> String {
+    let (took, estimated) = r
+        .rows
+        .iter()
+        .filter_map(|x| Some((x.took_s?, x.estimate_s)))
+        .fold((0.0, 0.0), |(a, b), (t, e)| (a + t, b + e));
+    let scale = if estimated > 0.0 {
+        took / estimated
+    } else {
+        1.0
+    };
+    let rest: f64 = r.rows[from..]
+        .iter()
+        .filter(|x| x.state.to_run())
+        .map(|x| x.estimate_s)
+        .sum();
+    format!(
+        "about {} left",
+        exectl_core::units::readable_s(rest * scale.clamp(0.25, 4.0))
+    )
+}
+
+/// Run the campaign. Like `sweep`, it runs its own runtimes, so it is called outside any tokio runtime.
+pub fn campaign(cx: &Context<'_>, o: CampaignOptions) -> Result<CampaignOutcome> {
+    let progress = cx.progress;
+    let mut results = begin(&o, &cx.target.spec);
+    o.dir.create(&o.run_id)?;
+    o.dir.save(&results)?;
+    let t0 = Instant::now();
+    let before = results.duration_s;
+    let n = o.rows.len();
+    let mut fatal: Option<anyhow::Error> = None;
+    for (i, mut row) in o.rows.into_iter().enumerate() {
+        if !results.rows[i].state.to_run() {
+            continue;
+        }
+        if let Some(why) = cx.stop.why() {
+            results.stopped = Some(why);
+            break;
+        }
+        progress.event(Event::Step(&format!(
+            "row {}/{n} · {} · {}",
+            i + 1,
+            row.name,
+            left(&results, i)
+        )));
+        // A row that began before (stopped) runs again in a folder of its own: the first's stays.
+        let attempt = results.rows[i]
+            .dir
+            .as_deref()
+            .and_then(|d| d.rsplit_once('.').and_then(|(_, k)| k.parse::<u32>().ok()))
+            .map_or(if results.rows[i].dir.is_some() { 2 } else { 1 }, |k| k + 1);
+        let rel = match attempt {
+            1 => row.dir.clone(),
+            k => format!("{}.{k}", row.dir),
+        };
+        let sweep_id = format!(
+            "{}-r{:02}{}",
+            o.run_id,
+            i + 1,
+            match attempt {
+                1 => String::new(),
+                k => format!(".{k}"),
+            }
+        );
+        row.sweep.run_id = sweep_id.clone();
+        row.sweep.dir = crate::state::sweeps::SweepDir {
+            path: o.dir.path.join(&rel),
+        };
+        let record = &mut results.rows[i];
+        record.sweep = Some(sweep_id);
+        record.dir = Some(rel.clone());
+        record.state = RowState::Interrupted("it was running when the campaign stopped".into());
+        o.dir.save(&results)?;
+
+        let started = Instant::now();
+        let ran = super::sweep::sweep(cx, row.sweep);
+        let record = &mut results.rows[i];
+        record.took_s = Some(started.elapsed().as_secs_f64());
+        match ran {
+            Ok(out) => {
+                record.state = match (&out.results.stopped, cx.stop.why()) {
+                    (_, Some(why)) => RowState::Interrupted(why),
+                    (None, None) => RowState::Done,
+                    (Some(why), None) => RowState::NotRun(why.clone()),
+                };
+                read_row(&o.dir.path, record, &out.results, &rel, row.compares);
+            }
+            Err(e) => {
+                let code = crate::error::exit_code(&e);
+                record.state = match cx.stop.why() {
+                    Some(why) => RowState::Interrupted(why),
+                    None => RowState::NotRun(format!("{e:#}")),
+                };
+                // A lost link or a lock taken stops the campaign: the rows after would meet it too.
+                if code == exectl_core::error::exit::UNREACHABLE
+                    || code == exectl_core::error::exit::LOCKED
+                {
+                    record.state = RowState::Interrupted(format!("{e:#}"));
+                    fatal = Some(e);
+                }
+            }
+        }
+        progress.event(Event::Step(&format!(
+            "row {}/{n} · {}: {}",
+            i + 1,
+            row.name,
+            match &results.rows[i].state {
+                RowState::Done => format!(
+                    "done in {}",
+                    exectl_core::units::readable_s(results.rows[i].took_s.unwrap_or(0.0))
+                ),
+                RowState::NotRun(why) => format!("not run: {why}"),
+                RowState::Interrupted(why) => format!("stopped: {why}"),
+                RowState::Pending => "pending".into(),
+            }
+        )));
+        results.duration_s = before + t0.elapsed().as_secs_f64();
+        write(&o.dir, &mut results)?;
+        if fatal.is_some() || cx.stop.why().is_some() {
+            results.stopped = cx
+                .stop
+                .why()
+                .or_else(|| fatal.as_ref().map(|e| format!("{e:#}")));
+            break;
+        }
+    }
+    results.duration_s = before + t0.elapsed().as_secs_f64();
+    results.pid = None;
+    results.state = match results.rows.iter().any(|r| r.state.to_run()) {
+        true => RunState::Interrupted,
+        false => RunState::Complete,
+    };
+    let findings = write(&o.dir, &mut results)?;
+    if let Some(e) = fatal {
+        return Err(e.context(format!(
+            "the campaign stopped; what ran is in {} (exectl campaign --resume {} goes on)",
+            o.dir.path.display(),
+            results.run_id
+        )));
+    }
+    Ok(CampaignOutcome {
+        findings,
+        report: o.dir.path.join(REPORT),
+        report_md: o.dir.path.join(REPORT_MD),
+        results,
+    })
+}
+
+/// A row's lines of the table (each of its benches read back) and, when it compares, its sweep's
+/// headline, capacities and differences.
+fn read_row(
+    campaign: &std::path::Path,
+    record: &mut RowRecord,
+    sweep: &exectl_core::sweep::results::SweepResults,
+    rel: &str,
+    compares: bool,
+) {
+    record.lines.clear();
+    for p in &sweep.points {
+        let point = match (sweep.variables.len(), compares) {
+            (0, _) | (_, false) => String::new(),
+            _ => {
+                let mut v: Vec<String> = sweep
+                    .variables
+                    .iter()
+                    .zip(&p.values)
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                if sweep.repeat > 1 {
+                    v.push(format!("run {}", p.run));
+                }
+                v.join(" · ")
+            }
+        };
+        for id in &p.benches {
+            let dir = format!("{rel}/{}/{id}", exectl_core::sweep::results::POINTS);
+            // A bench whose files cannot be read has no line: the row's sweep report still links it.
+            if let Ok((r, samples)) = crate::state::bench_dir::read(&campaign.join(&dir), id) {
+                record
+                    .lines
+                    .extend(table::lines(&record.name, &point, &dir, &r, &samples));
+            }
+        }
+    }
+    if compares && !sweep.points.is_empty() {
+        let s = summarize(sweep);
+        record.headline = Some(s.headline.clone());
+        record.differences = s
+            .differences
+            .iter()
+            .map(|d| (d.measurable, d.sentence.clone()))
+            .collect();
+        record.capacities = s
+            .values
+            .iter()
+            .map(|v| (v.values.join(" × "), v.capacity_text()))
+            .collect();
+    }
+}
+
+/// The findings (every row's benches read back), then results.json with them, and both reports.
+fn write(dir: &CampaignDir, r: &mut CampaignResults) -> Result<Vec<Finding>> {
+    let mut found = Vec::new();
+    let mut unmeasured = Vec::new();
+    for row in &r.rows {
+        let mut read = Vec::new();
+        let mut seen: Vec<&str> = Vec::new();
+        for l in &row.lines {
+            if seen.contains(&l.bench.as_str()) {
+                continue;
+            }
+            seen.push(&l.bench);
+            let id = l.bench.rsplit('/').next().unwrap_or_default();
+            if let Ok((res, _)) = crate::state::bench_dir::read(&dir.path.join(&l.bench), id) {
+                read.push((l.bench.clone(), res));
+            }
+        }
+        let benches: Vec<Bench> = read
+            .iter()
+            .map(|(d, res)| Bench {
+                dir: d,
+                results: res,
+            })
+            .collect();
+        found.extend(findings::of_row(row, &benches));
+        // The row's sweep: what its levels' shares say of the balancer.
+        let sweep = row.dir.as_ref().and_then(|d| {
+            let text = std::fs::read_to_string(dir.path.join(d).join(RESULTS)).ok()?;
+            Some((d, serde_json::from_str::<SweepResults>(&text).ok()?))
+        });
+        if let Some((d, s)) = &sweep {
+            found.extend(findings::imbalance(row, d, s));
+        }
+        unmeasured.push((row.name.clone(), findings::objectives_unmeasured(&benches)));
+    }
+    let not = findings::not_measured(&r.rows, &unmeasured);
+    r.findings = found.clone();
+    r.not_measured = not.clone();
+    dir.save(r)?;
+    let md = report::markdown(r, &found, &not);
+    let html = report::html(r, &found, &not).map_err(|e| anyhow::anyhow!(e))?;
+    dir.save_reports(&md, &html)?;
+    Ok(found)
+}

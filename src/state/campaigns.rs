@@ -1,0 +1,107 @@
+//! Campaigns in the state folder, by run id: `<state>/campaigns/RUN_ID/` holds a campaign's
+//! results.json, report.html, report.md and `rows/NN-name/` (each row's sweep folder, its benches in
+//! its `points/`), or, for `campaign --out DIR`, is a symlink to DIR, so that `--resume RUN_ID` finds it
+//! wherever it wrote.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use exectl_core::campaign::results::{CampaignResults, SCHEMA};
+use exectl_core::error::UsageError;
+
+use super::benches::Shown;
+use super::campaigns_dir;
+
+pub const RESULTS: &str = "results.json";
+pub const REPORT: &str = "report.html";
+pub const REPORT_MD: &str = "report.md";
+
+/// A campaign's folder.
+#[derive(Debug, Clone)]
+pub struct CampaignDir {
+    pub path: PathBuf,
+}
+
+impl CampaignDir {
+    /// A new campaign's folder, checked: not a file, no campaign in it yet, writable (exit 2 naming
+    /// `field`).
+    pub fn check(path: &Path, field: &str, value: &str) -> Result<CampaignDir, UsageError> {
+        if path.join(RESULTS).exists() {
+            return Err(UsageError::new(
+                field,
+                value,
+                format!("a campaign already wrote its results in {}", path.display()),
+                "give another --run-id (or --out), remove that folder, or go on with it: --resume RUN_ID",
+            ));
+        }
+        super::bench_dir::writable_folder(
+            path,
+            field,
+            value,
+            "the campaign's results.json, reports and rows/",
+        )?;
+        Ok(CampaignDir {
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Made, and recorded under its run id when it is an `--out` folder.
+    pub fn create(&self, run_id: &str) -> Result<()> {
+        std::fs::create_dir_all(self.path.join("rows"))
+            .with_context(|| format!("creating {}", self.path.display()))?;
+        super::benches::record_out_in(&campaigns_dir(&super::root()), run_id, &self.path)
+    }
+
+    pub fn results(&self) -> PathBuf {
+        self.path.join(RESULTS)
+    }
+
+    /// results.json, written whole.
+    pub fn save(&self, r: &CampaignResults) -> Result<()> {
+        let json = serde_json::to_string_pretty(r)? + "\n";
+        crate::shell::atomic::write(&self.results(), json.as_bytes(), 0o644)
+    }
+
+    /// report.md and report.html, each written whole.
+    pub fn save_reports(&self, md: &str, html: &str) -> Result<()> {
+        crate::shell::atomic::write(&self.path.join(REPORT_MD), md.as_bytes(), 0o644)?;
+        crate::shell::atomic::write(&self.path.join(REPORT), html.as_bytes(), 0o644)
+    }
+}
+
+/// What to show for a campaign's state, on this machine (as `runs` shows a sweep's).
+pub fn shown(r: &CampaignResults) -> Shown {
+    Shown::now_of(r.state, r.pid, r.started_unix_s)
+}
+
+/// The campaign `run_id` of the state folder, to go on with (`--resume`): its folder and results.
+pub fn find(run_id: &str) -> Result<(CampaignDir, CampaignResults), UsageError> {
+    let not_found = |problem: &str| {
+        UsageError::new(
+            "--resume",
+            run_id,
+            problem,
+            "give the run id of a campaign this machine ran (its folder is under STATE/campaigns)",
+        )
+    };
+    super::runs::check_id(run_id).map_err(|_| not_found("not a run id"))?;
+    let entry = campaigns_dir(&super::root()).join(run_id);
+    let path = std::fs::read_link(&entry).unwrap_or(entry);
+    let file = path.join(RESULTS);
+    let text = std::fs::read_to_string(&file)
+        .map_err(|e| not_found(&format!("cannot read {}: {e}", file.display())))?;
+    let r: CampaignResults = serde_json::from_str(&text).map_err(|e| {
+        not_found(&format!(
+            "{} is not a campaign's results: {e}",
+            file.display()
+        ))
+    })?;
+    if r.schema != SCHEMA {
+        return Err(not_found(&format!(
+            "{} is of schema {} (this exectl reads {SCHEMA})",
+            file.display(),
+            r.schema
+        )));
+    }
+    Ok((CampaignDir { path }, r))
+}
