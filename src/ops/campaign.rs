@@ -162,7 +162,8 @@ pub fn campaign(cx: &Context<'_>, o: CampaignOptions) -> Result<CampaignOutcome>
     let n = o.rows.len();
     let mut fatal: Option<anyhow::Error> = None;
     for (i, mut row) in o.rows.into_iter().enumerate() {
-        if !results.rows[i].state.to_run() {
+        let state = &results.rows[i].state;
+        if !(state.to_run() || (o.resumed.is_some() && state.resumed())) {
             continue;
         }
         if let Some(why) = cx.stop.why() {
@@ -176,24 +177,13 @@ pub fn campaign(cx: &Context<'_>, o: CampaignOptions) -> Result<CampaignOutcome>
             left(&results, i)
         )));
         // A row that began before (stopped) runs again in a folder of its own: the first's stays.
-        let attempt = results.rows[i]
-            .dir
-            .as_deref()
-            .and_then(|d| d.rsplit_once('.').and_then(|(_, k)| k.parse::<u32>().ok()))
-            .map_or(if results.rows[i].dir.is_some() { 2 } else { 1 }, |k| k + 1);
-        let rel = match attempt {
-            1 => row.dir.clone(),
-            k => format!("{}.{k}", row.dir),
+        let (rel, sweep_id) = match next_run(&row.dir, results.rows[i].dir.as_deref()) {
+            1 => (row.dir.clone(), format!("{}-r{:02}", o.run_id, i + 1)),
+            k => (
+                format!("{}.{k}", row.dir),
+                format!("{}-r{:02}.{k}", o.run_id, i + 1),
+            ),
         };
-        let sweep_id = format!(
-            "{}-r{:02}{}",
-            o.run_id,
-            i + 1,
-            match attempt {
-                1 => String::new(),
-                k => format!(".{k}"),
-            }
-        );
         row.sweep.run_id = sweep_id.clone();
         row.sweep.dir = crate::state::sweeps::SweepDir {
             path: o.dir.path.join(&rel),
@@ -276,6 +266,21 @@ pub fn campaign(cx: &Context<'_>, o: CampaignOptions) -> Result<CampaignOutcome>
         report_md: o.dir.path.join(REPORT_MD),
         results,
     })
+}
+
+/// The number of a row's next run: 1, or one more than its last's (`rows/02-x` is run 1,
+/// `rows/02-x.2` run 2).
+fn next_run(base: &str, last: Option<&str>) -> u32 {
+    match last {
+        None => 1,
+        Some(d) => {
+            d.strip_prefix(base)
+                .and_then(|s| s.strip_prefix('.'))
+                .and_then(|k| k.parse::<u32>().ok())
+                .unwrap_or(1)
+                + 1
+        }
+    }
 }
 
 /// A row's lines of the table (each of its benches read back) and, when it compares, its sweep's
@@ -373,4 +378,14 @@ fn write(dir: &CampaignDir, r: &mut CampaignResults) -> Result<Vec<Finding>> {
     let html = report::html(r, &found, &not).map_err(|e| anyhow::anyhow!(e))?;
     dir.save_reports(&md, &html)?;
     Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_row_run_again_gets_a_folder_of_its_own() {
+        assert_eq!(super::next_run("rows/02-x", None), 1);
+        assert_eq!(super::next_run("rows/02-x", Some("rows/02-x")), 2);
+        assert_eq!(super::next_run("rows/02-x", Some("rows/02-x.2")), 3);
+    }
 }

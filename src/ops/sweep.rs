@@ -341,7 +341,6 @@ fn seeding(
 /// as many as the sweep's levels need, and verified; `what` names it in an error.
 fn seed(
     cx: &Context<'_>,
-    rt: &tokio::runtime::Runtime,
     o: &SweepOptions,
     stack: &str,
     room: Option<u64>,
@@ -349,7 +348,15 @@ fn seed(
 ) -> Result<()> {
     let needed = o.mode.top() + o.bench.browser_probe as u64;
     let options = seeding(o, room, &cx.target.stack_dir(stack), needed)?;
-    let prepared = rt.block_on(super::prepare::prepare(cx, stack, options))?;
+    // On a runtime of its own, dropped once it is done: the connections its checks leave pooled close
+    // then. On the sweep's, they would stay open until it next ran — through the bench that follows,
+    // which counts them as another client's sockets (and, against an app that leaks a closed socket,
+    // refuses to start: "not idle").
+    let own = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let prepared = own.block_on(super::prepare::prepare(cx, stack, options))?;
+    drop(own);
     if let Some(bad) = prepared.summary.checks.iter().find(|c| !c.ok()) {
         anyhow::bail!(
             "{what}: the seeded accounts did not verify: {} could not log in and hold a socket",
@@ -492,7 +499,7 @@ fn run_points(
         // A room-size search seeds each room size it probes, not the point.
         if !matches!(o.mode, Mode::Room { .. }) {
             let what = format!("point {index} ({label})");
-            seed(cx, rt, o, &spec_now.stack, w.room, &what)?;
+            seed(cx, o, &spec_now.stack, w.room, &what)?;
         }
         let mut point = PointResult {
             index,
@@ -528,14 +535,14 @@ fn run_points(
             }
             Mode::Search(bounds) => {
                 let probe = Probing { index, room: None };
-                search_point(cx, rt, o, &w, &spec_now.stack, probe, bounds, &mut point)?
+                search_point(cx, o, &w, &spec_now.stack, probe, bounds, &mut point)?
             }
             Mode::Room { bounds, users } => {
                 let probe = Probing {
                     index,
                     room: Some(*users),
                 };
-                search_point(cx, rt, o, &w, &spec_now.stack, probe, bounds, &mut point)?
+                search_point(cx, o, &w, &spec_now.stack, probe, bounds, &mut point)?
             }
         };
         if !done {
@@ -753,10 +760,8 @@ struct Probing {
 /// The search of one point: its probes and what they found, into `point`. A capacity probe benches
 /// that many users at once; a room probe seeds rooms of that size and benches the search's users in
 /// them. False when the sweep was stopped during a probe.
-#[allow(clippy::too_many_arguments)]
 fn search_point(
     cx: &Context<'_>,
-    rt: &tokio::runtime::Runtime,
     o: &SweepOptions,
     w: &PointWorkload,
     stack: &str,
@@ -780,7 +785,6 @@ fn search_point(
                 )));
                 seed(
                     cx,
-                    rt,
                     o,
                     stack,
                     Some(v),

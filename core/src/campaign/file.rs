@@ -165,10 +165,26 @@ fn bench_keys(
     Ok(out)
 }
 
+/// `set:` items (`KEY=VALUE`), none a secret: a campaign's settings are copied into its records and
+/// reports, where no secret may go.
 fn strings(path: &str, field: &str, v: &[Value]) -> Result<Vec<String>, UsageError> {
-    v.iter()
+    let items = v
+        .iter()
         .map(|i| text(i, ",").ok_or_else(|| bad(path, field, "", "give text items")))
-        .collect()
+        .collect::<Result<Vec<String>, UsageError>>()?;
+    for item in &items {
+        let key = item.split_once('=').map_or(item.as_str(), |(k, _)| k);
+        let upper = key.to_ascii_uppercase();
+        if upper.contains("SECRET") || upper.contains("PASSWORD") || upper.contains("TOKEN") {
+            return Err(bad(
+                path,
+                field,
+                format!("{key}=<redacted>"),
+                format!("{key} looks like a secret, and a campaign's settings are written into its records and reports: deploy secrets with exectl deploy --set-secret, not in a campaign file"),
+            ));
+        }
+    }
+    Ok(items)
 }
 
 pub fn parse(path: &str, body: &str) -> Result<CampaignFile, UsageError> {
@@ -339,10 +355,16 @@ rows:
             ("name: x\nrows: [{name: a, topology: ha, levels: [1], colour: red}]\n", "rows[0].colour", "no such row key"),
             ("name: x\nbench: {speed: 1}\nrows: [{name: a, topology: ha, levels: [1]}]\n", "bench.speed", "no such bench key"),
             ("name: x\nrowz: []\n", "campaign", "unknown field"),
+            (
+                "name: x\nset: [SMTP_PASSWORD=hunter2]\nrows: [{name: a, topology: ha, levels: [1]}]\n",
+                "set",
+                "looks like a secret",
+            ),
         ] {
             let e = parse("c.yaml", body).unwrap_err();
             assert!(e.field.starts_with(field), "{body}: {e}");
             assert!(e.to_string().contains(says), "{body}: {e}");
+            assert!(!e.to_string().contains("hunter2"), "a secret said back: {e}");
         }
     }
 }

@@ -112,9 +112,14 @@ pub enum RowState {
 }
 
 impl RowState {
-    /// A resume runs it (again).
+    /// Not ended: the campaign runs it, or a resume does (again).
     pub fn to_run(&self) -> bool {
         matches!(self, RowState::Pending | RowState::Interrupted(_))
+    }
+
+    /// A resume runs it: not ended, or not run (its cause may be gone: an image built since).
+    pub fn resumed(&self) -> bool {
+        self.to_run() || matches!(self, RowState::NotRun(_))
     }
 }
 

@@ -510,6 +510,25 @@ mod tests {
         assert!((p.estimate_s - sum).abs() < 1e-9 && sum > 60.0, "{p:?}");
     }
 
+    /// Every shipped campaign plans: its rows resolve at every point, their bench flags hold.
+    #[test]
+    fn every_shipped_campaign_plans() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/campaigns");
+        let mut names = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap() {
+            let path = e.unwrap().path();
+            let body = std::fs::read_to_string(&path).unwrap().replace(
+                "../images/fixtures.yaml",
+                concat!(env!("CARGO_MANIFEST_DIR"), "/images/fixtures.yaml"),
+            );
+            let p = planned(&body, &[]).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+            assert!(!p.rows.is_empty() && p.estimate_s > 0.0);
+            names.push(p.name);
+        }
+        names.sort();
+        assert_eq!(names, ["quick", "seed-000", "upstream"]);
+    }
+
     /// A fault of a row is named by its row, before anything runs (exit 2).
     #[test]
     fn a_bad_row_is_refused_naming_it() {
