@@ -58,7 +58,9 @@ async fn the_quick_campaign_killed_in_row_2_resumes_and_reports_what_it_measured
         .collect();
     assert_eq!(deploys, ["first", "first", "same"], "{plan:#}");
 
-    // Run, and kill it (SIGKILL: nothing of its own runs after) a few seconds into its row 2.
+    // Run, and kill it (SIGKILL: nothing of its own runs after) a few seconds into its row 2's first
+    // bench: once the row's sweep has written its results (it does so when its first deploy is done),
+    // not at a time after the row began (in CI that deploy once took longer than the 8 s waited).
     let mut args = vec!["campaign", path, "--run-id", "cq"];
     args.extend(flags);
     let mut child =
@@ -75,8 +77,16 @@ async fn the_quick_campaign_killed_in_row_2_resumes_and_reports_what_it_measured
             child.try_wait().unwrap().is_none(),
             "the campaign ended before its row 2"
         );
-        if results(&record).is_some_and(|r| r["rows"][1]["sweep"].is_string()) {
-            std::thread::sleep(Duration::from_secs(8));
+        let row2 = results(&record).and_then(|r| r["rows"][1]["dir"].as_str().map(String::from));
+        if row2.is_some_and(|d| {
+            s.x.state
+                .path()
+                .join("campaigns/cq")
+                .join(d)
+                .join("results.json")
+                .exists()
+        }) {
+            std::thread::sleep(Duration::from_secs(3));
             break;
         }
         std::thread::sleep(Duration::from_millis(500));

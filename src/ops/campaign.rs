@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 
 use super::sweep::SweepOptions;
 use super::{Context, Event};
@@ -188,6 +188,10 @@ pub fn campaign(cx: &Context<'_>, o: CampaignOptions) -> Result<CampaignOutcome>
         row.sweep.dir = crate::state::sweeps::SweepDir {
             path: o.dir.path.join(&rel),
         };
+        // Made now, not when the sweep's first deploy is done: the record names it from here on (a
+        // kill during that deploy left a row whose folder did not exist).
+        std::fs::create_dir_all(&row.sweep.dir.path)
+            .with_context(|| format!("creating {}", row.sweep.dir.path.display()))?;
         let record = &mut results.rows[i];
         record.sweep = Some(sweep_id);
         record.dir = Some(rel.clone());

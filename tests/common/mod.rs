@@ -46,7 +46,10 @@ impl Exectl {
     }
 
     pub fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().unwrap()
+        let t0 = std::time::Instant::now();
+        let out = self.command(args).output().unwrap();
+        trace(args, t0.elapsed());
+        out
     }
 
     /// Run and require exit 0, returning stdout.
@@ -588,4 +591,28 @@ pub fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
     }
     found.sort();
     found
+}
+
+/// With `EXECTL_TEST_TRACE=FILE`, each command a test ran and how long it took, appended to FILE (one
+/// line each, the test's name first): where a slow test's minutes go, read from one whole run.
+pub fn trace(args: &[&str], took: std::time::Duration) {
+    let Some(file) = std::env::var_os("EXECTL_TEST_TRACE") else {
+        return;
+    };
+    let test = std::thread::current().name().unwrap_or("?").to_owned();
+    let words: Vec<&str> = args.iter().take(6).copied().collect();
+    let line = format!(
+        "{}\t{test}\t{:.1}\t{}\n",
+        env!("CARGO_CRATE_NAME"),
+        took.as_secs_f64(),
+        words.join(" ")
+    );
+    use std::io::Write;
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(file)
+    {
+        let _ = f.write_all(line.as_bytes());
+    }
 }
