@@ -408,22 +408,29 @@ async fn remove_unused_configs(
 /// Remove a service and wait until its task's container is gone from every node that answers (its
 /// host-mode port is free again, its volume unused).
 pub async fn remove_service(manager: &Docker, swarm: &Swarm, name: &str) -> Result<()> {
-    match manager.delete_service(name).await {
-        Ok(()) => {}
-        Err(bollard::errors::Error::DockerResponseServerError {
-            status_code: 404, ..
-        }) => return Ok(()),
-        Err(e) => return Err(e).with_context(|| format!("removing service {name}")),
+    remove_services(manager, swarm, &[name.to_string()]).await
+}
+
+/// Remove services `names` (those already gone are no error), then wait until none of their containers
+/// is left on any node: all removed first, so that their containers stop side by side (a stack's one
+/// by one took a minute in teardown).
+pub async fn remove_services(manager: &Docker, swarm: &Swarm, names: &[String]) -> Result<()> {
+    for name in names {
+        match manager.delete_service(name).await {
+            Ok(()) => {}
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => {}
+            Err(e) => return Err(e).with_context(|| format!("removing service {name}")),
+        }
     }
-    let filters = HashMap::from([(
-        "label".to_string(),
-        vec![format!("com.docker.swarm.service.name={name}")],
-    )]);
+    const LABEL: &str = "com.docker.swarm.service.name";
+    let filters = HashMap::from([("label".to_string(), vec![LABEL.to_string()])]);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     for n in &swarm.nodes {
         let Ok(node) = &n.target else { continue };
         loop {
-            let left = node
+            let left: Vec<String> = node
                 .docker
                 .list_containers(Some(
                     ListContainersOptionsBuilder::default()
@@ -431,10 +438,12 @@ pub async fn remove_service(manager: &Docker, swarm: &Swarm, name: &str) -> Resu
                         .filters(&filters)
                         .build(),
                 ))
-                .await?;
-            if left.is_empty() {
-                break;
-            }
+                .await?
+                .into_iter()
+                .filter_map(|c| c.labels?.get(LABEL).cloned())
+                .filter(|s| names.contains(s))
+                .collect();
+            let Some(name) = left.first() else { break };
             if tokio::time::Instant::now() > deadline {
                 bail!(
                     "service {name} was removed, but its container is still on {} after 60 s",
@@ -565,14 +574,13 @@ pub async fn teardown(
 ) -> Result<super::teardown::Removed> {
     let mut removed = super::teardown::Removed::default();
     let filters = stack_filter(stack);
-    let services = stack_services(manager, stack).await?;
-    for s in services {
-        let Some(name) = s.spec.and_then(|s| s.name) else {
-            continue;
-        };
-        remove_service(manager, swarm, &name).await?;
-        removed.containers.push(name);
-    }
+    let services: Vec<String> = stack_services(manager, stack)
+        .await?
+        .into_iter()
+        .filter_map(|s| s.spec?.name)
+        .collect();
+    remove_services(manager, swarm, &services).await?;
+    removed.containers.extend(services);
     for (id, name) in stack_configs(manager, stack).await? {
         manager
             .delete_config(&id)

@@ -19,7 +19,6 @@ use exectl_core::campaign::findings::{self, Bench, Finding};
 use exectl_core::campaign::report;
 use exectl_core::campaign::results::{CampaignResults, RowRecord, RowState, RunFlags, SCHEMA};
 use exectl_core::campaign::table;
-use exectl_core::sweep::results::{SweepResults, RESULTS};
 use exectl_core::sweep::summary::summarize;
 
 /// One row: what the report says of it, and the sweep that runs it.
@@ -115,10 +114,11 @@ fn begin(o: &CampaignOptions, target: &crate::sut::TargetSpec) -> CampaignResult
                 capacities: vec![],
                 headline: None,
                 differences: vec![],
+                findings: vec![],
+                unmeasured: vec![],
             })
             .collect(),
         stopped: None,
-        findings: vec![],
         not_measured: vec![],
     });
     r.state = RunState::Running;
@@ -297,6 +297,7 @@ fn read_row(
     compares: bool,
 ) {
     record.lines.clear();
+    let mut read = Vec::new();
     for p in &sweep.points {
         let point = match (sweep.variables.len(), compares) {
             (0, _) | (_, false) => String::new(),
@@ -320,6 +321,7 @@ fn read_row(
                 record
                     .lines
                     .extend(table::lines(&record.name, &point, &dir, &r, &samples));
+                read.push((dir, r));
             }
         }
     }
@@ -337,49 +339,30 @@ fn read_row(
             .map(|v| (v.values.join(" × "), v.capacity_text()))
             .collect();
     }
+    let benches: Vec<Bench> = read
+        .iter()
+        .map(|(dir, results)| Bench { dir, results })
+        .collect();
+    record.findings = findings::of_row(record, &benches);
+    record
+        .findings
+        .extend(findings::imbalance(record, rel, sweep));
+    record.unmeasured = findings::objectives_unmeasured(&benches);
 }
 
-/// The findings (every row's benches read back), then results.json with them, and both reports.
+/// results.json, with what was not measured over every row, and both reports (each row's findings
+/// were found when it ended).
 fn write(dir: &CampaignDir, r: &mut CampaignResults) -> Result<Vec<Finding>> {
-    let mut found = Vec::new();
-    let mut unmeasured = Vec::new();
-    for row in &r.rows {
-        let mut read = Vec::new();
-        let mut seen: Vec<&str> = Vec::new();
-        for l in &row.lines {
-            if seen.contains(&l.bench.as_str()) {
-                continue;
-            }
-            seen.push(&l.bench);
-            let id = l.bench.rsplit('/').next().unwrap_or_default();
-            if let Ok((res, _)) = crate::state::bench_dir::read(&dir.path.join(&l.bench), id) {
-                read.push((l.bench.clone(), res));
-            }
-        }
-        let benches: Vec<Bench> = read
-            .iter()
-            .map(|(d, res)| Bench {
-                dir: d,
-                results: res,
-            })
-            .collect();
-        found.extend(findings::of_row(row, &benches));
-        // The row's sweep: what its levels' shares say of the balancer.
-        let sweep = row.dir.as_ref().and_then(|d| {
-            let text = std::fs::read_to_string(dir.path.join(d).join(RESULTS)).ok()?;
-            Some((d, serde_json::from_str::<SweepResults>(&text).ok()?))
-        });
-        if let Some((d, s)) = &sweep {
-            found.extend(findings::imbalance(row, d, s));
-        }
-        unmeasured.push((row.name.clone(), findings::objectives_unmeasured(&benches)));
-    }
-    let not = findings::not_measured(&r.rows, &unmeasured);
-    r.findings = found.clone();
-    r.not_measured = not.clone();
+    let found: Vec<Finding> = r.rows.iter().flat_map(|x| x.findings.clone()).collect();
+    let unmeasured: Vec<(String, Vec<String>)> = r
+        .rows
+        .iter()
+        .map(|x| (x.name.clone(), x.unmeasured.clone()))
+        .collect();
+    r.not_measured = findings::not_measured(&r.rows, &unmeasured);
     dir.save(r)?;
-    let md = report::markdown(r, &found, &not);
-    let html = report::html(r, &found, &not).map_err(|e| anyhow::anyhow!(e))?;
+    let md = report::markdown(r, &found, &r.not_measured);
+    let html = report::html(r, &found, &r.not_measured).map_err(|e| anyhow::anyhow!(e))?;
     dir.save_reports(&md, &html)?;
     Ok(found)
 }

@@ -63,6 +63,27 @@ impl BenchDir {
     }
 }
 
+/// A new run's folder (a sweep's or a campaign's, `kind`) for `holds`: refused (exit 2, naming `field`
+/// and `value`) when a run of that kind already wrote its results.json there (go on with it by
+/// `--resume`), or as [`writable_folder`] refuses it.
+pub fn fresh_run_folder(
+    path: &Path,
+    field: &str,
+    value: &str,
+    kind: &str,
+    holds: &str,
+) -> Result<(), UsageError> {
+    if path.join(RESULTS).exists() {
+        return Err(UsageError::new(
+            field,
+            value,
+            format!("a {kind} already wrote its results in {}", path.display()),
+            "give another --run-id (or --out), remove that folder, or go on with it: --resume RUN_ID",
+        ));
+    }
+    writable_folder(path, field, value, holds)
+}
+
 /// A folder for `holds` (what will be written there): refused (naming `field` and `value`, exit 2)
 /// when it is a file, or could not be created and written (checked on it, or on the folder it would be
 /// made in). Nothing is made.
@@ -243,6 +264,27 @@ fn parse_timeline(text: &str, path: &Path, run: &str) -> Result<Vec<Sample>, Usa
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_folder_that_holds_a_run_is_refused_naming_its_kind_and_the_resume() {
+        let d = tempfile::tempdir().unwrap();
+        let fresh = d.path().join("S-1");
+        fresh_run_folder(&fresh, "--run-id", "S-1", "sweep", "its files").unwrap();
+        std::fs::create_dir_all(&fresh).unwrap();
+        std::fs::write(fresh.join(RESULTS), "{}").unwrap();
+        let e = fresh_run_folder(&fresh, "--run-id", "S-1", "campaign", "its files").unwrap_err();
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("--run-id", "S-1"));
+        assert!(
+            e.problem
+                .starts_with("a campaign already wrote its results in "),
+            "{e:?}"
+        );
+        assert!(e.fix.contains("--resume RUN_ID"), "{e:?}");
+        let file = d.path().join("f");
+        std::fs::write(&file, "").unwrap();
+        let e = fresh_run_folder(&file, "--out", "f", "sweep", "its files").unwrap_err();
+        assert!(e.problem.contains("is a file"), "{e:?}");
+    }
 
     #[test]
     fn a_bad_line_is_named_and_a_cut_last_line_is_left_out() {

@@ -26,18 +26,11 @@ impl CampaignDir {
     /// A new campaign's folder, checked: not a file, no campaign in it yet, writable (exit 2 naming
     /// `field`).
     pub fn check(path: &Path, field: &str, value: &str) -> Result<CampaignDir, UsageError> {
-        if path.join(RESULTS).exists() {
-            return Err(UsageError::new(
-                field,
-                value,
-                format!("a campaign already wrote its results in {}", path.display()),
-                "give another --run-id (or --out), remove that folder, or go on with it: --resume RUN_ID",
-            ));
-        }
-        super::bench_dir::writable_folder(
+        super::bench_dir::fresh_run_folder(
             path,
             field,
             value,
+            "campaign",
             "the campaign's results.json, reports and rows/",
         )?;
         Ok(CampaignDir {

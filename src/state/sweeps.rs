@@ -21,19 +21,11 @@ pub struct SweepDir {
 impl SweepDir {
     /// A new sweep's folder, checked: not a file, no sweep in it yet, writable (exit 2 naming `field`).
     pub fn check(path: &Path, field: &str, value: &str) -> Result<SweepDir, UsageError> {
-        if path.join(RESULTS).exists() {
-            return Err(UsageError::new(
-                field,
-                value,
-                format!("a sweep already wrote its results in {}", path.display()),
-                "give another --run-id (or --out), remove that folder, or go on with it: --resume RUN_ID",
-            ));
-        }
-        // As a bench's folder: a file, or a folder that cannot be written, is refused.
-        super::bench_dir::writable_folder(
+        super::bench_dir::fresh_run_folder(
             path,
             field,
             value,
+            "sweep",
             "the sweep's results.json, report.html and points/",
         )?;
         Ok(SweepDir {

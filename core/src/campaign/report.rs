@@ -286,7 +286,6 @@ mod tests {
                 ),
             ],
             stopped: None,
-            findings: vec![],
             not_measured: vec![],
         };
         (r, findings)

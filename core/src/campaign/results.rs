@@ -42,10 +42,7 @@ pub struct CampaignResults {
     /// Why the campaign stopped before its last row (a signal, a lost link), when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
-    /// The findings of the rows run so far (each citing its figures), and what was not measured: as
-    /// the reports say them.
-    #[serde(default)]
-    pub findings: Vec<super::findings::Finding>,
+    /// What was not measured, over every row, as the reports say it (each row's findings are its own).
     #[serde(default)]
     pub not_measured: Vec<String>,
 }
@@ -96,6 +93,12 @@ pub struct RowRecord {
     pub headline: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub differences: Vec<(bool, String)>,
+    /// Its findings (each citing its figures) and the objectives its benches did not judge: found
+    /// once, when it ended, from its benches as they were read for its lines.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<super::findings::Finding>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unmeasured: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -173,6 +176,8 @@ pub(crate) mod tests {
             capacities: vec![],
             headline: None,
             differences: vec![],
+            findings: vec![],
+            unmeasured: vec![],
         }
     }
 
@@ -200,7 +205,6 @@ pub(crate) mod tests {
                 record(3, "c", RowState::Pending),
             ],
             stopped: None,
-            findings: vec![],
             not_measured: vec![],
         };
         assert_eq!(r.next_row(), Some(1));
