@@ -208,6 +208,29 @@ async fn the_quick_campaign_killed_in_row_2_resumes_and_reports_what_it_measured
         "{md}"
     );
 
+    // The stacks' generated secrets (database, admin, JWT) are in no file of the campaign, and in
+    // nothing it printed.
+    let mut secrets = 0;
+    for stack in &stacks {
+        let env = std::fs::read_to_string(s.x.stack_dir(stack).join("secrets.env")).unwrap();
+        for value in env
+            .lines()
+            .filter_map(|l| l.split_once('=').map(|(_, v)| v))
+        {
+            assert!(
+                value.len() >= 16,
+                "a generated secret: {} chars",
+                value.len()
+            );
+            secrets += 1;
+            let holding = common::files_holding(&campaign, value);
+            assert!(holding.is_empty(), "a secret of {stack} in {holding:?}");
+            assert!(!String::from_utf8_lossy(&out.stdout).contains(value));
+            assert!(!stderr.contains(value));
+        }
+    }
+    assert_eq!(secrets, 10, "five secrets of each stack");
+
     // report.html in a real browser: the table, the findings, and every link opening a file here.
     assert!(
         Path::new(CHROMIUM).exists(),

@@ -177,7 +177,9 @@ async fn read_logs(docker: &Docker, container: &str, tail: &str, timestamps: boo
     while let Some(Ok(chunk)) = stream.next().await {
         lines.push_str(&chunk.to_string());
     }
-    lines.trim_end().trim_start_matches('\n').to_string()
+    // What a container logged may quote a user's JWT (nginx's error log quotes the request line): cut
+    // before it reaches an error message or a bench's results.
+    exectl_core::secrets::redact_credentials(lines.trim_end().trim_start_matches('\n'))
 }
 
 /// The last 10 log lines written up to `until_ns` (a die event's time): the words of the run that died,

@@ -226,7 +226,7 @@ pub fn write_chunks(
         };
         let body = format!(
             "{load}{ins} projects (uuid, title, owner_id, status, visibility, saved_once, created_at, updated_at)\n\
-{with}SELECT v.uuid, v.title, u.id, 'active', {vis}, 1, {now_ms}, {now_ms} FROM {from} JOIN users u ON u.email = v.email{on};\n\
+{with}{select} v.uuid, v.title, u.id, 'active', {vis}, 1, {now_ms}, {now_ms} FROM {from} JOIN users u ON u.email = v.email{on};\n\
 {ins} yjs_documents (project_id, snapshot_data, snapshot_version, created_at, updated_at)\n\
 SELECT p.id, {doc}, '0', {now_ms}, {now_ms} FROM {of_chunk}{on_doc};\n",
             load = v.load,
@@ -235,6 +235,7 @@ SELECT p.id, {doc}, '0', {now_ms}, {now_ms} FROM {of_chunk}{on_doc};\n",
             ins = insert,
             on = conflict("uuid"),
             on_doc = conflict("project_id"),
+            select = join_select(db),
         );
         out.push(transaction(
             db,
@@ -245,6 +246,17 @@ SELECT p.id, {doc}, '0', {now_ms}, {now_ms} FROM {of_chunk}{on_doc};\n",
     }
     out.extend(collaborator_chunks(db, plan, batch));
     out
+}
+
+/// The SELECT that joins the rows `v` to the tables by their unique keys. MariaDB: `STRAIGHT_JOIN`,
+/// `v` first, so each row finds its user and project by index whatever InnoDB's statistics say: just
+/// after a seed they still said 0 users, and the optimizer scanned users × projects × `v` instead
+/// (a second prepare of 1,000 accounts within a minute of the first: 35 s, not 0.3 s).
+fn join_select(db: Db) -> &'static str {
+    match db {
+        Db::Mariadb => "SELECT STRAIGHT_JOIN",
+        Db::Postgres | Db::Sqlite => "SELECT",
+    }
 }
 
 /// Collaborators by project uuid and email, in chunks of at most `batch` rows: always after the
@@ -259,11 +271,12 @@ fn collaborator_chunks(db: Db, plan: &Plan, batch: usize) -> Vec<Chunk> {
         let v = Rows::new(db, &["uuid", "email"], members);
         let body = format!(
             "{load}INSERT INTO project_collaborators (project_id, user_id)\n\
-{with}SELECT p.id, u.id FROM {from} JOIN projects p ON p.uuid = v.uuid JOIN users u ON u.email = v.email\n\
+{with}{select} p.id, u.id FROM {from} JOIN projects p ON p.uuid = v.uuid JOIN users u ON u.email = v.email\n\
 WHERE NOT EXISTS (SELECT 1 FROM project_collaborators c WHERE c.project_id = p.id AND c.user_id = u.id);\n",
             load = v.load,
             with = v.with,
             from = v.from,
+            select = join_select(db),
         );
         out.push(transaction(
             db,
@@ -686,6 +699,22 @@ SELECT p.id, '\\x0000'::bytea, '0', 1700000000000, 1700000000000 FROM p;\nCOMMIT
             write_chunks(Db::Mariadb, &p, "h", 1, 10, fresh(true)),
             write_chunks(Db::Mariadb, &p, "h", 1, 10, None)
         );
+    }
+
+    #[test]
+    fn mariadbs_joins_read_the_rows_first_whatever_its_statistics_say() {
+        let p = small();
+        let joins = |db| {
+            write_chunks(db, &p, "h", 1, 10, None)
+                .iter()
+                .filter(|c| c.sql.contains(" JOIN users u ON u.email = v.email"))
+                .map(|c| c.sql.matches("SELECT STRAIGHT_JOIN ").count())
+                .collect::<Vec<_>>()
+        };
+        // The projects' owner join and the collaborators' join: each forced to start from `v`.
+        assert_eq!(joins(Db::Mariadb), [1, 1]);
+        assert_eq!(joins(Db::Sqlite), [0, 0]);
+        assert_eq!(joins(Db::Postgres), [0, 0]);
     }
 
     #[test]
