@@ -344,6 +344,15 @@ fn read_row(
         .map(|(dir, results)| Bench { dir, results })
         .collect();
     record.findings = findings::of_row(record, &benches);
+    if sweep.room_users.is_some() {
+        // Its benches all ran the same users at once: its capacity is the largest room found.
+        record
+            .findings
+            .retain(|f| f.kind != findings::Kind::Capacity);
+        record
+            .findings
+            .extend(findings::room_search(record, rel, sweep));
+    }
     record
         .findings
         .extend(findings::imbalance(record, rel, sweep));

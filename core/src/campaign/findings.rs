@@ -123,6 +123,56 @@ fn held(o: Outcome) -> bool {
 }
 
 /// The findings of one row from its benches (in the order run).
+/// A room-size search's row: the largest room its sweep found at its users at once, per point, cited
+/// from the sweep's results.json (`dir`). Every bench of such a row has the same users at once, so the
+/// levels' capacity sentence of [`of_row`] would say nothing true ("held none of its levels and failed
+/// at 500" of a search that found 80): the row's findings take these instead.
+pub fn room_search(row: &RowRecord, dir: &str, sweep: &SweepResults) -> Vec<Finding> {
+    let Some(users) = sweep.room_users else {
+        return Vec::new();
+    };
+    sweep
+        .points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let pointer = format!("/points/{i}/capacity");
+            let of = match p.values.is_empty() {
+                true => String::new(),
+                false => format!(" with {}", p.values.join(" · ")),
+            };
+            let found = match (p.capacity, p.at_least) {
+                (Some(0), _) => "no room size met the objectives (below the search's first)".into(),
+                (Some(n), false) => {
+                    format!("at most {n} collaborators per project met the objectives")
+                }
+                (Some(n), true) => format!(
+                    "{n} collaborators per project or more met the objectives (the search's top)"
+                ),
+                (None, _) => format!(
+                    "the largest room was not established ({})",
+                    p.unknown.as_deref().unwrap_or("no probe finished")
+                ),
+            };
+            Finding {
+                kind: Kind::Capacity,
+                row: row.name.clone(),
+                sentence: format!(
+                    "{} ({}){of}, {} users at once: {found}",
+                    row.stack,
+                    row.topology,
+                    group(users)
+                ),
+                evidence: vec![Evidence {
+                    dir: dir.to_string(),
+                    value: at(sweep, &pointer),
+                    pointer,
+                }],
+            }
+        })
+        .collect()
+}
+
 pub fn of_row(row: &RowRecord, benches: &[Bench]) -> Vec<Finding> {
     let mut out = Vec::new();
     let finding = |kind, sentence: String, evidence: Vec<Evidence>| Finding {
@@ -396,6 +446,38 @@ mod tests {
             (e.dir.as_str(), e.pointer.as_str()),
             ("rows/03-lb", "/points/1/levels/0/shares/app-2")
         );
+        assert_eq!(
+            serde_json::to_value(&s).unwrap().pointer(&e.pointer),
+            Some(&e.value)
+        );
+    }
+
+    #[test]
+    fn a_room_search_row_says_its_largest_room_cited_from_its_sweep() {
+        use crate::sweep::summary::tests::{point, sweep};
+        let mut p = point(1, "none", 1, Some(80), 40.0);
+        p.values.clear();
+        let mut s = sweep(vec![p]);
+        s.variables.clear();
+        let row = record(3, "rooms", RowState::Done);
+        assert!(
+            room_search(&row, "rows/03-rooms", &s).is_empty(),
+            "not a room search"
+        );
+        s.room_users = Some(500);
+        let f = room_search(&row, "rows/03-rooms", &s);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].kind, Kind::Capacity);
+        assert_eq!(
+            f[0].sentence,
+            "c-single (single), 500 users at once: at most 80 collaborators per project met the objectives"
+        );
+        let e = &f[0].evidence[0];
+        assert_eq!(
+            (e.dir.as_str(), e.pointer.as_str()),
+            ("rows/03-rooms", "/points/0/capacity")
+        );
+        assert_eq!(e.value, serde_json::json!(80));
         assert_eq!(
             serde_json::to_value(&s).unwrap().pointer(&e.pointer),
             Some(&e.value)

@@ -241,8 +241,13 @@ pub fn summarize(r: &SweepResults) -> Summary {
 /// "capacity by nginx: no point finished" before any did.
 fn headline(r: &SweepResults, values: &[ValueSummary]) -> String {
     let word = r.capacity_word();
+    // A search with nothing varied (a campaign's room-size row): one value, no "by".
+    let by = match r.variables.is_empty() {
+        true => String::new(),
+        false => format!(" by {}", r.variables.join(" × ")),
+    };
     if values.is_empty() {
-        return format!("{word} by {}: no point finished", r.variables.join(" × "));
+        return format!("{word}{by}: no point finished");
     }
     let parts: Vec<String> = values
         .iter()
@@ -251,11 +256,8 @@ fn headline(r: &SweepResults, values: &[ValueSummary]) -> String {
             None => format!("{} {}", v.label, v.capacity_text()),
         })
         .collect();
-    format!(
-        "{word} by {}: {}",
-        r.variables.join(" × "),
-        parts.join(" · ")
-    )
+    let parts = parts.join(" · ");
+    format!("{word}{by}: {}", parts.trim_start())
 }
 
 impl ValueSummary {
@@ -445,6 +447,18 @@ pub(crate) mod tests {
         );
         assert!(html.contains("Max collaborators per project by env.STANDIN_FAULT"));
         assert!(html.contains("users per project"), "the chart's unit");
+
+        // Nothing varied (a campaign's room-size row): the one value, no "by".
+        let mut one = point(1, "none", 1, Some(80), 40.0);
+        one.values.clear();
+        let mut r = sweep(vec![one]);
+        r.repeat = 1;
+        r.variables.clear();
+        r.room_users = Some(500);
+        assert_eq!(
+            summarize(&r).headline,
+            "max collaborators per project at 500 users: 80"
+        );
     }
 
     /// A run whose capacity is unknown (its levels invalid) or not established is no capacity of 0: left
