@@ -16,6 +16,15 @@ pub struct Rendered {
     pub desired: Desired,
 }
 
+/// The services a stack of `spec` runs, as its rendered compose file names them: known before anything
+/// connects, for what a flag may name (a fault's service). Its secrets are stand-ins: only names are read.
+pub fn service_names(spec: &Spec, templates: &Templates) -> Result<Vec<String>> {
+    let bundle = render::render(spec, &Secrets::generate(), templates)?;
+    let file = crate::compose::parse(bundle.get(render::COMPOSE).expect("always rendered").text())
+        .map_err(|e| anyhow::anyhow!("compose.yaml: {}", e.message))?;
+    Ok(file.services.into_keys().collect())
+}
+
 pub fn desired_state(
     spec: &Spec,
     secrets: &Secrets,

@@ -61,20 +61,14 @@ pub fn with_overrides(dir: &Path) -> Result<Templates, UsageError> {
                 "copy the template into the folder instead of linking to it",
             ));
         }
-        if !real.is_file() {
-            return Err(bad(
-                &p.display(),
-                "not a regular file".into(),
-                "make it a template file",
-            ));
-        }
-        let src = std::fs::read_to_string(&real).map_err(|e| {
-            bad(
-                &p.display(),
-                format!("cannot read it: {e}"),
-                "give a readable UTF-8 text file",
-            )
-        })?;
+        let src = crate::shell::user_file::read_text(&real, crate::shell::user_file::WRITTEN)
+            .map_err(|u| {
+                bad(
+                    &p.display(),
+                    u.problem,
+                    "make it a readable UTF-8 template file",
+                )
+            })?;
         if let Err(e) = tera::Tera::default().add_raw_template(name, &src) {
             let (at, msg) = parse_error(&e);
             let at = at.map(|l| format!(":{l}")).unwrap_or_default();

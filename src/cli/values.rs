@@ -38,21 +38,53 @@ pub fn run_id(
             .map_or(0, |d| d.as_secs());
         return Ok(default(now));
     };
-    let ok = !id.is_empty()
-        && id.len() <= 100
-        && !id.starts_with('.')
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
-    if !ok {
+    if !is_run_id(id) {
         return Err(UsageError::new(
             "--run-id",
             id,
-            "only letters, digits, '.', '_' and '-' (at most 100, not starting with '.')",
+            format!("only letters, digits, '.', '_' and '-' (at most {MAX_RUN_ID}, not starting with '.')"),
             format!("e.g. --run-id {example}"),
         ));
     }
     Ok(id.to_string())
+}
+
+/// The longest run id: it names a folder, and a file (RUN_ID.json) beside others.
+const MAX_RUN_ID: usize = 100;
+
+fn is_run_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_RUN_ID
+        && !id.starts_with('.')
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+}
+
+/// `--run-id` as [`run_id`] checks it, or, when none was given, `default` made from `name` (the value
+/// of `field`, a name the user wrote, each character of it one of the id's) checked as `--run-id` is:
+/// a 300-character campaign name made a run id that failed as "File name too long" after a deploy.
+pub fn run_id_from_name(
+    given: Option<&str>,
+    example: &str,
+    (field, name): (&str, &str),
+    default: impl FnOnce(u64) -> String,
+) -> Result<String, UsageError> {
+    let id = run_id(given, example, default)?;
+    if given.is_some() || is_run_id(&id) {
+        return Ok(id);
+    }
+    let room = MAX_RUN_ID.saturating_sub(id.len().saturating_sub(name.chars().count()));
+    Err(UsageError::new(
+        field,
+        name,
+        format!(
+            "the run id made from it, {}…, would be {} characters: a run id is at most {MAX_RUN_ID}",
+            id.chars().take(24).collect::<String>(),
+            id.len()
+        ),
+        format!("shorten it to at most {room} characters, or give --run-id (e.g. --run-id {example})"),
+    ))
 }
 
 /// A run's folder: `--out DIR` when given, else `RUN_ID` under `runs_dir`; with the flag and the value

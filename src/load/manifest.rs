@@ -54,15 +54,16 @@ fn bad(file: &Path, value: impl std::fmt::Display, problem: impl Into<String>) -
 
 /// Parsed as it is read: a 50,000-account manifest's text (30 MB with tokens) is never held whole.
 fn read_json<T: for<'de> Deserialize<'de>>(file: &Path) -> Result<T, UsageError> {
-    let f = std::fs::File::open(file).map_err(|e| {
+    let limit = crate::shell::user_file::MANIFEST;
+    let f = crate::shell::user_file::open(file, limit).map_err(|u| {
         UsageError::new(
             "--manifest",
             file.display(),
-            format!("cannot read: {e}"),
+            u.problem,
             "point --manifest at the folder `exectl prepare` wrote",
         )
     })?;
-    serde_json::from_reader(std::io::BufReader::new(f))
+    serde_json::from_reader(std::io::BufReader::new(std::io::Read::take(f, limit.bytes)))
         .map_err(|e| bad(file, "", format!("not a valid manifest: {e}")))
 }
 

@@ -125,17 +125,13 @@ pub fn bench(cx: &Context<'_>, o: BenchOptions) -> Result<BenchOutcome> {
             })?;
     }
     let deployed = status::read_deployed(target, &stack)?;
-    // A fault's services are the stack's: checked before anything is taken or run.
+    // A fault's services are the stack's as deployed: checked before anything is taken or run.
+    if let Some(f) = &fault {
+        f.check_services(&stack, &deployed.services)?;
+    }
     let fault = match fault {
         Some(f) => Some(crate::bench::fault::Planned {
-            services: f.services(&deployed.services).map_err(|why| {
-                exectl_core::error::UsageError::new(
-                    "--fault",
-                    f.text(),
-                    why,
-                    "name one of the stack's services (exectl status lists them)",
-                )
-            })?,
+            services: f.services(&deployed.services).unwrap_or_default(),
             reload_nginx: deployed.services.iter().any(|s| s == "nginx"),
             fault: f,
             target: spec.clone(),

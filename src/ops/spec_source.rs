@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::shell::user_file::{read_named, WRITTEN};
 use exectl_core::error::UsageError;
 use exectl_core::spec::{self, Raw, SecretValue, SpecInput};
 
@@ -141,26 +142,22 @@ pub fn read_spec_file(explicit: Option<&Path>) -> Result<SpecInput, UsageError> 
             p
         }
     };
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        UsageError::new(
-            "--config",
-            path.display(),
-            format!("cannot read it: {e}"),
-            "give the path of a readable exectl.yaml",
-        )
-    })?;
+    let text = read_named(
+        &path,
+        "--config",
+        WRITTEN,
+        "give the path of a readable exectl.yaml",
+    )?;
     spec::parse_spec_file(&path, &text)
 }
 
 /// Read the images file of `--images FILE`.
 fn read_images_file(path: &Path) -> Result<Vec<(String, spec::Raw)>, UsageError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        UsageError::new(
-            "--images",
-            path.display(),
-            format!("cannot read it: {e}"),
-            "give the path of a readable images file",
-        )
-    })?;
+    let text = read_named(
+        path,
+        "--images",
+        WRITTEN,
+        "give the path of a readable images file",
+    )?;
     spec::parse_images_file(path, &text)
 }

@@ -3,10 +3,11 @@
 //! (this machine, an SSH link), so `Target` never matches on local versus remote to do it. The scripts
 //! themselves are data (`exectl_core::scripts::Script`), built with their output parsers in the core's
 //! `scripts` and, for those the engine module still reads from here, in `scripts`; `atomic` is the one
-//! local atomic write.
+//! local atomic write, `user_file` the one read of a file a user names.
 
 pub mod atomic;
 pub mod scripts;
+pub mod user_file;
 
 use anyhow::{Context, Result};
 use exectl_core::scripts::Script;

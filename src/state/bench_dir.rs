@@ -4,7 +4,7 @@
 //! `--out` is refused before a single connection.
 
 use std::fs::File;
-use std::io::Write;
+use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -30,12 +30,9 @@ impl BenchDir {
                 "give another --run-id (or --out), or remove that folder",
             ));
         }
-        writable_folder(
-            path,
-            field,
-            value,
-            "the bench's results.json, timeline.jsonl and report.html",
-        )?;
+        let holds = "the bench's results.json, timeline.jsonl and report.html";
+        nothing_in(path, field, value, holds)?;
+        writable_folder(path, field, value, holds)?;
         Ok(BenchDir {
             path: path.to_path_buf(),
         })
@@ -65,7 +62,7 @@ impl BenchDir {
 
 /// A new run's folder (a sweep's or a campaign's, `kind`) for `holds`: refused (exit 2, naming `field`
 /// and `value`) when a run of that kind already wrote its results.json there (go on with it by
-/// `--resume`), or as [`writable_folder`] refuses it.
+/// `--resume`), when it holds anything else (see [`nothing_in`]), or as [`writable_folder`] refuses it.
 pub fn fresh_run_folder(
     path: &Path,
     field: &str,
@@ -81,7 +78,55 @@ pub fn fresh_run_folder(
             "give another --run-id (or --out), remove that folder, or go on with it: --resume RUN_ID",
         ));
     }
+    nothing_in(path, field, value, holds)?;
     writable_folder(path, field, value, holds)
+}
+
+/// A new run's folder must hold nothing (an empty folder in it is nothing): a run writes its files
+/// over the user's own (`campaign --out DIR` replaced a report.md there) and beside them, as if they
+/// were its own. Refused naming a few of them; a run of its own is gone on with by `--resume`, which
+/// does not come here.
+pub fn nothing_in(path: &Path, field: &str, value: &str, holds: &str) -> Result<(), UsageError> {
+    let bad = |problem: String| {
+        UsageError::new(
+            field,
+            value,
+            problem,
+            format!("give a new or empty folder for {holds}, or move what it holds elsewhere"),
+        )
+    };
+    let entries = match std::fs::read_dir(path) {
+        Ok(entries) => entries,
+        // None yet (made later), or a file (`writable_folder` says so).
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+            return Ok(())
+        }
+        Err(e) => return Err(bad(format!("cannot list {}: {e}", path.display()))),
+    };
+    let mut held: Vec<String> = entries
+        .flatten()
+        .filter(|e| !empty_folder(&e.path()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    if held.is_empty() {
+        return Ok(());
+    }
+    held.sort();
+    let n = held.len();
+    let shown = match n {
+        1..=3 => held.join(", "),
+        _ => format!("{} and {} more", held[..3].join(", "), n - 3),
+    };
+    Err(bad(format!(
+        "{} is not empty: it holds {shown}, which a new run would write over or beside",
+        path.display()
+    )))
+}
+
+/// A folder (not a link to one) with nothing in it.
+fn empty_folder(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+        && std::fs::read_dir(path).is_ok_and(|mut e| e.next().is_none())
 }
 
 /// A folder for `holds` (what will be written there): refused (naming `field` and `value`, exit 2)
@@ -172,11 +217,12 @@ pub fn append(timeline: &mut File, s: &Sample) -> Result<()> {
 /// yet, or was killed before its first sample, has an empty one, and its charts say so.)
 pub fn read(dir: &Path, run: &str) -> Result<(Results, Vec<Sample>), UsageError> {
     let results_path = dir.join(RESULTS);
-    let text = std::fs::read_to_string(&results_path).map_err(|e| {
+    let text = crate::shell::user_file::read_text(&results_path, crate::shell::user_file::RECORD)
+        .map_err(|u| {
         UsageError::new(
             "RUN_ID",
             run,
-            format!("cannot read {}: {e}", results_path.display()),
+            u.problem,
             "give a bench run id from `exectl runs list`",
         )
     })?;
@@ -214,17 +260,17 @@ fn timeline_error(path: &Path, run: &str, why: String) -> UsageError {
     )
 }
 
-/// The timeline's text; missing, unreadable or not text are refused, named.
+/// The timeline's text; missing, unreadable, not a regular file, too large or not text are refused,
+/// named.
 fn read_timeline(path: &Path, run: &str) -> Result<String, UsageError> {
-    let bytes = std::fs::read(path).map_err(|e| {
-        let why = match e.kind() {
-            std::io::ErrorKind::NotFound => {
-                "is missing (a bench writes it before its first level)".to_string()
-            }
-            _ => format!("cannot be read: {e}"),
-        };
-        timeline_error(path, run, why)
-    })?;
+    let bytes =
+        crate::shell::user_file::read(path, crate::shell::user_file::TIMELINE).map_err(|u| {
+            let why = match u.missing {
+                true => "is missing (a bench writes it before its first level)".to_string(),
+                false => format!("cannot be read: {u}"),
+            };
+            timeline_error(path, run, why)
+        })?;
     String::from_utf8(bytes).map_err(|e| {
         timeline_error(
             path,
@@ -284,6 +330,50 @@ mod tests {
         std::fs::write(&file, "").unwrap();
         let e = fresh_run_folder(&file, "--out", "f", "sweep", "its files").unwrap_err();
         assert!(e.problem.contains("is a file"), "{e:?}");
+    }
+
+    /// Issue #50, item 1: a folder holding the user's own files is no new run's, whatever its kind;
+    /// one holding only empty folders is.
+    #[test]
+    fn a_folder_holding_anything_but_empty_folders_is_no_new_runs() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("study");
+        std::fs::create_dir_all(out.join("rows")).unwrap();
+        fresh_run_folder(&out, "--out", "study", "campaign", "its files").unwrap();
+        BenchDir::check(&out, "--out", "study").unwrap();
+        for f in ["report.md", "b", "c", "d"] {
+            std::fs::write(out.join(f), "mine").unwrap();
+        }
+        let e = fresh_run_folder(&out, "--out", "study", "campaign", "its files").unwrap_err();
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("--out", "study"));
+        assert!(
+            e.problem.ends_with("is not empty: it holds b, c, d and 1 more, which a new run would write over or beside"),
+            "{e}"
+        );
+        assert!(
+            e.fix
+                .starts_with("give a new or empty folder for its files"),
+            "{e}"
+        );
+        let e = BenchDir::check(&out, "--out", "study").err().unwrap();
+        assert!(e.problem.contains("is not empty"), "{e}");
+        assert_eq!(
+            std::fs::read_to_string(out.join("report.md")).unwrap(),
+            "mine"
+        );
+    }
+
+    /// Issue #50, item 14: `exectl report` reads a bench's results and timeline as files a user could
+    /// have replaced: a FIFO in place of the timeline is refused at once, not waited on.
+    #[test]
+    fn a_timeline_that_is_no_regular_file_is_refused_at_once() {
+        let d = tempfile::tempdir().unwrap();
+        let timeline = d.path().join(TIMELINE);
+        let c = std::ffi::CString::new(timeline.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = read_timeline(&timeline, "B").unwrap_err();
+        assert_eq!(e.field, "RUN_ID");
+        assert!(e.problem.contains("is a FIFO (a named pipe)"), "{e}");
     }
 
     #[test]

@@ -99,17 +99,10 @@ pub fn find(state_root: &Path, id: &str) -> Result<Option<BenchRun>, UsageError>
             "fix or remove that file (`exectl runs list` shows every unreadable bench)",
         )
     };
-    let text = match std::fs::read_to_string(&path) {
+    let text = match crate::shell::user_file::read_text(&path, crate::shell::user_file::RECORD) {
         Ok(t) => t,
-        Err(e)
-            if matches!(
-                e.kind(),
-                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
-            ) =>
-        {
-            return Ok(None)
-        }
-        Err(e) => return Err(unreadable(format!("cannot read {}: {e}", path.display()))),
+        Err(u) if u.missing => return Ok(None),
+        Err(u) => return Err(unreadable(u.problem)),
     };
     let results = serde_json::from_str(&text)
         .map_err(|e| unreadable(format!("{} is not a bench's results: {e}", path.display())))?;

@@ -81,8 +81,8 @@ pub fn find(run_id: &str) -> Result<(CampaignDir, CampaignResults), UsageError> 
     let entry = campaigns_dir(&super::root()).join(run_id);
     let path = std::fs::read_link(&entry).unwrap_or(entry);
     let file = path.join(RESULTS);
-    let text = std::fs::read_to_string(&file)
-        .map_err(|e| not_found(&format!("cannot read {}: {e}", file.display())))?;
+    let text = crate::shell::user_file::read_text(&file, crate::shell::user_file::RECORD)
+        .map_err(|u| not_found(&u.problem))?;
     let r: CampaignResults = serde_json::from_str(&text).map_err(|e| {
         not_found(&format!(
             "{} is not a campaign's results: {e}",

@@ -22,10 +22,10 @@ pub fn read(bundle_dir: &Path, stack: &str) -> Result<Option<StackRecord>, Usage
             ),
         )
     };
-    let text = match std::fs::read_to_string(&path) {
+    let text = match crate::shell::user_file::read_text(&path, crate::shell::user_file::RECORD) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(bad(format!("cannot read {}: {e}", path.display()))),
+        Err(u) if u.missing => return Ok(None),
+        Err(u) => return Err(bad(u.problem)),
     };
     record::parse(&path.display().to_string(), stack, &text)
         .map(Some)

@@ -159,10 +159,10 @@ pub fn find(dir: &Path, id: &str) -> Result<Option<Record>, UsageError> {
             "fix or remove that file (`exectl runs list` shows every unreadable record)",
         )
     };
-    let text = match std::fs::read_to_string(&path) {
+    let text = match crate::shell::user_file::read_text(&path, crate::shell::user_file::RECORD) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(unreadable(format!("cannot read {}: {e}", path.display()))),
+        Err(u) if u.missing => return Ok(None),
+        Err(u) => return Err(unreadable(u.problem)),
     };
     serde_json::from_str(&text).map(Some).map_err(|e| {
         unreadable(format!(

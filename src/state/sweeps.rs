@@ -105,8 +105,16 @@ pub fn load(root: &Path, id: &str) -> Result<Option<SweepRun>> {
     if !file.exists() {
         return Ok(None);
     }
-    let text =
-        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    let text = crate::shell::user_file::read_text(&file, crate::shell::user_file::RECORD).map_err(
+        |u| {
+            UsageError::new(
+                "run id",
+                id,
+                u.problem,
+                "fix or remove that file (`exectl runs list` shows every unreadable sweep)",
+            )
+        },
+    )?;
     if let Some(problem) = other_layout(&file, &text) {
         return Err(UsageError::new(
             "run id",
@@ -173,8 +181,8 @@ pub fn find(run_id: &str) -> Result<(SweepDir, SweepResults), UsageError> {
     let entry = sweeps_dir(&super::root()).join(run_id);
     let path = std::fs::read_link(&entry).unwrap_or(entry);
     let file = path.join(RESULTS);
-    let text = std::fs::read_to_string(&file)
-        .map_err(|e| not_found(run_id, &format!("cannot read {}: {e}", file.display())))?;
+    let text = crate::shell::user_file::read_text(&file, crate::shell::user_file::RECORD)
+        .map_err(|u| not_found(run_id, &u.problem))?;
     if let Some(problem) = other_layout(&file, &text) {
         return Err(UsageError::new(
             "--resume",

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::UsageError;
 use crate::load::recovery::Recovery;
 
 /// What is done to the stack.
@@ -154,6 +155,33 @@ impl Fault {
         }
     }
 
+    /// Checked against the services a stack will run (`services` of `stack`, from its spec), before
+    /// anything connects: a sweep's every point, a campaign's every row. A service it lacks would
+    /// otherwise be found after a deploy and a seed. The error names the service, those there are, and
+    /// a fault that would do.
+    pub fn check_services(&self, stack: &str, services: &[String]) -> Result<(), UsageError> {
+        let at = crate::units::show(self.at);
+        let example = services
+            .iter()
+            .find(|s| crate::status::is_app(s))
+            .or(services.first())
+            .map_or("app", String::as_str);
+        let fix = match &self.action {
+            Action::Restart(_) => {
+                format!("name one of its services, e.g. --fault restart:{example}@{at}")
+            }
+            _ => format!("give restart:SERVICE@{at} of one of its services"),
+        };
+        self.services(services).map(drop).map_err(|why| {
+            UsageError::new(
+                "--fault",
+                self.text(),
+                why.replacen("the stack", &format!("the stack {stack}"), 1),
+                fix,
+            )
+        })
+    }
+
     /// Checked against a level's hold: it must start inside it.
     pub fn check_hold(&self, hold: Duration) -> Result<(), String> {
         match self.at < hold {
@@ -292,6 +320,50 @@ mod tests {
             let e = Fault::parse(bad).unwrap_err();
             assert!(e.contains("restart:SERVICE@WHEN"), "{bad}: {e}");
         }
+    }
+
+    /// Issue #50, item 12: a single stack's only app is `app`; restart:app-1 passed `--plan` and failed
+    /// after a deploy and a seed. The services are the rendered compose file's, known before anything
+    /// connects.
+    #[test]
+    fn a_fault_on_a_service_the_spec_does_not_run_is_refused_naming_those_it_does() {
+        use crate::spec::{ha_input, resolve, Raw, SpecInput};
+        let single = resolve(SpecInput {
+            topology: Some(Raw::flag("topology", "single")),
+            ..Default::default()
+        })
+        .unwrap();
+        let embedded = crate::render::Templates::embedded();
+        let names = crate::pipeline::service_names(&single, &embedded).unwrap();
+        assert_eq!(names, ["app", "mariadb", "traefik"]);
+        let e = Fault::parse("restart:app-1@2s")
+            .unwrap()
+            .check_services("q-single", &names)
+            .unwrap_err();
+        assert_eq!(
+            (e.field.as_str(), e.value.as_str()),
+            ("--fault", "restart:app-1@2s")
+        );
+        assert_eq!(
+            e.problem,
+            "the stack q-single runs no service app-1 (it runs app, mariadb, traefik)"
+        );
+        assert!(e.fix.contains("e.g. --fault restart:app@2s"), "{e}");
+        Fault::parse("restart:app@2s")
+            .unwrap()
+            .check_services("q-single", &names)
+            .unwrap();
+        let ha = resolve(ha_input(&[("--instances", "3")])).unwrap();
+        let names = crate::pipeline::service_names(&ha, &embedded).unwrap();
+        for ok in ["restart:app-3@1s", "restart:nginx@1s", "roll@1s"] {
+            let f = Fault::parse(ok).unwrap();
+            f.check_services("q-ha", &names).unwrap();
+        }
+        let e = Fault::parse("restart:app-4@1s")
+            .unwrap()
+            .check_services("q-ha", &names)
+            .unwrap_err();
+        assert!(e.problem.contains("app-1, app-2, app-3"), "{e}");
     }
 
     #[test]

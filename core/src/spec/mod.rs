@@ -10,7 +10,8 @@ pub use fit::{Fitted, Given, Offers};
 
 pub use input::{parse_images_file, parse_spec_file, Origin, Raw, SpecInput};
 pub use resolve::{
-    memory_size, resolve, resolve_stack_name, DEFAULT_STACK, MAX_CPUS, MIN_CPUS, MIN_MEMORY,
+    check_stack_prefix, memory_size, resolve, resolve_stack_name, DEFAULT_STACK, MAX_CPUS,
+    MAX_STACK, MIN_CPUS, MIN_MEMORY,
 };
 
 use serde::{Deserialize, Serialize};

@@ -219,20 +219,54 @@ pub fn resolve(input: SpecInput) -> Result<Spec, UsageError> {
 /// Flags that only mean something for ha are refused with single rather than silently ignored.
 pub const DEFAULT_STACK: &str = "exe";
 
-fn check_stack(r: &Raw) -> Result<String, UsageError> {
-    let ok = r.value.len() <= 32
-        && r.value
-            .starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && r.value
+/// The longest stack name.
+pub const MAX_STACK: usize = 32;
+
+/// 1 to `max` characters of a-z, 0-9, '-' and '_', starting with a letter or digit.
+fn stack_ok(name: &str, max: usize) -> bool {
+    name.len() <= max
+        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name
             .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
-    if !ok {
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+}
+
+fn stack_rule(max: usize) -> String {
+    format!("use 1-{max} characters of a-z, 0-9, '-' and '_', starting with a letter or digit")
+}
+
+fn check_stack(r: &Raw) -> Result<String, UsageError> {
+    if !stack_ok(&r.value, MAX_STACK) {
         return Err(r.error(
             "a stack name becomes part of container, network and volume names",
-            "use 1-32 characters of a-z, 0-9, '-' and '_', starting with a letter or digit",
+            stack_rule(MAX_STACK),
         ));
     }
     Ok(r.value.clone())
+}
+
+/// A stack name that each of `suffixes` is appended to (a campaign's STACK, whose rows run on
+/// STACK-single and STACK-ha), checked for the room its longest suffix leaves: a 27-character --stack
+/// was refused as "use 1-32 characters", of a name the user never wrote. `field` is where it was given.
+pub fn check_stack_prefix(field: &str, name: &str, suffixes: &[&str]) -> Result<(), UsageError> {
+    let longest = suffixes
+        .iter()
+        .copied()
+        .max_by_key(|s| s.len())
+        .unwrap_or("");
+    let max = MAX_STACK.saturating_sub(longest.len());
+    match stack_ok(name, max) {
+        true => Ok(()),
+        false => Err(UsageError::new(
+            field,
+            name,
+            format!(
+                "a stack name becomes part of container, network and volume names, and this one is \
+                 followed by {longest:?} (a stack name is at most {MAX_STACK} characters in all)"
+            ),
+            stack_rule(max),
+        )),
+    }
 }
 
 /// A `--stack` given alone (teardown, status): validated like the spec's, defaulting to `exe`.

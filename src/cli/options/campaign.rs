@@ -34,14 +34,12 @@ fn in_row(i: usize, row: &Row, mut e: UsageError) -> UsageError {
 
 /// The file's text and its parse.
 fn read_file(path: &Path, field: &str) -> Result<(String, CampaignFile), UsageError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        UsageError::new(
-            field,
-            path.display(),
-            format!("cannot read it: {e}"),
-            "give the path of a campaign file (campaigns/quick.yaml)",
-        )
-    })?;
+    let text = crate::shell::user_file::read_named(
+        path,
+        field,
+        crate::shell::user_file::WRITTEN,
+        "give the path of a campaign file (campaigns/quick.yaml)",
+    )?;
     let file = exectl_core::campaign::file::parse(&path.display().to_string(), &text)?;
     Ok((text, file))
 }
@@ -138,6 +136,7 @@ pub fn campaign(a: &CampaignArgs) -> Result<(TargetSpec, CampaignOptions, Planne
             "FILE"
         },
     )?;
+    stack_checked(&flags, &file)?;
     let base = path.parent().unwrap_or(Path::new("."));
     let mut rows = Vec::new();
     let mut planned = Vec::new();
@@ -159,12 +158,17 @@ pub fn campaign(a: &CampaignArgs) -> Result<(TargetSpec, CampaignOptions, Planne
     }
     let run_id = match &resumed {
         Some(r) => r.run_id.clone(),
-        None => crate::cli::values::run_id(a.run_id.as_deref(), "C-QUICK-001", |now| {
-            format!(
-                "C-{}-{now}",
-                file.name.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
-            )
-        })?,
+        None => crate::cli::values::run_id_from_name(
+            a.run_id.as_deref(),
+            "C-QUICK-001",
+            ("name", &file.name),
+            |now| {
+                format!(
+                    "C-{}-{now}",
+                    file.name.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
+                )
+            },
+        )?,
     };
     if let Some(r) = &resumed {
         let now: Vec<(String, String)> = rows
@@ -217,6 +221,34 @@ pub fn campaign(a: &CampaignArgs) -> Result<(TargetSpec, CampaignOptions, Planne
         },
         plan,
     ))
+}
+
+/// The campaign's stack, checked before any row: each row runs on STACK-TOPOLOGY, so STACK has the
+/// room its rows' longest topology leaves. Named where it was given: --stack, else the file's `stack:`,
+/// else its `name:` (the stack's default).
+fn stack_checked(flags: &RunFlags, file: &CampaignFile) -> Result<(), UsageError> {
+    let (field, stack) = match &flags.stack {
+        Some(s) => ("--stack", s),
+        None if file.stack != file.name => ("stack", &file.stack),
+        None => ("name", &file.name),
+    };
+    // The topologies a row may have (another is refused, naming its row).
+    let suffixes: Vec<String> = file
+        .rows
+        .iter()
+        .filter(|r| ["single", "ha"].contains(&r.topology.as_str()))
+        .map(|r| format!("-{}", r.topology))
+        .collect();
+    let suffixes: Vec<&str> = suffixes.iter().map(String::as_str).collect();
+    exectl_core::spec::check_stack_prefix(field, stack, &suffixes).map_err(|mut e| {
+        if field == "name" {
+            e.fix = format!(
+                "{}, or give the file a shorter `stack:` (or --stack)",
+                e.fix
+            );
+        }
+        e
+    })
 }
 
 /// A row's bench flags from its keys (the file's under the row's), as `exectl bench` would take them.
@@ -333,7 +365,7 @@ fn row_plan(
     let json = false;
     let bench = super::bench::settings(&bench_flags(row), &a.target, json).map_err(bad)?;
     super::sweep::room_checks(&vary_list, &bench, &mode).map_err(bad)?;
-    super::sweep::points_checked(&source, &vary_list).map_err(|e| {
+    super::sweep::points_checked(&source, &vary_list, bench.fault.as_ref()).map_err(|e| {
         match e.downcast::<UsageError>() {
             Ok(u) => anyhow::Error::from(bad(u)),
             Err(e) => e,

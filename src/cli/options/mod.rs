@@ -135,14 +135,12 @@ pub fn host_tune(a: &super::host::TuneArgs) -> Result<crate::ops::host::TuneOpti
 fn read_sysctl_file(path: &std::path::Path) -> Result<String, exectl_core::error::UsageError> {
     let fix = "give a readable sysctl.d file of KEY = VALUE lines (e.g. ansible-free/sysctl/99-exectl-sut.conf), \
                or leave --sysctl-file out to use the role's";
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        exectl_core::error::UsageError::new(
-            "--sysctl-file",
-            path.display(),
-            format!("cannot be read ({e})"),
-            fix,
-        )
-    })?;
+    let text = crate::shell::user_file::read_named(
+        path,
+        "--sysctl-file",
+        crate::shell::user_file::WRITTEN,
+        fix,
+    )?;
     crate::host::sysctl::parse(&text).map_err(|e| {
         exectl_core::error::UsageError::new(
             "--sysctl-file",

@@ -43,14 +43,12 @@ fn password(args: &PrepareArgs) -> Result<String, UsageError> {
     let pw = match (&args.password, &args.password_file) {
         (Some(p), _) => p.clone(),
         (None, Some(f)) => {
-            let text = std::fs::read_to_string(f).map_err(|e| {
-                UsageError::new(
-                    "--password-file",
-                    f.display(),
-                    format!("cannot read: {e}"),
-                    "give a readable file whose first line is the password",
-                )
-            })?;
+            let text = crate::shell::user_file::read_named(
+                f,
+                "--password-file",
+                crate::shell::user_file::WRITTEN,
+                "give a readable file whose first line is the password",
+            )?;
             text.lines().next().unwrap_or_default().to_string()
         }
         (None, None) => plan::DEFAULT_PASSWORD.to_string(),

@@ -20,6 +20,7 @@ use crate::ops::sweep_plan::{FromFile, SweepPlan};
 use crate::state::benches::Shown;
 use crate::state::sweeps::SweepDir;
 use crate::sut::TargetSpec;
+use exectl_core::bench::fault::Fault;
 use exectl_core::bench::parse_levels;
 use exectl_core::error::UsageError;
 use exectl_core::spec::{Raw, SecretValue};
@@ -155,7 +156,7 @@ pub fn sweep(a: &SweepArgs) -> Result<(TargetSpec, SweepOptions)> {
         started_in: results.started_in.clone(),
         resumed: Some(results),
     };
-    points_checked(&opts.spec, &opts.vary)?;
+    points_checked(&opts.spec, &opts.vary, opts.bench.fault.as_ref())?;
     Ok((plan.target, opts))
 }
 
@@ -253,16 +254,19 @@ fn fresh(a: &SweepArgs, started_in: PathBuf) -> Result<(TargetSpec, SweepOptions
     let target = crate::cli::target::target_spec(&a.target)?;
     target.one_engine("sweep")?;
     let source = crate::cli::spec::source(&a.spec)?;
-    points_checked(&source, &vary)?;
+    points_checked(&source, &vary, bench.fault.as_ref())?;
 
     let name = vary
         .iter()
         .map(|v| v.var.name().replace('.', "_"))
         .collect::<Vec<_>>()
         .join("-");
-    let run_id = crate::cli::values::run_id(a.run_id.as_deref(), "S-NGINX-001", |now| {
-        format!("S-{name}-{now}")
-    })?;
+    let run_id = crate::cli::values::run_id_from_name(
+        a.run_id.as_deref(),
+        "S-NGINX-001",
+        ("--vary", &name),
+        |now| format!("S-{name}-{now}"),
+    )?;
     let sweeps = crate::state::sweeps_dir(&crate::state::root());
     let (field, value, path) = crate::cli::values::run_folder(a.out.as_deref(), &run_id, &sweeps);
     let dir = SweepDir::check(&path, field, &value)?;
@@ -307,14 +311,29 @@ fn fresh(a: &SweepArgs, started_in: PathBuf) -> Result<(TargetSpec, SweepOptions
 }
 
 /// Every point's spec resolved now, read as each point will read it (exit 2 before the first deploy),
-/// and the points' database engines: one, on the stack's one volume.
-pub(crate) fn points_checked(source: &SpecSource, vary: &[Vary]) -> Result<()> {
+/// the points' database engines: one, on the stack's one volume, and the fault's service among those
+/// each point's stack runs.
+pub(crate) fn points_checked(
+    source: &SpecSource,
+    vary: &[Vary],
+    fault: Option<&Fault>,
+) -> Result<()> {
     let now = source.read()?;
+    let templates = match fault {
+        Some(_) => Some(crate::cli::spec::templates(source.templates.as_deref())?),
+        None => None,
+    };
     let mut stack = None;
     let mut engines: Vec<&str> = Vec::new();
     for (values, _) in points(vary, 1) {
         let spec = vary::spec_at(now.clone(), vary, &values)?;
         engines.extend(spec.db_service().filter(|e| !engines.contains(e)));
+        if let (Some(f), Some(t)) = (fault, &templates) {
+            f.check_services(
+                &spec.stack,
+                &exectl_core::pipeline::service_names(&spec, t)?,
+            )?;
+        }
         stack = Some(spec.stack);
     }
     let stack = stack.expect("at least one point");
@@ -371,14 +390,12 @@ fn shaped(
 }
 
 fn read_sweep_file(path: &Path) -> Result<SweepFile, UsageError> {
-    let body = std::fs::read_to_string(path).map_err(|e| {
-        UsageError::new(
-            "--sweep-file",
-            path.display(),
-            format!("cannot read it: {e}"),
-            "give the path of a readable sweep file",
-        )
-    })?;
+    let body = crate::shell::user_file::read_named(
+        path,
+        "--sweep-file",
+        crate::shell::user_file::WRITTEN,
+        "give the path of a readable sweep file",
+    )?;
     exectl_core::sweep::file::parse(&path.display().to_string(), &body)
 }
 
