@@ -24,7 +24,9 @@ pub fn exit_code(err: &anyhow::Error) -> i32 {
     if is_usage(err) {
         exit::USAGE
     } else if any(&|e| {
-        e.is::<crate::engine::lock::Locked>() || e.is::<crate::engine::lock::LockLost>()
+        e.is::<crate::engine::lock::Locked>()
+            || e.is::<crate::engine::lock::LockLost>()
+            || e.is::<crate::engine::run_lock::RunLocked>()
     }) {
         exit::LOCKED
     } else if any(&|e| {

@@ -325,10 +325,11 @@ fn a_resume_refuses_a_sweep_file_that_changed() {
     }
 }
 
-/// One rule for "still running", in `runs` and in `--resume`: the sweep's process is alive and began no
-/// later than it took the sweep on (its resume's start, recorded). A resumed sweep, running under a
-/// pid newer than the sweep's start, is running (runs called it killed); a pid another process took
-/// since is not the sweep (--resume called it still running).
+/// `runs` shows a sweep running while its process is alive and began no later than it took the sweep
+/// on (its resume's start, recorded): a resumed sweep, running under a pid newer than the sweep's
+/// start, is running (runs called it killed); a pid another process took since is not the sweep.
+/// `--resume` goes by the run's lock alone: held by another process (a sweep running, begun or
+/// resumed), refused, exit 4, naming it, the file untouched; let go, resumed, whatever the pid says.
 #[test]
 fn a_resumed_sweep_running_is_running_and_a_reused_pid_is_not() {
     let d = dirs();
@@ -355,6 +356,16 @@ fn a_resumed_sweep_running_is_running_and_a_reused_pid_is_not() {
             .unwrap_or_else(|| panic!("{out}"))
             .to_string()
     };
+    let resume = || {
+        let before = std::fs::read(&file).unwrap();
+        let o = exectl(&d, &d.began, &["sweep", "--resume", "S-cli"]);
+        assert_eq!(
+            std::fs::read(&file).unwrap(),
+            before,
+            "results.json untouched"
+        );
+        code_err(&o)
+    };
 
     // Begun at unix time 1, resumed now by a process alive: running.
     running_since(now);
@@ -363,15 +374,32 @@ fn a_resumed_sweep_running_is_running_and_a_reused_pid_is_not() {
     let (code, err) = code_err(&exectl(&d, &d.began, &["runs", "show", "S-cli"]));
     assert_eq!(code, Some(0), "{err}");
     assert!(!err.contains("killed"), "{err}");
-    let (code, err) = code_err(&exectl(&d, &d.began, &["sweep", "--resume", "S-cli"]));
-    assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("the sweep is still running"), "{err}");
+    // Its run held by that process (as a sweep running holds it): refused, naming it.
+    let holder = exectl::engine::lock::Holder::me("exectl sweep S-cli");
+    let lock = file.parent().unwrap().join("exectl.lock");
+    std::fs::write(&lock, serde_json::to_string(&holder).unwrap()).unwrap();
+    let held = std::fs::File::open(&lock).unwrap();
+    // SAFETY: flock on a descriptor the test owns.
+    assert_eq!(
+        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&held), libc::LOCK_EX) },
+        0
+    );
+    let (code, err) = resume();
+    assert_eq!(code, Some(4), "{err}");
+    assert!(
+        err.contains(&format!(
+            "sweep S-cli is running: exectl sweep S-cli (pid {} on",
+            holder.pid
+        )) && err.contains(&format!("since {}", holder.since)),
+        "{err}"
+    );
+    drop(held);
 
     // Its pid now belongs to a process that started after the sweep's took it on: killed, resumable.
     running_since(1_000_000_000);
     let line = list();
     assert!(line.ends_with("interrupted (killed)"), "{line}");
-    let (code, err) = code_err(&exectl(&d, &d.began, &["sweep", "--resume", "S-cli"]));
+    let (code, err) = resume();
     assert_eq!(code, Some(3), "past the check, to the connection: {err}");
 }
 

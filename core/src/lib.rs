@@ -23,6 +23,7 @@ pub mod readiness;
 pub mod record;
 pub mod render;
 pub mod scripts;
+pub mod seal;
 pub mod secrets;
 pub mod seed;
 pub mod spec;

@@ -10,6 +10,7 @@ pub mod observe;
 pub mod preflight;
 pub mod probe;
 pub mod remote_lock;
+pub mod run_lock;
 pub mod swarm;
 pub mod teardown;
 pub mod wait;

@@ -28,8 +28,10 @@ pub struct RowPlan {
     pub note: Option<String>,
     pub topology: String,
     pub stack: String,
-    /// The row as the file gives it, hashed (a resume refuses an edited file, naming the row).
+    /// The row's inputs (the file's under it) hashed together, and its own settings each as its
+    /// fingerprint (a resume refuses an edited file, naming the key).
     pub sha256: String,
+    pub inputs: std::collections::BTreeMap<String, String>,
     pub estimate_s: f64,
     /// Its folder under the campaign's ("rows/02-idle-1000"); a row run again gets ".2", ".3", …
     pub dir: String,
@@ -48,6 +50,8 @@ pub struct CampaignOptions {
     pub file: String,
     pub file_path: PathBuf,
     pub file_sha256: String,
+    /// The file's settings under every row, each as its fingerprint (with its images file's content).
+    pub inputs: std::collections::BTreeMap<String, String>,
     /// The flags given over the file's (a resume's are the campaign's own).
     pub flags: RunFlags,
     pub rows: Vec<RowPlan>,
@@ -105,6 +109,7 @@ fn begin(o: &CampaignOptions, target: &crate::sut::TargetSpec) -> CampaignResult
                 topology: p.topology.clone(),
                 stack: p.stack.clone(),
                 sha256: p.sha256.clone(),
+                inputs: p.inputs.clone(),
                 state: RowState::Pending,
                 sweep: None,
                 dir: None,
@@ -120,6 +125,8 @@ fn begin(o: &CampaignOptions, target: &crate::sut::TargetSpec) -> CampaignResult
             .collect(),
         stopped: None,
         not_measured: vec![],
+        inputs: o.inputs.clone(),
+        fingerprints: Default::default(),
     });
     r.state = RunState::Running;
     r.pid = Some(std::process::id());
@@ -156,6 +163,9 @@ pub fn campaign(cx: &Context<'_>, o: CampaignOptions) -> Result<CampaignOutcome>
     let progress = cx.progress;
     let mut results = begin(&o, &cx.target.spec);
     o.dir.create(&o.run_id)?;
+    // Held for this process's life before its results are written: another campaign running it (a
+    // resume) is refused (exit 4), its files untouched.
+    crate::engine::run_lock::hold(&o.dir.path, "campaign", &o.run_id)?;
     o.dir.save(&results)?;
     let t0 = Instant::now();
     let before = results.duration_s;

@@ -249,6 +249,8 @@ pub fn sweep(cx: &Context<'_>, o: SweepOptions) -> Result<SweepOutcome> {
 /// The sweep's folder made and its results written (before a point's bench: what a resume reads).
 fn begin(o: &SweepOptions, results: &SweepResults) -> Result<()> {
     o.dir.create(&o.run_id)?;
+    // Held for this process's life before its results are written: a resume meanwhile is refused.
+    crate::engine::run_lock::hold(&o.dir.path, "sweep", &o.run_id)?;
     o.dir.save(results)
 }
 

@@ -9,7 +9,6 @@ use anyhow::{Context, Result};
 use exectl_core::campaign::results::{CampaignResults, SCHEMA};
 use exectl_core::error::UsageError;
 
-use super::benches::Shown;
 use super::campaigns_dir;
 
 pub const RESULTS: &str = "results.json";
@@ -49,9 +48,9 @@ impl CampaignDir {
         self.path.join(RESULTS)
     }
 
-    /// results.json, written whole.
+    /// results.json, written whole and sealed.
     pub fn save(&self, r: &CampaignResults) -> Result<()> {
-        let json = serde_json::to_string_pretty(r)? + "\n";
+        let json = r.to_json()?;
         crate::shell::atomic::write(&self.results(), json.as_bytes(), 0o644)
     }
 
@@ -60,11 +59,6 @@ impl CampaignDir {
         crate::shell::atomic::write(&self.path.join(REPORT_MD), md.as_bytes(), 0o644)?;
         crate::shell::atomic::write(&self.path.join(REPORT), html.as_bytes(), 0o644)
     }
-}
-
-/// What to show for a campaign's state, on this machine (as `runs` shows a sweep's).
-pub fn shown(r: &CampaignResults) -> Shown {
-    Shown::now_of(r.state, r.pid, r.started_unix_s)
 }
 
 /// The campaign `run_id` of the state folder, to go on with (`--resume`): its folder and results.
@@ -90,11 +84,61 @@ pub fn find(run_id: &str) -> Result<(CampaignDir, CampaignResults), UsageError> 
         ))
     })?;
     if r.schema != SCHEMA {
-        return Err(not_found(&format!(
-            "{} is of schema {} (this exectl reads {SCHEMA})",
-            file.display(),
-            r.schema
-        )));
+        return Err(UsageError::new(
+            "--resume",
+            run_id,
+            format!(
+                "{} is of schema {} (exectl {}); this exectl reads {SCHEMA}, sealed, with each setting's \
+                 digest: it cannot tell whether that file's figures or the campaign's inputs changed since",
+                file.display(),
+                r.schema,
+                r.exectl_version
+            ),
+            format!(
+                "resume it with exectl {}, or run the campaign again: exectl campaign {}",
+                r.exectl_version, r.file
+            ),
+        ));
     }
     Ok((CampaignDir { path }, r))
+}
+
+/// What a resume of `r` (read from `dir`) refuses before anything runs (exit 2, naming the file):
+/// results.json changed since the campaign wrote it (a figure typed in would be reported as
+/// measured), or a folder its report cites gone (its figures would cite nothing). Either is the
+/// user's to put back: exectl cannot tell which figures are still true.
+pub fn resumable(dir: &CampaignDir, r: &CampaignResults) -> Result<(), UsageError> {
+    use exectl_core::seal::Sealed;
+    let edited = r.edited();
+    if !edited.is_empty() {
+        return Err(UsageError::new(
+            "--resume",
+            &r.run_id,
+            format!(
+                "{} was changed after the campaign wrote it: {} differ{} from what it recorded",
+                dir.results().display(),
+                edited.join(", "),
+                if edited.len() == 1 { "s" } else { "" }
+            ),
+            "put the file back as the campaign wrote it, or start a new campaign (an edited campaign is not resumed)",
+        ));
+    }
+    if let Some((row, cited)) = r
+        .cited()
+        .into_iter()
+        .find(|(_, d)| !dir.path.join(d).is_dir())
+    {
+        return Err(UsageError::new(
+            "--resume",
+            &r.run_id,
+            format!(
+                "{} is gone: row {} ({}) cites it as its evidence",
+                dir.path.join(cited).display(),
+                row.index,
+                row.name
+            ),
+            "put the folder back, or start a new campaign (its report would link evidence that is not there)",
+        ));
+    }
+    Ok(())
 }

@@ -287,6 +287,8 @@ mod tests {
             ],
             stopped: None,
             not_measured: vec![],
+            inputs: Default::default(),
+            fingerprints: Default::default(),
         };
         (r, findings)
     }

@@ -1,15 +1,21 @@
-//! A campaign's results.json: the file it ran (path and digest, each row's own digest so a resume can
-//! name the row that changed), each row as it ended — run (its sweep's id and folder, its table's
-//! lines) or not run (why) — and the estimate it began with. Written after every row, so a campaign
-//! stopped at row k keeps rows 1..k-1.
+//! A campaign's results.json: the file it ran (path and digest, a digest of each setting it gives, the
+//! file's and each row's, so a resume can name the key that changed), each row as it ended — run (its
+//! sweep's id and folder, its table's lines) or not run (why) — and the estimate it began with.
+//! Written after every row, so a campaign stopped at row k keeps rows 1..k-1. Each write seals it
+//! (`crate::seal`): a resume refuses a file changed since, naming what changed.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::file::{CampaignFile, Row};
 use super::table::Line;
 use crate::bench::results::RunState;
+use crate::seal::{fingerprint, Sealed};
 
-/// results.json's version: a reader refuses another.
-pub const SCHEMA: u32 = 1;
+/// results.json's version: a reader refuses another. 2: sealed, and a digest per setting (`inputs`)
+/// with the images file's content, where 1 had one digest per row and the images file's path.
+pub const SCHEMA: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CampaignResults {
@@ -45,6 +51,12 @@ pub struct CampaignResults {
     /// What was not measured, over every row, as the reports say it (each row's findings are its own).
     #[serde(default)]
     pub not_measured: Vec<String>,
+    /// The file's own settings (`file_inputs`), each as its fingerprint: what is under every row.
+    #[serde(default)]
+    pub inputs: BTreeMap<String, String>,
+    /// Each other field's fingerprint, and each row's (`rows.N`), as last written (`crate::seal`).
+    #[serde(default)]
+    pub fingerprints: BTreeMap<String, String>,
 }
 
 /// The flags over every row's spec: `--stack`, `--http-port`, `--lb-port`.
@@ -69,9 +81,12 @@ pub struct RowRecord {
     pub note: Option<String>,
     pub topology: String,
     pub stack: String,
-    /// The sha256 of the row as the file gives it (with the file's settings under it): a resume
-    /// refuses a file whose recorded rows changed, naming the first.
+    /// The sha256 of the row's inputs and the file's together (`inputs` and the campaign's).
     pub sha256: String,
+    /// The row's settings (`row_inputs`: its own keys, the file's bench keys under them), each as its
+    /// fingerprint: a resume names the key that changed.
+    #[serde(default)]
+    pub inputs: BTreeMap<String, String>,
     pub state: RowState,
     /// Its sweep's run id and folder (relative to the campaign's), once begun.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -127,31 +142,200 @@ impl RowState {
 }
 
 impl CampaignResults {
-    /// The first row whose digest is not the file's now (its own keys, or the file's settings under
-    /// it): a resume refuses a campaign file edited since it began, naming that row. `now` holds each
-    /// row's name and digest from the file read again.
-    pub fn changed_row(&self, now: &[(String, String)]) -> Option<String> {
-        if now.len() != self.rows.len() {
-            return Some(format!(
+    /// What changed in the campaign file (or its images file) since it began, each said once: a
+    /// setting of the file's (under every row), a row's own key (`row 2 (idle): levels changed`), a
+    /// row renamed, rows added or dropped. `file` is `file_inputs` and `rows` each row's name and
+    /// `row_inputs`, of the file read again. Empty: every setting is as it ran (a comment or a blank
+    /// line may have changed).
+    pub fn changed_inputs(
+        &self,
+        file: &BTreeMap<String, String>,
+        rows: &[(String, BTreeMap<String, String>)],
+    ) -> Vec<String> {
+        let of_file = changed_keys(&self.inputs, file);
+        let mut out: Vec<String> = of_file
+            .iter()
+            .map(|(k, how)| match k.as_str() {
+                IMAGES_CONTENT => format!(
+                    "the content of the images file {} names {how}: every row starts from it",
+                    self.file
+                ),
+                k => format!("{k} of {} {how}: every row starts from it", self.file),
+            })
+            .collect();
+        if rows.len() != self.rows.len() {
+            out.push(format!(
                 "the file has {} rows, the campaign {}",
-                now.len(),
+                rows.len(),
                 self.rows.len()
             ));
         }
-        self.rows
-            .iter()
-            .zip(now)
-            .find(|(r, (name, sha))| r.name != *name || r.sha256 != *sha)
-            .map(|(r, (name, _))| match r.name == *name {
-                true => format!("row {} ({}) changed", r.index, r.name),
-                false => format!("row {} is {name:?} now, {:?} when it ran", r.index, r.name),
-            })
+        for (r, (name, now)) in self.rows.iter().zip(rows) {
+            if r.name != *name {
+                out.push(format!(
+                    "row {} is {name:?} now, {:?} when it ran",
+                    r.index, r.name
+                ));
+                continue;
+            }
+            // A bench key of the file's that changed is said once, as the file's.
+            let own: Vec<String> = changed_keys(&r.inputs, now)
+                .into_iter()
+                .filter(|(k, _)| !(k.starts_with("bench.") && of_file.iter().any(|(f, _)| f == k)))
+                .map(|(k, how)| format!("{k} {how}"))
+                .collect();
+            if !own.is_empty() {
+                out.push(format!("row {} ({}): {}", r.index, r.name, own.join(", ")));
+            }
+        }
+        out
+    }
+
+    /// The folders the results cite, relative to the campaign's, each with the row citing it: a row
+    /// that ran (its folder), every bench a line of the table or a finding links. A resume refuses
+    /// a campaign one of them is gone from: its report would cite evidence no longer there.
+    pub fn cited(&self) -> Vec<(&RowRecord, &str)> {
+        let mut out: Vec<(&RowRecord, &str)> = Vec::new();
+        for r in &self.rows {
+            let ran = r.dir.as_deref().filter(|_| r.state == RowState::Done);
+            let lines = r.lines.iter().map(|l| l.bench.as_str());
+            let evidence = r
+                .findings
+                .iter()
+                .flat_map(|f| f.evidence.iter().map(|e| e.dir.as_str()));
+            for dir in ran.into_iter().chain(lines).chain(evidence) {
+                if !dir.is_empty() && !out.iter().any(|(_, d)| *d == dir) {
+                    out.push((r, dir));
+                }
+            }
+        }
+        out
+    }
+
+    /// results.json's text, sealed.
+    pub fn to_json(&self) -> serde_json::Result<String> {
+        let mut sealed = self.clone();
+        sealed.seal();
+        Ok(serde_json::to_string_pretty(&sealed)? + "\n")
     }
 
     /// The row a resume goes on with (None: every row ended).
     pub fn next_row(&self) -> Option<usize> {
         self.rows.iter().position(|r| r.state.to_run())
     }
+}
+
+impl Sealed for CampaignResults {
+    const ITEMS: &'static str = "rows";
+    fn fingerprints(&self) -> &BTreeMap<String, String> {
+        &self.fingerprints
+    }
+    fn fingerprints_mut(&mut self) -> &mut BTreeMap<String, String> {
+        &mut self.fingerprints
+    }
+}
+
+/// The key of the images file's content among the file's inputs.
+const IMAGES_CONTENT: &str = "images:content";
+
+/// Each key whose fingerprint differs between `was` and `now`, with how: "changed", "was added",
+/// "was removed".
+fn changed_keys(
+    was: &BTreeMap<String, String>,
+    now: &BTreeMap<String, String>,
+) -> Vec<(String, &'static str)> {
+    let mut keys: Vec<&String> = was.keys().chain(now.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter_map(|k| match (was.get(k), now.get(k)) {
+            (Some(a), Some(b)) if a == b => None,
+            (Some(_), Some(_)) => Some((k.clone(), "changed")),
+            (None, _) => Some((k.clone(), "was added")),
+            (_, None) => Some((k.clone(), "was removed")),
+        })
+        .collect()
+}
+
+/// Settings given as `KEY=VALUE` or `(key, value)`, one fingerprint per key (`spec.db`, `set.FOO`):
+/// a key given twice is its values together.
+fn keyed<'a>(
+    out: &mut BTreeMap<String, String>,
+    group: &str,
+    pairs: impl Iterator<Item = (&'a str, &'a str)>,
+) {
+    let mut by_key: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for (k, v) in pairs {
+        by_key.entry(format!("{group}.{k}")).or_default().push(v);
+    }
+    for (k, v) in by_key {
+        let print = fingerprint(&k, &serde_json::json!(v));
+        out.insert(k, print);
+    }
+}
+
+/// `KEY=VALUE` as its key and value (a text with no `=`: all key).
+fn env_pair(s: &str) -> (&str, &str) {
+    s.split_once('=').unwrap_or((s, ""))
+}
+
+/// The fingerprint of each setting the campaign file gives every row: its name, stack, images file
+/// (as given, and its content's sha256: `images_sha256`, read by the shell), spec, set, seeding and
+/// bench keys, one each.
+pub fn file_inputs(file: &CampaignFile, images_sha256: Option<&str>) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut one = |k: &str, v: serde_json::Value| {
+        out.insert(k.to_string(), fingerprint(k, &v));
+    };
+    one("name", serde_json::json!(file.name));
+    one("stack", serde_json::json!(file.stack));
+    one("images", serde_json::json!(file.images));
+    one(IMAGES_CONTENT, serde_json::json!(images_sha256));
+    one("bcrypt_cost", serde_json::json!(file.bcrypt_cost));
+    keyed(
+        &mut out,
+        "spec",
+        file.spec.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+    );
+    keyed(&mut out, "set", file.set.iter().map(|s| env_pair(s)));
+    keyed(
+        &mut out,
+        "bench",
+        file.bench.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+    );
+    out
+}
+
+/// The fingerprint of each of a row's settings: its own keys (topology, spec, set, its levels or
+/// sweep, seeding, the report's words) and every bench key it runs with (the file's under its own).
+pub fn row_inputs(row: &Row) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let doc = serde_json::to_value(row).unwrap_or_default();
+    for (k, v) in doc.as_object().into_iter().flatten() {
+        match (k.as_str(), v) {
+            ("spec" | "set" | "bench", _) => {}
+            ("sweep", serde_json::Value::Object(sweep)) => {
+                for (sk, sv) in sweep {
+                    out.insert(sk.clone(), fingerprint(sk, sv));
+                }
+            }
+            _ => {
+                out.insert(k.clone(), fingerprint(k, v));
+            }
+        }
+    }
+    keyed(
+        &mut out,
+        "spec",
+        row.spec.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+    );
+    keyed(&mut out, "set", row.set.iter().map(|s| env_pair(s)));
+    keyed(
+        &mut out,
+        "bench",
+        row.bench.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+    );
+    out
 }
 
 #[cfg(test)]
@@ -167,6 +351,7 @@ pub(crate) mod tests {
             topology: "single".into(),
             stack: "c-single".into(),
             sha256: format!("sha-{name}"),
+            inputs: BTreeMap::new(),
             state,
             sweep: None,
             dir: None,
@@ -181,9 +366,27 @@ pub(crate) mod tests {
         }
     }
 
-    #[test]
-    fn a_resume_goes_on_from_the_first_row_not_ended_and_refuses_a_changed_one() {
-        let r = CampaignResults {
+    /// A line of the table citing bench `dir`, `pct` % served.
+    fn line(dir: &str, pct: f64) -> Line {
+        Line {
+            row: "a".into(),
+            point: String::new(),
+            scenario: "idle".into(),
+            users: 20,
+            instances: 1,
+            duration_s: 30.0,
+            success_pct: pct,
+            http_errors_pct: 0.0,
+            sut_cpu_pct: None,
+            redis_cpu_pct: None,
+            result: "pass".into(),
+            reasons: vec![],
+            bench: dir.into(),
+        }
+    }
+
+    pub fn campaign(rows: Vec<RowRecord>) -> CampaignResults {
+        CampaignResults {
             schema: SCHEMA,
             run_id: "c".into(),
             state: RunState::Interrupted,
@@ -199,34 +402,154 @@ pub(crate) mod tests {
             started_unix_s: 0,
             duration_s: 0.0,
             estimate_s: 180.0,
-            rows: vec![
-                record(1, "a", RowState::Done),
-                record(2, "b", RowState::Interrupted("SIGINT".into())),
-                record(3, "c", RowState::Pending),
-            ],
+            rows,
             stopped: None,
             not_measured: vec![],
-        };
+            inputs: BTreeMap::new(),
+            fingerprints: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn a_resume_goes_on_from_the_first_row_not_ended() {
+        let r = campaign(vec![
+            record(1, "a", RowState::Done),
+            record(2, "b", RowState::Interrupted("SIGINT".into())),
+            record(3, "c", RowState::Pending),
+        ]);
         assert_eq!(r.next_row(), Some(1));
-        let same: Vec<(String, String)> = ["a", "b", "c"]
-            .map(|n| (n.to_string(), format!("sha-{n}")))
-            .into();
-        assert_eq!(r.changed_row(&same), None);
-        // A row not run yet is the campaign's too: the file is the one it began with, or refused.
-        let mut edited = same.clone();
-        edited[2].1 = "other".into();
-        assert_eq!(r.changed_row(&edited).unwrap(), "row 3 (c) changed");
-        edited[0].0 = "z".into();
-        assert_eq!(
-            r.changed_row(&edited).unwrap(),
-            "row 1 is \"z\" now, \"a\" when it ran"
-        );
-        let shorter = same[..2].to_vec();
-        assert!(r.changed_row(&shorter).unwrap().contains("2 rows"));
         let json = serde_json::to_value(&r.rows[1].state).unwrap();
         assert_eq!(
             json,
             serde_json::json!({"state": "interrupted", "why": "SIGINT"})
         );
+    }
+
+    const FILE: &str = "name: c
+images: images.yaml
+bench: {hold: 20s, ramp: 5s}
+rows:
+  - {name: a, topology: single, levels: [10]}
+  - {name: b, topology: ha, levels: [10, 20], bench: {hold: 40s}}
+  - {name: c, topology: ha, levels: [10], vary: {nginx: [default, tuned]}}
+";
+
+    /// The campaign as begun with `text` (its images file's content `images`), and what a resume
+    /// says of the file `now` (and `images_now`).
+    fn changes(now: &str, images_now: &str) -> Vec<String> {
+        let inputs = |text: &str, images: &str| {
+            let f = crate::campaign::file::parse("c.yaml", text).unwrap();
+            let rows: Vec<(String, BTreeMap<String, String>)> = f
+                .rows
+                .iter()
+                .map(|r| (r.name.clone(), row_inputs(r)))
+                .collect();
+            (file_inputs(&f, Some(images)), rows)
+        };
+        let (file, rows) = inputs(FILE, "sha-1");
+        let mut r = campaign(
+            rows.iter()
+                .enumerate()
+                .map(|(i, (name, inputs))| RowRecord {
+                    inputs: inputs.clone(),
+                    ..record(i + 1, name, RowState::Done)
+                })
+                .collect(),
+        );
+        r.inputs = file;
+        let (file, rows) = inputs(now, images_now);
+        r.changed_inputs(&file, &rows)
+    }
+
+    /// Each edit is named by its key: a file's setting as under every row (once, not as each row's
+    /// change), a row's own, the images file's content; a comment changes nothing.
+    #[test]
+    fn a_resume_names_the_setting_that_changed() {
+        let none: Vec<String> = vec![];
+        assert_eq!(changes(FILE, "sha-1"), none);
+        assert_eq!(changes(&format!("# a note\n{FILE}"), "sha-1"), none);
+        assert_eq!(
+            changes(&FILE.replace("hold: 20s", "hold: 30s"), "sha-1"),
+            ["bench.hold of c.yaml changed: every row starts from it"]
+        );
+        assert_eq!(
+            changes(FILE, "sha-2"),
+            ["the content of the images file c.yaml names changed: every row starts from it"]
+        );
+        assert_eq!(
+            changes(
+                &FILE.replace("levels: [10, 20]", "levels: [10, 30]"),
+                "sha-1"
+            ),
+            ["row 2 (b): levels changed"]
+        );
+        assert_eq!(
+            changes(
+                &FILE.replace("hold: 40s", "hold: 40s, tokens: true"),
+                "sha-1"
+            ),
+            ["row 2 (b): bench.tokens was added"]
+        );
+        assert_eq!(
+            changes(&FILE.replace("tuned]", "tuned, default]"), "sha-1"),
+            ["row 3 (c): vary changed"]
+        );
+        assert_eq!(
+            changes(&FILE.replace("{name: a,", "{name: z,"), "sha-1"),
+            ["row 1 is \"z\" now, \"a\" when it ran"]
+        );
+        let shorter = FILE.lines().take(6).collect::<Vec<_>>().join("\n");
+        assert_eq!(
+            changes(&shorter, "sha-1"),
+            ["the file has 2 rows, the campaign 3"]
+        );
+    }
+
+    /// The file as written reads back unedited (a resume's rewrite too); a figure, a row's state or a
+    /// dropped row is named.
+    #[test]
+    fn an_edit_of_the_written_results_is_named() {
+        let mut done = record(1, "a", RowState::Done);
+        done.lines = vec![line("rows/01-a/points/B-1", 99.95)];
+        let r = campaign(vec![done, record(2, "b", RowState::Pending)]);
+        let text = r.to_json().unwrap();
+        let read: CampaignResults = serde_json::from_str(&text).unwrap();
+        assert_eq!(read.edited(), Vec::<String>::new(), "{text}");
+        let mut again = read.clone();
+        again.pid = Some(7);
+        let again: CampaignResults = serde_json::from_str(&again.to_json().unwrap()).unwrap();
+        assert!(again.edited().is_empty());
+
+        let edit = |from: &str, to: &str| -> Vec<String> {
+            assert!(text.contains(from), "{from} in {text}");
+            serde_json::from_str::<CampaignResults>(&text.replacen(from, to, 1))
+                .unwrap()
+                .edited()
+        };
+        assert_eq!(edit("99.95", "42.0"), ["rows.1"]);
+        assert_eq!(edit("\"pending\"", "\"done\""), ["rows.2"]);
+        assert_eq!(
+            edit("\"estimate_s\": 180.0", "\"estimate_s\": 1.0"),
+            ["estimate_s"]
+        );
+        let mut dropped = read.clone();
+        dropped.rows.pop();
+        assert_eq!(dropped.edited(), ["rows.2"]);
+    }
+
+    /// A row that ran cites its folder and each bench its lines and findings link, once each.
+    #[test]
+    fn the_results_cite_each_folder_once() {
+        let mut done = record(1, "a", RowState::Done);
+        done.dir = Some("rows/01-a".into());
+        done.lines = vec![
+            line("rows/01-a/points/B-1", 100.0),
+            line("rows/01-a/points/B-1", 100.0),
+        ];
+        let mut stopped = record(2, "b", RowState::Interrupted("SIGINT".into()));
+        stopped.dir = Some("rows/02-b".into());
+        let r = campaign(vec![done, stopped]);
+        let cited: Vec<(usize, &str)> = r.cited().iter().map(|(r, d)| (r.index, *d)).collect();
+        assert_eq!(cited, [(1, "rows/01-a"), (1, "rows/01-a/points/B-1")]);
     }
 }

@@ -2,7 +2,7 @@
 //! recreated, its benches, each level's figures side by side), and why it stopped early if it did.
 //! Written once point 1 is deployed, after every point and at the end, so an interrupted sweep keeps
 //! what ran and `--resume` knows where to go on. Each write seals the file (`fingerprints`): a resume
-//! refuses one changed since, naming what changed.
+//! refuses one changed since, naming what changed (`crate::seal`).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -16,6 +16,7 @@ use crate::bench::cpu::CpuScale;
 use crate::bench::results::RunState;
 use crate::bench::verdict::Outcome;
 use crate::bench::{LevelResult, Limiting, Results, Sample};
+use crate::seal::Sealed;
 
 /// results.json's layout version: a reader refuses a file it does not know. 2: the command line's
 /// secrets redacted, the starting folder, the fingerprints. 3: the sweep's typed plan instead of its
@@ -70,7 +71,7 @@ pub struct SweepResults {
     /// The folder the sweep was started in (absolute): `--resume` reads exectl.yaml and the relative
     /// paths of `plan` from there.
     pub started_in: PathBuf,
-    /// Each other field's fingerprint, and each point's (`points.N`), as last written (`seal`).
+    /// Each other field's fingerprint, and each point's (`points.N`), as last written (`crate::seal`).
     #[serde(default)]
     pub fingerprints: BTreeMap<String, String>,
 }
@@ -362,75 +363,26 @@ impl SweepResults {
         values.join(" × ")
     }
 
-    /// Each field's fingerprint as the results are now (`points` one per point: `points.3`).
-    fn prints(&self) -> BTreeMap<String, String> {
-        let doc = serde_json::to_value(self).expect("results serialise");
-        let mut out = BTreeMap::new();
-        let Some(fields) = doc.as_object() else {
-            return out;
-        };
-        for (key, value) in fields {
-            match (key.as_str(), value) {
-                ("fingerprints", _) => {}
-                ("points", serde_json::Value::Array(points)) => {
-                    for (i, p) in points.iter().enumerate() {
-                        let k = format!("points.{}", i + 1);
-                        out.insert(k.clone(), fingerprint(&k, p));
-                    }
-                }
-                _ => {
-                    out.insert(key.clone(), fingerprint(key, value));
-                }
-            }
-        }
-        out
-    }
-
     /// The fingerprints set to what the results are now (each write does it).
     pub fn seal(&mut self) {
-        self.fingerprints = self.prints();
+        Sealed::seal(self)
     }
 
     /// What was changed since the results were last sealed: each field (or `points.N`) whose fingerprint
     /// differs, was dropped or was added. Empty for the file as exectl wrote it.
     pub fn edited(&self) -> Vec<String> {
-        let now = self.prints();
-        let mut keys: Vec<&String> = now.keys().chain(self.fingerprints.keys()).collect();
-        keys.sort_by_key(|k| {
-            // points.2 before points.10
-            let n = k
-                .strip_prefix("points.")
-                .and_then(|n| n.parse::<usize>().ok());
-            (n.is_some(), n, k.as_str())
-        });
-        keys.dedup();
-        keys.into_iter()
-            .filter(|k| now.get(*k) != self.fingerprints.get(*k))
-            .cloned()
-            .collect()
+        Sealed::edited(self)
     }
 }
 
-/// A field's fingerprint: sha256 over its name and its JSON, each float at 9 significant digits (a
-/// float read back from JSON may differ from the one written in its last bit, and must not count as
-/// an edit).
-fn fingerprint(key: &str, value: &serde_json::Value) -> String {
-    use sha2::{Digest, Sha256};
-    fn canonical(v: &serde_json::Value) -> serde_json::Value {
-        use serde_json::Value;
-        match v {
-            Value::Number(n) if n.is_f64() => {
-                Value::String(format!("{:.8e}", n.as_f64().unwrap_or_default()))
-            }
-            Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
-            Value::Object(m) => {
-                Value::Object(m.iter().map(|(k, v)| (k.clone(), canonical(v))).collect())
-            }
-            other => other.clone(),
-        }
+impl Sealed for SweepResults {
+    const ITEMS: &'static str = "points";
+    fn fingerprints(&self) -> &BTreeMap<String, String> {
+        &self.fingerprints
     }
-    let digest = Sha256::digest(format!("{key}\0{}", canonical(value)));
-    format!("sha256:{}", &hex::encode(digest)[..16])
+    fn fingerprints_mut(&mut self) -> &mut BTreeMap<String, String> {
+        &mut self.fingerprints
+    }
 }
 
 #[cfg(test)]

@@ -2,8 +2,10 @@
 //! the row's over them, `--stack`/`--http-port`/`--lb-port` over both; never ./exectl.yaml), its sweep
 //! (a sweep file's keys), its bench (bench's flags, checked by bench's own code) and its seeding, each
 //! row's every point resolved — all before anything is connected to (exit 2, naming the row). Also
-//! each row's estimate (`--plan`). `--resume RUN_ID` reads the campaign's file again and refuses one
-//! edited since, naming the row.
+//! each row's estimate (`--plan`). `--resume RUN_ID` holds the campaign's run (exit 4 while another
+//! process does), refuses its results.json changed since it was written or missing a folder it cites,
+//! and reads the campaign's file again, refusing one whose settings (or images file) changed since,
+//! naming each key.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -48,6 +50,45 @@ fn sha256(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// The file's settings under every row, each as its fingerprint, with its images file's content
+/// (a file that cannot be read is said by the spec's reading of it).
+fn file_inputs(file: &CampaignFile, base: &Path) -> BTreeMap<String, String> {
+    let images = file
+        .images
+        .as_ref()
+        .and_then(|p| std::fs::read(base.join(p)).ok())
+        .map(|bytes| sha256(&bytes));
+    exectl_core::campaign::results::file_inputs(file, images.as_deref())
+}
+
+/// A resume's check of the campaign file read again (`inputs` the file's, `rows` the rows'):
+/// refused, naming each setting that changed since the campaign began (exit 2).
+fn unchanged(
+    r: &exectl_core::campaign::results::CampaignResults,
+    path: &Path,
+    inputs: &BTreeMap<String, String>,
+    rows: &[RowPlan],
+) -> Result<(), UsageError> {
+    let now: Vec<(String, BTreeMap<String, String>)> = rows
+        .iter()
+        .map(|p| (p.name.clone(), p.inputs.clone()))
+        .collect();
+    let changed = r.changed_inputs(inputs, &now);
+    if changed.is_empty() {
+        return Ok(());
+    }
+    Err(UsageError::new(
+        "--resume",
+        &r.run_id,
+        format!(
+            "changed since the campaign began ({}): {}",
+            path.display(),
+            changed.join("; ")
+        ),
+        "put the file (and the images file it names) back as it was, or start a new campaign with it",
+    ))
+}
+
 /// What the plan says of one row.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct PlannedRow {
@@ -78,17 +119,10 @@ pub fn campaign(a: &CampaignArgs) -> Result<(TargetSpec, CampaignOptions, Planne
     let (path, resumed, dir) = match &a.resume {
         Some(id) => {
             let (dir, r) = crate::state::campaigns::find(id)?;
-            if let (crate::state::benches::Shown::Running, Some(pid)) =
-                (crate::state::campaigns::shown(&r), r.pid)
-            {
-                return Err(UsageError::new(
-                    "--resume",
-                    id,
-                    format!("the campaign is still running (process {pid})"),
-                    "wait for it, or stop it (Ctrl-C, kill) and resume then",
-                )
-                .into());
-            }
+            // Held from here on: a campaign another process runs is refused (exit 4), its files
+            // untouched; then its results as written and the folders they cite.
+            crate::engine::run_lock::hold(&dir.path, "campaign", id)?;
+            crate::state::campaigns::resumable(&dir, &r)?;
             (PathBuf::from(&r.file_path), Some(r), Some(dir))
         }
         None => (
@@ -138,12 +172,15 @@ pub fn campaign(a: &CampaignArgs) -> Result<(TargetSpec, CampaignOptions, Planne
     )?;
     stack_checked(&flags, &file)?;
     let base = path.parent().unwrap_or(Path::new("."));
+    let inputs = file_inputs(&file, base);
     let mut rows = Vec::new();
     let mut planned = Vec::new();
     // Each stack's last spec and seeding, for what a row's deploy and prepare will have to do.
     let mut last: BTreeMap<String, (exectl_core::spec::Spec, (u64, Option<u64>))> = BTreeMap::new();
     for (i, row) in file.rows.iter().enumerate() {
-        let (plan, shown) = row_plan(a, &flags, &file, base, i, row, &mut last, &here)?;
+        let (mut plan, shown) = row_plan(a, &flags, &file, base, i, row, &mut last, &here)?;
+        plan.inputs = exectl_core::campaign::results::row_inputs(row);
+        plan.sha256 = sha256(serde_json::to_string(&(&inputs, &plan.inputs))?.as_bytes());
         planned.push(PlannedRow {
             index: i + 1,
             name: row.name.clone(),
@@ -171,22 +208,7 @@ pub fn campaign(a: &CampaignArgs) -> Result<(TargetSpec, CampaignOptions, Planne
         )?,
     };
     if let Some(r) = &resumed {
-        let now: Vec<(String, String)> = rows
-            .iter()
-            .map(|p| (p.name.clone(), p.sha256.clone()))
-            .collect();
-        if let Some(what) = r.changed_row(&now) {
-            return Err(UsageError::new(
-                "--resume",
-                &r.run_id,
-                format!(
-                    "{} was edited since the campaign began: {what}",
-                    path.display()
-                ),
-                "put the file back as it was, or start a new campaign with it",
-            )
-            .into());
-        }
+        unchanged(r, &path, &inputs, &rows)?;
     }
     let dir = match dir {
         Some(d) => d,
@@ -215,6 +237,7 @@ pub fn campaign(a: &CampaignArgs) -> Result<(TargetSpec, CampaignOptions, Planne
             },
             file_path: std::path::absolute(&path).unwrap_or(path.clone()),
             file_sha256: sha256(text.as_bytes()),
+            inputs,
             flags,
             rows,
             resumed,
@@ -440,17 +463,6 @@ fn row_plan(
         room_cleanup_s: room_cleanup_s(file.set.iter().chain(&row.set)),
         accounts,
     };
-    let digest = sha256(
-        serde_json::to_string(&(
-            &file.spec,
-            &file.set,
-            &file.images,
-            &file.bcrypt_cost,
-            &file.stack,
-            row,
-        ))?
-        .as_bytes(),
-    );
     let slug: String = row
         .name
         .to_ascii_lowercase()
@@ -485,7 +497,9 @@ fn row_plan(
             note: row.note.clone(),
             topology: row.topology.clone(),
             stack,
-            sha256: digest,
+            // The file's and the row's inputs (`campaign` sets them: they hold the images' content).
+            sha256: String::new(),
+            inputs: BTreeMap::new(),
             estimate_s: estimate::seconds(&shape),
             dir: format!("rows/{:02}-{}", i + 1, &slug[..slug.len().min(40)]),
             sweep,

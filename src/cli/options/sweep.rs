@@ -17,7 +17,6 @@ use crate::ops::deploy::DeployOptions;
 use crate::ops::spec_source::SpecSource;
 use crate::ops::sweep::{Mode, SweepOptions};
 use crate::ops::sweep_plan::{FromFile, SweepPlan};
-use crate::state::benches::Shown;
 use crate::state::sweeps::SweepDir;
 use crate::sut::TargetSpec;
 use exectl_core::bench::fault::Fault;
@@ -46,16 +45,8 @@ pub fn sweep(a: &SweepArgs) -> Result<(TargetSpec, SweepOptions)> {
         return fresh(a, here);
     };
     let (dir, results) = crate::state::sweeps::find(id)?;
-    // Running as `runs` shows it: its process alive, and not another that took its pid since.
-    if let (Shown::Running, Some(pid)) = (crate::state::sweeps::shown(&results), results.pid) {
-        return Err(UsageError::new(
-            "--resume",
-            id,
-            format!("the sweep is still running (process {pid})"),
-            "wait for it, or stop it (Ctrl-C, kill) and resume then",
-        )
-        .into());
-    }
+    // Held from here on: a sweep another process runs (begun or resumed) is refused (exit 4).
+    crate::engine::run_lock::hold(&dir.path, "sweep", id)?;
     let edited = results.edited();
     if !edited.is_empty() {
         return Err(UsageError::new(
