@@ -29,6 +29,8 @@ fn hrefs(dom: &str) -> Vec<String> {
         .collect()
 }
 
+const MAIL_PASSWORD: &str = "cq-mail-pw-7Rk2wQ";
+
 #[tokio::test]
 #[ignore = "needs the Docker engine, the docker CLI, the fixture images and Chromium; bash scripts/test.sh runs it"]
 async fn the_quick_campaign_killed_in_row_2_resumes_and_reports_what_it_measured() {
@@ -40,8 +42,14 @@ async fn the_quick_campaign_killed_in_row_2_resumes_and_reports_what_it_measured
     let body =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/campaigns/quick.yaml"))
             .unwrap()
-            .replace("../images/fixtures.yaml", FIXTURES);
+            .replace("../images/fixtures.yaml", FIXTURES)
+            .replace(
+                "\nname: quick\n",
+                "\nname: quick\nsecrets: [CQ_MAIL_PASSWORD]\n",
+            );
     std::fs::write(&file, &body).unwrap();
+    // A secret of the campaign's own, from exectl's environment (each exectl below inherits it).
+    std::env::set_var("CQ_MAIL_PASSWORD", MAIL_PASSWORD);
     let (http, lb) = (Stack::port(), Stack::port());
     let path = file.to_str().unwrap();
     let flags = ["--stack", &s.name, "--http-port", &http, "--lb-port", &lb];
@@ -230,6 +238,15 @@ async fn the_quick_campaign_killed_in_row_2_resumes_and_reports_what_it_measured
         }
     }
     assert_eq!(secrets, 10, "five secrets of each stack");
+    // The campaign's `secrets:` value went to each stack's 0600 .env, and nowhere else.
+    assert!(common::files_holding(&campaign, MAIL_PASSWORD).is_empty());
+    for stack in &stacks {
+        let holding = common::files_holding(&s.x.stack_dir(stack), MAIL_PASSWORD);
+        let names: Vec<_> = holding.iter().filter_map(|p| p.file_name()).collect();
+        assert_eq!(names, [".env"], "{stack}: {holding:?}");
+    }
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(MAIL_PASSWORD));
+    assert!(!stderr.contains(MAIL_PASSWORD));
 
     // report.html in a real browser: the table, the findings, and every link opening a file here.
     assert!(

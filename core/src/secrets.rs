@@ -1,5 +1,6 @@
 //! The stack's secrets as values: their names, generated once (random), read back from the env-file
-//! form they are stored in. Pure; where they are kept is `crate::secrets`.
+//! form they are stored in. Pure; where they are kept is `crate::secrets`. Also the one screen for a
+//! credential given as a plain setting, and the cutting of credentials out of logs.
 
 use rand::RngCore;
 use std::collections::BTreeMap;
@@ -71,6 +72,56 @@ impl Secrets {
 
     pub fn to_env_text(&self) -> String {
         self.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
+    }
+}
+
+/// The parts of a name that mark a credential, matched anywhere in it and in any case: `SMTP_PASS`,
+/// `DB_PASSWORD`, `API_KEY`, `OAUTH_CLIENT_SECRET`, `GITHUB_TOKEN`, `AWS_CREDENTIALS`, `MAILER_DSN`.
+/// Broad on purpose: a false alarm costs the user one line (`secrets:`, `--set-secret`), a miss puts
+/// a password in every record and report.
+pub const CREDENTIAL_MARKS: [&str; 6] = ["PASS", "SECRET", "TOKEN", "KEY", "CREDENTIAL", "DSN"];
+
+/// Why a plain `key=value` setting looks like a credential (None: it does not): its name has one of
+/// `CREDENTIAL_MARKS` in it, or its value is a URL with a password in it.
+pub fn credential(key: &str, value: &str) -> Option<String> {
+    let upper = key.to_ascii_uppercase();
+    if let Some(mark) = CREDENTIAL_MARKS.iter().find(|m| upper.contains(*m)) {
+        return Some(format!("its name has {mark} in it"));
+    }
+    url_with_password(value)
+        .then(|| "its value is a URL with a password in it (scheme://user:password@host)".into())
+}
+
+/// A `scheme://user:password@host` anywhere in `value`: the userinfo (RFC 3986: before the last `@`
+/// of the authority, which ends at the first `/`, `?` or `#`) holds a `:` and a password after it.
+pub fn url_with_password(value: &str) -> bool {
+    value.match_indices("://").any(|(i, _)| {
+        let rest = &value[i + 3..];
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        authority
+            .rsplit_once('@')
+            .and_then(|(user, _)| user.split_once(':'))
+            .is_some_and(|(_, password)| !password.is_empty())
+    })
+}
+
+/// A plain setting `key=value` given at `field` (a campaign's `set:`, a sweep's `--set` or `--vary`)
+/// refused when it looks like a credential: such values are written into records and reports. The
+/// error names the key, never the value; `fix` says where the secret goes instead.
+pub fn refuse_credential(
+    field: &str,
+    key: &str,
+    value: &str,
+    fix: &str,
+) -> Result<(), crate::error::UsageError> {
+    match credential(key, value) {
+        None => Ok(()),
+        Some(why) => Err(crate::error::UsageError::new(
+            field,
+            format!("{key}=<redacted>"),
+            format!("{key} looks like a credential ({why}), and a plain setting is written into records and reports"),
+            fix,
+        )),
     }
 }
 
@@ -160,5 +211,65 @@ mod redact_tests {
         let plain = "[notice] 1#1: signal process started; worker_connections are not enough: 1024 (v1.2.3)";
         assert_eq!(redact_credentials(plain), plain);
         assert_eq!(redact_credentials("ws ?token= empty"), "ws ?token= empty");
+    }
+}
+
+#[cfg(test)]
+mod credential_tests {
+    use super::{credential, refuse_credential, url_with_password};
+
+    #[test]
+    fn a_credential_is_told_by_its_name_or_a_password_in_its_url() {
+        for key in [
+            "SMTP_PASS",
+            "smtp_password",
+            "API_KEY",
+            "MAILER_DSN",
+            "OAUTH_CLIENT_SECRET",
+            "GITHUB_TOKEN",
+            "AWS_CREDENTIALS",
+            "DBPASSWD",
+        ] {
+            assert!(credential(key, "x").is_some(), "{key}");
+        }
+        assert!(credential("MAILER_URL", "smtp://u:pw@mail.example:25").is_some());
+        // The settings the shipped campaigns and the tests give stay plain.
+        for (key, value) in [
+            ("STANDIN_ROOM_CLEANUP_MS", "500"),
+            ("STANDIN_FAULT", "leak-on-close"),
+            ("DB_POOL_MAX", "50"),
+            ("BASE_PATH", "/exe"),
+            ("PUBLIC_URL", "http://user@host:8080/a:b?mail=a@b"),
+        ] {
+            assert_eq!(credential(key, value), None, "{key}={value}");
+        }
+    }
+
+    #[test]
+    fn a_url_has_a_password_only_in_its_userinfo() {
+        for (v, has) in [
+            ("postgres://app:s3cret@db:5432/exe", true),
+            ("redis://:pw@redis:6379", true),
+            ("see smtp://u:p@h and more", true),
+            ("https://user@host/path", false),
+            ("https://u:@host", false),
+            ("http://host:8080/path?email=a@b:c", false),
+            ("user:pw@host", false),
+        ] {
+            assert_eq!(url_with_password(v), has, "{v}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_names_the_key_and_never_the_value() {
+        let e = refuse_credential("--set", "MAILER_DSN", "smtp://u:hunter2@h", "use secrets:")
+            .unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("MAILER_DSN=<redacted>") && text.contains("DSN"),
+            "{text}"
+        );
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(refuse_credential("--set", "DB_POOL_MAX", "50", "").is_ok());
     }
 }

@@ -7,6 +7,7 @@
 //! images: ../images/fixtures.yaml   # the images file, relative to this file [default: none]
 //! spec: {nofile: 20000}       # exectl.yaml settings every row starts from
 //! set: [STANDIN_ROOM_CLEANUP_MS=500]   # the app's environment every row starts from
+//! secrets: [SMTP_PASSWORD]    # app variables whose values come from exectl's environment
 //! bcrypt_cost: 4              # the seeding's (prepare --bcrypt-cost)
 //! bench: {hold: 20s, ramp: 5s, settle: 10s, tokens: true}   # every row's bench flags
 //! rows:
@@ -20,7 +21,9 @@
 //!     note: scaled from 10,000 users: this machine has 2 cores
 //! ```
 //! Each value stays text, as its flag's would, and is checked by the same code when the campaign's
-//! options are made (`cli::options::campaign`): here only the file's shape, each fault naming its row.
+//! options are made (`cli::options::campaign`): here only the file's shape, each fault naming its row,
+//! the bench's switches (a YAML boolean each), and no credential in a plain setting. Every key is
+//! documented in docs/campaign-file.md (a test holds the two together).
 
 use std::collections::BTreeMap;
 
@@ -50,8 +53,25 @@ pub const BENCH_KEYS: [&str; 16] = [
     "continue_after_fail",
 ];
 
+/// The bench keys that are switches (`exectl bench --tokens`): each takes a YAML boolean, `true` or
+/// `false`. Text is refused, "true" quoted too: `tokens: yes` read as false benched with logins.
+pub const BENCH_SWITCHES: [&str; 4] = ["tokens", "relogin", "browser_probe", "continue_after_fail"];
+
+/// The keys of a row besides its sweep's.
+pub const ROW_KEYS: [&str; 9] = [
+    "name",
+    "study",
+    "topology",
+    "spec",
+    "set",
+    "secrets",
+    "bench",
+    "users_per_project",
+    "note",
+];
+
 /// The sweep keys a row may give (a sweep file's).
-const SWEEP_KEYS: [&str; 6] = [
+pub const SWEEP_KEYS: [&str; 6] = [
     "levels",
     "vary",
     "matrix",
@@ -69,8 +89,12 @@ pub struct CampaignFile {
     /// exectl.yaml keys and values, in the file's order.
     pub spec: Vec<(String, String)>,
     pub set: Vec<String>,
+    /// App variables given as secrets, by name only: their values are read from exectl's environment
+    /// when the campaign is planned, and go only to each stack's 0600 .env (`deploy --set-secret`).
+    pub secrets: Vec<String>,
     pub bcrypt_cost: Option<String>,
-    /// Bench flag (without `--`) → value; `slo` is a list, its items joined by `;`.
+    /// Bench flag (without `--`) → value; `slo` is a list, its items joined by `;`; a switch `true`
+    /// or `false`.
     pub bench: BTreeMap<String, String>,
     pub rows: Vec<Row>,
 }
@@ -82,12 +106,24 @@ pub struct Row {
     pub topology: String,
     pub spec: Vec<(String, String)>,
     pub set: Vec<String>,
+    /// The file's secrets and the row's, by name (left out of the row's digest when none, so that a
+    /// campaign begun before the key existed resumes).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
     /// The file's bench keys with the row's over them.
     pub bench: BTreeMap<String, String>,
     /// Its levels, or its sweep (variable, repeats, search), as a sweep file gives them.
     pub sweep: SweepFile,
     pub users_per_project: Option<String>,
     pub note: Option<String>,
+}
+
+impl Row {
+    /// A bench switch (`tokens`, `relogin`, …): on only when given `true` (checked a boolean when
+    /// the file was read).
+    pub fn switch(&self, key: &str) -> bool {
+        self.bench.get(key).is_some_and(|v| v == "true")
+    }
 }
 
 #[derive(Deserialize)]
@@ -100,6 +136,8 @@ struct RawFile {
     spec: Mapping,
     #[serde(default)]
     set: Vec<Value>,
+    #[serde(default)]
+    secrets: Value,
     bcrypt_cost: Option<Value>,
     #[serde(default)]
     bench: Mapping,
@@ -113,12 +151,24 @@ fn bad(
     value: impl std::fmt::Display,
     problem: impl Into<String>,
 ) -> UsageError {
-    UsageError::new(
-        format!("{field} (in {path})"),
+    fixed(
+        path,
+        field,
         value,
         problem,
-        "see README's campaign section for the file's keys",
+        "see docs/campaign-file.md for the file's keys",
     )
+}
+
+/// What is wrong with the file at `field`, and the fix.
+fn fixed(
+    path: &str,
+    field: &str,
+    value: impl std::fmt::Display,
+    problem: impl Into<String>,
+    fix: impl Into<String>,
+) -> UsageError {
+    UsageError::new(format!("{field} (in {path})"), value, problem, fix)
 }
 
 /// `key: value` pairs of a mapping, each as text (a list joined by `sep`).
@@ -162,32 +212,115 @@ fn bench_keys(
         }
         out.insert(k, v);
     }
+    for (k, v) in m {
+        let Some(key) = k.as_str().filter(|k| BENCH_SWITCHES.contains(k)) else {
+            continue;
+        };
+        let given = match v {
+            Value::Bool(_) => continue,
+            Value::String(_) => "text",
+            Value::Number(_) => "a number",
+            _ => "not a single value",
+        };
+        return Err(fixed(
+            path,
+            &format!("{field}.{key}"),
+            text(v, ",").unwrap_or_default(),
+            format!("{key} is a switch and takes a YAML boolean; this is {given}"),
+            format!("write {key}: true or {key}: false, unquoted"),
+        ));
+    }
     Ok(out)
 }
 
-/// `set:` items (`KEY=VALUE`), none a secret: a campaign's settings are copied into its records and
-/// reports, where no secret may go.
+/// `set:` items (`KEY=VALUE`), none a credential (`secrets::credential`): a campaign's settings are
+/// copied into its records and reports, where no secret may go.
 fn strings(path: &str, field: &str, v: &[Value]) -> Result<Vec<String>, UsageError> {
     let items = v
         .iter()
         .map(|i| text(i, ",").ok_or_else(|| bad(path, field, "", "give text items")))
         .collect::<Result<Vec<String>, UsageError>>()?;
     for item in &items {
-        let key = item.split_once('=').map_or(item.as_str(), |(k, _)| k);
-        let upper = key.to_ascii_uppercase();
-        if upper.contains("SECRET") || upper.contains("PASSWORD") || upper.contains("TOKEN") {
-            return Err(bad(
-                path,
-                field,
-                format!("{key}=<redacted>"),
-                format!("{key} looks like a secret, and a campaign's settings are written into its records and reports: deploy secrets with exectl deploy --set-secret, not in a campaign file"),
-            ));
-        }
+        let (key, value) = item.split_once('=').unwrap_or((item.as_str(), ""));
+        crate::secrets::refuse_credential(
+            &format!("{field} (in {path})"),
+            key,
+            value,
+            &format!("give its name in secrets: [{key}] instead, and export {key}=... before exectl campaign: its value is then read from exectl's environment and goes only to the stack's 0600 .env"),
+        )?;
     }
     Ok(items)
 }
 
+/// `secrets:` names, each an environment variable's name, once. Only names: the values stay out of
+/// the file (which is shared, and copied into the campaign's folder) and are read from exectl's
+/// environment when the campaign is planned.
+fn secret_names(path: &str, field: &str, v: &Value) -> Result<Vec<String>, UsageError> {
+    let list = match v {
+        Value::Null => return Ok(Vec::new()),
+        Value::Sequence(list) => list,
+        _ => {
+            return Err(bad(
+                path,
+                field,
+                "",
+                "give a list of names, e.g. [SMTP_PASSWORD]",
+            ))
+        }
+    };
+    let mut names: Vec<String> = Vec::new();
+    for (i, item) in list.iter().enumerate() {
+        let at = format!("{field}[{i}]");
+        let name = match item {
+            Value::String(s) => s.as_str(),
+            _ => {
+                return Err(bad(
+                    path,
+                    &at,
+                    "",
+                    "give the secret's name, e.g. SMTP_PASSWORD",
+                ))
+            }
+        };
+        if !crate::spec::is_env_key(name) {
+            // Not said back: a value written where its name belongs is a secret all the same.
+            return Err(fixed(
+                path,
+                &at,
+                "<redacted>",
+                "not an app variable's name (upper-case letters, digits and _): secrets: lists names only",
+                "give the name, e.g. secrets: [SMTP_PASSWORD], and export SMTP_PASSWORD=... before exectl campaign",
+            ));
+        }
+        if names.iter().any(|n| n == name) {
+            return Err(bad(path, &at, name, format!("{name} is given twice")));
+        }
+        names.push(name.to_string());
+    }
+    Ok(names)
+}
+
+/// A secret's name also given a plain value in `set:` (the file's or the row's): which one was meant?
+fn secret_also_set(path: &str, file_set: &[String], i: usize, row: &Row) -> Result<(), UsageError> {
+    for name in &row.secrets {
+        let plain = file_set
+            .iter()
+            .chain(&row.set)
+            .any(|kv| kv.split_once('=').map_or(kv.as_str(), |(k, _)| k) == name);
+        if plain {
+            return Err(bad(
+                path,
+                &format!("rows[{i}].secrets"),
+                name,
+                format!("{name} is also given in set:: give it once, in secrets:"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub fn parse(path: &str, body: &str) -> Result<CampaignFile, UsageError> {
+    let body = crate::spec::yaml_tree::without_bom(body);
     let raw: RawFile =
         serde_norway::from_str(body).map_err(|e| bad(path, "campaign", "", e.to_string()))?;
     if raw.name.trim().is_empty() || raw.rows.is_empty() {
@@ -199,9 +332,13 @@ pub fn parse(path: &str, body: &str) -> Result<CampaignFile, UsageError> {
         ));
     }
     let bench = bench_keys(path, "bench", &raw.bench)?;
+    let set = strings(path, "set", &raw.set)?;
+    let secrets = secret_names(path, "secrets", &raw.secrets)?;
     let mut rows = Vec::new();
     for (i, m) in raw.rows.iter().enumerate() {
-        rows.push(row(path, i, m, &bench)?);
+        let r = row(path, i, m, &bench, &secrets)?;
+        secret_also_set(path, &set, i, &r)?;
+        rows.push(r);
     }
     for (i, r) in rows.iter().enumerate() {
         if let Some(j) = rows[..i].iter().position(|o| o.name == r.name) {
@@ -221,7 +358,8 @@ pub fn parse(path: &str, body: &str) -> Result<CampaignFile, UsageError> {
         name: raw.name,
         images: raw.images,
         spec: pairs(path, "spec", &raw.spec, ",")?,
-        set: strings(path, "set", &raw.set)?,
+        set,
+        secrets,
         bcrypt_cost: raw.bcrypt_cost.as_ref().and_then(|v| text(v, ",")),
         bench,
         rows,
@@ -233,10 +371,12 @@ fn row(
     i: usize,
     m: &Mapping,
     defaults: &BTreeMap<String, String>,
+    secrets: &[String],
 ) -> Result<Row, UsageError> {
     let field = |k: &str| format!("rows[{i}].{k}");
     let mut r = Row {
         bench: defaults.clone(),
+        secrets: secrets.to_vec(),
         ..Row::default()
     };
     let mut sweep = Mapping::new();
@@ -251,15 +391,28 @@ fn row(
             "note" => r.note = Some(one(v)?),
             "users_per_project" => r.users_per_project = Some(one(v)?),
             "spec" => {
-                let map = v.as_mapping().ok_or_else(|| bad(path, &field("spec"), "", "give a mapping"))?;
+                let map = v
+                    .as_mapping()
+                    .ok_or_else(|| bad(path, &field("spec"), "", "give a mapping"))?;
                 r.spec = pairs(path, &field("spec"), map, ",")?;
             }
             "set" => {
-                let list = v.as_sequence().ok_or_else(|| bad(path, &field("set"), "", "give a list"))?;
+                let list = v
+                    .as_sequence()
+                    .ok_or_else(|| bad(path, &field("set"), "", "give a list"))?;
                 r.set = strings(path, &field("set"), list)?;
             }
+            "secrets" => {
+                for name in secret_names(path, &field("secrets"), v)? {
+                    if !r.secrets.contains(&name) {
+                        r.secrets.push(name);
+                    }
+                }
+            }
             "bench" => {
-                let map = v.as_mapping().ok_or_else(|| bad(path, &field("bench"), "", "give a mapping"))?;
+                let map = v
+                    .as_mapping()
+                    .ok_or_else(|| bad(path, &field("bench"), "", "give a mapping"))?;
                 r.bench.extend(bench_keys(path, &field("bench"), map)?);
             }
             k if SWEEP_KEYS.contains(&k) => {
@@ -270,7 +423,11 @@ fn row(
                     path,
                     &field(&key),
                     "",
-                    "no such row key: use name, study, topology, spec, set, bench, levels, vary, matrix, repeat, find_capacity, find_room, users_per_project, note",
+                    format!(
+                        "no such row key: use {}, {}",
+                        ROW_KEYS.join(", "),
+                        SWEEP_KEYS.join(", ")
+                    ),
                 ))
             }
         }
@@ -358,7 +515,7 @@ rows:
             (
                 "name: x\nset: [SMTP_PASSWORD=hunter2]\nrows: [{name: a, topology: ha, levels: [1]}]\n",
                 "set",
-                "looks like a secret",
+                "looks like a credential",
             ),
         ] {
             let e = parse("c.yaml", body).unwrap_err();
@@ -366,5 +523,198 @@ rows:
             assert!(e.to_string().contains(says), "{body}: {e}");
             assert!(!e.to_string().contains("hunter2"), "a secret said back: {e}");
         }
+    }
+
+    /// A credential as a plain value is refused wherever a row can give one — `set:` by a name with
+    /// PASS, KEY, DSN… or a URL's password, and a sweep's `vary` — with the fix (`secrets:`), never
+    /// saying the value back.
+    #[test]
+    fn a_credential_in_set_or_vary_is_refused_without_its_value() {
+        let one = "rows: [{name: a, topology: single, levels: [1]}]";
+        for (body, field, fix) in [
+            (format!("name: x\nset: [SMTP_PASS=hunter2]\n{one}\n"), "set (in", "secrets: [SMTP_PASS]"),
+            (format!("name: x\nset: [API_KEY=hunter2]\n{one}\n"), "set (in", "secrets: [API_KEY]"),
+            (
+                format!("name: x\nset: ['MAILER_URL=smtp://u:hunter2@mail:25']\n{one}\n"),
+                "set (in",
+                "secrets: [MAILER_URL]",
+            ),
+            (
+                "name: x\nrows: [{name: a, topology: single, levels: [1], set: [MAILER_DSN=hunter2]}]\n".into(),
+                "rows[0].set",
+                "secrets: [MAILER_DSN]",
+            ),
+            (
+                "name: x\nrows: [{name: a, topology: single, levels: [1], vary: {env.SMTP_PASSWORD: [hunter2, hunter3]}}]\n".into(),
+                "vary.env.SMTP_PASSWORD",
+                "secrets: [NAME]",
+            ),
+            (
+                "name: x\nrows: [{name: a, topology: single, levels: [1], vary: {env.DB_URL: ['pg://a:hunter2@db']}}]\n".into(),
+                "vary.env.DB_URL",
+                "--set-secret",
+            ),
+        ] {
+            let e = parse("c.yaml", &body).unwrap_err();
+            let text = e.to_string();
+            assert!(e.field.starts_with(field), "{body}: {text}");
+            assert!(text.contains("looks like a credential") && text.contains(fix), "{body}: {text}");
+            assert!(!text.contains("hunter"), "a secret said back: {text}");
+        }
+        // The shipped campaigns' settings stay plain.
+        let f = parse(
+            "c.yaml",
+            &format!(
+                "name: x\nset: [STANDIN_ROOM_CLEANUP_MS=500, STANDIN_FAULT=leak-on-close]\n{one}\n"
+            ),
+        );
+        assert_eq!(f.unwrap().set.len(), 2);
+    }
+
+    /// `secrets:` names app variables whose values exectl reads from its environment: the file's and
+    /// the row's, names only, each a variable's name once and not also a plain setting.
+    #[test]
+    fn secrets_are_names_of_the_file_and_of_the_row() {
+        let f = parse(
+            "c.yaml",
+            "name: x\nsecrets: [SMTP_PASSWORD]\nrows:\n  - {name: a, topology: single, levels: [1]}\n  - {name: b, topology: single, levels: [1], secrets: [API_KEY, SMTP_PASSWORD]}\n",
+        )
+        .unwrap();
+        assert_eq!(f.secrets, ["SMTP_PASSWORD"]);
+        assert_eq!(f.rows[0].secrets, ["SMTP_PASSWORD"]);
+        assert_eq!(f.rows[1].secrets, ["SMTP_PASSWORD", "API_KEY"]);
+        let one = "rows: [{name: a, topology: single, levels: [1]}]";
+        for (body, field, says) in [
+            (format!("name: x\nsecrets: [hunter2]\n{one}\n"), "secrets[0]", "not an app variable's name"),
+            (format!("name: x\nsecrets: hunter2\n{one}\n"), "secrets", "give a list of names"),
+            (format!("name: x\nsecrets: [A_KEY, A_KEY]\n{one}\n"), "secrets[1]", "given twice"),
+            (
+                "name: x\nset: [A_MODE=1]\nrows: [{name: a, topology: single, levels: [1], secrets: [A_MODE]}]\n".into(),
+                "rows[0].secrets",
+                "also given in set:",
+            ),
+        ] {
+            let e = parse("c.yaml", &body).unwrap_err();
+            assert!(e.field.starts_with(field), "{body}: {e}");
+            assert!(e.problem.contains(says), "{body}: {e}");
+            assert!(!e.to_string().contains("hunter2"), "{e}");
+        }
+        // No secrets: the row serializes as before the key existed (its digest, a resume's check).
+        let plain = parse("c.yaml", &format!("name: x\n{one}\n")).unwrap();
+        assert!(!serde_json::to_string(&plain.rows[0])
+            .unwrap()
+            .contains("secrets"));
+    }
+
+    /// A bench switch takes a YAML boolean: `tokens: yes` read as false once benched with logins.
+    #[test]
+    fn a_bench_switch_takes_a_boolean_and_nothing_else() {
+        let f = parse(
+            "c.yaml",
+            "name: x\nbench: {tokens: true, relogin: false}\nrows: [{name: a, topology: single, levels: [1], bench: {browser_probe: true}}]\n",
+        )
+        .unwrap();
+        let r = &f.rows[0];
+        assert!(r.switch("tokens") && r.switch("browser_probe"));
+        assert!(!r.switch("relogin") && !r.switch("continue_after_fail"));
+        for (bench, key, given) in [
+            ("{tokens: yes}", "tokens", "text"),
+            ("{relogin: 1}", "relogin", "a number"),
+            ("{browser_probe: 'true'}", "browser_probe", "text"),
+            (
+                "{continue_after_fail: [true]}",
+                "continue_after_fail",
+                "not a single value",
+            ),
+        ] {
+            for body in [
+                format!(
+                    "name: x\nbench: {bench}\nrows: [{{name: a, topology: single, levels: [1]}}]\n"
+                ),
+                format!(
+                    "name: x\nrows: [{{name: a, topology: single, levels: [1], bench: {bench}}}]\n"
+                ),
+            ] {
+                let e = parse("c.yaml", &body).unwrap_err();
+                assert!(e.field.contains(&format!("bench.{key}")), "{body}: {e}");
+                assert!(
+                    e.problem
+                        .contains(&format!("takes a YAML boolean; this is {given}")),
+                    "{e}"
+                );
+                assert!(e.fix.contains(&format!("{key}: true")), "{e}");
+            }
+        }
+    }
+
+    /// A file an editor began with a byte-order mark reads as without it: a campaign file, a sweep
+    /// file, exectl.yaml, an images file.
+    #[test]
+    fn a_byte_order_mark_is_no_part_of_the_file() {
+        let path = std::path::Path::new("exectl.yaml");
+        let spec = crate::spec::parse_spec_file(path, "\u{feff}instances: 3\n").unwrap();
+        assert_eq!(spec.instances.unwrap().value, "3");
+        let images = crate::spec::parse_images_file(path, "\u{feff}app: a/b:1\n").unwrap();
+        assert_eq!(images[0].0, "app");
+        let with = format!("\u{feff}{QUICK}");
+        assert_eq!(
+            parse("quick.yaml", &with).unwrap(),
+            parse("quick.yaml", QUICK).unwrap()
+        );
+        let sweep = "\u{feff}vary: {nginx: [a, b]}\nlevels: [10]\n";
+        assert_eq!(
+            crate::sweep::file::parse("s.yaml", sweep).unwrap().vary,
+            ["nginx=a,b"]
+        );
+    }
+
+    /// docs/campaign-file.md documents every key the parser takes: the file's (as serde lists them),
+    /// a row's, the bench's, the sweep's and its searches'.
+    #[test]
+    fn every_key_is_documented() {
+        let doc = include_str!("../../../docs/campaign-file.md");
+        // serde names every field it takes when it meets one it does not.
+        let listed = |e: String| -> Vec<String> {
+            let (_, list) = e
+                .split_once("expected one of")
+                .unwrap_or_else(|| panic!("{e}"));
+            list.split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_string)
+                .collect()
+        };
+        let file_keys = listed(parse("c.yaml", "nosuchkey: 1\n").unwrap_err().problem);
+        assert!(
+            file_keys.len() >= 9 && file_keys.contains(&"secrets".to_string()),
+            "{file_keys:?}"
+        );
+        let search = |key: &str| {
+            listed(
+                crate::sweep::file::parse("s.yaml", &format!("{key}: {{nosuchkey: 1}}\n"))
+                    .unwrap_err()
+                    .problem,
+            )
+        };
+        let keys: Vec<String> = file_keys
+            .into_iter()
+            .chain(
+                ROW_KEYS
+                    .iter()
+                    .chain(&SWEEP_KEYS)
+                    .chain(&BENCH_KEYS)
+                    .map(|k| k.to_string()),
+            )
+            .chain(search("find_capacity"))
+            .chain(search("find_room"))
+            .collect();
+        let missing: Vec<&String> = keys
+            .iter()
+            .filter(|k| !doc.contains(&format!("`{k}`")))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "docs/campaign-file.md does not document {missing:?}"
+        );
     }
 }

@@ -270,6 +270,7 @@ fn from_yaml<T: de::DeserializeOwned>(
 
 /// Parse exectl.yaml text. A syntax or shape error names the file, line and field.
 pub fn parse_spec_file(path: &Path, text: &str) -> Result<SpecInput, UsageError> {
+    let text = yaml_tree::without_bom(text);
     check_spec_shape(path, text)?;
     let file: SpecFile = if text.trim().is_empty() {
         SpecFile::default()
@@ -323,6 +324,7 @@ pub fn parse_spec_file(path: &Path, text: &str) -> Result<SpecInput, UsageError>
 /// An images file (`--images FILE`, read by the caller): a mapping of app/mariadb/postgres/redis/nginx/
 /// traefik to references.
 pub fn parse_images_file(path: &Path, text: &str) -> Result<Vec<(String, Raw)>, UsageError> {
+    let text = yaml_tree::without_bom(text);
     if let Some(Node {
         kind: Kind::Map(pairs),
         ..

@@ -9,6 +9,7 @@ pub(crate) mod yaml_tree;
 pub use fit::{Fitted, Given, Offers};
 
 pub use input::{parse_images_file, parse_spec_file, Origin, Raw, SpecInput};
+pub(crate) use resolve::is_env_key;
 pub use resolve::{
     check_stack_prefix, memory_size, resolve, resolve_stack_name, DEFAULT_STACK, MAX_CPUS,
     MAX_STACK, MIN_CPUS, MIN_MEMORY,

@@ -387,12 +387,16 @@ fn resolve_nginx(input: &SpecInput, nofile: u64) -> Result<NginxSpec, UsageError
 }
 
 /// Why `key` cannot be an app variable exectl sets from --set or --set-secret: (problem, fix).
-fn env_key_problem(key: &str) -> Option<(String, String)> {
-    let key_ok = key.starts_with(|c: char| c.is_ascii_uppercase() || c == '_')
+/// An app variable's name as exectl takes one: upper-case letters, digits and '_', not a digit first.
+pub(crate) fn is_env_key(key: &str) -> bool {
+    key.starts_with(|c: char| c.is_ascii_uppercase() || c == '_')
         && key
             .chars()
-            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
-    if !key_ok {
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
+fn env_key_problem(key: &str) -> Option<(String, String)> {
+    if !is_env_key(key) {
         return Some((
             format!("{key:?} is not an environment variable name"),
             "use upper-case letters, digits and '_', such as DB_POOL_MAX".into(),

@@ -58,6 +58,13 @@ enum Event {
     End,
 }
 
+/// A user's YAML without the UTF-8 byte-order mark some editors begin a file with: YAML allows it,
+/// yet serde_norway reads it as part of the first key (`name` became "\u{feff}name": "missing field
+/// `name`"). Every parse of a user's file (exectl.yaml, images, sweep, campaign) begins here.
+pub fn without_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
 /// The first document's root node; None for a syntax error (serde_norway reports those with their line) or
 /// an empty document.
 pub fn parse(text: &str) -> Option<Node> {

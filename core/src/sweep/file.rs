@@ -124,6 +124,7 @@ fn check_shape(path: &str, body: &str) -> Result<(), UsageError> {
 }
 
 pub fn parse(path: &str, body: &str) -> Result<SweepFile, UsageError> {
+    let body = yaml_tree::without_bom(body);
     check_shape(path, body)?;
     let bad = |field: &str, problem: String| {
         UsageError::new(
@@ -139,6 +140,14 @@ pub fn parse(path: &str, body: &str) -> Result<SweepFile, UsageError> {
         let key = text(k).ok_or_else(|| bad("vary", "a key that is not text".into()))?;
         let values =
             text(v).ok_or_else(|| bad(&format!("vary.{key}"), "give a list of values".into()))?;
+        for value in values.split(',') {
+            crate::secrets::refuse_credential(
+                &format!("vary.{key} (in {path})"),
+                &key,
+                value,
+                crate::sweep::vary::NOT_A_VARIABLE,
+            )?;
+        }
         vary.push(format!("{key}={values}"));
     }
     let scalar = |field: &str, v: &Option<Value>| -> Result<Option<String>, UsageError> {

@@ -16,6 +16,9 @@ pub const IMAGE_SERVICES: &[&str] = &[
 /// Settings a sweep cannot vary: they say which stack and where, not how it is configured.
 const NOT_VARIABLES: &[&str] = &["topology", "stack", "target"];
 
+/// Where a credential goes instead of a sweep's variable (`secrets::refuse_credential`).
+pub const NOT_A_VARIABLE: &str = "a secret is not a variable: give it once, with exectl sweep --set-secret NAME, or in a campaign file's secrets: [NAME], its value read from exectl's environment; it then goes only to the stack's 0600 .env";
+
 /// Most values of one variable: a sweep is a handful of points, each a deploy and a bench.
 pub const MAX_VALUES: usize = 32;
 
@@ -205,6 +208,10 @@ pub fn parse(field: &str, text: &str) -> Result<Vary, UsageError> {
     })?;
     let var = Var::parse(field, name.trim())?;
     let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).collect();
+    // Before any fault that says the text back: a point's values go into every record and report.
+    for v in &values {
+        crate::secrets::refuse_credential(field, &var.name(), v, NOT_A_VARIABLE)?;
+    }
     if values.iter().any(String::is_empty) {
         return Err(UsageError::new(
             field,
@@ -311,6 +318,31 @@ impl PointWorkload {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A credential is no variable: its values would be in every point's record and the report. Refused
+    /// before any fault that says the text back (a value twice, an empty one), never saying it.
+    #[test]
+    fn a_credential_is_refused_as_a_variable_without_its_value() {
+        for text in [
+            "env.SMTP_PASSWORD=hunter2",
+            "env.SMTP_PASS=hunter2,hunter2",
+            "env.API_KEY=hunter2,,x",
+            "env.MAILER_DSN=smtp://u:hunter2@h",
+            "env.MAILER_URL=smtp://a:hunter2@h,smtp://b:c@h",
+        ] {
+            let e = parse("--vary", text).unwrap_err();
+            let shown = e.to_string();
+            assert_eq!(e.field, "--vary", "{shown}");
+            assert!(e.problem.contains("looks like a credential"), "{shown}");
+            assert!(
+                e.fix.contains("--set-secret") && e.fix.contains("secrets:"),
+                "{shown}"
+            );
+            assert!(!shown.contains("hunter2"), "a secret said back: {shown}");
+        }
+        assert!(parse("--vary", "env.DB_POOL_MAX=10,20").is_ok());
+        assert!(parse("--vary", "env.STANDIN_FAULT=none,slow-relay").is_ok());
+    }
 
     #[test]
     fn a_points_workload_is_typed_and_the_specs_variables_left_out() {

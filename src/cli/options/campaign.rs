@@ -277,7 +277,7 @@ fn stack_checked(flags: &RunFlags, file: &CampaignFile) -> Result<(), UsageError
 /// A row's bench flags from its keys (the file's under the row's), as `exectl bench` would take them.
 fn bench_flags(row: &Row) -> BenchFlags {
     let get = |k: &str| row.bench.get(k).cloned();
-    let on = |k: &str| row.bench.get(k).is_some_and(|v| v == "true");
+    let on = |k: &str| row.switch(k);
     BenchFlags {
         scenario: get("scenario").unwrap_or_else(|| "idle".into()),
         hold: get("hold"),
@@ -299,6 +299,28 @@ fn bench_flags(row: &Row) -> BenchFlags {
         fault: get("fault"),
         ..BenchFlags::default()
     }
+}
+
+/// A row's `secrets:` as `--set-secret NAME=VALUE`s, each value read from exectl's environment as a
+/// bare `--set-secret NAME` reads it: never from the file, so never in the campaign's records and
+/// reports (a sweep keeps a keyed fingerprint of it, the stack's 0600 .env the value). One not set is
+/// refused, naming it, before anything runs.
+fn secrets_from_env(
+    names: &[String],
+    var: impl Fn(&str) -> Option<String>,
+) -> Result<Vec<Raw>, UsageError> {
+    names
+        .iter()
+        .map(|n| match var(n) {
+            Some(v) => Ok(Raw::flag("secrets", format!("{n}={v}"))),
+            None => Err(UsageError::new(
+                "secrets",
+                n,
+                format!("{n} is not set in exectl's environment, where a campaign's secrets are read from"),
+                format!("export {n}=... before exectl campaign (its value then goes only to the stack's 0600 .env), or drop it from secrets:"),
+            )),
+        })
+        .collect()
 }
 
 /// How long the row's app keeps an empty room: the stand-in's `STANDIN_ROOM_CLEANUP_MS` when set
@@ -359,6 +381,7 @@ fn row_plan(
         .chain(&row.set)
         .map(|v| Raw::flag("--set", v.clone()))
         .collect();
+    input.secret_env = secrets_from_env(&row.secrets, |k| std::env::var(k).ok()).map_err(bad)?;
     let source = SpecSource {
         config: None,
         flags: input,
@@ -573,6 +596,19 @@ mod tests {
         }
         names.sort();
         assert_eq!(names, ["quick", "seed-000", "upstream"]);
+    }
+
+    /// A row's secrets come from the environment, named in the error when one is not there, and
+    /// their values never in an error.
+    #[test]
+    fn a_rows_secrets_are_read_from_the_environment() {
+        let env = |k: &str| (k == "SMTP_PASSWORD").then(|| "from-env".to_string());
+        let names = ["SMTP_PASSWORD".to_string()];
+        let got = super::secrets_from_env(&names, env).unwrap();
+        assert_eq!(got[0].value, "SMTP_PASSWORD=from-env");
+        let e = super::secrets_from_env(&["API_KEY".to_string()], env).unwrap_err();
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("secrets", "API_KEY"));
+        assert!(e.fix.contains("export API_KEY="), "{e}");
     }
 
     /// A fault of a row is named by its row, before anything runs (exit 2).

@@ -227,6 +227,7 @@ fn resumed_secrets(
 }
 
 fn fresh(a: &SweepArgs, started_in: PathBuf) -> Result<(TargetSpec, SweepOptions)> {
+    plain_settings(&a.spec.set)?;
     let flags = shape_flags(a);
     let (file, sweep_file) = match &a.sweep_file {
         Some(path) => {
@@ -299,6 +300,21 @@ fn fresh(a: &SweepArgs, started_in: PathBuf) -> Result<(TargetSpec, SweepOptions
             started_in,
         },
     ))
+}
+
+/// `--set`s none a credential (`secrets::credential`): a sweep writes them into its results.json and
+/// every point's run record. Refused naming the key, with `--set-secret`, which keeps the value out.
+fn plain_settings(set: &[String]) -> Result<(), UsageError> {
+    for kv in set {
+        let (k, v) = kv.split_once('=').unwrap_or((kv.as_str(), ""));
+        exectl_core::secrets::refuse_credential(
+            "--set",
+            k,
+            v,
+            &format!("give it with --set-secret {k}, {k} exported before exectl (out of `ps`): its value then goes only to the stack's 0600 .env, never into the sweep's records"),
+        )?;
+    }
+    Ok(())
 }
 
 /// Every point's spec resolved now, read as each point will read it (exit 2 before the first deploy),
