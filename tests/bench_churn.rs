@@ -10,13 +10,26 @@ mod common;
 use common::*;
 use serde_json::Value;
 
+/// The growth objective's default bound: the most growth over the hold that passes, percent.
+const BOUND_PCT: f64 = 10.0;
+
 /// A single SQLite stack (`fault` as STANDIN_FAULT, or none), 40 accounts with minted tokens, and one
-/// idle level of 40 users held 20 s with a socket's mean life of 2 s: exit code and the level.
+/// idle level of 40 users held 10 s with a socket's mean life of 2 s (about 200 leaves, 10 samples of
+/// each series): exit code and the level.
 async fn churned(short: &str, fault: Option<&str>) -> (Option<i32>, Value, String) {
     let s = Stack::new(short).await;
     let port = Stack::port();
     let mut spec = single_sqlite(&s.name, &port);
-    spec.extend(["--set", "STANDIN_ROOM_CLEANUP_MS=500"]);
+    // One database connection, opened at boot. The default pool (10) opens one more whenever two
+    // sockets' lookups overlap, 2 open files each (the database and its WAL) that stay: a warm-up of
+    // up to 18 files that a busy host spreads over the hold (61 → 65 of a healthy instance in a suite
+    // run, +6.6 % against a 10 % bound) and that this short a hold cannot tell from growth.
+    spec.extend([
+        "--set",
+        "STANDIN_ROOM_CLEANUP_MS=500",
+        "--set",
+        "DB_POOL_MAX=1",
+    ]);
     let set = fault.map(|f| format!("STANDIN_FAULT={f}"));
     if let Some(f) = &set {
         spec.extend(["--set", f.as_str()]);
@@ -36,11 +49,13 @@ async fn churned(short: &str, fault: Option<&str>) -> (Option<i32>, Value, Strin
         "40",
         "--tokens",
         "--hold",
-        "20s",
+        "10s",
         "--ramp",
         "2s",
+        // The leak check after the level: the healthy instance is back at 0 within a second (rooms
+        // dropped 0.5 s after their last socket); the leaking one waits all of it.
         "--settle",
-        "10s",
+        "5s",
         "--churn",
         "2s",
     ];
@@ -70,14 +85,27 @@ async fn users_coming_and_going_leave_a_healthy_instance_flat() {
     let g = &level["figures"]["growth"];
     eprintln!("{g:#}");
     assert_eq!(code, Some(0), "{stderr}\n{level:#}");
-    // 40 users with a mean life of 2 s over 20 s: hundreds of leaves, every one back.
+    // 40 users with a mean life of 2 s over 10 s: about 200 leaves, every one back.
     assert!(g["recovery"]["leaves"].as_u64().unwrap() >= 100, "{g:#}");
     assert_eq!(g["recovery"]["not_back"], 0, "{g:#}");
     assert_eq!(level["figures"]["held"], 40, "{level:#}");
     // RSS, open files, connections and rooms of the one instance, each fitted.
     assert_eq!(g["series"].as_array().unwrap().len(), 4, "{g:#}");
-    assert_eq!(slo_check(&level, "growth")["ok"], true, "{level:#}");
-    assert_eq!(slo_check(&level, "growth")["measured"], 0.0, "{level:#}");
+    // The objective passes with room to spare: half its bound at most (a leak measures 10 times it).
+    // Not exactly 0: on a busy host a few files in flux can make a significant trend of a few percent.
+    let c = slo_check(&level, "growth");
+    assert_eq!(
+        (&c["ok"], &c["bound"]),
+        (&true.into(), &"≤ 10%".into()),
+        "{c:#}"
+    );
+    assert!(c["measured"].as_f64().unwrap() <= BOUND_PCT / 2.0, "{c:#}");
+    // What churn moves, users leaving and coming back, does not grow: none of its trends counts.
+    for s in g["series"].as_array().unwrap() {
+        if s["resource"] == "connections" || s["resource"] == "rooms" {
+            assert_eq!(s["significant"], false, "{s:#}");
+        }
+    }
     assert!(
         slo_check(&level, "plateau")["measured"].is_null(),
         "{level:#}"
@@ -89,11 +117,12 @@ async fn users_coming_and_going_leave_a_healthy_instance_flat() {
 async fn a_leak_under_churn_is_unbounded_growth_of_the_instances_connections() {
     let (code, level, stderr) = churned("churn-leak", Some("leak-on-close")).await;
     let g = &level["figures"]["growth"];
+    eprintln!("{g:#}");
     assert_eq!(code, Some(1), "{stderr}\n{level:#}");
     let c = slo_check(&level, "growth");
     assert_eq!(c["ok"], false, "{level:#}");
-    // A ghost per leave: hundreds over 40 users, many times the 10 % bound.
-    assert!(c["measured"].as_f64().unwrap() > 100.0, "{c:#}");
+    // A ghost per leave: about 200 over 40 users (500 %), ten times the bound at least.
+    assert!(c["measured"].as_f64().unwrap() > 10.0 * BOUND_PCT, "{c:#}");
     let worst = g["series"]
         .as_array()
         .unwrap()

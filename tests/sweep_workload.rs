@@ -1,7 +1,8 @@
 //! The workload as a sweep's variable: `--vary users_per_project=2,4` on one collab level keeps the
 //! deployment (point 2 recreates nothing), seeds each room size as a manifest of its own (that many
-//! users to a project), benches it, and reports each room size's delivery percentiles and the frames
-//! the instance relayed a second; `--find-room` searches the largest room that meets the objectives.
+//! users to a project, never the stack's default), benches it, and reports each room size's delivery
+//! percentiles and the frames the instance relayed a second; `--find-room` searches the largest room
+//! that meets the objectives.
 //! Real engine, stand-in app.
 
 mod common;
@@ -37,12 +38,49 @@ fn collab_sweep(st: &Stack, dir: &std::path::Path, extra: &[&str]) -> std::proce
     st.x.run(&args)
 }
 
+/// A manifest of `n` accounts of the default pattern in `dir` (one project), as a `prepare --accounts
+/// n` before the sweep leaves it: its pattern.json written long before anything the sweep seeds.
+fn prepared_before(dir: &std::path::Path, n: usize) {
+    let uuid = "00000000-0000-4000-8000-000000000001";
+    let accounts: Vec<serde_json::Value> = (0..n)
+        .map(|i| {
+            serde_json::json!({
+                "email": format!("bench-user-{i}@exelearning.net"),
+                "password": "pw",
+                "projectUuid": uuid,
+                "role": if i == 0 { "owner" } else { "collaborator" },
+            })
+        })
+        .collect();
+    let files = [
+        ("accounts.json", serde_json::json!(accounts)),
+        (
+            "projects.json",
+            serde_json::json!([{"uuid": uuid, "ownerEmail": "bench-user-0@exelearning.net"}]),
+        ),
+        (
+            "pattern.json",
+            serde_json::json!({"pattern": "bench-user-{i}@exelearning.net", "accounts": n,
+                "projects": 1, "via": "sql", "writtenMs": 1}),
+        ),
+    ];
+    std::fs::create_dir_all(dir).unwrap();
+    for (name, v) in files {
+        std::fs::write(dir.join(name), v.to_string()).unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the Docker engine, the docker CLI and the fixture images; bash scripts/test.sh runs it"]
 async fn room_size_is_swept_with_a_manifest_each_and_its_deliveries_reported() {
     let st = Stack::new("swroom").await;
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("sweep");
+    let own =
+        st.x.stack_dir(&st.name)
+            .join("manifests")
+            .join("bench-user-{i}@exelearning.net");
+    prepared_before(&own, 50);
     let o = collab_sweep(
         &st,
         &dir,
@@ -96,7 +134,34 @@ async fn room_size_is_swept_with_a_manifest_each_and_its_deliveries_reported() {
         rooms.sort_unstable();
         rooms.dedup();
         assert_eq!(rooms.len(), projects, "{slug}: {rooms:?}");
+        let meta = std::fs::read_to_string(manifests.join(&slug).join("pattern.json")).unwrap();
+        let meta: serde_json::Value = serde_json::from_str(&meta).unwrap();
+        assert_eq!(meta["sweepRoom"], k, "marked as the sweep's: {meta:#}");
     }
+    // The stack's default is still the manifest prepared before the sweep, not its newest room size
+    // (#50: `load --users 40` was refused, "the manifest …@r8… has only 16 accounts"); a room size is
+    // read by its name. Each asked one user more than the manifest holds: refused before any socket,
+    // naming the manifest it read.
+    let load = |extra: &[&str]| {
+        let mut args = vec!["load", "idle", "--stack", &st.name, "--hold", "1s"];
+        args.extend(extra);
+        let (code, err) = failed(&st.x.run(&args));
+        assert_eq!(code, Some(2), "{err}");
+        err
+    };
+    let err = load(&["--users", "51"]);
+    let want = format!("the manifest in {} has only 50 accounts", own.display());
+    assert!(err.contains(&want), "{err}");
+    let err = load(&[
+        "--users",
+        "9",
+        "--pattern",
+        "bench-user-{i}@r4.exelearning.net",
+    ]);
+    assert!(
+        err.contains("r4.exelearning.net has only 8 accounts"),
+        "{err}"
+    );
 
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(

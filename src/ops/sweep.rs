@@ -315,7 +315,8 @@ fn refused_mid_sweep(
 
 /// What a point seeds: the accounts it needs, or as many as the stack's manifest of the same pattern
 /// has when that is more, with its projects and its tokens. A sweep never takes away what was prepared.
-/// A room-size point (`users_per_project`) seeds a manifest of its own, that many users to a project.
+/// A room-size point (`users_per_project`) seeds a manifest of its own, that many users to a project,
+/// marked as the sweep's (never the stack's default) unless the user prepared that pattern themselves.
 fn seeding(
     o: &SweepOptions,
     room: Option<u64>,
@@ -336,7 +337,11 @@ fn seeding(
         return Ok(asked);
     };
     let tokens = folder.join(exectl_core::manifest::TOKENS).exists();
-    prepare_options(o, room, kept(&there, tokens, needed))
+    let mut kept = prepare_options(o, room, kept(&there, tokens, needed))?;
+    if there.sweep_room.is_none() {
+        kept.seed.sweep_room = None;
+    }
+    Ok(kept)
 }
 
 /// A point's accounts (or a room probe's, `room` users to a project) seeded through `ops::prepare`,
@@ -405,6 +410,7 @@ fn prepare_options(o: &SweepOptions, room: Option<u64>, s: Seeding) -> Result<Pr
     let mut base = o.seed.clone();
     if let Some(k) = room {
         base.plan.pattern = o.seed.plan.pattern.for_room(k)?;
+        base.sweep_room = Some(k);
     }
     let mut seed = base.reshaped(s.accounts, s.projects)?;
     if s.tokens && seed.token_ttl.is_none() {
@@ -881,6 +887,7 @@ mod tests {
             via: None,
             written_ms: 0,
             out: None,
+            sweep_room: None,
         };
         let s = |accounts, projects, tokens| Seeding {
             accounts,

@@ -146,6 +146,9 @@ pub struct Options {
     pub token_ttl: Option<Duration>,
     pub batch: usize,
     pub schema_timeout: Duration,
+    /// A sweep's room size (that many users to a project): its manifest is marked so, and is never the
+    /// stack's default (`state::manifests::choose`). None for `exectl prepare`.
+    pub sweep_room: Option<u64>,
 }
 
 /// bcrypt's cost for the accounts' password hashes: the app's own.
@@ -175,6 +178,7 @@ impl Options {
             token_ttl: None,
             batch: DEFAULT_BATCH,
             schema_timeout: DEFAULT_SCHEMA_TIMEOUT,
+            sweep_room: None,
         })
     }
 
@@ -432,6 +436,7 @@ fn write_manifest(
         via: Some(via.name().to_string()),
         written_ms: now_ms(),
         out: opts.out.clone(),
+        sweep_room: opts.sweep_room,
     };
     let mut files = Vec::new();
     let dirs =

@@ -1,6 +1,8 @@
 //! Where a stack's manifests live: one folder per email pattern, `<stack dir>/manifests/<pattern>/`,
 //! each with a `pattern.json` naming its pattern, its counts and when it was written. A second pattern
-//! never replaces the first, and `load --stack` takes the newest (or `--pattern` picks one).
+//! never replaces the first, and `load --stack` takes the newest (or `--pattern` picks one) of those the
+//! user prepared: a room size's manifest a sweep (or a campaign's row) seeded is marked so in its
+//! pattern.json and is read only by `--pattern`, so that the stack's default stays the user's.
 //!
 //! Stacks prepared before kept one manifest in the stack's folder itself (the legacy place): load still
 //! reads it there, and the next prepare moves it into its pattern's folder (the pattern is read off its
@@ -35,6 +37,11 @@ pub struct Meta {
     /// The `--out` folder that got the same files, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub out: Option<PathBuf>,
+    /// The room size (users to a project) a sweep seeded this manifest for: never the stack's default.
+    /// Marked in the file the manifest is finished by, so no step after it (which a Ctrl-C could skip)
+    /// has to hand the default back. None: prepared by the user (or written before the mark).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep_room: Option<u64>,
 }
 
 /// A folder name for a pattern: the pattern itself, with every byte outside `[A-Za-z0-9@._+{}-]` as
@@ -149,9 +156,10 @@ pub fn legacy(stack_dir: &Path) -> Option<PathBuf> {
         .then(|| stack_dir.to_path_buf())
 }
 
-/// The manifest `load --stack` reads: `--pattern`'s, else the newest. Pure over what `list` and
-/// `legacy` found. An unknown pattern, a choice between a legacy manifest and per-pattern ones, or no
-/// manifest at all is a UsageError naming the choices.
+/// The manifest `load --stack` reads: `--pattern`'s, else the newest the user prepared (a sweep's room
+/// size is taken only by name). Pure over what `list` and `legacy` found. An unknown pattern, a choice
+/// between a legacy manifest and per-pattern ones, only a sweep's room sizes, or no manifest at all is
+/// a UsageError naming the choices.
 pub fn choose(
     stack: &str,
     entries: &[Entry],
@@ -161,8 +169,12 @@ pub fn choose(
     let mut choices: Vec<String> = entries
         .iter()
         .map(|e| {
+            let room = match e.meta.sweep_room {
+                Some(k) => format!(", seeded by a sweep for rooms of {k}"),
+                None => String::new(),
+            };
             format!(
-                "--pattern {} ({} accounts)",
+                "--pattern {} ({} accounts{room})",
                 e.meta.pattern, e.meta.accounts
             )
         })
@@ -193,7 +205,7 @@ pub fn choose(
                     ),
                 )
             }),
-        None => match (entries.first(), legacy) {
+        None => match (entries.iter().find(|e| e.meta.sweep_room.is_none()), legacy) {
             (Some(e), None) => Ok(e.dir.clone()),
             (None, Some(l)) => Ok(l.to_path_buf()),
             (Some(_), Some(_)) => Err(UsageError::new(
@@ -201,6 +213,14 @@ pub fn choose(
                 stack,
                 format!("more than one manifest and none is known to be the latest: {listed}"),
                 "pick one with --pattern P or --manifest DIR (the next exectl prepare moves the old one into its pattern's folder)",
+            )),
+            (None, None) if !entries.is_empty() => Err(UsageError::new(
+                "--stack",
+                stack,
+                format!("its only manifests are the room sizes a sweep seeded: {listed}"),
+                format!(
+                    "pick one with --pattern P, or prepare the stack's own: exectl prepare --stack {stack} --accounts N"
+                ),
             )),
             (None, None) => Err(UsageError::new(
                 "--stack",
@@ -307,6 +327,7 @@ pub fn migrate_legacy(stack_dir: &Path, hint: Option<&EmailPattern>) -> Result<M
         via: None,
         written_ms,
         out: None,
+        sweep_room: None,
     };
     let mut files: Vec<&str> = manifest::ALL
         .into_iter()
@@ -362,6 +383,7 @@ mod tests {
                 via: Some("sql".into()),
                 written_ms,
                 out: None,
+                sweep_room: None,
             },
         }
     }
@@ -442,6 +464,51 @@ mod tests {
         assert!(e.problem.contains("--manifest /s"), "{e}");
         let e = choose("s", &[], None, None).unwrap_err();
         assert!(e.fix.contains("exectl prepare --stack s"), "{e}");
+    }
+
+    /// Issue #50 item 2: a sweep of `users_per_project=2,8` after a prepare of 200 accounts left its
+    /// room of 8 (16 accounts, the newest) as the stack's default, and `load --users 40` was refused.
+    #[test]
+    fn a_sweeps_room_sizes_never_become_the_default() {
+        let room = |dir, pattern, accounts, written_ms, k| Entry {
+            meta: Meta {
+                sweep_room: Some(k),
+                ..entry(dir, pattern, accounts, written_ms).meta
+            },
+            ..entry(dir, pattern, accounts, written_ms)
+        };
+        let prepared = entry("/s/manifests/p", "u{i}@x.org", 200, 1);
+        let r2 = room("/s/manifests/r2", "u{i}@r2.x.org", 16, 2, 2);
+        let r8 = room("/s/manifests/r8", "u{i}@r8.x.org", 16, 3, 8);
+        let all = [r8.clone(), r2.clone(), prepared.clone()];
+        assert_eq!(choose("s", &all, None, None).unwrap(), prepared.dir);
+        assert_eq!(
+            choose("s", &all, None, Some("u{i}@r8.x.org")).unwrap(),
+            r8.dir,
+            "by name"
+        );
+        // A room layout the user prepared (`prepare --users-per-project 8`) is theirs: the newest wins.
+        let own_rooms = entry("/s/manifests/o", "o{i}@x.org", 40, 4);
+        let mine = [own_rooms.clone(), r8.clone(), prepared.clone()];
+        assert_eq!(choose("s", &mine, None, None).unwrap(), own_rooms.dir);
+        // Only a sweep's rooms: none is taken unnamed; the choices say which is which.
+        let e = choose("s", &[r8.clone(), r2], None, None).unwrap_err();
+        assert_eq!(e.field, "--stack");
+        assert!(
+            e.problem.contains(
+                "--pattern u{i}@r8.x.org (16 accounts, seeded by a sweep for rooms of 8)"
+            ),
+            "{e}"
+        );
+        assert!(e.fix.contains("--pattern P"), "{e}");
+        // A legacy manifest is the user's: beside a sweep's rooms only, it is the default.
+        let legacy = Path::new("/s");
+        assert_eq!(choose("s", &[r8], Some(legacy), None).unwrap(), legacy);
+        // A pattern.json written before the mark is the user's.
+        let old = r#"{"pattern":"u{i}@x.org","accounts":3,"projects":3,"writtenMs":5}"#;
+        let m: Meta = serde_json::from_str(old).unwrap();
+        assert_eq!(m.sweep_room, None);
+        assert!(!serde_json::to_string(&m).unwrap().contains("sweepRoom"));
     }
 
     #[test]

@@ -130,6 +130,7 @@ pub fn options(args: &PrepareArgs) -> Result<Options, UsageError> {
         token_ttl,
         batch,
         schema_timeout,
+        sweep_room: None,
     })
 }
 
