@@ -5,6 +5,9 @@
 //! k keeps rows 1..k-1 and `--resume` goes on from k (a row that began and was stopped runs again, in
 //! a folder of its own). A row that cannot run (bad input met at its turn, a deploy that fails) is
 //! recorded as not run with why, and the campaign goes on; a lost link or a held lock stops it.
+//! A row's run that did not end (stopped, or not run) and is run again stays in its record
+//! (`attempts`), apart from what counts. At its end the campaign asks the engine which of its stacks
+//! still run, and records them with the command that removes each, or (`--teardown`) removes them.
 
 use std::path::PathBuf;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -205,9 +208,6 @@ pub fn campaign(cx: &Context<'_>, o: CampaignOptions) -> Result<CampaignOutcome>
         // kill during that deploy left a row whose folder did not exist).
         std::fs::create_dir_all(&row.sweep.dir.path)
             .with_context(|| format!("creating {}", row.sweep.dir.path.display()))?;
-        // With --teardown, the stack goes after the last row that runs on it (its sweep's own
-        // teardown: not after a stop, which a resume goes on from).
-        row.sweep.teardown = results.flags.teardown && last[i];
         let record = &mut results.rows[i];
         // Its run before (stopped, or not run) is kept in the record, apart from what counts.
         keep_attempt(&o.dir.path, record);
@@ -261,6 +261,12 @@ pub fn campaign(cx: &Context<'_>, o: CampaignOptions) -> Result<CampaignOutcome>
                 RowState::Pending => "pending".into(),
             }
         )));
+        // With --teardown the stack goes after the last row that runs on it, once the row is read
+        // (a teardown that fails loses no figure: the end says the stack is left running); not
+        // after a stop, which a resume goes on from.
+        if results.flags.teardown && last[i] && fatal.is_none() && cx.stop.why().is_none() {
+            tear_down(cx, &row.stack, &mut results);
+        }
         results.duration_s = before + t0.elapsed().as_secs_f64();
         write(&o.dir, &mut results)?;
         if fatal.is_some() || cx.stop.why().is_some() {
@@ -362,6 +368,35 @@ fn teardown_command(target: &crate::sut::TargetSpec, stack: &str) -> String {
     c + &format!(" --stack {}", quote(stack.to_string()))
 }
 
+/// A current-thread runtime for the engine calls made between rows (each sweep runs its own).
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
+}
+
+/// Tear `stack` down, its data kept, and record it; false when that failed (said, and the stack is
+/// then said left running).
+fn tear_down(cx: &Context<'_>, stack: &str, results: &mut CampaignResults) -> bool {
+    cx.progress.event(Event::Step(&format!(
+        "tearing down stack {stack} (its data kept)"
+    )));
+    let opts = super::teardown::TeardownOptions::default();
+    match runtime().and_then(|rt| rt.block_on(super::teardown::teardown(cx, stack, &opts))) {
+        Ok(_) => {
+            if !results.torn_down.iter().any(|s| s == stack) {
+                results.torn_down.push(stack.to_string());
+            }
+            true
+        }
+        Err(e) => {
+            cx.progress
+                .event(Event::Note(&format!("tearing down {stack} failed: {e:#}")));
+            false
+        }
+    }
+}
+
 /// Which of the campaign's stacks still run (a container of theirs on the engine): with --teardown
 /// and nothing stopped, those are removed (a stack whose last row failed, or ran before a resume);
 /// the others are recorded with the command that removes each.
@@ -372,37 +407,19 @@ fn stacks_at_end(cx: &Context<'_>, stacks: &[String], results: &mut CampaignResu
             seen.push(s);
         }
     }
-    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    else {
-        return;
-    };
     let remove = results.flags.teardown && results.stopped.is_none() && cx.stop.why().is_none();
     results.left_up.clear();
     for stack in seen {
-        let up = rt
-            .block_on(crate::engine::observe::observe(&cx.target.docker, stack))
-            .map(|o| !o.containers.is_empty());
+        let up = runtime()
+            .and_then(|rt| rt.block_on(crate::engine::observe::observe(&cx.target.docker, stack)));
         // An engine that does not answer: the stack may be up, and is said so.
-        if matches!(up, Ok(false)) {
+        if matches!(up, Ok(o) if o.containers.is_empty()) {
             continue;
         }
-        if remove {
-            cx.progress.event(Event::Step(&format!(
-                "tearing down stack {stack} (its data kept)"
-            )));
-            let opts = super::teardown::TeardownOptions::default();
-            if rt
-                .block_on(super::teardown::teardown(cx, stack, &opts))
-                .is_ok()
-            {
-                if !results.torn_down.contains(stack) {
-                    results.torn_down.push(stack.clone());
-                }
-                continue;
-            }
+        if remove && tear_down(cx, stack, results) {
+            continue;
         }
+        results.torn_down.retain(|s| s != stack);
         results.left_up.push(LeftUp {
             stack: stack.clone(),
             command: teardown_command(&cx.target.spec, stack),
