@@ -260,5 +260,13 @@ mod tests {
         assert!(Growth::of(&SPAN, &outside, 40, 2.0, leaves(0))
             .series
             .is_empty());
+        // Nor one begun at the hold's end and read past it (the first users leaving).
+        let mut late = at(70, 4_000, 0);
+        late.sample_ms = Some(500.0);
+        assert!(points(&SPAN, &[late], "app-1", "connections").is_empty());
+        assert_eq!(
+            points(&SPAN, &[at(70, 40, 0)], "app-1", "connections").len(),
+            1
+        );
     }
 }
