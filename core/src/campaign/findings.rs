@@ -139,7 +139,6 @@ fn served(l: &crate::bench::verdict::LevelResult) -> String {
     )
 }
 
-/// The findings of one row from its benches (in the order run).
 /// A room-size search's row: the largest room its sweep found at its users at once, per point, cited
 /// from the sweep's results.json (`dir`). Every bench of such a row has the same users at once, so the
 /// levels' capacity sentence of [`of_row`] would say nothing true ("held none of its levels and failed
@@ -190,6 +189,7 @@ pub fn room_search(row: &RowRecord, dir: &str, sweep: &SweepResults) -> Vec<Find
         .collect()
 }
 
+/// The findings of one row from its benches (in the order run).
 pub fn of_row(row: &RowRecord, benches: &[Bench]) -> Vec<Finding> {
     let mut out = Vec::new();
     let finding = |kind, sentence: String, evidence: Vec<Evidence>| Finding {
