@@ -256,7 +256,7 @@ pub fn markdown(r: &CampaignResults, findings: &[Finding], not_measured: &[Strin
     s.push_str("\nSUT CPU: the busiest app instance's mean over the common hold, as a share of what it can use; Redis CPU likewise (ha). WS success: users served (held the whole hold; logged in, for a login burst). HTTP errors: users that failed at the login or the upgrade's handshake.\n");
     let stopped = not_counted(r);
     if !stopped.is_empty() {
-        s.push_str("\n## Interrupted, not counted\n\nRuns of a row that ended early and were run again: their figures are in no table line or finding; their folders are kept.\n\n");
+        s.push_str("\n## Interrupted, not counted\n\nRuns of a row that did not end (stopped; or not run, then run again): their figures are in no table line or finding, and their folders are kept.\n\n");
         for n in &stopped {
             let links: Vec<String> = n.reports.iter().map(|(l, p)| md_link(l, p)).collect();
             s.push_str(&format!(
@@ -498,7 +498,7 @@ mod tests {
         }];
         let md = markdown(&r, &f, &[]);
         assert!(
-            md.contains("## Interrupted, not counted\n\nRuns of a row"),
+            md.contains("## Interrupted, not counted\n\nRuns of a row that did not end"),
             "{md}"
         );
         assert!(
