@@ -2,7 +2,9 @@
 //! killed during its row 2, refused when its file was edited since, resumed to its end — rows 1 and 3
 //! run once, row 2 again in a folder of its own — then its summary table, its findings (each citing a
 //! figure that its bench's results.json holds) and its report.html in headless Chromium, every link of
-//! which opens a file of the campaign.
+//! which opens a file of the campaign; the run killed is kept apart (not counted) and linked, the
+//! stacks left running are named with their teardown commands, and `--resume --teardown` of the
+//! ended campaign removes them.
 
 mod common;
 
@@ -150,6 +152,36 @@ async fn the_quick_campaign_killed_in_row_2_resumes_and_reports_what_it_measured
         "row 1 and 3 ran once, row 2 twice"
     );
     assert_eq!(rows[1]["dir"], "rows/02-collaboration-on-two-instances.2");
+    // The run killed is kept apart, not counted, with the reports it left.
+    let attempts = rows[1]["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1, "{r:#}");
+    assert_eq!(attempts[0]["dir"], "rows/02-collaboration-on-two-instances");
+    assert_eq!(attempts[0]["sweep"], "cq-r02");
+    assert_eq!(attempts[0]["state"]["state"], "interrupted");
+    let reports = attempts[0]["reports"].as_array().unwrap();
+    assert!(!reports.is_empty(), "{r:#}");
+    for p in reports {
+        assert!(campaign.join(p.as_str().unwrap()).is_file(), "{p}");
+    }
+    assert!(rows[0].get("attempts").is_none() && rows[2].get("attempts").is_none());
+    // Both stacks are left running, each with the command that removes it.
+    let left: Vec<(&str, &str)> = r["left_up"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| (x["stack"].as_str().unwrap(), x["command"].as_str().unwrap()))
+        .collect();
+    let commands = stacks
+        .clone()
+        .map(|st| format!("exectl teardown --stack {st}"));
+    assert_eq!(
+        left,
+        [
+            (stacks[0].as_str(), commands[0].as_str()),
+            (stacks[1].as_str(), commands[1].as_str())
+        ],
+        "{r:#}"
+    );
 
     // The table: a line per level of each bench (2 + 1 + 2 points), each from a bench that exists.
     let lines: Vec<&Value> = rows
@@ -215,6 +247,17 @@ async fn the_quick_campaign_killed_in_row_2_resumes_and_reports_what_it_measured
         md.contains("| idle on one instance | WS inactivo 100 / 500 · 1 | idle | [100]("),
         "{md}"
     );
+    assert!(
+        md.contains(
+            "- row 2 (collaboration on two instances): run cq-r02 in rows/02-collaboration-on-two-instances, interrupted: "
+        ) && md.contains("](rows/02-collaboration-on-two-instances/report.html)"),
+        "{md}"
+    );
+    assert!(
+        md.contains(&format!("Left running: {}, {}.", stacks[0], stacks[1]))
+            && md.contains(&format!("    {}\n", commands[1])),
+        "{md}"
+    );
 
     // The stacks' generated secrets (database, admin, JWT) are in no file of the campaign, and in
     // nothing it printed.
@@ -275,6 +318,32 @@ async fn the_quick_campaign_killed_in_row_2_resumes_and_reports_what_it_measured
     assert!(links.len() >= 10, "{links:?}");
     for h in &links {
         assert!(campaign.join(h).is_file(), "a link to nothing: {h}");
+    }
+    assert!(
+        links
+            .iter()
+            .any(|h| h.starts_with("rows/02-collaboration-on-two-instances/")),
+        "the run killed is linked: {links:?}"
+    );
+
+    // --teardown on the campaign ended: no row to run, its stacks removed (their data kept).
+    let out =
+        s.x.run(&["campaign", "--resume", "cq", "--teardown", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["torn_down"], serde_json::json!(stacks), "{r:#}");
+    assert_eq!(r["left_up"], serde_json::json!([]), "{r:#}");
+    let d = docker().await;
+    for st in &stacks {
+        assert!(
+            container_ids(&d, st).await.is_empty(),
+            "{st} still has containers"
+        );
     }
 
     for st in &stacks {

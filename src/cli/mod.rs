@@ -278,6 +278,11 @@ pub struct CampaignArgs {
     /// file must be as it was.
     #[arg(long, value_name = "RUN_ID", conflicts_with_all = ["file", "run_id", "out", "stack", "http_port", "lb_port"])]
     pub resume: Option<String>,
+    /// Tear each stack down (its data kept) after the last row that runs on it, and at the end any
+    /// of the campaign's stacks still up (as the file's `teardown: true`); without it the end says
+    /// which stacks are left running and the command that removes each.
+    #[arg(long)]
+    pub teardown: bool,
     /// Print results.json (with --plan: the plan) on stdout (no progress lines).
     #[arg(long)]
     pub json: bool,

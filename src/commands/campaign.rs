@@ -64,6 +64,20 @@ pub fn run(a: &CampaignArgs) -> Result<i32> {
         }
         println!("report: {}", o.report.display());
         println!("report (markdown): {}", o.report_md.display());
+        let r = &o.results;
+        if !r.torn_down.is_empty() {
+            println!("torn down (their data kept): {}", r.torn_down.join(", "));
+        }
+        if !r.left_up.is_empty() {
+            let names: Vec<&str> = r.left_up.iter().map(|x| x.stack.as_str()).collect();
+            println!(
+                "left running: {}; removed (their data kept) with:",
+                names.join(", ")
+            );
+            for x in &r.left_up {
+                println!("  {}", x.command);
+            }
+        }
     }
     Ok(if o.complete() { exit::OK } else { exit::FAILED })
 }

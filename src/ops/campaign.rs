@@ -5,6 +5,9 @@
 //! k keeps rows 1..k-1 and `--resume` goes on from k (a row that began and was stopped runs again, in
 //! a folder of its own). A row that cannot run (bad input met at its turn, a deploy that fails) is
 //! recorded as not run with why, and the campaign goes on; a lost link or a held lock stops it.
+//! A row's run that did not end (stopped, or not run) and is run again stays in its record
+//! (`attempts`), apart from what counts. At its end the campaign asks the engine which of its stacks
+//! still run, and records them with the command that removes each, or (`--teardown`) removes them.
 
 use std::path::PathBuf;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -17,7 +20,9 @@ use crate::state::campaigns::{CampaignDir, REPORT, REPORT_MD};
 use exectl_core::bench::RunState;
 use exectl_core::campaign::findings::{self, Bench, Finding};
 use exectl_core::campaign::report;
-use exectl_core::campaign::results::{CampaignResults, RowRecord, RowState, RunFlags, SCHEMA};
+use exectl_core::campaign::results::{
+    Attempt, CampaignResults, LeftUp, RowRecord, RowState, RunFlags, SCHEMA,
+};
 use exectl_core::campaign::table;
 use exectl_core::sweep::summary::summarize;
 
@@ -121,16 +126,21 @@ fn begin(o: &CampaignOptions, target: &crate::sut::TargetSpec) -> CampaignResult
                 differences: vec![],
                 findings: vec![],
                 unmeasured: vec![],
+                attempts: vec![],
             })
             .collect(),
         stopped: None,
         not_measured: vec![],
         inputs: o.inputs.clone(),
         fingerprints: Default::default(),
+        left_up: vec![],
+        torn_down: vec![],
     });
     r.state = RunState::Running;
     r.pid = Some(std::process::id());
     r.stopped = None;
+    // A resume may be given --teardown: the stacks then go at its end.
+    r.flags.teardown |= o.flags.teardown;
     r
 }
 
@@ -171,9 +181,15 @@ pub fn campaign(cx: &Context<'_>, o: CampaignOptions) -> Result<CampaignOutcome>
     let before = results.duration_s;
     let n = o.rows.len();
     let mut fatal: Option<anyhow::Error> = None;
+    let runs: Vec<bool> = results
+        .rows
+        .iter()
+        .map(|r| r.state.to_run() || (o.resumed.is_some() && r.state.resumed()))
+        .collect();
+    let stacks: Vec<String> = o.rows.iter().map(|r| r.stack.clone()).collect();
+    let last = last_on_stack(&stacks, &runs);
     for (i, mut row) in o.rows.into_iter().enumerate() {
-        let state = &results.rows[i].state;
-        if !(state.to_run() || (o.resumed.is_some() && state.resumed())) {
+        if !runs[i] {
             continue;
         }
         if let Some(why) = cx.stop.why() {
@@ -203,6 +219,8 @@ pub fn campaign(cx: &Context<'_>, o: CampaignOptions) -> Result<CampaignOutcome>
         std::fs::create_dir_all(&row.sweep.dir.path)
             .with_context(|| format!("creating {}", row.sweep.dir.path.display()))?;
         let record = &mut results.rows[i];
+        // Its run before (stopped, or not run) is kept in the record, apart from what counts.
+        keep_attempt(&o.dir.path, record);
         record.sweep = Some(sweep_id);
         record.dir = Some(rel.clone());
         record.state = RowState::Interrupted("it was running when the campaign stopped".into());
@@ -236,6 +254,9 @@ pub fn campaign(cx: &Context<'_>, o: CampaignOptions) -> Result<CampaignOutcome>
                 }
             }
         }
+        if matches!(results.rows[i].state, RowState::Interrupted(_)) {
+            keep_attempt(&o.dir.path, &mut results.rows[i]);
+        }
         progress.event(Event::Step(&format!(
             "row {}/{n} · {}: {}",
             i + 1,
@@ -250,6 +271,12 @@ pub fn campaign(cx: &Context<'_>, o: CampaignOptions) -> Result<CampaignOutcome>
                 RowState::Pending => "pending".into(),
             }
         )));
+        // With --teardown the stack goes after the last row that runs on it, once the row is read
+        // (a teardown that fails loses no figure: the end says the stack is left running); not
+        // after a stop, which a resume goes on from.
+        if results.flags.teardown && last[i] && fatal.is_none() && cx.stop.why().is_none() {
+            tear_down(cx, &row.stack, &mut results);
+        }
         results.duration_s = before + t0.elapsed().as_secs_f64();
         write(&o.dir, &mut results)?;
         if fatal.is_some() || cx.stop.why().is_some() {
@@ -259,6 +286,10 @@ pub fn campaign(cx: &Context<'_>, o: CampaignOptions) -> Result<CampaignOutcome>
                 .or_else(|| fatal.as_ref().map(|e| format!("{e:#}")));
             break;
         }
+    }
+    if fatal.is_none() {
+        // After a lost link or a lock taken there is no engine to ask: the error says to resume.
+        stacks_at_end(cx, &stacks, &mut results);
     }
     results.duration_s = before + t0.elapsed().as_secs_f64();
     results.pid = None;
@@ -280,6 +311,130 @@ pub fn campaign(cx: &Context<'_>, o: CampaignOptions) -> Result<CampaignOutcome>
         report_md: o.dir.path.join(REPORT_MD),
         results,
     })
+}
+
+/// For each row, whether it is the last that runs on its stack (`runs`: the rows this campaign, or
+/// this resume, runs): with --teardown its stack goes after it, never before a later row needs it.
+fn last_on_stack(stacks: &[String], runs: &[bool]) -> Vec<bool> {
+    (0..stacks.len())
+        .map(|i| runs[i] && !(i + 1..stacks.len()).any(|j| runs[j] && stacks[j] == stacks[i]))
+        .collect()
+}
+
+/// The row's last run, when it began and did not end, kept among its attempts (once) with the
+/// reports found in its folder: its sweep's, each bench's.
+fn keep_attempt(campaign: &std::path::Path, record: &mut RowRecord) {
+    let (Some(sweep), Some(dir)) = (&record.sweep, &record.dir) else {
+        return;
+    };
+    if record.state == RowState::Done || record.attempts.iter().any(|a| &a.dir == dir) {
+        return;
+    }
+    let mut reports = Vec::new();
+    if campaign.join(dir).join(REPORT).is_file() {
+        reports.push(format!("{dir}/{REPORT}"));
+    }
+    let points = format!("{dir}/{}", exectl_core::sweep::results::POINTS);
+    let mut benches: Vec<String> = std::fs::read_dir(campaign.join(&points))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| Some(e.ok()?.file_name().to_str()?.to_string()))
+        .filter(|id| campaign.join(&points).join(id).join(REPORT).is_file())
+        .collect();
+    benches.sort();
+    reports.extend(benches.iter().map(|id| format!("{points}/{id}/{REPORT}")));
+    record.attempts.push(Attempt {
+        sweep: sweep.clone(),
+        dir: dir.clone(),
+        state: record.state.clone(),
+        took_s: record.took_s,
+        reports,
+    });
+}
+
+/// `exectl teardown` of `stack` on `target`, as a user would type it.
+fn teardown_command(target: &crate::sut::TargetSpec, stack: &str) -> String {
+    let quote = |s: String| match s
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "@:/._-+=,".contains(c))
+    {
+        true => s,
+        false => format!("'{}'", s.replace('\'', r"'\''")),
+    };
+    let mut c = String::from("exectl teardown");
+    if let Some(o) = &target.ssh {
+        c += &format!(" --target {}", quote(o.url.to_string()));
+        if let Some(id) = &o.identity {
+            c += &format!(" --identity {}", quote(id.display().to_string()));
+        }
+        c += &format!(
+            " --known-hosts {}",
+            quote(o.known_hosts.display().to_string())
+        );
+    }
+    if target.docker_socket != crate::sut::DEFAULT_DOCKER_SOCKET {
+        c += &format!(" --docker-socket {}", quote(target.docker_socket.clone()));
+    }
+    c + &format!(" --stack {}", quote(stack.to_string()))
+}
+
+/// A current-thread runtime for the engine calls made between rows (each sweep runs its own).
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
+}
+
+/// Tear `stack` down, its data kept, and record it; false when that failed (said, and the stack is
+/// then said left running).
+fn tear_down(cx: &Context<'_>, stack: &str, results: &mut CampaignResults) -> bool {
+    cx.progress.event(Event::Step(&format!(
+        "tearing down stack {stack} (its data kept)"
+    )));
+    let opts = super::teardown::TeardownOptions::default();
+    match runtime().and_then(|rt| rt.block_on(super::teardown::teardown(cx, stack, &opts))) {
+        Ok(_) => {
+            if !results.torn_down.iter().any(|s| s == stack) {
+                results.torn_down.push(stack.to_string());
+            }
+            true
+        }
+        Err(e) => {
+            cx.progress
+                .event(Event::Note(&format!("tearing down {stack} failed: {e:#}")));
+            false
+        }
+    }
+}
+
+/// Which of the campaign's stacks still run (a container of theirs on the engine): with --teardown
+/// and nothing stopped, those are removed (a stack whose last row failed, or ran before a resume);
+/// the others are recorded with the command that removes each.
+fn stacks_at_end(cx: &Context<'_>, stacks: &[String], results: &mut CampaignResults) {
+    let mut seen: Vec<&String> = Vec::new();
+    for s in stacks {
+        if !seen.contains(&s) {
+            seen.push(s);
+        }
+    }
+    let remove = results.flags.teardown && results.stopped.is_none() && cx.stop.why().is_none();
+    results.left_up.clear();
+    for stack in seen {
+        let up = runtime()
+            .and_then(|rt| rt.block_on(crate::engine::observe::observe(&cx.target.docker, stack)));
+        // An engine that does not answer: the stack may be up, and is said so.
+        if matches!(up, Ok(o) if o.containers.is_empty()) {
+            continue;
+        }
+        if remove && tear_down(cx, stack, results) {
+            continue;
+        }
+        results.torn_down.retain(|s| s != stack);
+        results.left_up.push(LeftUp {
+            stack: stack.clone(),
+            command: teardown_command(&cx.target.spec, stack),
+        });
+    }
 }
 
 /// The number of a row's next run: 1, or one more than its last's (`rows/02-x` is run 1,
@@ -388,6 +543,43 @@ fn write(dir: &CampaignDir, r: &mut CampaignResults) -> Result<Vec<Finding>> {
 
 #[cfg(test)]
 mod tests {
+    /// With --teardown a stack goes after the last row that runs on it: rows 2 and 3 share one, and
+    /// a resume that runs only row 3 tears down after it, not after row 1 (done before).
+    #[test]
+    fn each_stack_is_torn_down_after_its_last_row_that_runs() {
+        let stacks: Vec<String> = ["q-single", "q-ha", "q-ha", "q-single"]
+            .map(String::from)
+            .into();
+        assert_eq!(
+            super::last_on_stack(&stacks, &[true; 4]),
+            [false, false, true, true]
+        );
+        assert_eq!(
+            super::last_on_stack(&stacks[..3], &[false, false, true]),
+            [false, false, true]
+        );
+        assert_eq!(
+            super::last_on_stack(&stacks[..3], &[true, true, false]),
+            [true, true, false],
+            "a row not run is no row after"
+        );
+    }
+
+    #[test]
+    fn the_teardown_command_names_the_target_as_given() {
+        let local = crate::sut::TargetSpec::local();
+        assert_eq!(
+            super::teardown_command(&local, "q-ha"),
+            "exectl teardown --stack q-ha"
+        );
+        let mut other = local.clone();
+        other.docker_socket = "/run/my docker.sock".into();
+        assert_eq!(
+            super::teardown_command(&other, "q-ha"),
+            "exectl teardown --docker-socket '/run/my docker.sock' --stack q-ha"
+        );
+    }
+
     #[test]
     fn a_row_run_again_gets_a_folder_of_its_own() {
         assert_eq!(super::next_run("rows/02-x", None), 1);

@@ -67,11 +67,10 @@ pub struct Growth {
 /// The resources fitted, by their names in `SeriesTrend::resource`.
 pub const RESOURCES: [&str; 4] = ["rss", "open files", "connections", "rooms"];
 
+/// The samples read wholly inside the common hold (`LevelSpan::holding`): one begun just before its
+/// end reads the first users already leaving.
 fn in_hold<'a>(span: &LevelSpan, samples: &'a [Sample]) -> impl Iterator<Item = &'a Sample> {
-    let (from, to) = (span.hold_ms, span.hold_end_ms);
-    samples
-        .iter()
-        .filter(move |s| s.t_ms >= from && s.t_ms <= to)
+    span.holding(samples)
 }
 
 /// One instance's `resource` (of `RESOURCES`) over the common hold: (seconds on the bench's clock,
@@ -261,5 +260,13 @@ mod tests {
         assert!(Growth::of(&SPAN, &outside, 40, 2.0, leaves(0))
             .series
             .is_empty());
+        // Nor one begun at the hold's end and read past it (the first users leaving).
+        let mut late = at(70, 4_000, 0);
+        late.sample_ms = Some(500.0);
+        assert!(points(&SPAN, &[late], "app-1", "connections").is_empty());
+        assert_eq!(
+            points(&SPAN, &[at(70, 40, 0)], "app-1", "connections").len(),
+            1
+        );
     }
 }

@@ -226,9 +226,32 @@ impl LevelSpan {
 
     /// `s` was read wholly inside the level's full hold.
     pub fn holds(&self, s: &Sample) -> bool {
-        let read_end = s.t_ms + s.sample_ms.map_or(0, |ms| ms.max(0.0).ceil() as u64);
-        self.hold_end_ms > self.hold_ms && s.t_ms >= self.hold_ms && read_end <= self.hold_end_ms
+        self.hold_end_ms > self.hold_ms && s.t_ms >= self.hold_ms && read_end(s) <= self.hold_end_ms
     }
+
+    /// The samples whose CPU figures cover the level's full hold only (its whole load when it had
+    /// none: a login burst).
+    pub fn cpu_holding<'a>(&self, samples: &'a [Sample]) -> impl Iterator<Item = &'a Sample> + 'a {
+        match self.hold_end_ms > self.hold_ms {
+            true => cpu_within(samples, self.hold_ms, self.hold_end_ms),
+            false => cpu_within(samples, self.start_ms, self.end_ms),
+        }
+    }
+}
+
+/// When `s`'s reads were over: it is stamped when it begins and read over its `sample_ms`.
+fn read_end(s: &Sample) -> u64 {
+    s.t_ms + s.sample_ms.map_or(0, |ms| ms.max(0.0).ceil() as u64)
+}
+
+/// The samples whose CPU figures cover time within `[from, to]` only. A CPU figure is what was used
+/// since the sample before: the first sample stamped inside a hold covers the ramp's last second,
+/// so it counts only when the one before it began inside too, and its own reads ended by `to`.
+pub fn cpu_within(samples: &[Sample], from: u64, to: u64) -> impl Iterator<Item = &Sample> {
+    samples
+        .windows(2)
+        .filter(move |w| w[0].t_ms >= from && read_end(&w[1]) <= to)
+        .map(|w| &w[1])
 }
 
 impl InstanceSample {

@@ -97,6 +97,8 @@ pub struct CampaignFile {
     /// or `false`.
     pub bench: BTreeMap<String, String>,
     pub rows: Vec<Row>,
+    /// `teardown: true`: each stack removed after its last row (as `--teardown`).
+    pub teardown: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -142,6 +144,8 @@ struct RawFile {
     #[serde(default)]
     bench: Mapping,
     rows: Vec<Mapping>,
+    #[serde(default)]
+    teardown: bool,
 }
 
 /// What is wrong with the file at `field`, exit 2.
@@ -363,6 +367,7 @@ pub fn parse(path: &str, body: &str) -> Result<CampaignFile, UsageError> {
         bcrypt_cost: raw.bcrypt_cost.as_ref().and_then(|v| text(v, ",")),
         bench,
         rows,
+        teardown: raw.teardown,
     })
 }
 

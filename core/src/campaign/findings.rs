@@ -122,7 +122,23 @@ fn held(o: Outcome) -> bool {
     matches!(o, Outcome::Pass | Outcome::Leaked | Outcome::LeakUnchecked)
 }
 
-/// The findings of one row from its benches (in the order run).
+/// What a level measured, not its name: "9,995 of 10,000 served (99.95 %, within the objective
+/// ≥ 99.9 %)".
+fn served(l: &crate::bench::verdict::LevelResult) -> String {
+    let f = &l.figures;
+    let objective = match l.slos.iter().find(|c| c.key == "held") {
+        Some(c) if c.ok == Some(true) => format!(", within the objective {}", c.bound),
+        Some(c) if c.ok == Some(false) => format!(", below the objective {}", c.bound),
+        _ => String::new(),
+    };
+    format!(
+        "{} of {} served ({}{objective})",
+        group(f.held),
+        group(f.users),
+        super::table::pct((f.users > 0).then(|| 100.0 * f.held as f64 / f.users as f64))
+    )
+}
+
 /// A room-size search's row: the largest room its sweep found at its users at once, per point, cited
 /// from the sweep's results.json (`dir`). Every bench of such a row has the same users at once, so the
 /// levels' capacity sentence of [`of_row`] would say nothing true ("held none of its levels and failed
@@ -158,7 +174,7 @@ pub fn room_search(row: &RowRecord, dir: &str, sweep: &SweepResults) -> Vec<Find
                 kind: Kind::Capacity,
                 row: row.name.clone(),
                 sentence: format!(
-                    "{} ({}){of}, {} users at once: {found}",
+                    "{} ({}){of}, at {} users: {found}",
                     row.stack,
                     row.topology,
                     group(users)
@@ -173,6 +189,7 @@ pub fn room_search(row: &RowRecord, dir: &str, sweep: &SweepResults) -> Vec<Find
         .collect()
 }
 
+/// The findings of one row from its benches (in the order run).
 pub fn of_row(row: &RowRecord, benches: &[Bench]) -> Vec<Finding> {
     let mut out = Vec::new();
     let finding = |kind, sentence: String, evidence: Vec<Evidence>| Finding {
@@ -208,14 +225,21 @@ pub fn of_row(row: &RowRecord, benches: &[Bench]) -> Vec<Finding> {
                 |n| format!("{} × {n}", row.topology)
             )
     );
+    // Each level said by what it measured: its users served of its users, and the held objective.
+    let level = |held: bool, l: &crate::bench::verdict::LevelResult| {
+        format!(
+            "the {} users level {}: {}",
+            group(l.users),
+            if held { "held" } else { "failed" },
+            served(l)
+        )
+    };
     match (best, failed) {
         (Some((b, i, l)), None) => out.push(finding(
             Kind::Capacity,
             format!(
-                "{topology} held {} users at once ({} of {} served), its highest level: no level failed",
-                group(l.users),
-                group(l.figures.held),
-                group(l.figures.users)
+                "{topology}: {}, its highest; no level failed",
+                level(true, l)
             ),
             vec![evidence(b, format!("/levels/{i}/figures/held"))],
         )),
@@ -226,12 +250,13 @@ pub fn of_row(row: &RowRecord, benches: &[Bench]) -> Vec<Finding> {
                 .map(|x| format!("; what gave out first: {} ({})", x.component, x.detail))
                 .unwrap_or_default();
             let held_text = match best {
-                Some((_, _, l)) if l.users < fl.users => {
-                    format!("held {} users at once", group(l.users))
-                }
-                _ => "held none of its levels".into(),
+                Some((_, _, l)) => level(true, l),
+                None => "none of its levels held".into(),
             };
-            let mut ev = vec![evidence(fb, format!("/levels/{fi}/reasons"))];
+            let mut ev = vec![
+                evidence(fb, format!("/levels/{fi}/figures/held")),
+                evidence(fb, format!("/levels/{fi}/reasons")),
+            ];
             if fl.limiting.is_some() {
                 ev.push(evidence(fb, format!("/levels/{fi}/limiting/component")));
             }
@@ -241,8 +266,8 @@ pub fn of_row(row: &RowRecord, benches: &[Bench]) -> Vec<Finding> {
             out.push(finding(
                 Kind::Capacity,
                 format!(
-                    "{topology} {held_text} and failed at {}: {}{gave}",
-                    group(fl.users),
+                    "{topology}: {held_text}; {}; why: {}{gave}",
+                    level(false, fl),
                     fl.reasons.join("; ")
                 ),
                 ev,
@@ -403,13 +428,25 @@ mod tests {
         };
         let f = of_row(&row, &[b]);
         let cap = f.iter().find(|f| f.kind == Kind::Capacity).unwrap();
-        // 200 passed, 500 failed on its login p95 with the instances at their quota.
+        // 200 passed, 500 failed on its login p95 with the instances at their quota: each said by
+        // what it measured (served of its users, the held objective), not by its name alone.
+        let said = |i: usize, word: &str| {
+            let f = &r.levels[i].figures;
+            format!(
+                "the {} users level {word}: {} of {} served ({} %",
+                r.levels[i].users,
+                f.held,
+                f.users,
+                (100 * f.held / f.users)
+            )
+        };
+        assert!(cap.sentence.contains(&said(0, "held")), "{}", cap.sentence);
         assert!(
-            cap.sentence
-                .contains("held 200 users at once and failed at 500"),
+            cap.sentence.contains(&said(1, "failed")),
             "{}",
             cap.sentence
         );
+        assert!(!cap.sentence.contains("users at once"), "{}", cap.sentence);
         let whole = serde_json::to_value(&r).unwrap();
         for e in &cap.evidence {
             assert_eq!(e.dir, "rows/01-ha/points/b");
@@ -470,7 +507,7 @@ mod tests {
         assert_eq!(f[0].kind, Kind::Capacity);
         assert_eq!(
             f[0].sentence,
-            "c-single (single), 500 users at once: at most 80 collaborators per project met the objectives"
+            "c-single (single), at 500 users: at most 80 collaborators per project met the objectives"
         );
         let e = &f[0].evidence[0];
         assert_eq!(

@@ -57,6 +57,33 @@ pub struct CampaignResults {
     /// Each other field's fingerprint, and each row's (`rows.N`), as last written (`crate::seal`).
     #[serde(default)]
     pub fingerprints: BTreeMap<String, String>,
+    /// The rows' stacks still running when it ended, each with the command that removes it, and those
+    /// it tore down (`--teardown`).
+    #[serde(default)]
+    pub left_up: Vec<LeftUp>,
+    #[serde(default)]
+    pub torn_down: Vec<String>,
+}
+
+/// A stack a campaign left running (its data kept), and the command that removes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeftUp {
+    pub stack: String,
+    pub command: String,
+}
+
+/// A row's run that ended before its end (stopped, or not run) and was run again: its figures are
+/// not counted, its folder is kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    pub sweep: String,
+    pub dir: String,
+    pub state: RowState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub took_s: Option<f64>,
+    /// Its reports found in its folder (the sweep's, each bench's), relative to the campaign's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reports: Vec<String>,
 }
 
 /// The flags over every row's spec: `--stack`, `--http-port`, `--lb-port`.
@@ -68,6 +95,9 @@ pub struct RunFlags {
     pub http_port: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lb_port: Option<String>,
+    /// `--teardown` (or the file's `teardown: true`): each stack removed after its last row.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub teardown: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -114,6 +144,9 @@ pub struct RowRecord {
     pub findings: Vec<super::findings::Finding>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unmeasured: Vec<String>,
+    /// Its earlier runs, stopped or not run, in the order run (not counted; their folders kept).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<Attempt>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -363,6 +396,7 @@ pub(crate) mod tests {
             differences: vec![],
             findings: vec![],
             unmeasured: vec![],
+            attempts: vec![],
         }
     }
 
@@ -407,6 +441,8 @@ pub(crate) mod tests {
             not_measured: vec![],
             inputs: BTreeMap::new(),
             fingerprints: BTreeMap::new(),
+            left_up: vec![],
+            torn_down: vec![],
         }
     }
 

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::bench::results::Results;
-use crate::bench::timeline::Sample;
+use crate::bench::timeline::{LevelSpan, Sample};
 use crate::status::is_app;
 
 /// One line of the summary table.
@@ -44,17 +44,17 @@ pub fn http_failure(kind: &str) -> bool {
     kind.starts_with("login_") || kind.starts_with("handshake_")
 }
 
-/// The mean CPU share over the samples of `[from, to]` of the busiest container whose service
-/// `pick` accepts, percent.
+/// The mean CPU share over the level's full hold (its load when it had none) of the busiest container
+/// whose service `pick` accepts, percent: only the samples whose figure covers the hold alone
+/// (`LevelSpan::cpu_holding`), not the ramp's last second.
 fn mean_cpu(
     r: &Results,
     samples: &[Sample],
-    from: u64,
-    to: u64,
+    span: &LevelSpan,
     pick: fn(&str) -> bool,
 ) -> Option<f64> {
     let mut per: std::collections::BTreeMap<&str, (f64, u32)> = Default::default();
-    for s in samples.iter().filter(|s| s.t_ms >= from && s.t_ms <= to) {
+    for s in span.cpu_holding(samples) {
         for c in s.containers.iter().filter(|c| pick(&c.service)) {
             if let Some(share) = r.cpu_scale.share(c) {
                 let e = per.entry(c.service.as_str()).or_default();
@@ -86,11 +86,6 @@ pub fn lines(row: &str, point: &str, bench: &str, r: &Results, samples: &[Sample
                 .filter(|(k, _)| http_failure(k))
                 .map(|(_, n)| n)
                 .sum();
-            // The common hold when there was one, else the level's load.
-            let (from, to) = match (l.span.hold_ms, l.span.hold_end_ms) {
-                (a, b) if b > a => (a, b),
-                _ => (l.span.start_ms, l.span.end_ms),
-            };
             Line {
                 row: row.to_string(),
                 point: point.to_string(),
@@ -105,8 +100,8 @@ pub fn lines(row: &str, point: &str, bench: &str, r: &Results, samples: &[Sample
                     / 1000.0,
                 success_pct: f.held as f64 / users * 100.0,
                 http_errors_pct: http as f64 / users * 100.0,
-                sut_cpu_pct: mean_cpu(r, samples, from, to, is_app),
-                redis_cpu_pct: mean_cpu(r, samples, from, to, |s| s == "redis"),
+                sut_cpu_pct: mean_cpu(r, samples, &l.span, is_app),
+                redis_cpu_pct: mean_cpu(r, samples, &l.span, |s| s == "redis"),
                 result: l.outcome().word().to_string(),
                 reasons: if l.passed { vec![] } else { l.reasons.clone() },
                 bench: bench.to_string(),
@@ -145,6 +140,34 @@ mod tests {
             assert_eq!(line.bench, "rows/1/points/b1");
         }
         assert!(lines.iter().any(|l| l.sut_cpu_pct.is_some()), "{lines:?}");
+    }
+
+    /// Each sample's CPU is what was used since the one before: the first sample of the hold covers
+    /// the ramp's last second (logins at the instance's quota), and is not the hold's.
+    #[test]
+    fn the_sut_cpu_is_the_holds_own_not_the_ramps_last_second() {
+        let (r, mut samples) = example();
+        let span = r.levels[0].span;
+        assert_eq!((span.hold_ms, span.hold_end_ms), (4_000, 9_000));
+        for s in samples.iter_mut().filter(|s| s.t_ms <= span.hold_ms) {
+            for c in s.containers.iter_mut().filter(|c| is_app(&c.service)) {
+                // 0.5 CPU of a 0.5-CPU quota: all it can use.
+                c.cpu_pct = Some(50.0);
+            }
+        }
+        let first = lines("idle", "", "b", &r, &samples);
+        // 5000..9000 ms each cover a second of the hold at 10 % of one CPU: 20 % of the quota. The
+        // sample stamped at 4000 (the ramp's last second, at 100 %) made it 33 %.
+        let cpu = first[0].sut_cpu_pct.unwrap();
+        assert!((cpu - 20.0).abs() < 1e-9, "{cpu}");
+        // A sample whose reads ended past the hold's end covers the users leaving: not the hold's.
+        let last = samples.iter_mut().find(|s| s.t_ms == 9_000).unwrap();
+        last.sample_ms = Some(40.0);
+        for c in last.containers.iter_mut() {
+            c.cpu_pct = Some(50.0);
+        }
+        let cpu = lines("idle", "", "b", &r, &samples)[0].sut_cpu_pct.unwrap();
+        assert!((cpu - 20.0).abs() < 1e-9, "{cpu}");
     }
 
     #[test]

@@ -145,12 +145,13 @@ pub fn campaign(a: &CampaignArgs) -> Result<(TargetSpec, CampaignOptions, Planne
         _ => crate::cli::target::target_spec(&a.target)?,
     };
     target.one_engine("campaign")?;
-    let flags = match &resumed {
+    let mut flags = match &resumed {
         Some(r) => r.flags.clone(),
         None => RunFlags {
             stack: a.stack.clone(),
             http_port: a.http_port.clone(),
             lb_port: a.lb_port.clone(),
+            teardown: a.teardown,
         },
     };
     // The flags over every row's spec: checked once, named as the flags they are.
@@ -171,6 +172,7 @@ pub fn campaign(a: &CampaignArgs) -> Result<(TargetSpec, CampaignOptions, Planne
         },
     )?;
     stack_checked(&flags, &file)?;
+    flags.teardown |= a.teardown || file.teardown;
     let base = path.parent().unwrap_or(Path::new("."));
     let inputs = file_inputs(&file, base);
     let mut rows = Vec::new();
