@@ -123,7 +123,7 @@ async fn the_quick_campaign_killed_in_row_2_resumes_and_reports_what_it_measured
     let (code, err) = failed(&s.x.run(&["campaign", "--resume", "cq"]));
     assert_eq!(code, Some(2), "{err}");
     assert!(
-        err.contains("row 3 (least_conn against ip_hash): levels changed"),
+        err.contains("row 3 (least_conn against ip_hash): levels changed (100 → 120)"),
         "{err}"
     );
 

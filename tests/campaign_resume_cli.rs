@@ -209,9 +209,13 @@ fn an_input_changed_is_refused_naming_its_key() {
         (
             "hold: 20s",
             "hold: 30s",
-            "bench.hold of c.yaml changed: every row starts from it",
+            "bench.hold of c.yaml changed (20s → 30s): every row starts from it",
         ),
-        ("levels: [40]", "levels: [50]", "row 2 (b): levels changed"),
+        (
+            "levels: [40]",
+            "levels: [50]",
+            "row 2 (b): levels changed (40 → 50)",
+        ),
     ] {
         std::fs::write(&file, FILE.replace(from, to)).unwrap();
         let (code, err) = c.resume(&["--plan"]);

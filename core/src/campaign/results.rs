@@ -51,7 +51,8 @@ pub struct CampaignResults {
     /// What was not measured, over every row, as the reports say it (each row's findings are its own).
     #[serde(default)]
     pub not_measured: Vec<String>,
-    /// The file's own settings (`file_inputs`), each as its fingerprint: what is under every row.
+    /// The file's own settings (`file_inputs`), each as given or, for one that may hold a secret and
+    /// the images file's content, as its fingerprint: what every row starts from.
     #[serde(default)]
     pub inputs: BTreeMap<String, String>,
     /// Each other field's fingerprint, and each row's (`rows.N`), as last written (`crate::seal`).
@@ -113,8 +114,8 @@ pub struct RowRecord {
     pub stack: String,
     /// The sha256 of the row's inputs and the file's together (`inputs` and the campaign's).
     pub sha256: String,
-    /// The row's settings (`row_inputs`: its own keys, the file's bench keys under them), each as its
-    /// fingerprint: a resume names the key that changed.
+    /// The row's settings (`row_inputs`: its own keys, the file's bench keys under them), each as
+    /// given or as its fingerprint (`file_inputs`'): a resume names the key that changed.
     #[serde(default)]
     pub inputs: BTreeMap<String, String>,
     pub state: RowState,
@@ -271,27 +272,52 @@ impl Sealed for CampaignResults {
 /// The key of the images file's content among the file's inputs.
 const IMAGES_CONTENT: &str = "images:content";
 
-/// Each key whose fingerprint differs between `was` and `now`, with how: "changed", "was added",
-/// "was removed".
+/// Each key whose recorded input differs between `was` and `now`, with how: "changed (20s → 30s)",
+/// "was added (30s)", "was removed (it was 20s)" — the values only of a key `shown`.
 fn changed_keys(
     was: &BTreeMap<String, String>,
     now: &BTreeMap<String, String>,
-) -> Vec<(String, &'static str)> {
+) -> Vec<(String, String)> {
     let mut keys: Vec<&String> = was.keys().chain(now.keys()).collect();
     keys.sort();
     keys.dedup();
     keys.into_iter()
-        .filter_map(|k| match (was.get(k), now.get(k)) {
-            (Some(a), Some(b)) if a == b => None,
-            (Some(_), Some(_)) => Some((k.clone(), "changed")),
-            (None, _) => Some((k.clone(), "was added")),
-            (_, None) => Some((k.clone(), "was removed")),
+        .filter_map(|k| {
+            let how = match (was.get(k), now.get(k), shown(k)) {
+                (Some(a), Some(b), _) if a == b => return None,
+                (Some(a), Some(b), true) => format!("changed ({a} → {b})"),
+                (Some(_), Some(_), false) => "changed".into(),
+                (None, Some(b), true) => format!("was added ({b})"),
+                (Some(a), None, true) => format!("was removed (it was {a})"),
+                (None, _, _) => "was added".into(),
+                (_, None, _) => "was removed".into(),
+            };
+            Some((k.clone(), how))
         })
         .collect()
 }
 
-/// Settings given as `KEY=VALUE` or `(key, value)`, one fingerprint per key (`spec.db`, `set.FOO`):
-/// a key given twice is its values together.
+/// A key whose value results.json keeps as given: not one that may hold a secret (the app's
+/// environment, `set.*`; a row's variables, `vary`, whose `env.*` values are the app's
+/// environment too) nor the images file's content, kept as their fingerprints.
+fn shown(key: &str) -> bool {
+    !(key.starts_with("set.") || key == "vary" || key == IMAGES_CONTENT)
+}
+
+/// A setting's recorded input: its value as given (text as is, anything else as compact JSON,
+/// none as `none`), or its fingerprint when it is not `shown`.
+fn input(key: &str, value: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match value {
+        _ if !shown(key) => fingerprint(key, value),
+        Value::String(s) => s.clone(),
+        Value::Null => "none".into(),
+        other => other.to_string(),
+    }
+}
+
+/// Settings given as `KEY=VALUE` or `(key, value)`, one input per key (`spec.db`, `set.FOO`): a key
+/// given twice is its values together.
 fn keyed<'a>(
     out: &mut BTreeMap<String, String>,
     group: &str,
@@ -302,8 +328,12 @@ fn keyed<'a>(
         by_key.entry(format!("{group}.{k}")).or_default().push(v);
     }
     for (k, v) in by_key {
-        let print = fingerprint(&k, &serde_json::json!(v));
-        out.insert(k, print);
+        let value = match v.as_slice() {
+            [one] => serde_json::json!(one),
+            more => serde_json::json!(more),
+        };
+        let recorded = input(&k, &value);
+        out.insert(k, recorded);
     }
 }
 
@@ -312,13 +342,13 @@ fn env_pair(s: &str) -> (&str, &str) {
     s.split_once('=').unwrap_or((s, ""))
 }
 
-/// The fingerprint of each setting the campaign file gives every row: its name, stack, images file
-/// (as given, and its content's sha256: `images_sha256`, read by the shell), spec, set, seeding and
-/// bench keys, one each.
+/// Each setting the campaign file gives every row, as recorded (`input`): its name, stack, images
+/// file (as given, and its content's sha256: `images_sha256`, read by the shell), spec, set,
+/// seeding and bench keys, one each.
 pub fn file_inputs(file: &CampaignFile, images_sha256: Option<&str>) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let mut one = |k: &str, v: serde_json::Value| {
-        out.insert(k.to_string(), fingerprint(k, &v));
+        out.insert(k.to_string(), input(k, &v));
     };
     one("name", serde_json::json!(file.name));
     one("stack", serde_json::json!(file.stack));
@@ -339,7 +369,7 @@ pub fn file_inputs(file: &CampaignFile, images_sha256: Option<&str>) -> BTreeMap
     out
 }
 
-/// The fingerprint of each of a row's settings: its own keys (topology, spec, set, its levels or
+/// Each of a row's settings, as recorded (`input`): its own keys (topology, spec, set, its levels or
 /// sweep, seeding, the report's words) and every bench key it runs with (the file's under its own).
 pub fn row_inputs(row: &Row) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
@@ -349,11 +379,11 @@ pub fn row_inputs(row: &Row) -> BTreeMap<String, String> {
             ("spec" | "set" | "bench", _) => {}
             ("sweep", serde_json::Value::Object(sweep)) => {
                 for (sk, sv) in sweep {
-                    out.insert(sk.clone(), fingerprint(sk, sv));
+                    out.insert(sk.clone(), input(sk, sv));
                 }
             }
             _ => {
-                out.insert(k.clone(), fingerprint(k, v));
+                out.insert(k.clone(), input(k, v));
             }
         }
     }
@@ -506,7 +536,7 @@ rows:
         assert_eq!(changes(&format!("# a note\n{FILE}"), "sha-1"), none);
         assert_eq!(
             changes(&FILE.replace("hold: 20s", "hold: 30s"), "sha-1"),
-            ["bench.hold of c.yaml changed: every row starts from it"]
+            ["bench.hold of c.yaml changed (20s → 30s): every row starts from it"]
         );
         assert_eq!(
             changes(FILE, "sha-2"),
@@ -517,15 +547,25 @@ rows:
                 &FILE.replace("levels: [10, 20]", "levels: [10, 30]"),
                 "sha-1"
             ),
-            ["row 2 (b): levels changed"]
+            ["row 2 (b): levels changed (10,20 → 10,30)"]
         );
         assert_eq!(
             changes(
                 &FILE.replace("hold: 40s", "hold: 40s, tokens: true"),
                 "sha-1"
             ),
-            ["row 2 (b): bench.tokens was added"]
+            ["row 2 (b): bench.tokens was added (true)"]
         );
+        // The app's environment and a row's variables may hold secrets: named, their values never.
+        assert_eq!(
+            changes(
+                &FILE.replacen("bench: {", "set: [API_X=s3cret]\nbench: {", 1),
+                "sha-1"
+            ),
+            ["set.API_X of c.yaml was added: every row starts from it"]
+        );
+        let f = crate::campaign::file::parse("c.yaml", &FILE.replace("tuned]", "s3cret]")).unwrap();
+        assert!(!format!("{:?}", row_inputs(&f.rows[2])).contains("s3cret"));
         assert_eq!(
             changes(&FILE.replace("tuned]", "tuned, default]"), "sha-1"),
             ["row 3 (c): vary changed"]
