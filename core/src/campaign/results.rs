@@ -226,7 +226,8 @@ impl CampaignResults {
     }
 
     /// The folders the results cite, relative to the campaign's, each with the row citing it: a row
-    /// that ran (its folder), every bench a line of the table or a finding links. A resume refuses
+    /// that ran (its folder), every bench a line of the table or a finding links, each interrupted
+    /// run kept ("interrupted, not counted" links it). A resume refuses
     /// a campaign one of them is gone from: its report would cite evidence no longer there.
     pub fn cited(&self) -> Vec<(&RowRecord, &str)> {
         let mut out: Vec<(&RowRecord, &str)> = Vec::new();
@@ -237,7 +238,9 @@ impl CampaignResults {
                 .findings
                 .iter()
                 .flat_map(|f| f.evidence.iter().map(|e| e.dir.as_str()));
-            for dir in ran.into_iter().chain(lines).chain(evidence) {
+            // An interrupted run's folder is linked from "interrupted, not counted" too.
+            let attempts = r.attempts.iter().map(|a| a.dir.as_str());
+            for dir in ran.into_iter().chain(lines).chain(evidence).chain(attempts) {
                 if !dir.is_empty() && !out.iter().any(|(_, d)| *d == dir) {
                     out.push((r, dir));
                 }
@@ -624,8 +627,26 @@ rows:
         ];
         let mut stopped = record(2, "b", RowState::Interrupted("SIGINT".into()));
         stopped.dir = Some("rows/02-b".into());
-        let r = campaign(vec![done, stopped]);
+        // Run again after a stop: the first run's folder is linked as "interrupted, not counted".
+        let mut again = record(3, "c", RowState::Done);
+        again.dir = Some("rows/03-c.2".into());
+        again.attempts = vec![Attempt {
+            sweep: "c-r03".into(),
+            dir: "rows/03-c".into(),
+            state: RowState::Interrupted("SIGINT".into()),
+            took_s: None,
+            reports: vec![],
+        }];
+        let r = campaign(vec![done, stopped, again]);
         let cited: Vec<(usize, &str)> = r.cited().iter().map(|(r, d)| (r.index, *d)).collect();
-        assert_eq!(cited, [(1, "rows/01-a"), (1, "rows/01-a/points/B-1")]);
+        assert_eq!(
+            cited,
+            [
+                (1, "rows/01-a"),
+                (1, "rows/01-a/points/B-1"),
+                (3, "rows/03-c.2"),
+                (3, "rows/03-c")
+            ]
+        );
     }
 }

@@ -51,15 +51,15 @@ fn sha256(bytes: &[u8]) -> String {
 }
 
 /// The file's settings under every row, each as its fingerprint, with its images file's content
-/// (read only as a regular file of at most 1 MiB: a FIFO or /dev/zero, or a file that cannot be
-/// read, is refused by the spec's own reading of it, which comes next).
+/// (read as every user's file is: one that cannot be is refused by the spec's own reading of it,
+/// which comes next).
 fn file_inputs(file: &CampaignFile, base: &Path) -> BTreeMap<String, String> {
     let images = file
         .images
         .as_ref()
-        .map(|p| base.join(p))
-        .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.len() <= 1 << 20))
-        .and_then(|p| std::fs::read(p).ok())
+        .and_then(|p| {
+            crate::shell::user_file::read(&base.join(p), crate::shell::user_file::WRITTEN).ok()
+        })
         .map(|bytes| sha256(&bytes));
     exectl_core::campaign::results::file_inputs(file, images.as_deref())
 }
