@@ -368,7 +368,7 @@ echo "== written"; files
         ("--role db", "invalid --role \"db\"", "--role sut"),
         (
             "/nonexistent",
-            "invalid --sysctl-file \"/nonexistent/sysctl.conf\": cannot be read",
+            "invalid --sysctl-file \"/nonexistent/sysctl.conf\": cannot read /nonexistent/sysctl.conf",
             "readable sysctl.d file",
         ),
         (
