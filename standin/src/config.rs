@@ -161,6 +161,8 @@ pub struct Config {
     pub admin_race_window: Duration,
     /// `slow-relay`: the relay lane's cost per recipient of a frame.
     pub relay_cost: Duration,
+    /// What each socket may hold unsent: Bun's `backpressureLimit` and `closeOnBackpressureLimit`.
+    pub backpressure: crate::ws::outbox::Backpressure,
 }
 
 /// Secrets the newer app image refuses to boot with.
@@ -183,6 +185,14 @@ impl Config {
                     .trim()
                     .parse()
                     .map_err(|_| anyhow::anyhow!("{k}: not a number: {v:?}")),
+            }
+        };
+
+        let flag = |k: &str| -> Result<bool> {
+            match var(k).as_deref().map(str::trim) {
+                None | Some("0") | Some("false") => Ok(false),
+                Some("1") | Some("true") => Ok(true),
+                Some(v) => bail!("{k}: not a boolean (0|1|false|true): {v:?}"),
             }
         };
 
@@ -281,6 +291,13 @@ impl Config {
                 .into(),
             admin_race_window: Duration::from_millis(num("STANDIN_ADMIN_RACE_MS", 1000)?),
             relay_cost: Duration::from_micros(num("STANDIN_RELAY_US", 100)?),
+            backpressure: crate::ws::outbox::Backpressure {
+                limit: num(
+                    "STANDIN_BACKPRESSURE_LIMIT",
+                    crate::ws::outbox::DEFAULT_LIMIT as u64,
+                )? as usize,
+                close_on_limit: flag("STANDIN_CLOSE_ON_BACKPRESSURE_LIMIT")?,
+            },
         })
     }
 }
@@ -311,6 +328,23 @@ mod tests {
         let silent = cfg(&[OK[0], OK[1], ("STANDIN_PING_INTERVAL_MS", "0")]).unwrap();
         assert_eq!(silent.ping_interval, None, "0: a server that never pings");
         assert!(c.redis.is_none() && c.admin.is_none() && c.test_user.is_none());
+        // Bun's defaults: 16 MiB may wait per socket, and a socket past it stays open.
+        assert_eq!(c.backpressure.limit, 16 << 20);
+        assert!(!c.backpressure.close_on_limit);
+    }
+
+    #[test]
+    fn the_backpressure_knobs_are_bytes_and_a_boolean() {
+        let with = |k: &str, v: &str| cfg(&[OK[0], OK[1], (k, v)]);
+        let small = with("STANDIN_BACKPRESSURE_LIMIT", "65536").unwrap();
+        assert_eq!(small.backpressure.limit, 65536);
+        let close = with("STANDIN_CLOSE_ON_BACKPRESSURE_LIMIT", "1").unwrap();
+        assert!(close.backpressure.close_on_limit);
+        let err = with("STANDIN_CLOSE_ON_BACKPRESSURE_LIMIT", "yes")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("STANDIN_CLOSE_ON_BACKPRESSURE_LIMIT"), "{err}");
+        assert!(with("STANDIN_BACKPRESSURE_LIMIT", "16MiB").is_err());
     }
 
     #[test]

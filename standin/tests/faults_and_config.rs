@@ -137,6 +137,123 @@ async fn slow_relay_delays_each_frame_by_its_rooms_size() {
     );
 }
 
+/// The backpressure tests' traffic: 2,000 frames of 8 KiB (15.6 MiB with their headers, under Bun's
+/// 16 MiB), far more frames than a count of 64 and the kernel's socket buffers hold for a reader that
+/// reads nothing.
+const FRAMES: u32 = 2000;
+const FRAME_BYTES: usize = 8192;
+
+/// A Yjs frame (first byte 0) of `len` bytes carrying `i`.
+fn numbered(i: u32, len: usize) -> Vec<u8> {
+    let mut f = vec![0u8; len.max(5)];
+    f[1..5].copy_from_slice(&i.to_be_bytes());
+    f
+}
+
+fn number(frame: &[u8]) -> Option<u32> {
+    Some(u32::from_be_bytes(frame.get(1..5)?.try_into().ok()?))
+}
+
+/// A room of three on a server started with `env`: one member sends FRAMES frames (numbered) 60 at a
+/// time, each 60 read by the third member before the next go (480 KiB at most wait for it: under any
+/// limit the tests set, and under a count of 64), while the slow reader reads nothing. Once the third
+/// has the last, each frame was queued for the slow reader or dropped. Returns the slow reader, the
+/// sender, the third member and the server.
+async fn a_slow_reader_behind_a_sender(env: &[(&str, &str)]) -> (Ws, Ws, Ws, TestDb, Server) {
+    let (mut db, s) = sqlite_server(env).await;
+    db.seed_user(OWNER, &hash(PW, "$2b$", 4), r#"["ROLE_USER"]"#)
+        .await;
+    let p = db.seed_project(OWNER, "active", "private").await;
+    let (token, _) = login(&s, OWNER, PW).await;
+    let doc = format!("project-{p}");
+    let slow = ws_connect(&s, &doc, Some(&token)).await;
+    let mut witness = ws_connect(&s, &doc, Some(&token)).await;
+    let mut sender = ws_connect(&s, &doc, Some(&token)).await;
+    eventually(Duration::from_secs(5), "3 members", || async {
+        ws_counts(&s, None).await.0 == 3
+    })
+    .await;
+    let all: Vec<u32> = (0..FRAMES).collect();
+    for batch in all.chunks(60) {
+        for &i in batch {
+            send_binary(&mut sender, &numbered(i, FRAME_BYTES)).await;
+        }
+        for &i in batch {
+            let got = next_binary(&mut witness, Duration::from_secs(10)).await;
+            assert_eq!(got.as_deref().and_then(number), Some(i), "the third member");
+        }
+    }
+    (slow, sender, witness, db, s)
+}
+
+/// The frames numbered below FRAMES that `ws` receives until none came for 2 s, and whether the
+/// socket ended meanwhile.
+async fn drain(ws: &mut Ws) -> (u32, bool) {
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let mut got = 0;
+    loop {
+        match tokio::time::timeout(Duration::from_secs(2), ws.next()).await {
+            Err(_) => return (got, false),
+            Ok(Some(Ok(Message::Binary(b)))) => {
+                got += u32::from(number(&b).is_some_and(|n| n < FRAMES));
+            }
+            Ok(Some(Ok(Message::Close(_))) | Some(Err(_)) | None) => return (got, true),
+            Ok(Some(Ok(_))) => {}
+        }
+    }
+}
+
+/// The real server buffers a slow reader's frames up to Bun's `backpressureLimit` (16 MiB of them),
+/// not up to a count of frames: the member that read nothing while 2,000 frames went by gets every one
+/// when it reads (the stand-in dropped all but 64 queued ones, issue #50 item 17).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_reader_gets_every_frame_within_the_backpressure_limit() {
+    let (mut slow, _sender, _witness, _db, _s) = a_slow_reader_behind_a_sender(&[]).await;
+    let (got, ended) = drain(&mut slow).await;
+    assert!(!ended, "the socket stays open");
+    assert_eq!(
+        got, FRAMES,
+        "every frame of the 15.6 MiB reached the slow reader"
+    );
+}
+
+/// Past a small limit (1 MiB) the frames are dropped, as Bun's `send()` drops them; the socket stays
+/// open and gets the frames sent once it has caught up, unless `closeOnBackpressureLimit` is set
+/// (STANDIN_CLOSE_ON_BACKPRESSURE_LIMIT=1): then it is closed and leaves its room.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frames_past_a_small_backpressure_limit_are_dropped_and_close_the_socket_only_if_asked() {
+    for close in ["0", "1"] {
+        let (mut slow, mut sender, _witness, _db, s) = a_slow_reader_behind_a_sender(&[
+            ("STANDIN_BACKPRESSURE_LIMIT", "1048576"),
+            ("STANDIN_CLOSE_ON_BACKPRESSURE_LIMIT", close),
+        ])
+        .await;
+        let (got, ended) = drain(&mut slow).await;
+        assert!(got < FRAMES, "close={close}: all {got} frames arrived");
+        assert_eq!(ended, close == "1", "close={close}: ended after {got}");
+        if close == "1" {
+            eventually(Duration::from_secs(5), "the closed socket left", || async {
+                ws_counts(&s, None).await.0 == 2
+            })
+            .await;
+            continue;
+        }
+        // At least the limit's worth (128 frames) arrived, and what the kernel's buffers held.
+        assert!(got >= 128, "{got} frames");
+        // Caught up, it is under the limit again: the next frame reaches it.
+        send_binary(&mut sender, &numbered(FRAMES + 1, 5)).await;
+        let mut next = None;
+        while let Some(f) = next_binary(&mut slow, Duration::from_secs(5)).await {
+            next = number(&f);
+            if next == Some(FRAMES + 1) {
+                break;
+            }
+        }
+        assert_eq!(next, Some(FRAMES + 1), "the frame sent once it caught up");
+    }
+}
+
 fn jwt_payload(token: &str) -> Value {
     let part = token.split('.').nth(1).unwrap();
     let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD

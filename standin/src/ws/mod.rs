@@ -2,6 +2,7 @@
 //! socket (so rejection is a close code, as in the app), joins the room and relays frames.
 
 pub mod message;
+pub mod outbox;
 pub mod room;
 
 use std::collections::HashMap;
@@ -11,13 +12,13 @@ use axum::body::Bytes;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::config::Fault;
 use crate::db::Project;
 use crate::state::AppState;
 use message::Kind;
+use outbox::Inbox;
 
 /// The app's limit since newer upstream (Bun's default is 16 MiB).
 const MAX_MESSAGE: usize = 8 << 20;
@@ -116,7 +117,7 @@ async fn serve(socket: WebSocket, st: AppState, doc: String, token: Option<Strin
         Err((code, reason)) => return Box::pin(close(socket, code, reason)).await,
     };
 
-    let (outbox, inbox) = mpsc::channel(room::OUTBOX_CAPACITY);
+    let (outbox, inbox) = outbox::outbox(st.cfg.backpressure);
     let (client, count) = st.rooms.join(&doc, &uuid, outbox).await;
     tracing::info!(
         "[WebSocket] client {client} (user {user}) connected to {doc} ({count} in room)"
@@ -162,7 +163,7 @@ async fn relay_loop(
     doc: &str,
     uuid: &str,
     client: u64,
-    mut inbox: mpsc::Receiver<Message>,
+    mut inbox: Inbox,
 ) -> Option<(u16, &'static str, WebSocket)> {
     // No heartbeat at all (`STANDIN_PING_INTERVAL_MS=0`): a server that never pings, and never closes
     // a silent client; its timers then never fire.
@@ -176,6 +177,7 @@ async fn relay_loop(
     let mut shutdown = st.shutdown.clone();
 
     loop {
+        let over_limit = inbox.over_limit();
         tokio::select! {
             incoming = socket.recv() => {
                 let msg = match incoming {
@@ -199,10 +201,15 @@ async fn relay_loop(
                 }
             }
             Some(out) = inbox.recv() => {
-                if socket.send(out).await.is_err() {
+                let size = outbox::wire_len(&out);
+                let sent = socket.send(out).await;
+                inbox.written(size);
+                if sent.is_err() {
                     return None;
                 }
             }
+            // Bun shuts the socket's reading side and the socket ends with no close frame (1006).
+            _ = over_limit => return None,
             _ = ping.tick(), if heartbeat => {
                 if socket.send(Message::Ping(Bytes::new())).await.is_err() {
                     return None;

@@ -1,6 +1,6 @@
 //! In-process rooms, as the app's `room-manager.ts`: docName → members. Members are keyed by a numeric
-//! client id (the upstream leak fix keys on `clientId`), and each holds only a small bounded outbox, so that
-//! ten thousand idle sockets stay cheap.
+//! client id (the upstream leak fix keys on `clientId`), and each holds an outbox counted in bytes as
+//! Bun counts a socket's backpressure (`outbox.rs`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -9,15 +9,9 @@ use std::time::Duration;
 
 use axum::extract::ws::Message;
 use serde::Serialize;
-use tokio::sync::mpsc;
 
+use super::outbox::Outbox;
 use crate::relay::Relay;
-
-/// Frames queued for one socket. Small: a client that falls this far behind loses frames rather than
-/// growing the server's memory.
-pub const OUTBOX_CAPACITY: usize = 64;
-
-pub type Outbox = mpsc::Sender<Message>;
 
 struct Room {
     project_uuid: String,
@@ -119,13 +113,13 @@ impl Rooms {
     }
 
     /// Queue a frame for every local member except `from` (None: from another instance, to all).
-    /// Never waits: a full outbox drops the frame for that member.
+    /// Never waits: a member with more than its backpressure limit waiting loses the frame.
     pub fn send_local(&self, doc: &str, from: Option<u64>, msg: &Message) {
         let rooms = self.rooms.lock().unwrap();
         if let Some(room) = rooms.get(doc) {
             for (id, outbox) in &room.members {
                 if Some(*id) != from {
-                    let _ = outbox.try_send(msg.clone());
+                    outbox.send(msg.clone());
                 }
             }
         }
@@ -158,7 +152,7 @@ impl Rooms {
             .or(names.first())?
             .to_string();
         for (_, outbox) in &rooms[&other].members {
-            let _ = outbox.try_send(msg.clone());
+            outbox.send(msg.clone());
         }
         Some(other)
     }
@@ -191,13 +185,14 @@ impl Rooms {
 
 #[cfg(test)]
 mod tests {
+    use super::super::outbox::{outbox, Backpressure};
     use super::*;
 
     #[tokio::test]
     async fn relay_skips_sender_and_cleanup_drops_room() {
         let rooms = Rooms::new(Duration::from_millis(20), None);
-        let (tx1, mut rx1) = mpsc::channel(4);
-        let (tx2, mut rx2) = mpsc::channel(4);
+        let (tx1, mut rx1) = outbox(Backpressure::default());
+        let (tx2, mut rx2) = outbox(Backpressure::default());
         let (a, n1) = rooms.join("d", "u", tx1).await;
         let (b, n2) = rooms.join("d", "u", tx2).await;
         assert_eq!((n1, n2), (1, 2));
@@ -220,8 +215,8 @@ mod tests {
     #[tokio::test]
     async fn another_room_is_the_next_by_name() {
         let rooms = Rooms::new(Duration::from_secs(30), None);
-        let (txa, mut rxa) = mpsc::channel(4);
-        let (txb, mut rxb) = mpsc::channel(4);
+        let (txa, mut rxa) = outbox(Backpressure::default());
+        let (txb, mut rxb) = outbox(Backpressure::default());
         rooms.join("a", "u", txa).await;
         assert_eq!(
             rooms.send_to_another_room("a", &Message::Binary(vec![1u8].into())),
