@@ -100,7 +100,7 @@ fn recorded() -> Campaign {
     let row = |i: usize, state: serde_json::Value| {
         serde_json::json!({
             "index": i + 1, "name": file.rows[i].name, "topology": "single", "stack": "res-single",
-            "sha256": "-", "inputs": row_inputs(&file.rows[i]), "state": state, "estimate_s": 60.0,
+            "inputs": row_inputs(&file.rows[i]), "state": state, "estimate_s": 60.0,
         })
     };
     let mut done = row(0, serde_json::json!({"state": "done"}));

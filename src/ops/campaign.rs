@@ -33,9 +33,8 @@ pub struct RowPlan {
     pub note: Option<String>,
     pub topology: String,
     pub stack: String,
-    /// The row's inputs (the file's under it) hashed together, and its own settings each as its
-    /// fingerprint (a resume refuses an edited file, naming the key).
-    pub sha256: String,
+    /// Its own settings, each as recorded (`row_inputs`): a resume refuses an edited file, naming the
+    /// key.
     pub inputs: std::collections::BTreeMap<String, String>,
     pub estimate_s: f64,
     /// Its folder under the campaign's ("rows/02-idle-1000"); a row run again gets ".2", ".3", …
@@ -113,7 +112,6 @@ fn begin(o: &CampaignOptions, target: &crate::sut::TargetSpec) -> CampaignResult
                 note: p.note.clone(),
                 topology: p.topology.clone(),
                 stack: p.stack.clone(),
-                sha256: p.sha256.clone(),
                 inputs: p.inputs.clone(),
                 state: RowState::Pending,
                 sweep: None,

@@ -108,8 +108,7 @@ pub struct Row {
     pub topology: String,
     pub spec: Vec<(String, String)>,
     pub set: Vec<String>,
-    /// The file's secrets and the row's, by name (left out of the row's digest when none, so that a
-    /// campaign begun before the key existed resumes).
+    /// The file's secrets and the row's, by name (none: no `secrets` among the row's recorded inputs).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub secrets: Vec<String>,
     /// The file's bench keys with the row's over them.
@@ -604,7 +603,7 @@ rows:
             assert!(e.problem.contains(says), "{body}: {e}");
             assert!(!e.to_string().contains("hunter2"), "{e}");
         }
-        // No secrets: the row serializes as before the key existed (its digest, a resume's check).
+        // No secrets: no `secrets` key in the row as recorded (`row_inputs`).
         let plain = parse("c.yaml", &format!("name: x\n{one}\n")).unwrap();
         assert!(!serde_json::to_string(&plain.rows[0])
             .unwrap()

@@ -112,8 +112,6 @@ pub struct RowRecord {
     pub note: Option<String>,
     pub topology: String,
     pub stack: String,
-    /// The sha256 of the row's inputs and the file's together (`inputs` and the campaign's).
-    pub sha256: String,
     /// The row's settings (`row_inputs`: its own keys, the file's bench keys under them), each as
     /// given or as its fingerprint (`file_inputs`'): a resume names the key that changed.
     #[serde(default)]
@@ -416,7 +414,6 @@ pub(crate) mod tests {
             note: None,
             topology: "single".into(),
             stack: "c-single".into(),
-            sha256: format!("sha-{name}"),
             inputs: BTreeMap::new(),
             state,
             sweep: None,

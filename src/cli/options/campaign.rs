@@ -183,9 +183,7 @@ pub fn campaign(a: &CampaignArgs) -> Result<(TargetSpec, CampaignOptions, Planne
     // Each stack's last spec and seeding, for what a row's deploy and prepare will have to do.
     let mut last: BTreeMap<String, (exectl_core::spec::Spec, (u64, Option<u64>))> = BTreeMap::new();
     for (i, row) in file.rows.iter().enumerate() {
-        let (mut plan, shown) = row_plan(a, &flags, &file, base, i, row, &mut last, &here)?;
-        plan.inputs = exectl_core::campaign::results::row_inputs(row);
-        plan.sha256 = sha256(serde_json::to_string(&(&inputs, &plan.inputs))?.as_bytes());
+        let (plan, shown) = row_plan(a, &flags, &file, base, i, row, &mut last, &here)?;
         planned.push(PlannedRow {
             index: i + 1,
             name: row.name.clone(),
@@ -525,9 +523,7 @@ fn row_plan(
             note: row.note.clone(),
             topology: row.topology.clone(),
             stack,
-            // The file's and the row's inputs (`campaign` sets them: they hold the images' content).
-            sha256: String::new(),
-            inputs: BTreeMap::new(),
+            inputs: exectl_core::campaign::results::row_inputs(row),
             estimate_s: estimate::seconds(&shape),
             dir: format!("rows/{:02}-{}", i + 1, &slug[..slug.len().min(40)]),
             sweep,
