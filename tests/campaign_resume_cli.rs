@@ -5,7 +5,6 @@
 //! fingerprint), in a state folder of the test's own: row 1 ran (its folder and bench cited), row 2
 //! not yet.
 
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -240,8 +239,7 @@ fn a_running_campaign_holds_its_run() {
     let lock = c.dir.join("exectl.lock");
     std::fs::write(&lock, serde_json::to_string(&holder).unwrap()).unwrap();
     let held = std::fs::File::open(&lock).unwrap();
-    // SAFETY: flock on a descriptor the test owns.
-    assert_eq!(unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX) }, 0);
+    held.lock().unwrap();
     for extra in [&[][..], &["--plan"]] {
         let (code, err) = c.resume(extra);
         assert_eq!(code, Some(4), "{err}");

@@ -379,11 +379,7 @@ fn a_resumed_sweep_running_is_running_and_a_reused_pid_is_not() {
     let lock = file.parent().unwrap().join("exectl.lock");
     std::fs::write(&lock, serde_json::to_string(&holder).unwrap()).unwrap();
     let held = std::fs::File::open(&lock).unwrap();
-    // SAFETY: flock on a descriptor the test owns.
-    assert_eq!(
-        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&held), libc::LOCK_EX) },
-        0
-    );
+    held.lock().unwrap();
     let (code, err) = resume();
     assert_eq!(code, Some(4), "{err}");
     assert!(

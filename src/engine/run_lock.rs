@@ -7,7 +7,6 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, Write};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -46,10 +45,9 @@ pub fn hold(dir: &Path, what: &str, run_id: &str) -> Result<()> {
         .truncate(false)
         .open(&path)
         .with_context(|| format!("opening {}", path.display()))?;
-    // SAFETY: flock on a descriptor this function owns; no memory is involved.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+    // std's lock is flock(2) on Linux: released by the kernel with the last descriptor.
+    if let Err(e) = file.try_lock() {
+        if let std::fs::TryLockError::Error(e) = e {
             return Err(e).with_context(|| format!("locking {}", path.display()));
         }
         let mut text = String::new();
@@ -90,9 +88,10 @@ mod tests {
         hold(dir.path(), "campaign", "C-1").unwrap();
         hold(dir.path(), "campaign", "C-1").unwrap();
         let other = File::open(dir.path().join(LOCK)).unwrap();
-        // SAFETY: flock on a descriptor the test owns.
-        let r = unsafe { libc::flock(other.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        assert_ne!(r, 0, "the lock is exclusive");
+        assert!(
+            matches!(other.try_lock(), Err(std::fs::TryLockError::WouldBlock)),
+            "the lock is exclusive"
+        );
         let text = std::fs::read_to_string(dir.path().join(LOCK)).unwrap();
         let h: Holder = serde_json::from_str(&text).unwrap();
         assert_eq!(h.pid, std::process::id());
@@ -112,8 +111,7 @@ mod tests {
         )
         .unwrap();
         let f = File::open(dir.path().join(LOCK)).unwrap();
-        // SAFETY: flock on a descriptor the test owns.
-        assert_eq!(unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) }, 0);
+        f.lock().unwrap();
         let e = hold(dir.path(), "sweep", "S-1").unwrap_err();
         assert_eq!(
             crate::error::exit_code(&e),
