@@ -126,12 +126,9 @@ pub fn bench(cx: &Context<'_>, o: BenchOptions) -> Result<BenchOutcome> {
     }
     let deployed = status::read_deployed(target, &stack)?;
     // A fault's services are the stack's as deployed: checked before anything is taken or run.
-    if let Some(f) = &fault {
-        f.check_services(&stack, &deployed.services)?;
-    }
     let fault = match fault {
         Some(f) => Some(crate::bench::fault::Planned {
-            services: f.services(&deployed.services).unwrap_or_default(),
+            services: f.check_services(&stack, &deployed.services)?,
             reload_nginx: deployed.services.iter().any(|s| s == "nginx"),
             fault: f,
             target: spec.clone(),

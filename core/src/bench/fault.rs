@@ -155,11 +155,15 @@ impl Fault {
         }
     }
 
-    /// Checked against the services a stack will run (`services` of `stack`, from its spec), before
-    /// anything connects: a sweep's every point, a campaign's every row. A service it lacks would
-    /// otherwise be found after a deploy and a seed. The error names the service, those there are, and
-    /// a fault that would do.
-    pub fn check_services(&self, stack: &str, services: &[String]) -> Result<(), UsageError> {
+    /// The services it acts on among those a stack runs (`services` of `stack`: from its spec before
+    /// anything connects — a sweep's every point, a campaign's every row — or as deployed, for a
+    /// bench). A service it lacks would otherwise be found after a deploy and a seed. The error names
+    /// the service, those there are, and a fault that would do.
+    pub fn check_services(
+        &self,
+        stack: &str,
+        services: &[String],
+    ) -> Result<Vec<String>, UsageError> {
         let at = crate::units::show(self.at);
         let example = services
             .iter()
@@ -172,7 +176,7 @@ impl Fault {
             }
             _ => format!("give restart:SERVICE@{at} of one of its services"),
         };
-        self.services(services).map(drop).map_err(|why| {
+        self.services(services).map_err(|why| {
             UsageError::new(
                 "--fault",
                 self.text(),
