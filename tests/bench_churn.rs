@@ -5,7 +5,7 @@
 //! `leak-on-close` fault (the seed study's leak: a closed connection stays counted) every leave leaves
 //! a ghost, and the level fails on `growth`, naming the instance's connections and their rate.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

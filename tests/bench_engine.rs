@@ -4,7 +4,7 @@
 //! generator pinned to a tenth of a CPU reported as generator-bound, and bad flags refused before any
 //! connection.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

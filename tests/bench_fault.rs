@@ -6,7 +6,7 @@
 //! where without it each user fails. Both restarts make the proxy log the users' failed dials, whose
 //! URLs carry their tokens: no token reaches `docker logs` or a file exectl writes (issue #50, item 6).
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

@@ -7,7 +7,7 @@
 //! moves the knee down a level too, the sockets' handshakes stalled behind the logins. And a resource
 //! the seed lists beside them: Traefik at its nofile, named from the open files the sampler counts.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -5,7 +5,7 @@
 //! engine's events. Unpaused, Docker calls it unhealthy until its next check: deploy and bench both wait
 //! for that check (issue #36, 13).
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

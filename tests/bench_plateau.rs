@@ -5,7 +5,7 @@
 //! makes it invalid (a load of this machine's state is refused instead, the bench holding the stack); a
 //! teardown --break-lock mid-level interrupts it; a browser that cannot start is refused before any load.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

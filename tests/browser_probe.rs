@@ -2,7 +2,7 @@
 //! its first Yjs sync through single's Traefik (at `STACK.localhost`, which Chromium resolves itself);
 //! with the app paused, it names the step that did not finish and returns within its timeout.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -6,7 +6,7 @@
 //! stacks left running are named with their teardown commands, and `--resume --teardown` of the
 //! ended campaign removes them.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

@@ -1,6 +1,6 @@
 //! deploy / plan / teardown on a real Docker engine with the fixture images and the stand-in app.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::time::Duration;

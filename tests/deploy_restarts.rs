@@ -2,7 +2,7 @@
 //! stack does not make the real image's admin race (one instance dying on the duplicate admin at boot).
 //! Real engine, the stand-in's `crash-once` and `admin-race` faults.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::process::Output;

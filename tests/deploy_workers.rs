@@ -1,7 +1,7 @@
 //! Issue #20 §2: `--worker-processes` renders into nginx.conf, recreates nginx only, and deploy counts the
 //! LB's real worker processes (what `auto` means on this host) and reports a mismatch. Real engine.
 
-mod common;
+use crate::common;
 
 use common::*;
 

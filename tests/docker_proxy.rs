@@ -6,7 +6,7 @@
 //! here at about 169 sockets. The bench names it as the limiting component; doctor says beforehand that it
 //! cannot carry the level; with the userland proxy off the same level is held.
 
-mod common;
+use crate::common;
 
 use common::sut::Sut;
 use common::*;

@@ -1,7 +1,7 @@
 //! `exectl doctor` against the local engine: a container without exectl's labels is a warning that names
 //! it, and `--connections` beyond the ephemeral port range is a failure (exit 1).
 
-mod common;
+use crate::common;
 
 use common::{doctor_check, stack_prefix, Exectl, Foreign};
 

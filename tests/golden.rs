@@ -1,5 +1,5 @@
 //! Golden files: every variant renders exactly the reviewed bytes in tests/golden/<variant>/.
-//! After an intended template change: `UPDATE_GOLDEN=1 cargo test --test golden`, then review the diff.
+//! After an intended template change: `UPDATE_GOLDEN=1 cargo test --test suite golden::`, then review the diff.
 
 use exectl::state::secrets::Secrets;
 use exectl_core::render::{self, Templates};

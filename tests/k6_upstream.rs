@@ -12,7 +12,7 @@
 //! test/load/data/projects.json of its own: it passes, and without the printed BENCH_PROJECTS_FILE it
 //! fails on the missing file.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::collections::BTreeMap;

@@ -2,7 +2,7 @@
 //! options structs made in code — no subprocess, no clap — on the real engine with the stand-in app.
 //! This is how `sweep` drives them.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

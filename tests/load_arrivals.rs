@@ -8,7 +8,7 @@
 //! of the length asked for, and beside three other tests the engine took seconds longer to thaw the
 //! app and the host to serve the backlog (a 1 s pause measured 9.7 s in CI, more than the 4 s one).
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::time::{Duration, Instant};

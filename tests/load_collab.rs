@@ -2,7 +2,7 @@
 //! member of its room exactly once (delivery latency measured from the timestamp it carries), and what
 //! arrives wrong is counted by kind and fails the run: echoes to the sender, frames in another room.
 
-mod load_support;
+use crate::load_support;
 
 use std::time::Duration;
 

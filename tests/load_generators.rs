@@ -5,8 +5,8 @@
 //! sum of the slices', each slice's start skew and its host's clock are reported; and a host that dies
 //! mid-run is reported as failed, its users counted as failures, the run still ending on time.
 
-mod common;
-mod load_support;
+use crate::common;
+use crate::load_support;
 
 use std::collections::BTreeMap;
 use std::process::Command;

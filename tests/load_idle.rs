@@ -1,7 +1,7 @@
 //! `exectl load idle` against the real stand-in: held sockets succeed; sockets the server closes right
 //! after the 101 (ACCESS_DENIED) are failures with their close code, not successes.
 
-mod load_support;
+use crate::load_support;
 
 use std::time::Duration;
 

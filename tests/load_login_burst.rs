@@ -3,7 +3,7 @@
 //! stalls with the fault and does not without it, as in the seed's table. The two runs are compared in the
 //! same test, with a generous factor and no absolute timing.
 
-mod load_support;
+use crate::load_support;
 
 use std::time::Duration;
 

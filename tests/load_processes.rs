@@ -4,7 +4,7 @@
 //! the run still ends on time, and a generator held to a sliver of a CPU by a cgroup is reported as
 //! generator-bound.
 
-mod load_support;
+use crate::load_support;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! `--url http://127.0.0.1:PORT` (every login a 404) is refused up front with a fix that works — which
 //! this test then runs. Real engine, stand-in app, SQLite.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -1,7 +1,7 @@
 //! exectl load against a deployed HA stack by name, with a prepared manifest, watched by status: the
 //! load issue's end-to-end acceptance on a real engine with the stand-in app.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::time::Duration;

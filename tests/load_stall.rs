@@ -2,7 +2,7 @@
 //! `load idle`, every socket on it keeps its TCP connection open through nginx but gets no pong, and
 //! counts as `stalled`; with nothing paused the same run has no stalls. Real engine, stand-in app.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::process::Stdio;

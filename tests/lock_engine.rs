@@ -2,7 +2,7 @@
 //! everything, the deploy stops at its next step naming who took the lock, and the next deploy and
 //! teardown converge. A teardown of a stack never deployed leaves no state behind.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! something else holds are refused with exit 2 before anything is created, by deploy and by plan alike,
 //! every refusal at once; nothing foreign is touched.
 
-mod common;
+use crate::common;
 
 use common::*;
 

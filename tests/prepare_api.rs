@@ -3,7 +3,7 @@
 //! the front door (Traefik); every account then logs in and holds its project's WebSocket, an account
 //! of another project is refused (4003), and a re-run makes nothing new and keeps the app's uuids.
 
-mod common;
+use crate::common;
 
 use common::*;
 use exectl::app::{Client, Endpoint};

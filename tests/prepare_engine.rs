@@ -3,7 +3,7 @@
 //! --users-per-project 4`, every account logs in through the front door and holds its project's
 //! WebSocket; a stranger is refused (4003); a re-run adds no rows; --reset leaves other users intact.
 
-mod common;
+use crate::common;
 
 use common::*;
 use exectl::app::{Client, Endpoint};

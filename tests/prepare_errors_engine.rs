@@ -4,7 +4,7 @@
 //! on one account (its error details the whole failing row, hash included), and MariaDB killed while a
 //! large seed streams in (its client echoes the whole batch it lost: thousands of emails and the hash).
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::time::{Duration, Instant};

@@ -7,7 +7,7 @@
 //! seeded project; a stack seeded without documents gets them on a re-run, a larger N adds only the
 //! difference, and `--reset` removes the documents with their projects.
 
-mod common;
+use crate::common;
 
 use common::*;
 use exectl::app::{Client, Endpoint, Timeouts};

@@ -5,7 +5,7 @@
 //! `load --stack` takes the newest unless `--pattern` picks another; a manifest of accounts --reset
 //! cannot remove (--via api) is kept, and a --reset never takes another pattern's rows. One stack.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::os::unix::fs::PermissionsExt;

@@ -2,7 +2,7 @@
 //! Host-routed /healthcheck answers the app, nginx answers /health), and the apps are ready when they
 //! answer their own /healthcheck, not when Docker's next healthcheck tick says so.
 
-mod common;
+use crate::common;
 
 use common::{labelled, Stack, FIXTURES, HA_LIMITS};
 use std::io::{Read, Write};

@@ -2,7 +2,7 @@
 //! (`doctor --stack`, `load --stack`): a record with an unknown topology or a missing field is bad input
 //! naming the file, not a stack taken for single or a port taken for 0. Engine-free.
 
-mod common;
+use crate::common;
 
 use common::{failed, Exectl};
 

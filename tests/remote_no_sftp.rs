@@ -3,7 +3,7 @@
 //! sshd (2224), a single stack is deployed with its bundle uploaded that way, byte for byte and mode for
 //! mode (.env 0600), `host tune --check` stages ansible-free/ the same way, and teardown leaves nothing.
 
-mod common;
+use crate::common;
 
 use common::sut::Sut;
 use common::*;

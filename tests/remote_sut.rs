@@ -4,7 +4,7 @@
 //! left on the SUT's engine and nothing was created on the local one. The staged SSH errors, doctor and
 //! host tune run against the same SUT.
 
-mod common;
+use crate::common;
 
 use common::sut::Sut;
 use common::*;

@@ -3,7 +3,7 @@
 //! checked — every chart drew an SVG with a line of the series' own point count for every series — and a
 //! screenshot is taken. `exectl report` rebuilds the same bytes from results.json and the timeline.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! stand-in takes those names literally, so collaborators are added through the sharing route only when
 //! the stack sets JWT_SECRET to API_JWT_SECRET's value (without it, the route answers 401).
 
-mod common;
+use crate::common;
 
 use common::*;
 

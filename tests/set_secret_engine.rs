@@ -1,7 +1,7 @@
 //! `--set-secret` on the real engine: the value reaches the app's environment through the 0600 .env, and
 //! no other file exectl writes (bundle, state, run records) nor any output holds it.
 
-mod common;
+use crate::common;
 
 use common::{docker, labelled, Stack, FIXTURES};
 use std::os::unix::fs::PermissionsExt;

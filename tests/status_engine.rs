@@ -1,7 +1,7 @@
 //! status and runs on a real engine with the stand-in app: the leak check, the ip_hash pinning warning,
 //! the JSON shape, and a diff of two recorded deploys.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::process::Output;

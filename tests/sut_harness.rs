@@ -2,7 +2,7 @@
 //! one port and refused on the other, its own engine with the fixture images, ports published on the SUT's
 //! address only, and nothing left after drop.
 
-mod common;
+use crate::common;
 
 use common::sut::Sut;
 use std::io::{Read, Write};

@@ -4,7 +4,7 @@
 //! node and the swarm's own checks, convergence (no-op, more instances, another nginx), a node's engine down and
 //! back, and a teardown that leaves nothing labelled on any node and a foreign service alone.
 
-mod common;
+use crate::common;
 
 use common::swarm::Swarm;
 use common::{Exectl, HA_LIMITS};

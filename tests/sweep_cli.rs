@@ -3,7 +3,7 @@
 //! and one refused as bad input exits 2, before any connection. A recorded sweep is written here as
 //! exectl writes one (sealed), in a state folder of the test's own.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

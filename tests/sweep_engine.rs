@@ -4,7 +4,7 @@
 //! browser probe per level, and a killed sweep resumed (from another folder, its `--set-secret` in no
 //! file but the stack's 0600 ones). Issue #36: a sweep keeps the accounts prepared before it.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Output;

@@ -5,7 +5,7 @@
 //! that meets the objectives.
 //! Real engine, stand-in app.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -429,7 +429,7 @@ pub async fn close_sockets(sockets: Vec<Socket>) {
 /// A rig's hold on its fixed names (namespace, veth, subnet, folder): shared on `/tmp/exectl-rig.lock`,
 /// exclusive on `/tmp/exectl-rig.NAME.lock`, both released when dropped (after the rig's teardown, as the
 /// last field of its owner). Within one run every rig has its own name and they come up side by side; a
-/// second run on the machine (another clone's CI, a developer's `cargo test --test remote_sut`) waits for
+/// second run on the machine (another clone's CI, a developer's `cargo test --test suite remote_sut::`) waits for
 /// the same rig instead of tearing it down under the first, and `flock /tmp/exectl-rig.lock CMD` keeps
 /// every rig of this machine for CMD.
 pub struct RigLock(#[allow(dead_code)] Vec<std::fs::File>);
