@@ -32,6 +32,10 @@ fn deploy(x: &Exectl, sw: &Swarm, extra: &[&str]) -> Value {
         LB_PORT,
         "--set",
         "STANDIN_ROOM_CLEANUP_MS=2000",
+        // A swarm task is ready once Docker calls it healthy (its first check one interval after it
+        // starts), and `status --expect-healthy` follows a convergence here.
+        "--health-interval",
+        "1s",
     ];
     args.extend(HA_LIMITS);
     args.extend(target.iter().map(String::as_str));
