@@ -16,6 +16,9 @@ fn deploy_ha(s: &Stack, port: &str) {
     let mut args = vec!["ha", "--stack", &s.name, "--lb-port", port];
     args.extend(HA_LIMITS);
     args.extend(["--set", "STANDIN_ROOM_CLEANUP_MS=500"]);
+    // A redeploy fault reloads nginx once each new instance passes Docker's healthcheck: at 1 s, within
+    // the 12 s hold.
+    args.extend(["--health-interval", "1s"]);
     let d = s.x.deploy_json(&args);
     assert_eq!(d["ok"], true, "{d}");
     s.prepare_tokens("40", &[]);

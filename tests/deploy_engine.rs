@@ -175,7 +175,7 @@ async fn ha_deploys_converges_scales_and_tears_down() {
                     "--images",
                     FIXTURES,
                     "--health-interval",
-                    "1s",
+                    HEALTH_INTERVAL,
                 ],
             ),
         ));
