@@ -599,9 +599,9 @@ pub fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
 
 /// Docker's healthcheck interval of the stacks `deploy_json` makes. Each check is a `docker exec`: ~40 ms
 /// of CPU for the engine, containerd and runc (an idle ha ×2 stack took 0.12 CPU with 1 s, 0.04 with
-/// 30 s). Every deploy of the tests had 1 s, and those checks were about a sixth of the first run's CPU
-/// on two cores. Deploy and bench do not wait for Docker's word (deploy's own probe answers first;
-/// bench refuses only "unhealthy"); a test about Docker's health passes its own `--health-interval`.
+/// 30 s). Every deploy of the tests had 1 s; at 5 s the first run of scripts/test.sh took 609 s instead
+/// of 672 (tests/README.md). Deploy and bench do not wait for Docker's word (deploy's own probe answers
+/// first; bench refuses only "unhealthy"); a test that does passes its own `--health-interval`.
 pub const HEALTH_INTERVAL: &str = "5s";
 
 /// With `EXECTL_TEST_TRACE=FILE`, each command a test ran and how long it took, appended to FILE (one
