@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # README's test command: set the machine up (idempotent), then run every test of the workspace with
-# cargo-nextest (.config/nextest.toml: each test in its own process, five at once, the longest first;
+# cargo-nextest (.config/nextest.toml: each test in its own process, six at once, the longest first;
 # then the CPU verdicts, one at a time, nothing beside),
 # and close with the slowest ten and one line counting them all.
 set -euo pipefail
@@ -26,7 +26,7 @@ fi
 # --run-ignored all: the tests that need the engine, root, nginx, sshd or the database servers are
 # #[ignore = "needs ..."] so that plain `cargo test` passes without them; this machine has them all.
 # --no-fail-fast: every test runs, so one failure does not hide the others.
-# Two runs (.config/nextest.toml): every test but the CPU verdicts five at once, then the CPU verdicts
+# Two runs (.config/nextest.toml): every test but the CPU verdicts six at once, then the CPU verdicts
 # one at a time with nothing beside them (beside the others the host's CPUs were saturated, and the
 # bench rightly named the host, or only the instance that still got its quota: a failure in most runs).
 rm -f target/nextest/default/junit.xml target/nextest/alone/junit.xml

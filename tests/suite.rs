@@ -66,3 +66,24 @@ mod sweep_cli;
 mod sweep_engine;
 mod sweep_workload;
 mod target_cli;
+
+/// With `autotests = false`, a file of `tests/` left out of the list above would be neither compiled nor
+/// run, and nothing would say so.
+#[test]
+fn every_file_of_tests_is_a_module_of_the_suite() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let list = std::fs::read_to_string(dir.join("suite.rs")).unwrap();
+    let mut missing: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .filter_map(|p| Some(p.file_stem()?.to_str()?.to_owned()))
+        .filter(|stem| stem != "suite" && !list.contains(&format!("\nmod {stem};\n")))
+        .collect();
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "tests/{{{}}}.rs: add `mod NAME;` for each to tests/suite.rs",
+        missing.join(",")
+    );
+}
