@@ -3,20 +3,6 @@
 
 use exectl_core::error::{exit, is_usage, Unreachable};
 
-/// A transport failure of the engine API (no answer, connection refused or reset, timeout), as
-/// opposed to an answer of the engine refusing a request (which is the command failing: exit 1).
-fn engine_unreachable(e: &bollard::errors::Error) -> bool {
-    use bollard::errors::Error as E;
-    matches!(
-        e,
-        E::IOError { .. }
-            | E::HyperResponseError { .. }
-            | E::HyperLegacyError { .. }
-            | E::RequestTimeoutError
-            | E::SocketNotFoundError(_)
-    )
-}
-
 /// Exit code for an error chain, by the kind of its causes: bad input first (nothing changed), then a
 /// lock held by another, then an unreachable target; anything else is a failure on the target.
 pub fn exit_code(err: &anyhow::Error) -> i32 {
@@ -29,12 +15,9 @@ pub fn exit_code(err: &anyhow::Error) -> i32 {
             || e.is::<crate::engine::run_lock::RunLocked>()
     }) {
         exit::LOCKED
-    } else if any(&|e| {
-        e.is::<Unreachable>()
-            || e.is::<crate::sut::ssh::SshError>()
-            || e.downcast_ref::<bollard::errors::Error>()
-                .is_some_and(engine_unreachable)
-    }) {
+    } else if any(&|e| e.is::<Unreachable>() || e.is::<crate::sut::ssh::SshError>())
+        || crate::sut::transport_failure(err)
+    {
         exit::UNREACHABLE
     } else {
         exit::FAILED

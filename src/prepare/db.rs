@@ -43,22 +43,22 @@ pub struct SchemaMissing {
     pub detail: String,
 }
 
-/// Whether it runs, and since when.
-async fn state(docker: &Docker, name: &str) -> (bool, Option<String>) {
-    let s = docker
-        .inspect_container(name, None)
-        .await
-        .ok()
-        .and_then(|c| c.state);
-    (
+/// Whether it runs, and since when; None when the engine does not answer.
+async fn state(docker: &Docker, name: &str) -> Option<(bool, Option<String>)> {
+    let s = docker.inspect_container(name, None).await.ok()?.state;
+    Some((
         s.as_ref().and_then(|s| s.running).unwrap_or(false),
         s.and_then(|s| s.started_at),
-    )
+    ))
 }
 
 async fn running(docker: &Docker, name: &str) -> bool {
-    state(docker, name).await.0
+    state(docker, name).await.is_some_and(|s| s.0)
 }
+
+/// How long a write cut off (its exec stream reset) waits for the engine to record that the database's
+/// container stopped: the stream is cut when the process dies, a moment before the engine says so.
+const CUT_SETTLES: Duration = Duration::from_secs(3);
 
 impl Database {
     /// Reach the stack's database. Errors when its container is not running. `container` is the
@@ -73,7 +73,7 @@ impl Database {
         match db {
             Db::Mariadb | Db::Postgres => {
                 let container = container.to_string();
-                let (running, started_at) = state(docker, &container).await;
+                let (running, started_at) = state(docker, &container).await.unwrap_or_default();
                 if !running {
                     bail!(exectl_core::error::UsageError::new(
                         "--stack",
@@ -117,7 +117,7 @@ impl Database {
                 }
                 let name = exectl_core::naming::container(stack, "prepare-sqlite");
                 let oneshot = start_oneshot(docker, stack, &name, sqlite_image, &owner).await?;
-                let started_at = state(docker, &oneshot).await.1;
+                let started_at = state(docker, &oneshot).await.and_then(|s| s.1);
                 Ok(Database {
                     docker: docker.clone(),
                     db,
@@ -141,21 +141,29 @@ impl Database {
     }
 
     /// After a failure: whether the database's container stopped or restarted since it was opened
-    /// (the database was lost, rather than refusing the script).
-    pub async fn lost(&self) -> Option<String> {
-        let (running, started_at) = state(&self.docker, &self.container).await;
-        if !running {
-            Some(format!(
-                "the database container {} is not running",
-                self.container
-            ))
-        } else if started_at != self.started_at {
-            Some(format!(
-                "the database container {} restarted meanwhile",
-                self.container
-            ))
-        } else {
-            None
+    /// (the database was lost, rather than refusing the script), as the engine answers (None when it
+    /// does not: the link, not the database, may be what was lost). `cut`: the write's stream was
+    /// reset, so the engine is given a moment to record the stop.
+    pub async fn lost(&self, cut: bool) -> Option<String> {
+        let until = Instant::now() + if cut { CUT_SETTLES } else { Duration::ZERO };
+        loop {
+            let (running, started_at) = state(&self.docker, &self.container).await?;
+            if !running {
+                return Some(format!(
+                    "the database container {} is not running",
+                    self.container
+                ));
+            }
+            if started_at != self.started_at {
+                return Some(format!(
+                    "the database container {} restarted meanwhile",
+                    self.container
+                ));
+            }
+            if Instant::now() >= until {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 

@@ -90,12 +90,15 @@ pub(super) async fn seed(
                     .downcast_ref::<super::client_error::ClientFailed>()
                     .and_then(|c| c.line);
                 let at = failing(&chunks[r.clone()], r.start, line);
-                let lost = db
-                    .lost()
-                    .await
-                    .map(|l| format!(" ({l})"))
-                    .unwrap_or_default();
-                return Err(e.context(format!("writing {}{lost}", rows_of(&at, &spans))));
+                let cut = crate::sut::transport_failure(&e);
+                let writing = format!("writing {}", rows_of(&at, &spans));
+                return Err(match db.lost(cut).await {
+                    // The engine answered that the database stopped: the stream cut with it is the
+                    // database lost (exit 1), not the link to the engine (exit 3).
+                    Some(lost) if cut => anyhow::anyhow!("{writing} ({lost}): {e:#}"),
+                    Some(lost) => e.context(format!("{writing} ({lost})")),
+                    None => e.context(writing),
+                });
             }
             done += chunks[r].iter().map(|c| c.rows as u64).sum::<u64>();
             progress(done, total);

@@ -396,6 +396,28 @@ async fn remote_engine(link: &ssh::Link) -> Result<Docker> {
     Ok(docker.negotiate_version().await?)
 }
 
+/// A transport failure of the engine API (no answer, connection refused or reset, timeout), as
+/// opposed to an answer of the engine refusing a request (which is the command failing: exit 1).
+fn engine_unreachable(e: &bollard::errors::Error) -> bool {
+    use bollard::errors::Error as E;
+    matches!(
+        e,
+        E::IOError { .. }
+            | E::HyperResponseError { .. }
+            | E::HyperLegacyError { .. }
+            | E::RequestTimeoutError
+            | E::SocketNotFoundError(_)
+    )
+}
+
+/// Whether the chain holds a transport failure of the engine API (`engine_unreachable`).
+pub fn transport_failure(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<bollard::errors::Error>()
+            .is_some_and(engine_unreachable)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
