@@ -234,3 +234,70 @@ fn a_two_value_sweep_is_a_library_call() {
     assert!(swept.report.exists());
     drop(stack);
 }
+
+/// A campaign as library calls: a file of two rows planned by `ops::campaign_plan::plan` (options
+/// with `Default`, the stack and port as fields) and run by `ops::campaign::campaign` — no command
+/// line, no clap. Row 2 runs on row 1's stack as it is.
+#[test]
+#[ignore = "needs the Docker engine and the fixture images"]
+fn a_two_row_campaign_is_planned_and_run_by_library_calls() {
+    use exectl::ops::campaign_plan::{plan, PlanOptions};
+    use exectl_core::campaign::results::RunFlags;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let stack = rt.block_on(common::Stack::new("libcamp"));
+    std::env::set_var("EXECTL_STATE_DIR", stack.x.state.path());
+    let file = stack.x.state.path().join("two.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "name: two\nimages: {}\nspec: {{db: sqlite, nofile: 20000, health_interval: 1s}}\n\
+             set: [STANDIN_ROOM_CLEANUP_MS=500]\nbcrypt_cost: 4\n\
+             bench: {{hold: 2s, ramp: 1s, settle: 10s, sample: 500ms}}\nrows:\n\
+             \x20 - {{name: idle, topology: single, levels: [3]}}\n\
+             \x20 - {{name: longer, topology: single, levels: [4], bench: {{hold: 3s}}}}\n",
+            common::FIXTURES
+        ),
+    )
+    .unwrap();
+    let (target_spec, opts, planned) = plan(&PlanOptions {
+        file: Some(file),
+        out: Some(stack.x.state.path().join("campaign")),
+        flags: RunFlags {
+            stack: Some(stack.name.clone()),
+            http_port: Some(common::Stack::port()),
+            teardown: true,
+            ..RunFlags::default()
+        },
+        ..PlanOptions::default()
+    })
+    .unwrap();
+    let deploys: Vec<String> = planned
+        .rows
+        .iter()
+        .map(|r| format!("{:?}", r.deploy))
+        .collect();
+    assert_eq!(deploys, ["First", "Same"]);
+    let target = rt.block_on(Target::connect(&target_spec)).unwrap();
+    let ran = exectl::ops::campaign::campaign(&Context::new(&target, &Silent), opts).unwrap();
+    let rows = &ran.results.rows;
+    assert_eq!(rows.len(), 2);
+    let line = |i: usize| {
+        let l = &rows[i].lines[0];
+        (l.users, l.success_pct, l.result.clone())
+    };
+    assert_eq!(line(0), (3, 100.0, "pass".to_string()), "{rows:?}");
+    assert_eq!(line(1), (4, 100.0, "pass".to_string()), "{rows:?}");
+    assert!(ran.report_md.exists());
+    // `teardown: true` removed the row's stack; its data too, here.
+    let single = format!("{}-single", stack.name);
+    rt.block_on(exectl::ops::teardown::teardown(
+        &Context::new(&target, &Silent),
+        &single,
+        &exectl::ops::teardown::TeardownOptions {
+            purge: true,
+            break_lock: true,
+        },
+    ))
+    .unwrap();
+    drop(stack);
+}

@@ -1,7 +1,8 @@
 //! The layers point one way: each top-level module of src/ uses only the layers below its own, in the
 //! order ARCHITECTURE.md draws them (read from that file); no cycle between them, nor between the
-//! modules of the core's `bench` and `doctor`, read from who names whom (`crate::x`, `super::x`, outside
-//! test modules); and the state folder's layout is spelled in `state` only.
+//! modules of `src/ops`, `src/engine` and the core's `bench` and `doctor`, read from who names whom
+//! (`crate::x`, `super::x`, outside test modules); and the state folder's layout is spelled in `state`
+//! only.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -63,9 +64,13 @@ fn graph(code: &BTreeMap<String, String>) -> BTreeMap<String, BTreeSet<String>> 
 
 /// Each module of `core/src/<dir>` (a file, or a folder with its files as one) → the sibling modules it names.
 fn core_graph(dir: &str) -> BTreeMap<String, BTreeSet<String>> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("core/src")
-        .join(dir);
+    folder_graph("core/src", dir)
+}
+
+/// Each module of `<src>/<dir>` (a file, or a folder with its files as one) → the sibling modules it
+/// names (`super::x`, `crate::<dir>::x`, outside test modules).
+fn folder_graph(src: &str, dir: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(src).join(dir);
     let mut sources: Vec<(String, String)> = Vec::new();
     for e in std::fs::read_dir(&root).unwrap() {
         let p = e.unwrap().path();
@@ -308,6 +313,23 @@ fn state_paths_are_built_in_state_only() {
         "state paths built outside src/state: {found:?}"
     );
     assert!(modules()["state"].contains(".join(\"runs\")"));
+}
+
+/// The operations and the engine are layered file by file too: no two files (or more) of `src/ops`
+/// or `src/engine` name each other round (a deploy's two backends share `deploy_stage`, not each other).
+#[test]
+fn ops_and_engine_have_no_module_cycle() {
+    for dir in ["ops", "engine"] {
+        let g = folder_graph("src", dir);
+        assert!(g.len() > 5, "{dir}: {g:?}");
+        if let Some(c) = cycle(&g) {
+            panic!("src/{dir} has a module cycle: {}", c.join(" → "));
+        }
+    }
+    // The check reads what it thinks it reads: the backends' arrows, as they are.
+    let ops = folder_graph("src", "ops");
+    assert!(ops["deploy"].contains("deploy_swarm") && ops["deploy_swarm"].contains("deploy_stage"));
+    assert!(!ops["deploy_swarm"].contains("deploy"), "{ops:?}");
 }
 
 #[test]

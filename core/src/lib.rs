@@ -15,6 +15,7 @@ pub mod footprint;
 pub mod frame;
 pub mod load;
 pub mod manifest;
+pub mod median;
 pub mod naming;
 pub mod pipeline;
 pub mod plan;

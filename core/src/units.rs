@@ -19,7 +19,7 @@ pub struct Invalid {
 }
 
 impl Invalid {
-    fn new(problem: impl Into<String>, fix: impl Into<String>) -> Self {
+    pub fn new(problem: impl Into<String>, fix: impl Into<String>) -> Self {
         Invalid {
             problem: problem.into(),
             fix: fix.into(),

@@ -1,5 +1,6 @@
 //! `exectl bench`: the seed's method end to end. For each level in order: run the scenario at that many
-//! users (the load engine, in process: users ramp in, then all of them are held at once for the hold)
+//! users (the load engine, `load::run`, in this process or over slice processes and generator hosts:
+//! users ramp in, then all of them are held at once for the hold)
 //! while the sampler reads the SUT on the same clock; then the leak check; then the level's verdict
 //! (`core::bench`). Stops after the first level that did not hold its users (one that held them and
 //! leaked goes on, measured from what it left) unless asked to go on, and at once when asked from
@@ -328,7 +329,5 @@ fn browse_in_plateau(
 }
 
 fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
+    crate::clock::unix_s() as i64
 }

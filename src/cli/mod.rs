@@ -4,13 +4,13 @@
 //! same. Value names say their kind (DURATION, SIZE, N, CPUS): tests/bad_values.rs walks them all.
 //! Nothing below `cli` sees clap: operations take options structs.
 
+pub mod bench_flags;
 pub mod host;
 pub mod options;
 pub mod spec;
 pub mod target;
-pub mod templates;
-pub mod values;
 
+pub use bench_flags::BenchFlags;
 use clap::{Args, Parser, Subcommand};
 use spec::SpecArgs;
 use std::path::PathBuf;
@@ -286,106 +286,6 @@ pub struct CampaignArgs {
     /// Print results.json (with --plan: the plan) on stdout (no progress lines).
     #[arg(long)]
     pub json: bool,
-}
-
-/// How each level of a bench runs and is judged: `exectl bench`'s and `exectl sweep`'s (each point's
-/// bench) alike.
-#[derive(Debug, Args, Clone, Default)]
-pub struct BenchFlags {
-    /// idle, login-burst, collab or editing.
-    #[arg(long, default_value = "idle")]
-    pub scenario: String,
-    /// Each level's common hold: how long all its users' sockets stay open at once [default: 30s].
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
-    pub hold: Option<String>,
-    /// Start each level's users evenly over this long [default: 0 for login-burst, else 10s].
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
-    pub ramp: Option<String>,
-    /// Churn during the common hold: each user leaves (closes its socket) after a time drawn with
-    /// this mean (exponential: a steady rate of leaves, users/MEAN a second) and comes back at once
-    /// with a new socket, dialing again as --reconnect does if that fails; the bench fits each
-    /// instance's RSS, open files, connections and rooms over the hold to a trend (the `growth`
-    /// objective).
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
-    pub churn: Option<String>,
-    /// SUT sampling period, 200ms..60s.
-    #[arg(
-        long,
-        value_name = "DURATION",
-        default_value = "1s",
-        allow_hyphen_values = true
-    )]
-    pub sample: String,
-    /// After each level, how long every instance may take to reach 0 connections and 0 rooms.
-    #[arg(
-        long,
-        value_name = "DURATION",
-        default_value = "45s",
-        allow_hyphen_values = true
-    )]
-    pub settle: String,
-    /// An objective, KEY=VALUE (repeat): held=99.9, refused=0, stalled=0, login_p95=5s, connect_p95=2s,
-    /// delivery_p95=1s, frame_errors=0, health_p95=1s, browser=10s, back=30s, growth=10 (the defaults).
-    #[arg(long, value_name = "KEY=VALUE")]
-    pub slo: Vec<String>,
-    /// Run every level even after one fails.
-    #[arg(long)]
-    pub continue_after_fail: bool,
-    /// Connection attempts in flight at most, per level [default: as exectl load].
-    #[arg(long, value_name = "N", allow_hyphen_values = true)]
-    pub dial_concurrency: Option<String>,
-    /// The open model: sessions start on schedule, RATE a second (user i at i/RATE s), whatever the server
-    /// does; latencies count from each scheduled start; --dial-concurrency caps those in flight.
-    #[arg(
-        long,
-        value_name = "RATE",
-        allow_hyphen_values = true,
-        conflicts_with = "ramp"
-    )]
-    pub arrival_rate: Option<String>,
-    /// collab/editing: time between a user's actions, each wait uniform in [D/2, 2D] (mean 1.25·D).
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
-    pub interval: Option<String>,
-    /// Ping a held socket whose server has been silent this long (a frozen server keeps its sockets
-    /// open), whatever the server's own pings; unanswered 10 s more, it is stalled [default: 5s, past
-    /// 10,000 users longer so that a run sends at most 2,000 pings a second; and once the server is seen
-    /// to ping, its own cadence + 5s].
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
-    pub ping_after: Option<String>,
-    /// Use the minted tokens of tokens.json instead of logging in.
-    #[arg(long)]
-    pub tokens: bool,
-    /// With a --fault: a user whose socket dropped logs in again before it dials (one who reloads the
-    /// page; a redeploy that changed API_JWT_SECRET makes every user do it); each level counts those
-    /// logins, their failures and their latency.
-    #[arg(long)]
-    pub relogin: bool,
-    /// The manifest prepare wrote for this --email-pattern instead of the newest.
-    #[arg(long)]
-    pub pattern: Option<String>,
-    /// Local addresses to dial from, round-robin: a range (127.0.0.1-127.0.0.16), a CIDR block or a
-    /// list; each has a port range of its own towards the front door.
-    #[arg(long, value_name = "ADDRS")]
-    pub source_addrs: Option<String>,
-    /// Generator processes to split the users over, each with its own open files and socket table
-    /// [default: as many as the open-file hard limit requires].
-    #[arg(long, value_name = "N", allow_hyphen_values = true)]
-    pub processes: Option<String>,
-    /// Other hosts to run slices of the users on, each over SSH with the target flags' key and
-    /// known_hosts: ssh://USER@HOST[:PORT],…, and `local` for this host's own (--processes) slices.
-    #[arg(long, value_name = "HOSTS")]
-    pub generators: Option<String>,
-    /// During each level's plateau, one more user in headless Chromium: login → project open → first
-    /// sync, timed (the `browser` objective). Uses the manifest's account after the level's users.
-    #[arg(long)]
-    pub browser_probe: bool,
-    /// A fault in each level's common hold: restart:SERVICE@WHEN (docker restart of one service, e.g.
-    /// restart:app-1@10s, restart:nginx@5s), roll@WHEN (every app instance in turn), or a rolling
-    /// redeploy, redeploy:KEY=VALUE@WHEN or redeploy:image=REF@WHEN (every app instance replaced in turn
-    /// by a container with that variable or image, nginx reloaded after each); the users reconnect as
-    /// the real client does, and the `back` objective judges their return.
-    #[arg(long, value_name = "WHAT@WHEN")]
-    pub fault: Option<String>,
 }
 
 /// `exectl report`.

@@ -113,40 +113,11 @@ impl SpecArgs {
     }
 }
 
-/// `--set-secret` values as `KEY=VALUE`: a bare `KEY` (no `=`) takes its value from `var(KEY)`, the
-/// environment, as `docker run -e KEY` does, so that the value is not in exectl's command line, which
-/// `ps` shows to every user of the machine (an environment only to its owner).
-pub fn secret_pairs(
-    given: &[String],
-    var: impl Fn(&str) -> Option<String>,
-) -> Result<Vec<String>, UsageError> {
-    given
-        .iter()
-        .map(|g| match g.split_once('=') {
-            Some(_) => Ok(g.clone()),
-            // Never shown: a bare word may be a value given without its `KEY=`.
-            None => var(g).map(|v| format!("{g}={v}")).ok_or_else(|| {
-                UsageError::new(
-                    "--set-secret",
-                    "<redacted>",
-                    "no =VALUE, and no environment variable of that name to take it from (the word given is not shown: it may be a value)",
-                    "give --set-secret KEY=VALUE, or export KEY=... before exectl and give a bare --set-secret KEY (its value then stays out of `ps`)",
-                )
-            }),
-        })
-        .collect()
-}
+use crate::ops::spec_source::secret_pairs;
+use crate::ops::templates::templates;
 
 pub fn load_templates(args: &SpecArgs) -> Result<Templates> {
     templates(args.templates.as_deref())
-}
-
-/// The embedded templates, with the overrides of `dir` when given (`--templates`, or a sweep's plan).
-pub fn templates(dir: Option<&std::path::Path>) -> Result<Templates> {
-    match dir {
-        Some(dir) => Ok(crate::cli::templates::with_overrides(dir)?),
-        None => Ok(Templates::embedded()),
-    }
 }
 
 pub use crate::ops::spec_source::read_spec_file;

@@ -107,7 +107,7 @@ pub fn resolve(
 fn connect_timeout(
     args: &crate::cli::target::TargetArgs,
 ) -> Result<std::time::Duration, UsageError> {
-    crate::cli::values::duration_flag(
+    crate::ops::values::duration_flag(
         "--connect-timeout",
         &args.connect_timeout,
         std::time::Duration::from_millis(1),

@@ -1,5 +1,5 @@
-//! `exectl campaign FILE`: the file and flags checked (`cli::options::campaign`, exit 2 before
-//! anything is connected to), then `--plan` said, or the operation run (`ops::campaign`) and its
+//! `exectl campaign FILE`: the file and flags checked (`ops::campaign_plan`, from the flags by
+//! `cli::options::campaign`; exit 2 before anything is connected to), then `--plan` said, or the operation run (`ops::campaign`) and its
 //! table's rows, findings and reports said. SIGINT/SIGTERM stop the running row's bench; the rows
 //! before it are kept and `--resume` goes on. Exit 0 when every row ran (a row whose levels fail is a
 //! finding, not an error), 1 when one did not run or the campaign stopped early, 2 for bad input, 3

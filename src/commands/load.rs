@@ -10,7 +10,7 @@ use crate::cli::LoadArgs;
 use crate::load::{endpoint, LoadOptions};
 
 pub fn run(args: &LoadArgs) -> Result<i32> {
-    let flags = LoadFlags::of(args);
+    let flags = LoadFlags::of(args)?;
     let mut opts = crate::cli::options::load::load(&flags)?;
     if let Some(out) = &args.out {
         check_out(out)?;

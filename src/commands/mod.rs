@@ -1,4 +1,5 @@
-//! One module per subcommand: each loads what it needs, calls the pure core and prints.
+//! One module per subcommand: each turns its flags into options (`cli::options`), connects, calls one
+//! operation (`ops`) and prints what it returned.
 
 pub mod bench;
 pub mod campaign;

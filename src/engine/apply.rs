@@ -4,7 +4,7 @@
 
 use super::desired::{duration_ns, Desired, DesiredService, LABEL_HASH, LABEL_PARTS, LABEL_STACK};
 use super::probe::Prober;
-use super::wait::{wait_ready, Readiness, RestartWatch, Wanted};
+use super::wait::{wait_ready, Held, Readiness, RestartWatch, Wanted};
 use crate::sut::Target;
 use anyhow::{bail, Context, Result};
 use bollard::models::{
@@ -27,10 +27,6 @@ pub struct Event {
 }
 
 pub type Progress<'a> = &'a (dyn Fn(Event) + Sync);
-
-/// Ok while the command still holds the stack's lock: checked before every change, so a
-/// `--break-lock` from another command stops this one at its next step.
-pub type Held<'a> = &'a (dyn Fn() -> Result<()> + Sync);
 
 /// The one label every object of a stack carries: observe and teardown find them by it.
 pub fn stack_labels(stack: &str) -> HashMap<String, String> {

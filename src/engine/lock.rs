@@ -1,5 +1,5 @@
-//! One deploy or teardown of a stack at a time: a lock file in the stack's folder on the target, naming
-//! its holder. A lock whose holder process is gone (same host) is stale and taken over with a notice;
+//! One writer of a stack at a time (deploy, prepare and its reset, bench, teardown): a lock file in the
+//! stack's local state folder, naming its holder (`remote_lock` holds the SUT's side of a remote target). A lock whose holder process is gone (same host) is stale and taken over with a notice;
 //! any other can be broken explicitly with --break-lock.
 //!
 //! `load` takes the stack as a reader (`ReaderLock`): any number of loads at once, each a file of its
@@ -25,10 +25,7 @@ pub struct Holder {
 impl Holder {
     /// This process, running `command`, from now.
     pub fn me(command: &str) -> Holder {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs();
+        let now = crate::clock::unix_s();
         Holder {
             pid: std::process::id(),
             host: hostname(),

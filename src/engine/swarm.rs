@@ -3,8 +3,9 @@
 //! task (a worker's engine answers for its own containers only). The plan is the single-host plan
 //! (`exectl_core::plan`) over services instead of containers, with the swarm hash (definition + node).
 
-use super::apply::{stack_labels, Event, Held, Progress};
+use super::apply::{stack_labels, Event, Progress};
 use super::desired::{Desired, DesiredService, LABEL_STACK};
+use super::wait::Held;
 use crate::sut::swarm::{running_tasks, Swarm};
 use crate::sut::Target;
 use anyhow::{bail, Context, Result};

@@ -15,6 +15,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// Ok while the command still holds the stack's lock: checked before every change, so a
+/// `--break-lock` from another command stops this one at its next step.
+pub type Held<'a> = &'a (dyn Fn() -> Result<()> + Sync);
+
 pub enum Readiness {
     /// What made it ready, and Docker's health then ("none" without a healthcheck).
     Ready(ReadyBy, String),
@@ -42,7 +46,7 @@ pub async fn wait_ready(
     prober: &Prober,
     container: &str,
     wanted: &Wanted<'_>,
-    held: super::apply::Held<'_>,
+    held: Held<'_>,
 ) -> Result<Readiness> {
     let docker = &target.docker;
     let mut last_probe: Option<String> = None;

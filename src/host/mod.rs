@@ -1,7 +1,7 @@
 //! Host tuning for C10k benchmarks (`exectl host tune|restore`): the pure part. The files of
 //! `ansible-free/` are embedded here; the command uploads them to the host and runs `tune.sh` there, then
 //! this module reads its report lines back into a typed report and renders it. Nothing here talks to a
-//! host: see `commands::host` for the effects.
+//! host: see `ops::host` for the effects.
 
 pub mod daemon_json;
 pub mod report;

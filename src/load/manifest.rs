@@ -35,9 +35,7 @@ pub fn token_exp(token: &str) -> Option<u64> {
 }
 
 fn now_s() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+    crate::clock::unix_s()
 }
 
 /// How to get tokens that last: the same prepare again, for longer if need be.

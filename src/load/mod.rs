@@ -1,8 +1,9 @@
 //! `exectl load`: a native load generator for the app's login API and Yjs WebSocket relay.
 //!
 //! One task per user, spawned on the ramp's schedule with at most `--dial-concurrency` dials in flight;
-//! each user makes exactly one attempt (a failed user is not retried, so there is no retry storm) and
-//! every wait is bounded by a timeout. A socket counts as held only if it stayed open and alive for the
+//! each user makes one attempt by default (a failed user is not retried, so there is no retry storm;
+//! with `--reconnect` or `--churn` a dropped or leaving user dials again with the real client's backoff)
+//! and every wait is bounded by a timeout. A socket counts as held only if it stayed open and alive for the
 //! whole hold: the app always answers 101 and rejects with a close code right after (contract §2), and a
 //! frozen server keeps its sockets open without a word (`exectl_core::load::liveness`).
 
@@ -17,11 +18,12 @@ pub mod session;
 pub mod settings;
 pub mod slice;
 pub mod summary;
+pub mod summary_text;
 
-use std::fmt;
 use std::time::Duration;
 
 pub use endpoint::{AllowList, Endpoint};
+pub use exectl_core::load::Scenario;
 pub use manifest::Manifest;
 pub use summary::Summary;
 
@@ -42,57 +44,6 @@ pub const TIMEOUTS: crate::app::Timeouts = crate::app::Timeouts {
     login: LOGIN_TIMEOUT,
     request: HTTP_TIMEOUT,
 };
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Scenario {
-    Idle,
-    LoginBurst,
-    Collab,
-    Editing,
-}
-
-impl Scenario {
-    pub const ALL: [Scenario; 4] = [
-        Scenario::Idle,
-        Scenario::LoginBurst,
-        Scenario::Collab,
-        Scenario::Editing,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Scenario::Idle => "idle",
-            Scenario::LoginBurst => "login-burst",
-            Scenario::Collab => "collab",
-            Scenario::Editing => "editing",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Scenario> {
-        Scenario::ALL.into_iter().find(|x| x.name() == s)
-    }
-
-    /// Whether users open a WebSocket (all but login-burst).
-    pub fn uses_socket(self) -> bool {
-        self != Scenario::LoginBurst
-    }
-
-    /// The action interval D (waits uniform in [D/2, 2·D]): collab sends often, editing at the seed's
-    /// 5–20 s.
-    pub fn default_interval(self) -> Duration {
-        match self {
-            Scenario::Editing => Duration::from_secs(10),
-            _ => Duration::from_secs(1),
-        }
-    }
-}
-
-impl fmt::Display for Scenario {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// A validated run.
 #[derive(Debug, Clone)]
@@ -289,10 +240,5 @@ mod tests {
             assert_eq!(Scenario::parse(s.name()), Some(s));
         }
         assert_eq!(Scenario::parse("burst"), None);
-        // The core's list (objectives, sweep variables) names the same scenarios, in the same order.
-        assert_eq!(
-            Scenario::ALL.map(Scenario::name),
-            exectl_core::load::SCENARIOS
-        );
     }
 }

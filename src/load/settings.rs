@@ -1,6 +1,7 @@
 //! What a load is asked before the stack it goes to is read: typed, with `exectl load`'s defaults in
-//! `Default` (a `None` is what the scenario or the users give). `exectl load` and each level of `exectl
-//! bench` make one from their flags (`cli::options::load`); sweep and other programs set its fields.
+//! `Default` (a `None` is what the scenario or the users give). `from_input` makes one of what a user
+//! said (`BenchInput`: `exectl load`'s flags, each bench level's); sweep and other programs set its
+//! fields.
 //! `run` and `for_stack` read the manifest and the front door and make the run's `LoadOptions`.
 
 use std::net::IpAddr;
@@ -11,13 +12,11 @@ use super::{
     DEFAULT_DIAL_CONCURRENCY, DEFAULT_HOLD, DEFAULT_RAMP,
 };
 use crate::sut::TargetSpec;
+use exectl_core::bench::settings::BenchInput;
 use exectl_core::error::UsageError;
 use exectl_core::load::liveness::Bounds;
 
-/// Most `--arrival-rate`: a million sessions a second is far past what one generator starts.
-pub const MAX_ARRIVAL_RATE: f64 = 1_000_000.0;
-/// Least `--arrival-rate`: one session every 100 s.
-pub const MIN_ARRIVAL_RATE: f64 = 0.01;
+pub use exectl_core::load::{MAX_ARRIVAL_RATE, MIN_ARRIVAL_RATE};
 /// `rate` sessions a second, within MIN..=MAX_ARRIVAL_RATE (NaN is in no range); errors show it as
 /// `given`.
 pub fn checked_rate(rate: f64, given: &str) -> Result<f64, UsageError> {
@@ -100,6 +99,51 @@ impl Default for LoadSettings {
 }
 
 impl LoadSettings {
+    /// The load of what a user said (`BenchInput`'s workload settings, each already read as its type),
+    /// with the users' generators, whether a dropped user dials again (`--reconnect`, a bench's fault)
+    /// and the progress line; checked across settings (`check`).
+    pub fn from_input(
+        input: &BenchInput,
+        generators: Generators,
+        reconnect: bool,
+        progress: bool,
+    ) -> Result<LoadSettings, UsageError> {
+        let scenario = input.scenario();
+        if let (Some(churn), false) = (input.churn, scenario.uses_socket()) {
+            return Err(input.as_given(UsageError::new(
+                "--churn",
+                exectl_core::units::show(churn),
+                format!("{} holds no socket to leave", scenario.name()),
+                "use it with idle, collab or editing",
+            )));
+        }
+        let sources = match &input.source_addrs {
+            Some(t) => exectl_core::load::sources::parse(t)?,
+            None => Vec::new(),
+        };
+        let settings = LoadSettings {
+            scenario,
+            ramp: input.ramp,
+            dial_concurrency: input.dial_concurrency.map(|n| n as usize),
+            hold: input.hold.unwrap_or(DEFAULT_HOLD),
+            interval: input.interval,
+            ping_after: input.ping_after,
+            tokens: BenchInput::on(input.tokens),
+            sources,
+            processes: input.processes.map(|n| n as usize),
+            generators,
+            pattern: input.pattern.clone(),
+            progress,
+            arrival_rate: input.arrival_rate,
+            // A user that left comes back; if its dial fails, as --reconnect does.
+            reconnect: reconnect || input.churn.is_some(),
+            relogin: BenchInput::on(input.relogin),
+            churn: input.churn,
+        };
+        settings.check().map_err(|e| input.as_given(e))?;
+        Ok(settings)
+    }
+
     /// What no value's own range shows: a held socket needs a hold, and a login burst measures logins.
     pub fn check(&self) -> Result<(), UsageError> {
         if self.scenario.uses_socket() && self.hold.is_zero() {
@@ -212,9 +256,7 @@ impl LoadSettings {
         }
         .min(users);
         let run_id = run_id.unwrap_or_else(|| {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs());
+            let now = crate::clock::unix_s();
             format!("{}-{users}-{now}", self.scenario.name())
         });
         Ok(LoadOptions {

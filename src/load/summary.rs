@@ -1,14 +1,14 @@
 //! The run's verdict: per-user outcomes folded into counts, close codes by kind, latency percentiles and
-//! the client's own usage; printed for people and as JSON tagged with the run id.
+//! the client's own usage, made in one place (`Summary::of_tally`) for a run and for merged slices; as
+//! JSON tagged with the run id, and for people (`summary_text`).
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
 use super::metrics::{Hist, Percentiles};
 use super::session::{Ctx, Ended, UserOutcome};
-use super::Scenario;
+use super::{LoadOptions, Scenario};
 use exectl_core::load::delivery::{self, Deliveries, Member};
 use exectl_core::load::liveness::Pings;
 use exectl_core::load::recovery::{Recovery, Relogins};
@@ -369,9 +369,9 @@ impl Spans {
     }
 }
 
-/// The users' drops and returns, counted (`--reconnect`); `back` holds every return's time and
-/// `relogin` every login's on the way back (`--relogin`, which `relogin` says).
-fn recovery(outcomes: &[UserOutcome], back: &Hist, relogin: Option<&Hist>) -> Recovery {
+/// The users' drops and returns, counted (`--reconnect`), with their logins on the way back when
+/// `relogin` (`--relogin`); the returns' times are the histograms' (`Summary::of_tally`).
+fn recovery(outcomes: &[UserOutcome], relogin: bool) -> Recovery {
     let mut r = Recovery::default();
     let s = |us: u64| us as f64 / 1e6;
     for (o, u) in outcomes
@@ -388,7 +388,7 @@ fn recovery(outcomes: &[UserOutcome], back: &Hist, relogin: Option<&Hist>) -> Re
             dropped_by: count(&u.dropped_by),
             first_drop_s: u.first_drop_us.map(s),
             last_back_s: u.last_back_us.map(s),
-            relogins: relogin.is_some().then(|| Relogins {
+            relogins: relogin.then(|| Relogins {
                 ok: u.logins_us.len() as u64,
                 failed: count(&u.failed_logins),
                 ..Relogins::default()
@@ -396,10 +396,9 @@ fn recovery(outcomes: &[UserOutcome], back: &Hist, relogin: Option<&Hist>) -> Re
             ..Recovery::default()
         });
     }
-    if relogin.is_some() {
+    if relogin {
         r.relogins.get_or_insert_with(Relogins::default);
     }
-    returns(&mut r, back, relogin);
     r
 }
 
@@ -413,7 +412,7 @@ fn count(kinds: &[String]) -> BTreeMap<String, u64> {
 
 /// The returns' p50, p95 and longest, from their histogram (a run's, or its slices' merged), and
 /// the logins' on the way back (`--relogin`).
-pub(super) fn returns(r: &mut Recovery, back: &Hist, relogin: Option<&Hist>) {
+fn returns(r: &mut Recovery, back: &Hist, relogin: Option<&Hist>) {
     let p = back.percentiles();
     if p.count > 0 {
         (r.back_p50_ms, r.back_p95_ms, r.back_max_ms) = (Some(p.p50), Some(p.p95), Some(p.max));
@@ -441,6 +440,35 @@ pub struct RunFacts {
     pub probe: Option<(u64, u64, Hist)>,
     /// The liveness pings it sent, and the server's own it followed.
     pub pings: Pings,
+}
+
+/// A run's counts and histograms: gathered from its users (`Summary::build`) or summed over its
+/// slices (`slice::merge`), then made a `Summary` in one place (`Summary::of_tally`).
+#[derive(Debug, Default)]
+pub struct Tally {
+    pub users: usize,
+    pub started_unix_s: u64,
+    pub duration_s: f64,
+    pub connected: u64,
+    pub held: u64,
+    pub stalled: u64,
+    pub succeeded: u64,
+    pub interrupted: bool,
+    pub plateau: Option<PlateauFigures>,
+    pub close_codes: BTreeMap<String, u64>,
+    pub failures: BTreeMap<String, u64>,
+    pub peak_rss: u64,
+    pub cpu_s: f64,
+    pub pings: Pings,
+    /// Counts; their percentiles are read off `parts`.
+    pub login_burst: Option<LoginBurst>,
+    pub fanout: Option<Fanout>,
+    pub editing: Option<Editing>,
+    pub arrivals: Option<Arrivals>,
+    /// Counts; the returns' times are read off `parts`.
+    pub recovery: Option<Recovery>,
+    pub slices: Vec<SliceUse>,
+    pub parts: Parts,
 }
 
 impl Summary {
@@ -533,30 +561,27 @@ impl Summary {
             fanout_messages: sum(|o| o.frames_received),
             fanout_bytes: sum(|o| o.bytes_received),
             deliveries,
-            delivery_ms: ctx.delivery.percentiles(),
+            ..Fanout::default()
         });
-        let probe_hist = facts
-            .probe
-            .as_ref()
-            .map(|p| p.2.clone())
-            .unwrap_or_default();
-        let login_burst = facts.probe.map(|(samples, errors, probe)| {
-            let probe_ms = probe.percentiles();
-            let ok = login_status.get("200").copied().unwrap_or(0);
-            LoginBurst {
-                logins_ok: ok,
-                logins_failed: outcomes.len() as u64 - ok,
-                login_status: login_status.clone(),
-                probe_samples: samples,
-                probe_errors: errors,
-                probe_ms,
+        let (login_burst, probe_hist) = match facts.probe {
+            Some((samples, errors, probe)) => {
+                let ok = login_status.get("200").copied().unwrap_or(0);
+                let burst = LoginBurst {
+                    logins_ok: ok,
+                    logins_failed: outcomes.len() as u64 - ok,
+                    login_status: login_status.clone(),
+                    probe_samples: samples,
+                    probe_errors: errors,
+                    ..LoginBurst::default()
+                };
+                (Some(burst), probe)
             }
-        });
+            None => (None, Hist::default()),
+        };
         let editing = (scenario == Scenario::Editing).then(|| Editing {
             actions: ctx.actions.snapshot(),
-            metadata_ms: ctx.metadata_ms.percentiles(),
-            autosave_ms: ctx.autosave_ms.percentiles(),
             users_with_http_failures: http_failed,
+            ..Editing::default()
         });
         let (mut back, mut relogin) = (Hist::default(), Hist::default());
         for r in outcomes.iter().filter_map(|o| o.recovery.as_deref()) {
@@ -573,74 +598,124 @@ impl Summary {
                 .plateau
                 .figures(spans.ramp_s(), spans.logins_per_s())
         });
-        let rate = if facts.connect_span_s > 0.0 {
-            (connected as f64 / facts.connect_span_s * 10.0).round() / 10.0
+        Summary::of_tally(
+            opts,
+            Tally {
+                users: outcomes.len(),
+                started_unix_s: ctx.started_unix_s(),
+                duration_s: facts.duration_s,
+                connected,
+                held,
+                stalled,
+                succeeded,
+                interrupted: ctx.live.plateau.stopped(),
+                plateau,
+                close_codes,
+                failures,
+                peak_rss: facts.peak_rss,
+                cpu_s: facts.cpu_s,
+                pings: facts.pings,
+                login_burst,
+                fanout,
+                editing,
+                arrivals: Arrivals::of(opts, outcomes.iter().map(|o| o.cap_wait_us)),
+                recovery: opts.reconnect.then(|| recovery(outcomes, opts.relogin)),
+                slices: vec![SliceUse {
+                    slice: 0,
+                    host: super::metrics::host_name(),
+                    pid: std::process::id(),
+                    users: outcomes.len(),
+                    held,
+                    failed: outcomes.len() as u64 - succeeded,
+                    cpu_s: facts.cpu_s,
+                    cpu_capacity: facts.cpu_capacity,
+                    hold_cpu_share: facts.hold_cpu.0,
+                    hold_throttled: facts.hold_cpu.1,
+                    peak_rss_bytes: facts.peak_rss,
+                    start_skew_ms: None,
+                    generator: None,
+                    clock_offset_ms: None,
+                    error: None,
+                    last_seen: None,
+                }],
+                parts: Parts {
+                    login,
+                    connect,
+                    early_end: early,
+                    silence,
+                    delivery: ctx.delivery.snapshot(),
+                    metadata: ctx.metadata_ms.snapshot(),
+                    autosave: ctx.autosave_ms.snapshot(),
+                    probe: probe_hist,
+                    back,
+                    relogin,
+                    connect_span_s: facts.connect_span_s,
+                    spans,
+                },
+            },
+        )
+    }
+
+    /// A run's summary from its tally, for a run's users (`build`) and for slices merged
+    /// (`slice::merge`) alike: every percentile read off the tally's histograms (never an average of
+    /// percentiles), the connect rate from its connect span, the returns from its histograms.
+    pub fn of_tally(opts: &LoadOptions, t: Tally) -> Summary {
+        let Tally {
+            mut login_burst,
+            mut fanout,
+            mut editing,
+            parts,
+            ..
+        } = t;
+        if let Some(b) = &mut login_burst {
+            b.probe_ms = parts.probe.percentiles();
+        }
+        if let Some(f) = &mut fanout {
+            f.delivery_ms = parts.delivery.percentiles();
+        }
+        if let Some(e) = &mut editing {
+            e.metadata_ms = parts.metadata.percentiles();
+            e.autosave_ms = parts.autosave.percentiles();
+        }
+        let rate = if parts.connect_span_s > 0.0 {
+            (t.connected as f64 / parts.connect_span_s * 10.0).round() / 10.0
         } else {
             0.0
         };
         Summary {
             run_id: opts.run_id.clone(),
-            scenario: scenario.name().to_string(),
-            users: outcomes.len(),
-            started_unix_s: ctx.started_unix_s(),
-            duration_s: (facts.duration_s * 1000.0).round() / 1000.0,
-            connected,
-            held_full_duration: held,
-            plateau,
-            interrupted: ctx.live.plateau.stopped(),
-            stalled,
-            succeeded,
-            failed: outcomes.len() as u64 - succeeded,
-            close_codes,
-            failures,
-            login_ms: login.percentiles(),
-            connect_ms: connect.percentiles(),
-            early_end_ms: early.percentiles(),
-            server_silence_ms: silence.percentiles(),
+            scenario: opts.scenario.name().to_string(),
+            users: t.users,
+            started_unix_s: t.started_unix_s,
+            duration_s: (t.duration_s * 1000.0).round() / 1000.0,
+            connected: t.connected,
+            held_full_duration: t.held,
+            plateau: t.plateau,
+            interrupted: t.interrupted,
+            stalled: t.stalled,
+            succeeded: t.succeeded,
+            failed: t.users as u64 - t.succeeded,
+            close_codes: t.close_codes,
+            failures: t.failures,
+            login_ms: parts.login.percentiles(),
+            connect_ms: parts.connect.percentiles(),
+            early_end_ms: parts.early_end.percentiles(),
+            server_silence_ms: parts.silence.percentiles(),
             connect_rate_per_s: rate,
-            client_peak_rss_bytes: facts.peak_rss,
-            client_cpu_seconds: facts.cpu_s,
-            pings: facts.pings,
+            client_peak_rss_bytes: t.peak_rss,
+            client_cpu_seconds: t.cpu_s,
+            pings: t.pings,
             settings: Settings::of(opts),
             login_burst,
             fanout,
             editing,
-            arrivals: Arrivals::of(opts, outcomes.iter().map(|o| o.cap_wait_us)),
-            recovery: opts
-                .reconnect
-                .then(|| recovery(outcomes, &back, opts.relogin.then_some(&relogin))),
-            generator: Generator::of(vec![SliceUse {
-                slice: 0,
-                host: super::metrics::host_name(),
-                pid: std::process::id(),
-                users: outcomes.len(),
-                held,
-                failed: outcomes.len() as u64 - succeeded,
-                cpu_s: facts.cpu_s,
-                cpu_capacity: facts.cpu_capacity,
-                hold_cpu_share: facts.hold_cpu.0,
-                hold_throttled: facts.hold_cpu.1,
-                peak_rss_bytes: facts.peak_rss,
-                start_skew_ms: None,
-                generator: None,
-                clock_offset_ms: None,
-                error: None,
-                last_seen: None,
-            }]),
-            parts: Parts {
-                login,
-                connect,
-                early_end: early,
-                silence,
-                delivery: ctx.delivery.snapshot(),
-                metadata: ctx.metadata_ms.snapshot(),
-                autosave: ctx.autosave_ms.snapshot(),
-                probe: probe_hist,
-                back,
-                relogin,
-                connect_span_s: facts.connect_span_s,
-                spans,
-            },
+            arrivals: t.arrivals,
+            recovery: t.recovery.map(|mut r| {
+                returns(&mut r, &parts.back, opts.relogin.then_some(&parts.relogin));
+                r
+            }),
+            generator: Generator::of(t.slices),
+            parts,
         }
     }
 
@@ -664,207 +739,12 @@ impl Summary {
             1
         }
     }
-
-    /// The terminal form.
-    pub fn render(&self) -> String {
-        let mut s = String::new();
-        let p = |x: &Percentiles| {
-            if x.count == 0 {
-                "-".to_string()
-            } else {
-                format!(
-                    "p50 {:.1} / p95 {:.1} / p99 {:.1} / max {:.1} ms (n={})",
-                    x.p50, x.p95, x.p99, x.max, x.count
-                )
-            }
-        };
-        let kv = |m: &BTreeMap<String, u64>| {
-            if m.is_empty() {
-                "none".to_string()
-            } else {
-                m.iter()
-                    .map(|(k, v)| format!("{k}: {v}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            }
-        };
-        let verdict = match (self.passed(), self.interrupted) {
-            (_, true) => "INTERRUPTED",
-            (true, _) => "PASS",
-            _ => "FAIL",
-        };
-        let _ = writeln!(
-            s,
-            "exectl load {} — run {} — {verdict}",
-            self.scenario, self.run_id
-        );
-        let _ = writeln!(
-            s,
-            "  users {}  succeeded {}  failed {}  ({:.1} s from the first dial)",
-            self.users, self.succeeded, self.failed, self.duration_s
-        );
-        if self.scenario != Scenario::LoginBurst.name() {
-            let _ = writeln!(
-                s,
-                "  connected (101) {}  held (open and alive) through the common {:.1} s hold {}  stalled {}",
-                self.connected, self.settings.hold_s, self.held_full_duration, self.stalled
-            );
-            if let Some(p) = &self.plateau {
-                let _ = writeln!(s, "  plateau       {}", p.describe());
-            }
-            let _ = writeln!(s, "  close codes   {}", kv(&self.close_codes));
-        }
-        let _ = writeln!(s, "  failures      {}", kv(&self.failures));
-        if let Some(a) = &self.arrivals {
-            let _ = writeln!(s, "  arrivals      {}", a.describe());
-        }
-        if let Some(r) = &self.recovery {
-            let _ = writeln!(s, "  reconnects    {}", r.describe());
-        }
-        let _ = writeln!(s, "  login         {}", p(&self.login_ms));
-        if self.scenario != Scenario::LoginBurst.name() {
-            let _ = writeln!(s, "  connect       {}", p(&self.connect_ms));
-        }
-        if self.early_end_ms.count > 0 {
-            let _ = writeln!(s, "  early end     {}", p(&self.early_end_ms));
-        }
-        if self.scenario != Scenario::LoginBurst.name() {
-            let _ = writeln!(s, "  pings         {}", self.pings.describe());
-        }
-        if self.server_silence_ms.count > 0 {
-            // The bound in force at the end: past the server's own cadence once it was seen to ping.
-            let answer_s = self.settings.stall_after_s - self.settings.ping_after_s;
-            let stall_s = match self.pings.ping_after_s {
-                a if a > 0.0 => a + answer_s,
-                _ => self.settings.stall_after_s,
-            };
-            let _ = writeln!(
-                s,
-                "  server silent {}  (longest per socket; stalled past {stall_s:.0} s)",
-                p(&self.server_silence_ms),
-            );
-        }
-        if let Some(b) = &self.login_burst {
-            let _ = writeln!(
-                s,
-                "  logins        ok {}  failed {}  ({})",
-                b.logins_ok,
-                b.logins_failed,
-                kv(&b.login_status)
-            );
-            let _ = writeln!(
-                s,
-                "  probe         {} samples, {} errors, {}",
-                b.probe_samples,
-                b.probe_errors,
-                p(&b.probe_ms)
-            );
-        }
-        if let Some(f) = &self.fanout {
-            let _ = writeln!(
-                s,
-                "  frames        sent {} ({} B)  received {} ({} B)",
-                f.frames_sent, f.bytes_sent, f.fanout_messages, f.fanout_bytes,
-            );
-            let _ = writeln!(s, "  deliveries    {}", render_deliveries(&f.deliveries));
-            let _ = writeln!(s, "  delivery      {}", p(&f.delivery_ms));
-        }
-        if let Some(e) = &self.editing {
-            let _ = writeln!(s, "  actions       {}", kv(&e.actions));
-            let _ = writeln!(s, "  metadata      {}", p(&e.metadata_ms));
-            let _ = writeln!(s, "  autosave      {}", p(&e.autosave_ms));
-        }
-        if self.scenario != Scenario::LoginBurst.name() {
-            let _ = writeln!(s, "  connect rate  {:.1}/s", self.connect_rate_per_s);
-        }
-        let _ = writeln!(
-            s,
-            "  client        peak RSS {:.1} MiB, CPU {:.2} s",
-            self.client_peak_rss_bytes as f64 / (1 << 20) as f64,
-            self.client_cpu_seconds
-        );
-        if self.generator.slices.len() > 1 {
-            for u in &self.generator.slices {
-                let _ = writeln!(s, "  {}", slice_line(u));
-            }
-        }
-        if let Some(b) = &self.generator.bound {
-            let _ = writeln!(s, "  GENERATOR-BOUND: {b}");
-        }
-        s
-    }
-}
-
-/// `slice 1  pid 4242 on gen-1  users 16,667  held 16,667  CPU 3.1 s (41 % of 1.00 during the hold)
-/// RSS 120.3 MiB  skew 2.1 ms`, or the slice's error.
-fn slice_line(u: &SliceUse) -> String {
-    let on = u.generator.as_deref().unwrap_or(&u.host);
-    let mut s = format!(
-        "slice {:<2} pid {} on {on}  users {}  held {}",
-        u.slice, u.pid, u.users, u.held
-    );
-    if let Some(e) = &u.error {
-        let seen = u.last_seen.map_or(String::new(), |l| {
-            format!(
-                " {:.1} s after the first dial (last heard: {} connected, {} open)",
-                l.at_s, l.connected, l.open
-            )
-        });
-        return s + &format!("  FAILED{seen}: {e}");
-    }
-    s += &format!("  CPU {:.2} s", u.cpu_s);
-    if let Some(share) = u.hold_cpu_share {
-        s += &format!(
-            " ({:.0} % of {:.2} during the hold",
-            share * 100.0,
-            u.cpu_capacity
-        );
-        if let Some(t) = u.hold_throttled {
-            s += &format!(", throttled {:.0} %", t * 100.0);
-        }
-        s += ")";
-    }
-    s += &format!(
-        "  RSS {:.1} MiB",
-        u.peak_rss_bytes as f64 / (1 << 20) as f64
-    );
-    if let Some(k) = u.start_skew_ms {
-        s += &format!("  skew {k:.1} ms");
-    }
-    if let Some(c) = u.clock_offset_ms {
-        s += &format!(" (its clock {c:+.1} ms)");
-    }
-    s
-}
-
-/// `delivered 40 of 40 expected  lost 0  duplicated 0  echoed 0  cross-room 0`.
-fn render_deliveries(d: &Deliveries) -> String {
-    let mut s = match d.expected {
-        Some(e) => format!(
-            "delivered {} of {e} expected",
-            d.delivered - d.delivered_to_partial_members
-        ),
-        None => format!("delivered {}", d.delivered),
-    };
-    if d.expected.is_some() && d.delivered_to_partial_members > 0 {
-        s += &format!(
-            " (+{} to members not there for the whole window)",
-            d.delivered_to_partial_members
-        );
-    }
-    if let Some(l) = d.lost {
-        s += &format!("  lost {l}");
-    }
-    s += &format!(
-        "  duplicated {}  echoed {}  cross-room {}",
-        d.duplicated, d.echoed, d.cross_room
-    );
-    s
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::load::summary_text::render_deliveries;
 
     #[test]
     fn deliveries_line() {

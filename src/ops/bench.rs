@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use anyhow::Result;
 
@@ -151,9 +151,7 @@ pub fn bench(cx: &Context<'_>, o: BenchOptions) -> Result<BenchOutcome> {
         &first.endpoint,
         Some(&stack),
     ))?;
-    let started_unix_s = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let started_unix_s = crate::clock::unix_s();
     // A bench --out DIR is found by its id too (runs, exectl report): a symlink in the state folder,
     // made once every check passed.
     crate::state::benches::record_out(&crate::state::root(), &run_id, &out.path)?;

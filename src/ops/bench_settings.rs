@@ -1,15 +1,16 @@
 //! What a bench is asked before its stack's manifest is read: typed, `exectl bench`'s defaults in
-//! `Default`. `options` makes a bench of it on a stack — each level's load (checked as `exectl load`
-//! checks it), the browser user — for `exectl bench` (`cli::options::bench`), sweep's points and any
-//! program.
+//! `Default`, made from what a user said (`BenchInput`: bench's and sweep's flags, a campaign row's
+//! `bench:`) by `from_input`, which checks it across settings. `options` makes a bench of it on a
+//! stack — each level's load, the browser user — for `exectl bench`, sweep's points and any program.
 
 use std::time::Duration;
 
 use super::bench::BenchOptions;
 use crate::load::settings::LoadSettings;
-use crate::load::{Endpoint, LoadOptions, Manifest, StackRef};
+use crate::load::{Endpoint, Generators, LoadOptions, Manifest, StackRef};
 use crate::state::bench_dir::BenchDir;
 use crate::sut::TargetSpec;
+use exectl_core::bench::settings::BenchInput;
 use exectl_core::bench::Slos;
 use exectl_core::error::UsageError;
 
@@ -54,6 +55,44 @@ impl Default for BenchSettings {
 }
 
 impl BenchSettings {
+    /// The bench of what a user said (bench's and sweep's flags, a campaign row's `bench:`, each
+    /// value read as its type by `BenchInput`), its users from `generators`: checked across settings
+    /// (the load's rules, a fault inside the hold on a scenario that holds sockets), nothing connected
+    /// to. `sample_lines`: a progress line every sample.
+    pub fn from_input(
+        input: &BenchInput,
+        generators: Generators,
+        sample_lines: bool,
+    ) -> Result<BenchSettings, UsageError> {
+        let slos = Slos::with_overrides(input.slo.as_deref().unwrap_or_default())?;
+        // A fault drops sockets on purpose: the users come back as the real client does.
+        let load = LoadSettings::from_input(input, generators, input.fault.is_some(), false)?;
+        if let Some(f) = &input.fault {
+            let refused = |why: String, fix: &str| {
+                input.as_given(UsageError::new("--fault", f.text(), why, fix))
+            };
+            f.check_hold(load.hold).map_err(|why| {
+                refused(why, "give a WHEN shorter than --hold, or a longer --hold")
+            })?;
+            if !load.scenario.uses_socket() {
+                return Err(refused(
+                    format!("{} holds no socket to drop", load.scenario.name()),
+                    "use it with idle, collab or editing",
+                ));
+            }
+        }
+        Ok(BenchSettings {
+            load,
+            slos,
+            sample: input.sample.unwrap_or(DEFAULT_SAMPLE),
+            settle: input.settle.unwrap_or(DEFAULT_SETTLE),
+            continue_after_fail: BenchInput::on(input.continue_after_fail),
+            browser_probe: BenchInput::on(input.browser_probe),
+            sample_lines,
+            fault: input.fault.clone(),
+        })
+    }
+
     /// The bench of `levels` (ascending) on the recorded stack `stack` of `target`, into `out`: each
     /// level's load read from the stack's record and manifest (which must hold the top level's users,
     /// and one more for the browser), nothing connected to.

@@ -10,7 +10,7 @@
 //! still run, and records them with the command that removes each, or (`--teardown`) removes them.
 
 use std::path::PathBuf;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use anyhow::{Context as _, Result};
 
@@ -77,12 +77,6 @@ impl CampaignOutcome {
     }
 }
 
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
 /// The campaign's record before its first row (or as resumed).
 fn begin(o: &CampaignOptions, target: &crate::sut::TargetSpec) -> CampaignResults {
     let mut r = o.resumed.clone().unwrap_or_else(|| CampaignResults {
@@ -98,7 +92,7 @@ fn begin(o: &CampaignOptions, target: &crate::sut::TargetSpec) -> CampaignResult
         target: target.describe(),
         target_spec: serde_json::to_value(target).unwrap_or_default(),
         flags: o.flags.clone(),
-        started_unix_s: unix_now(),
+        started_unix_s: crate::clock::unix_s(),
         duration_s: 0.0,
         estimate_s: o.rows.iter().map(|r| r.estimate_s).sum(),
         rows: o

@@ -1,126 +1,21 @@
 //! `deploy` and `plan`: the spec's defaults fitted to the target (`Spec::fit`), the spec staged (secrets,
-//! bundle, desired state), preflight (nothing is created before it passes), the lock, the bundle written
-//! and uploaded, the plan applied, readiness waited for, the limits in effect read back, and the run
-//! record written.
+//! bundle, desired state: `deploy_stage`), preflight (nothing is created before it passes), the lock,
+//! the bundle written and uploaded, the plan applied, readiness waited for, the limits in effect read
+//! back, and the run record written (`deploy_stage::finish`). On one engine here; a swarm target's is
+//! `deploy_swarm`, the other backend, with the same staging and end.
 
+use super::deploy_stage::{finish, images_of, record_of, stage, Applied};
+pub use super::deploy_stage::{plan_lines, DeployOptions, DeployOutcome, PlanOutcome};
 use super::{Context, Event};
-use crate::engine::desired::Desired;
 use crate::engine::{apply, limits, observe, preflight};
 use crate::state::{runs, secrets};
 use crate::sut::Target;
 use anyhow::{bail, Result};
 use exectl_core::error::UsageError;
-use exectl_core::plan::{self, Plan};
-use exectl_core::render::{self, Bundle, Templates};
+use exectl_core::plan;
+use exectl_core::render::Templates;
 use exectl_core::spec::{Fitted, Spec};
-use serde::Serialize;
-use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
-
-/// How to deploy, besides the spec.
-#[derive(Debug, Clone)]
-pub struct DeployOptions {
-    /// The templates to render (the embedded ones, or with `--templates` overrides).
-    pub templates: Templates,
-    /// How long to wait for every service to be ready.
-    pub wait_timeout: Duration,
-    /// Send the images the stack uses to a remote target first (`--load-images`).
-    pub load_images: bool,
-    /// Take the stack's lock even from another holder (`--break-lock`).
-    pub break_lock: bool,
-    /// On a swarm target, where services go (`--place SERVICE=NODE[,NODE...]`); the default otherwise.
-    pub place: Vec<exectl_core::swarm::PlaceRule>,
-}
-
-impl DeployOptions {
-    pub const DEFAULT_WAIT: Duration = Duration::from_secs(300);
-
-    pub fn new(templates: Templates) -> DeployOptions {
-        DeployOptions {
-            templates,
-            wait_timeout: Self::DEFAULT_WAIT,
-            load_images: false,
-            break_lock: false,
-            place: Vec::new(),
-        }
-    }
-}
-
-/// What a deploy did. `ok()` when every service is ready, none restarted and every limit is in effect.
-#[derive(Debug, Serialize)]
-pub struct DeployOutcome {
-    pub stack: String,
-    pub run_id: String,
-    pub plan: Plan,
-    pub ready: Vec<exectl_core::readiness::Ready>,
-    pub restarts: Vec<exectl_core::readiness::Restart>,
-    pub pulled: Vec<String>,
-    pub loaded: Vec<String>,
-    pub limits: Vec<crate::shell::scripts::limits::Effective>,
-    pub changed: usize,
-    pub seconds: f64,
-    /// The defaults lowered to what the target allows (also in the run record).
-    pub fitted: Vec<Fitted>,
-}
-
-impl DeployOutcome {
-    pub fn ok(&self) -> bool {
-        self.restarts.is_empty() && self.mismatched().is_empty()
-    }
-
-    /// The services whose limits in effect differ from the spec.
-    pub fn mismatched(&self) -> Vec<&crate::shell::scripts::limits::Effective> {
-        self.limits
-            .iter()
-            .filter(|e| !e.mismatches.is_empty())
-            .collect()
-    }
-}
-
-/// What `plan` found: the plan, the images the target lacks, and what deploy's preflight would refuse.
-#[derive(Debug)]
-pub struct PlanOutcome {
-    /// The spec deploy would deploy: its defaults fitted to the target.
-    pub spec: Spec,
-    /// The defaults lowered to what the target allows.
-    pub fitted: Vec<Fitted>,
-    pub plan: Plan,
-    pub to_pull: Vec<String>,
-    /// Bad input deploy would refuse (exit 2), said after the plan.
-    pub refused: Option<anyhow::Error>,
-}
-
-/// Everything deploy and plan share: the spec, its bundle and the desired state for a target.
-pub(super) struct Staged<'a> {
-    pub spec: &'a Spec,
-    pub bundle: Bundle,
-    pub secrets: secrets::Secrets,
-    pub desired: Desired,
-    /// The defaults of `spec` that were fitted to the target, for the run record.
-    pub fitted: Vec<Fitted>,
-}
-
-pub(super) fn stage<'a>(
-    target: &Target,
-    spec: &'a Spec,
-    templates: &Templates,
-    fitted: Vec<Fitted>,
-) -> Result<Staged<'a>> {
-    let secrets = secrets::load_or_generate(&target.stack_dir(&spec.stack), false)?;
-    let exectl_core::pipeline::Rendered { bundle, desired } = exectl_core::pipeline::desired_state(
-        spec,
-        &secrets,
-        templates,
-        &target.host_bundle_dir(&spec.stack),
-    )?;
-    Ok(Staged {
-        spec,
-        bundle,
-        secrets,
-        desired,
-        fitted,
-    })
-}
+use std::time::Instant;
 
 /// `spec` on `target`: the defaults the target cannot take lowered to what it allows (`Spec::fit`),
 /// and each one that was. Bad input (exit 2) when a value given to nginx cannot fit the lowered nofile.
@@ -258,22 +153,14 @@ pub async fn deploy(cx: &Context<'_>, spec: &Spec, opts: &DeployOptions) -> Resu
     .await?;
     let workers = spec.nginx.as_ref().map(|n| n.worker_processes);
     let limits = limits::read_back(target, &p.desired.services, workers).await?;
-    let changed = plan.actions.iter().filter(|a| a.changes()).count();
-    let seconds = started.elapsed().as_secs_f64();
-    let run_id = record_run(target, &p, changed, seconds).await?;
-    Ok(DeployOutcome {
-        stack: stack.to_string(),
-        run_id,
-        plan,
+    let applied = Applied {
         ready,
         restarts,
         pulled,
         loaded,
         limits,
-        changed,
-        seconds,
-        fitted: p.fitted,
-    })
+    };
+    finish(target, &p, plan, started, applied).await
 }
 
 /// `--place` means a swarm: on one engine it is bad input, not ignored.
@@ -289,33 +176,6 @@ fn refuse_place(place: &[exectl_core::swarm::PlaceRule]) -> Result<()> {
     }
 }
 
-/// The plan as lines for people: what is created, and each action.
-pub fn plan_lines(plan: &Plan) -> Vec<String> {
-    let mut lines = Vec::new();
-    if let Some(n) = &plan.create_network {
-        lines.push(format!("  create   network {n}"));
-    }
-    for v in &plan.create_volumes {
-        lines.push(format!("  create   volume {v}"));
-    }
-    for a in &plan.actions {
-        lines.push(format!("  {}", a.describe()));
-    }
-    lines
-}
-
-/// Every image the stack's services use, once each.
-fn images_of(desired: &Desired) -> Vec<String> {
-    let mut images: Vec<String> = desired
-        .services
-        .iter()
-        .map(|s| s.service.image.clone())
-        .collect();
-    images.sort();
-    images.dedup();
-    images
-}
-
 /// The run record a deploy of `spec` would write now (its defaults fitted to the target as deploy fits
 /// them), without deploying anything: what `sweep` compares with the previous point's record before it
 /// deploys the next point.
@@ -327,84 +187,4 @@ pub async fn would_record(
     let (spec, fitted) = fit(target, spec).await?;
     let p = stage(target, &spec, templates, fitted)?;
     record_of(target, &p, 0, 0.0).await
-}
-
-/// Write this deploy's run record; returns its id.
-pub(super) async fn record_run(
-    target: &Target,
-    p: &Staged<'_>,
-    changed: usize,
-    seconds: f64,
-) -> Result<String> {
-    let mut record = record_of(target, p, changed, seconds).await?;
-    let dir = crate::state::runs_dir(&crate::state::root());
-    runs::save_next(&dir, p.spec, &mut record)?;
-    Ok(record.id)
-}
-
-/// The record of a deploy of `p` (its id not given yet): knobs, files, image digests on the target,
-/// the engine and exectl.
-async fn record_of(
-    target: &Target,
-    p: &Staged<'_>,
-    changed: usize,
-    seconds: f64,
-) -> Result<runs::Record> {
-    let version = target.docker.version().await?;
-    let info = target.docker.info().await?;
-    let mut images = BTreeMap::new();
-    for s in &p.desired.services {
-        let digest = match target.docker.inspect_image(&s.service.image).await {
-            Ok(i) => i
-                .repo_digests
-                .and_then(|d| d.first().cloned())
-                .or(i.id)
-                .unwrap_or_default(),
-            Err(_) => "unknown".into(),
-        };
-        images.insert(
-            s.name.clone(),
-            runs::ImageRecord {
-                reference: s.service.image.clone(),
-                digest,
-            },
-        );
-    }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs();
-    Ok(runs::Record {
-        id: String::new(),
-        created: crate::engine::lock::format_epoch(now),
-        created_epoch: now,
-        stack: p.spec.stack.clone(),
-        knobs: {
-            // Where it ran is a variable of the run like any knob.
-            let mut k = runs::knobs(p.spec);
-            k.insert("target".into(), target.key.clone());
-            k
-        },
-        spec: serde_json::to_value(p.spec)?,
-        files: p
-            .bundle
-            .files
-            .iter()
-            .filter(|f| f.path != render::RECORD)
-            .map(|f| (f.path.to_string(), f.sha256()))
-            .collect(),
-        images,
-        engine: runs::EngineRecord {
-            version: version.version.unwrap_or_default(),
-            api_version: version.api_version.unwrap_or_default(),
-            kernel: version.kernel_version.unwrap_or_default(),
-            os: info.operating_system.unwrap_or_default(),
-            cpus: info.ncpu.unwrap_or(0),
-            mem_bytes: info.mem_total.unwrap_or(0),
-        },
-        exectl: runs::ExectlRecord::current(),
-        changed,
-        seconds,
-        fitted: p.fitted.clone(),
-    })
 }

@@ -3,7 +3,9 @@
 //! the lock, the bundle with its `stack.yaml`, the plan over the services, the apply, readiness and
 //! limits read on each node, and the run record.
 
-use super::deploy::{record_run, stage, DeployOptions, DeployOutcome, PlanOutcome, Staged};
+use super::deploy_stage::{
+    finish, plan_lines, stage, Applied, DeployOptions, DeployOutcome, PlanOutcome, Staged,
+};
 use super::{Context, Event};
 use crate::engine::{preflight, swarm as engine};
 use crate::state::secrets;
@@ -96,7 +98,7 @@ pub async fn deploy(
         target.describe(),
         nodes.nodes.len()
     )));
-    for line in super::deploy::plan_lines(&plan) {
+    for line in plan_lines(&plan) {
         progress.event(Event::Step(&line));
     }
     let on_step = |e: crate::engine::apply::Event| {
@@ -118,22 +120,14 @@ pub async fn deploy(
     .await?;
     let workers = spec.nginx.as_ref().map(|n| n.worker_processes);
     let limits = engine::read_back(target, nodes, &wanted, &services, workers).await?;
-    let changed = plan.actions.iter().filter(|a| a.changes()).count();
-    let seconds = started.elapsed().as_secs_f64();
-    let run_id = record_run(target, &p, changed, seconds).await?;
-    Ok(DeployOutcome {
-        stack: stack.to_string(),
-        run_id,
-        plan,
+    let applied = Applied {
         ready: applied.ready,
         restarts: Vec::new(),
         pulled: Vec::new(),
         loaded,
         limits,
-        changed,
-        seconds,
-        fitted: Vec::new(),
-    })
+    };
+    finish(target, &p, plan, started, applied).await
 }
 
 /// The spec staged as for one host, placed, and made swarm services.

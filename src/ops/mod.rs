@@ -1,16 +1,20 @@
-//! The operations a program calls: `deploy`, `plan`, `teardown`, `prepare`, `load`, `bench`, `status`,
-//! `sweep`, `doctor`, `host`.
-//! Each takes a `Context` (the connected target, the progress sink, the stop token) and an options struct
-//! (never clap's: `cli::options` makes them from flags, a program sets their fields, `bench_settings` and
-//! `spec_source` help it), and returns its outcome as a type; nothing here prints. `load` takes no
+//! The operations a program calls: `deploy`, `plan`, `teardown`, `prepare` and `reset`, `load`, `bench`,
+//! `status`, `sweep`, `campaign`, `doctor`, `host`; and the planning of a sweep (`sweep_shape`,
+//! `sweep_plan`) and of a campaign (`campaign_plan`).
+//! Each takes a `Context` (the connected target, the progress sink, the stop token), what it acts on
+//! when its options do not say it (a `Spec`, a stack's name) and an options struct (never clap's:
+//! `cli::options` makes them from flags, a program sets their fields, `bench_settings`, `spec_source`
+//! and `values` help it), and returns its outcome as a type; nothing here prints. `load` takes no
 //! target (it only talks to a front door's URL), `doctor` an unconnected one (a failed connection is
-//! one of its findings). `commands` turn flags into options, connect, call one
-//! operation and print its outcome; `sweep` calls them in a loop with its own context.
+//! one of its findings). `commands` turn flags into options, connect, call one operation and print its
+//! outcome; `sweep` and `campaign` call the others with the context they were given.
 
 pub mod bench;
 pub mod bench_settings;
 pub mod campaign;
+pub mod campaign_plan;
 pub mod deploy;
+pub mod deploy_stage;
 pub mod deploy_swarm;
 pub mod doctor;
 pub mod host;
@@ -19,8 +23,12 @@ pub mod prepare;
 pub mod spec_source;
 pub mod status;
 pub mod sweep;
+pub mod sweep_guard;
 pub mod sweep_plan;
+pub mod sweep_shape;
 pub mod teardown;
+pub mod templates;
+pub mod values;
 
 use std::sync::Arc;
 

@@ -27,7 +27,7 @@ pub struct SpecSource {
 /// A `SpecSource` as a file keeps it: the settings by their exectl.yaml key, `--set` pairs, image
 /// overrides, and each `--set-secret` as `KEY=<secret sha256:…>` (never its value: read back, the
 /// secrets are fingerprints, and must be given their values again before a deploy, as `--resume` does
-/// from the stack's .env in `cli::options::sweep`).
+/// from the stack's .env by `sweep_plan::resume`).
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Saved {
     config: Option<PathBuf>,
@@ -160,4 +160,28 @@ fn read_images_file(path: &Path) -> Result<Vec<(String, spec::Raw)>, UsageError>
         "give the path of a readable images file",
     )?;
     spec::parse_images_file(path, &text)
+}
+
+/// `--set-secret` values as `KEY=VALUE`: a bare `KEY` (no `=`) takes its value from `var(KEY)`, the
+/// environment, as `docker run -e KEY` does, so that the value is not in exectl's command line, which
+/// `ps` shows to every user of the machine (an environment only to its owner).
+pub fn secret_pairs(
+    given: &[String],
+    var: impl Fn(&str) -> Option<String>,
+) -> Result<Vec<String>, UsageError> {
+    given
+        .iter()
+        .map(|g| match g.split_once('=') {
+            Some(_) => Ok(g.clone()),
+            // Never shown: a bare word may be a value given without its `KEY=`.
+            None => var(g).map(|v| format!("{g}={v}")).ok_or_else(|| {
+                UsageError::new(
+                    "--set-secret",
+                    "<redacted>",
+                    "no =VALUE, and no environment variable of that name to take it from (the word given is not shown: it may be a value)",
+                    "give --set-secret KEY=VALUE, or export KEY=... before exectl and give a bare --set-secret KEY (its value then stays out of `ps`)",
+                )
+            }),
+        })
+        .collect()
 }

@@ -10,55 +10,23 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use anyhow::{Context as _, Result};
 
 use super::bench_settings::BenchSettings;
-use super::deploy::DeployOptions;
 use super::prepare::PrepareOptions;
-use super::spec_source::SpecSource;
+pub use super::sweep_plan::SweepOptions;
+pub use super::sweep_shape::Mode;
 use super::{Context, Event};
 use crate::state::bench_dir::BenchDir;
-use crate::state::sweeps::SweepDir;
 use crate::state::{manifests, runs};
 use crate::sut::Target;
 use exectl_core::bench::RunState;
 use exectl_core::spec::Spec;
 use exectl_core::sweep::results::{LevelSummary, PointResult, SweepResults, SCHEMA};
 use exectl_core::sweep::search::{self, Bounds};
-use exectl_core::sweep::vary::{points, spec_at, PointWorkload, Vary, Workload};
-
-/// What each point's bench runs.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Mode {
-    /// The same levels at every point.
-    Levels(Vec<u64>),
-    /// `--find-capacity`: one-level benches, grown then bisected.
-    Search(Bounds),
-    /// `--find-room`: one-level benches of `users` at once, each over rooms of the size probed (its
-    /// own manifest), grown then bisected over the room size.
-    Room { bounds: Bounds, users: u64 },
-}
-
-impl Mode {
-    /// The most users a point's bench may ask for (the accounts to prepare).
-    pub fn top(&self) -> u64 {
-        match self {
-            Mode::Levels(l) => l.last().copied().unwrap_or(0),
-            Mode::Search(b) => b.to,
-            Mode::Room { users, .. } => *users,
-        }
-    }
-
-    /// The search's bounds (None: fixed levels).
-    pub fn bounds(&self) -> Option<Bounds> {
-        match self {
-            Mode::Levels(_) => None,
-            Mode::Search(b) | Mode::Room { bounds: b, .. } => Some(*b),
-        }
-    }
-}
+use exectl_core::sweep::vary::{points, spec_at, PointWorkload, Workload};
 
 /// What a point seeds: its accounts (and projects, and tokens), made or found, and verified.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,33 +36,6 @@ pub struct Seeding {
     pub projects: Option<u64>,
     /// Mint tokens.json too.
     pub tokens: bool,
-}
-
-pub struct SweepOptions {
-    pub run_id: String,
-    pub dir: SweepDir,
-    /// exectl.yaml and the spec's flags: read again when each point begins (an edit between points is
-    /// seen, and stops the sweep).
-    pub spec: SpecSource,
-    /// One variable, or two with `--matrix`.
-    pub vary: Vec<Vary>,
-    pub repeat: u32,
-    pub mode: Mode,
-    pub deploy: DeployOptions,
-    /// Each point's seeding: its accounts and projects are the point's (`seeding`), the rest as set.
-    pub seed: crate::prepare::Options,
-    /// Each point's bench: its levels, run id and folder are the point's. With its browser user, one
-    /// more account is prepared.
-    pub bench: BenchSettings,
-    /// Tear the stack down at the end (its data kept) instead of leaving it at the last point.
-    pub teardown: bool,
-    /// The sweep to go on with (`--resume`): its points are kept, the next one runs.
-    pub resumed: Option<SweepResults>,
-    /// The sweep file the variables came from (None: flags, or a program's): a resume reads it again
-    /// and refuses one that changed.
-    pub sweep_file: Option<super::sweep_plan::FromFile>,
-    /// The folder the sweep began in (absolute), where a resume reads exectl.yaml and relative paths.
-    pub started_in: PathBuf,
 }
 
 pub struct SweepOutcome {
@@ -109,19 +50,13 @@ impl SweepOutcome {
     }
 }
 
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
 /// Run the sweep on `spec`'s target. Like `bench`, it runs its own runtimes, so it is called outside
 /// any tokio runtime. A point that stops the sweep (another variable moved) is in the outcome; a
 /// failure (a deploy that fails, a lost link) is an error, after what ran is saved.
 pub fn sweep(cx: &Context<'_>, o: SweepOptions) -> Result<SweepOutcome> {
     let (spec, target, progress) = (&cx.target.spec, cx.target, cx.progress);
     let plan = points(&o.vary, o.repeat);
-    let now = unix_now();
+    let now = crate::clock::unix_s();
     let mut results = match o.resumed.clone() {
         Some(mut r) => {
             r.state = RunState::Running;
@@ -467,10 +402,12 @@ fn run_points(
                 String::new()
             }
         )));
-        let spec_now = point_spec(o, values)?;
+        let spec_now = super::sweep_plan::point_spec(o, values)?;
         results.stack = spec_now.stack.clone();
         if let Some(prev) = results.points.last() {
-            if let Some(why) = other_variables(target, rt, o, prev, values, &spec_now)? {
+            if let Some(why) =
+                super::sweep_guard::other_variables(target, rt, o, prev, values, &spec_now)?
+            {
                 progress.event(Event::Note(&format!("sweep stopped: {why}")));
                 results.stopped = Some(why);
                 return Ok(());
@@ -575,109 +512,6 @@ fn run_points(
         o.dir.save(results)?;
     }
     Ok(())
-}
-
-/// The point's spec: the input as it is now, with each variable set to its value.
-fn point_spec(o: &SweepOptions, values: &[String]) -> Result<Spec> {
-    let input = o.spec.read()?;
-    Ok(spec_at(input, &o.vary, values)?)
-}
-
-/// Why point `values` may not follow `prev`: a variable of the run records that moved besides the
-/// swept ones (another knob, an image digest under the same tag, exectl, the engine, the kernel).
-/// An image variable whose every change is a service appearing or going (`-` on one side): a
-/// consequence of a knob that changes the services (`instances`), not an image that moved under its tag.
-fn service_came_or_went(moved: &runs::Diff, variable: &str) -> bool {
-    let Some(service) = variable.strip_prefix("image ") else {
-        return false;
-    };
-    let prefix = format!("images.{service}.");
-    let mut changes = moved.changes.iter().filter(|c| c.key.starts_with(&prefix));
-    changes.clone().next().is_some() && changes.all(|c| c.a == "-" || c.b == "-")
-}
-
-/// What the swept variables may move is found by resolving the same input with only them changed.
-fn other_variables(
-    target: &Target,
-    rt: &tokio::runtime::Runtime,
-    o: &SweepOptions,
-    prev: &PointResult,
-    values: &[String],
-    spec_now: &Spec,
-) -> Result<Option<String>> {
-    let runs_dir = crate::state::runs_dir(&crate::state::root());
-    let prev_record = runs::load(&runs_dir, &prev.deploy_run_id)?;
-    let would = rt.block_on(super::deploy::would_record(
-        target,
-        spec_now,
-        &o.deploy.templates,
-    ))?;
-    let moved = runs::diff(&prev_record, &would);
-    let allowed = runs::diff(
-        &knobs_only(&point_spec(o, &prev.values)?),
-        &knobs_only(spec_now),
-    )
-    .variables;
-    let swept = o.vary.iter().map(|v| &v.var);
-    let extra: Vec<&String> = moved
-        .variables
-        .iter()
-        .filter(|v| !allowed.contains(v))
-        .filter(|v| !swept.clone().any(|s| s.owns_digest(v)))
-        .filter(|v| !service_came_or_went(&moved, v))
-        .collect();
-    if extra.is_empty() {
-        return Ok(None);
-    }
-    let changes: Vec<String> = moved
-        .changes
-        .iter()
-        .filter(|c| !c.key.starts_with(runs::FILES))
-        .filter(|c| {
-            extra.iter().any(|v| {
-                let k = c.key.trim_start_matches("knobs.");
-                k.starts_with(v.as_str())
-                    || v.starts_with("image ") && c.key.starts_with(&format!("images.{}", &v[6..]))
-                    || k.replace('_', " ").starts_with(v.as_str())
-            })
-        })
-        .map(|c| {
-            format!(
-                "{} {} -> {}",
-                c.key.trim_start_matches("knobs."),
-                runs::shown(&c.a),
-                runs::shown(&c.b)
-            )
-        })
-        .collect();
-    Ok(Some(format!(
-        "point {} ({}) would change {} besides {}: {}; one variable at a time means only {} may differ from the previous point (put it back, or start a new sweep)",
-        prev.index + 1,
-        SweepResults::label(values),
-        extra.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", "),
-        o.vary.iter().map(|v| v.var.name()).collect::<Vec<_>>().join(" and "),
-        if changes.is_empty() { "(see exectl runs diff)".to_string() } else { changes.join(", ") },
-        o.vary.iter().map(|v| v.var.name()).collect::<Vec<_>>().join(" and "),
-    )))
-}
-
-/// A run record of a spec's knobs alone: what its settings say, with no target, digest or file.
-fn knobs_only(spec: &Spec) -> runs::Record {
-    runs::Record {
-        id: String::new(),
-        created: String::new(),
-        created_epoch: 0,
-        stack: spec.stack.clone(),
-        knobs: runs::knobs(spec),
-        spec: serde_json::Value::Null,
-        files: BTreeMap::new(),
-        images: BTreeMap::new(),
-        engine: runs::EngineRecord::default(),
-        exectl: runs::ExectlRecord::current(),
-        changed: 0,
-        seconds: 0.0,
-        fitted: Vec::new(),
-    }
 }
 
 /// Service → container id of the stack's containers.

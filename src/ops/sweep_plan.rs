@@ -1,21 +1,56 @@
 //! A sweep's plan as its results.json keeps it (`plan`): its options besides what results.json holds as
 //! fields (the variables, values, repeats, levels or search), typed, every secret as its keyed
 //! fingerprint. Written by `ops::sweep` when the sweep begins; `--resume` makes the sweep's options from
-//! it again — no command line is kept or read back.
+//! it again — no command line is kept or read back (`resume`). Also what every sweep and campaign row
+//! checks of its points before the first deploy: each point's spec, one database engine, a fault's
+//! service, a room-size search's needs, no credential in a plain setting.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::bench_settings::BenchSettings;
+use super::deploy::DeployOptions;
 use super::spec_source::SpecSource;
-use super::sweep::SweepOptions;
+use super::sweep_shape::Mode;
 use crate::prepare::plan::{self, EmailPattern, Visibility};
 use crate::prepare::{Options, Via};
+use crate::state::sweeps::SweepDir;
 use crate::sut::TargetSpec;
+use exectl_core::bench::fault::Fault;
 use exectl_core::error::UsageError;
-use exectl_core::spec::SecretValue;
+use exectl_core::spec::{Raw, SecretValue};
+use exectl_core::sweep::results::SweepResults;
+use exectl_core::sweep::vary::{self, points, Vary, Workload};
+
+/// A sweep: its variable and values, its repeats, each point's bench, all checked (`ops::sweep` runs it).
+pub struct SweepOptions {
+    pub run_id: String,
+    pub dir: SweepDir,
+    /// exectl.yaml and the spec's flags: read again when each point begins (an edit between points is
+    /// seen, and stops the sweep).
+    pub spec: SpecSource,
+    /// One variable, or two with `--matrix`.
+    pub vary: Vec<Vary>,
+    pub repeat: u32,
+    pub mode: Mode,
+    pub deploy: DeployOptions,
+    /// Each point's seeding: its accounts and projects are the point's (`seeding`), the rest as set.
+    pub seed: crate::prepare::Options,
+    /// Each point's bench: its levels, run id and folder are the point's. With its browser user, one
+    /// more account is prepared.
+    pub bench: BenchSettings,
+    /// Tear the stack down at the end (its data kept) instead of leaving it at the last point.
+    pub teardown: bool,
+    /// The sweep to go on with (`--resume`): its points are kept, the next one runs.
+    pub resumed: Option<SweepResults>,
+    /// The sweep file the variables came from (None: flags, or a program's): a resume reads it again
+    /// and refuses one that changed.
+    pub sweep_file: Option<FromFile>,
+    /// The folder the sweep began in (absolute), where a resume reads exectl.yaml and relative paths.
+    pub started_in: PathBuf,
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SweepPlan {
@@ -113,6 +148,316 @@ impl SweepPlan {
             teardown: o.teardown,
         }
     }
+}
+
+/// The point's spec: the input as it is now, with each variable set to its value.
+pub fn point_spec(o: &SweepOptions, values: &[String]) -> anyhow::Result<exectl_core::spec::Spec> {
+    let input = o.spec.read()?;
+    Ok(vary::spec_at(input, &o.vary, values)?)
+}
+
+/// `sweep --resume RUN_ID`: the sweep's options as its results.json keeps them (refused when the file
+/// was changed since), in the folder it was begun in, its secrets from `given_secrets` (the resume's
+/// own `--set-secret KEY=VALUE`s) or the stack's 0600 .env; held (exit 4 while another process runs
+/// it). `sample_lines`: a progress line every sample.
+pub fn resume(
+    id: &str,
+    given_secrets: &[String],
+    sample_lines: bool,
+) -> anyhow::Result<(TargetSpec, SweepOptions)> {
+    let (dir, results) = crate::state::sweeps::find(id)?;
+    // Held from here on: a sweep another process runs (begun or resumed) is refused (exit 4).
+    crate::engine::run_lock::hold(&dir.path, "sweep", id)?;
+    let edited = results.edited();
+    if !edited.is_empty() {
+        return Err(UsageError::new(
+            "--resume",
+            id,
+            format!(
+                "{} was changed after the sweep wrote it: {} differ{} from what the sweep recorded",
+                dir.results().display(),
+                edited.join(", "),
+                if edited.len() == 1 { "s" } else { "" }
+            ),
+            "put the file back as the sweep wrote it, or start a new sweep (an edited sweep is not resumed)",
+        )
+        .into());
+    }
+    let plan: SweepPlan = serde_json::from_value(results.plan.clone()).map_err(|e| {
+        UsageError::new(
+            "--resume",
+            id,
+            format!("its results.json's plan cannot be read: {e}"),
+            "start the sweep again",
+        )
+    })?;
+    // exectl.yaml and every relative path of the plan, as where the sweep began.
+    std::env::set_current_dir(&results.started_in).map_err(|e| {
+        UsageError::new(
+            "--resume",
+            id,
+            format!(
+                "the sweep began in {}, where its exectl.yaml and relative paths are read, and that folder cannot be entered: {e}",
+                results.started_in.display()
+            ),
+            "put that folder back, or start a new sweep",
+        )
+    })?;
+    // The variables, values, repeats and levels as recorded; a sweep file they came from, unchanged.
+    let vary = results
+        .variables
+        .iter()
+        .zip(&results.values)
+        .map(|(name, values)| {
+            Ok(Vary {
+                var: vary::Var::parse("--resume", name)?,
+                values: values.clone(),
+            })
+        })
+        .collect::<Result<Vec<_>, UsageError>>()?;
+    let mode = match (results.search, results.room_users) {
+        (Some(bounds), Some(users)) => Mode::Room { bounds, users },
+        (Some(b), None) => Mode::Search(b),
+        (None, _) => Mode::Levels(results.levels.clone()),
+    };
+    if let Some(f) = &plan.sweep_file {
+        let file = super::sweep_shape::read_sweep_file(&f.path)?;
+        let (v, repeat, m) = super::sweep_shape::shape(&f.flags, &file)?;
+        super::sweep_shape::not_changed(&results, Some(&f.path), &v, repeat, &m)?;
+    }
+    let env = plan
+        .target
+        .bundle_dir(&results.stack)
+        .join(exectl_core::render::ENV);
+    let mut spec = plan.spec.clone();
+    let recorded: Vec<String> = spec
+        .flags
+        .secret_env
+        .iter()
+        .map(|r| r.value.clone())
+        .collect();
+    spec.flags.secret_env = resumed_secrets(
+        id,
+        &recorded,
+        given_secrets,
+        (&env, std::fs::read_to_string(&env).ok().as_deref()),
+    )?
+    .into_iter()
+    .map(|kv| Raw::flag("--set-secret", kv))
+    .collect();
+    let templates = crate::ops::templates::templates(spec.templates.as_deref())?;
+    let opts = SweepOptions {
+        run_id: results.run_id.clone(),
+        dir,
+        spec,
+        vary,
+        repeat: results.repeat,
+        mode,
+        deploy: DeployOptions {
+            wait_timeout: plan.wait_timeout,
+            load_images: plan.load_images,
+            ..DeployOptions::new(templates)
+        },
+        seed: plan.seed.options()?,
+        bench: BenchSettings {
+            sample_lines,
+            ..plan.bench
+        },
+        teardown: plan.teardown,
+        sweep_file: plan.sweep_file,
+        started_in: results.started_in.clone(),
+        resumed: Some(results),
+    };
+    points_checked(&opts.spec, &opts.vary, opts.bench.fault.as_ref())?;
+    Ok((plan.target, opts))
+}
+
+/// A resumed sweep's `--set-secret KEY=VALUE`s: each recorded one (`KEY=<secret sha256:…>`) with its
+/// value from the resume's own `--set-secret` (`given`), else from the stack's .env (`env`: its path
+/// and text, 0600, where the deploy of the sweep put it), whichever has the value whose fingerprint was
+/// recorded. A value given that is not the recorded one, or a key the sweep was not begun with, or a
+/// value found nowhere, is refused naming the key (never the value).
+pub fn resumed_secrets(
+    id: &str,
+    recorded: &[String],
+    given: &[String],
+    env: (&Path, Option<&str>),
+) -> Result<Vec<String>, UsageError> {
+    let split = |p: &str| -> (String, String) {
+        let (k, v) = p.split_once('=').unwrap_or((p, ""));
+        (k.to_string(), v.to_string())
+    };
+    let recorded: Vec<(String, String)> = recorded.iter().map(|p| split(p)).collect();
+    for (k, v) in given.iter().map(|p| split(p)) {
+        let shown = format!("{k}=<redacted>");
+        match recorded.iter().find(|(rk, _)| *rk == k) {
+            None => {
+                return Err(UsageError::new(
+                    "--set-secret",
+                    shown,
+                    format!("sweep {id} was not begun with --set-secret {k}, and a resume runs it as it was begun"),
+                    "drop it, or start a new sweep with it",
+                ))
+            }
+            Some((_, print)) if SecretValue::new(&k, &v).redacted() != print => {
+                return Err(UsageError::new(
+                    "--set-secret",
+                    shown,
+                    format!("not the value sweep {id} was begun with (its fingerprint is not the recorded {print})"),
+                    "give the value the sweep was begun with, or start a new sweep",
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    let in_env = |k: &str| -> Option<String> {
+        env.1?.lines().find_map(|l| {
+            let (lk, lv) = l.split_once('=')?;
+            (lk.trim() == k).then(|| lv.trim().to_string())
+        })
+    };
+    recorded
+        .iter()
+        .map(|(k, print)| {
+            if !print.starts_with("<secret sha256:") {
+                return Ok(format!("{k}={print}"));
+            }
+            let from_line = given.iter().map(|p| split(p)).find(|(gk, _)| gk == k);
+            if let Some((_, v)) = from_line {
+                return Ok(format!("{k}={v}"));
+            }
+            match in_env(k) {
+                Some(v) if SecretValue::new(k, &v).redacted() == print => Ok(format!("{k}={v}")),
+                found => Err(UsageError::new(
+                    "--resume",
+                    id,
+                    format!(
+                        "the sweep was begun with --set-secret {k}, whose value exectl keeps only in the stack's {}, and {}",
+                        env.0.display(),
+                        match (env.1, found) {
+                            (None, _) => "that file cannot be read",
+                            (Some(_), None) => "that file has none",
+                            (Some(_), Some(_)) => "that file has another (the stack was deployed since with another value)",
+                        }
+                    ),
+                    format!("give it again: exectl sweep --resume {id} --set-secret {k} with {k} exported (out of `ps`), or --set-secret {k}=VALUE"),
+                )),
+            }
+        })
+        .collect()
+}
+
+/// `--set`s none a credential (`secrets::credential`): a sweep writes them into its results.json and
+/// every point's run record. Refused naming the key, with `--set-secret`, which keeps the value out.
+pub fn plain_settings(set: &[String]) -> Result<(), UsageError> {
+    for kv in set {
+        let (k, v) = kv.split_once('=').unwrap_or((kv.as_str(), ""));
+        exectl_core::secrets::refuse_credential(
+            "--set",
+            k,
+            v,
+            &format!("give it with --set-secret {k}, {k} exported before exectl (out of `ps`): its value then goes only to the stack's 0600 .env, never into the sweep's records"),
+        )?;
+    }
+    Ok(())
+}
+
+/// Every point's spec resolved now, read as each point will read it (exit 2 before the first deploy),
+/// the points' database engines: one, on the stack's one volume, and the fault's service among those
+/// each point's stack runs.
+pub fn points_checked(
+    source: &SpecSource,
+    vary: &[Vary],
+    fault: Option<&Fault>,
+) -> anyhow::Result<()> {
+    let now = source.read()?;
+    let templates = match fault {
+        Some(_) => Some(crate::ops::templates::templates(
+            source.templates.as_deref(),
+        )?),
+        None => None,
+    };
+    let mut stack = None;
+    let mut engines: Vec<&str> = Vec::new();
+    for (values, _) in points(vary, 1) {
+        let spec = vary::spec_at(now.clone(), vary, &values)?;
+        engines.extend(spec.db_service().filter(|e| !engines.contains(e)));
+        if let (Some(f), Some(t)) = (fault, &templates) {
+            f.check_services(
+                &spec.stack,
+                &exectl_core::pipeline::service_names(&spec, t)?,
+            )?;
+        }
+        stack = Some(spec.stack);
+    }
+    let stack = stack.expect("at least one point");
+    let given: Vec<String> = vary
+        .iter()
+        .map(|v| format!("{}={}", v.var.name(), v.values.join(",")))
+        .collect();
+    Ok(one_database_engine(&engines, &given, &stack)?)
+}
+
+/// The stack has one database volume, and neither PostgreSQL nor MariaDB reads the other's data (the
+/// deploy refuses it): points that would put both on it are refused before anything is deployed.
+pub fn one_database_engine(
+    engines: &[&str],
+    vary: &[String],
+    stack: &str,
+) -> Result<(), UsageError> {
+    if engines.len() < 2 {
+        return Ok(());
+    }
+    Err(UsageError::new(
+        "--vary",
+        vary.join(" "),
+        format!(
+            "its points would run {} on the stack's one database volume, and a deploy never starts one engine on another's data",
+            engines.join(" and ")
+        ),
+        format!("compare database engines in two sweeps on two --stack names (or remove the data between them: exectl teardown --stack {stack} --purge)"),
+    ))
+}
+
+/// What a room-size search needs of the rest of the sweep, checked before the first deploy: rooms
+/// whose deliveries are measured (collab, editing), each room size's own manifest (no `--pattern`),
+/// and no other variable setting the room size.
+pub fn room_checks(vary: &[Vary], bench: &BenchSettings, mode: &Mode) -> Result<(), UsageError> {
+    let Mode::Room { .. } = mode else {
+        return Ok(());
+    };
+    let scenario = bench.load.scenario;
+    if !matches!(
+        scenario,
+        crate::load::Scenario::Collab | crate::load::Scenario::Editing
+    ) {
+        return Err(UsageError::new(
+            "--scenario",
+            scenario.name(),
+            "a room-size search judges what the room's members relay to each other, and this scenario relays nothing",
+            "give --scenario collab (or editing)",
+        ));
+    }
+    if let Some(p) = &bench.load.pattern {
+        return Err(UsageError::new(
+            "--pattern",
+            p,
+            "a room-size search benches the manifest each room size seeds",
+            "drop --pattern (--email-pattern names the accounts)",
+        ));
+    }
+    if let Some(v) = vary
+        .iter()
+        .find(|v| v.var.workload() == Some(Workload::UsersPerProject))
+    {
+        return Err(UsageError::new(
+            "--vary",
+            format!("{}={}", v.var.name(), v.values.join(",")),
+            "the room-size search sets the room size itself",
+            "vary something else (the deployment, the scenario's interval), or drop --find-room",
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

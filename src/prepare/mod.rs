@@ -2,8 +2,8 @@
 //! write the manifest a load run reads, and prove through the front door that accounts log in and hold
 //! their project's WebSocket.
 //!
-//! Pure core: `plan` (who, which project, which role), `sql` (the scripts per dialect), `manifest`
-//! (files), `token` (JWTs). The edge: `db` (exec into the database client), `verify` (HTTP and
+//! Pure core: `exectl_core::seed::{plan, sql}` (who, which project, which role; the scripts per
+//! dialect), `manifest` (files), `token` (JWTs). The edge: `db` (exec into the database client), `verify` (HTTP and
 //! WebSocket through the front door), and `run` here, which strings them together. `--via api` does
 //! the same through the app's HTTP API (`api`, then `run_api` here), with the same manifest and checks.
 
@@ -275,10 +275,7 @@ fn ms(d: Duration) -> u64 {
 }
 
 fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis() as i64
+    crate::clock::unix_ms() as i64
 }
 
 fn hash(password: &str, cost: u32) -> Result<String> {

@@ -1,5 +1,7 @@
-//! The state folder, and the one place its layout is spelled out. Every path under it is built here or
-//! by the typed store of its part; commands, operations and tests ask these, never `join` a name.
+//! The state folder, and the one place its layout is spelled out. The paths of its parts are built here
+//! or by the typed store of each part; a bench's, sweep's or campaign's own files (timeline, reports,
+//! rows, points) are joined by the operation that writes them (`ops::bench`, `ops::sweep`,
+//! `ops::campaign`; a run's flock by `engine::run_lock`).
 //!
 //! ```text
 //! <root>/                          $EXECTL_STATE_DIR, $XDG_STATE_HOME/exectl or ~/.local/state/exectl
@@ -11,7 +13,8 @@
 //!     manifests/<pattern>/         accounts and projects for load and k6, pattern.json (manifests)
 //!   runs/<RUN_ID>.json             run records of deploys (runs)
 //!   benches/<RUN_ID>/              results.json, timeline.jsonl, report.html, or a link to --out (benches, bench_dir)
-//!   sweeps/<RUN_ID>/               results.json, report.html, points/<bench run id>/ (each a bench folder), or a link to --out (sweeps)
+//!   sweeps/<RUN_ID>/               results.json, report.html, points/<bench run id>/ (each a bench folder), exectl.lock, or a link to --out (sweeps)
+//!   campaigns/<RUN_ID>/            results.json, report.md, report.html, rows/NN-name/ (each a sweep folder), exectl.lock, or a link to --out (campaigns)
 //! ```
 
 pub mod bench_dir;

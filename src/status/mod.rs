@@ -291,8 +291,5 @@ pub async fn container_ip(docker: &Docker, container: &str) -> Result<String> {
 }
 
 fn now_s() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs()
+    crate::clock::unix_s()
 }

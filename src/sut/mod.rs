@@ -72,7 +72,7 @@ impl TargetSpec {
         }
     }
 
-    /// Commands that read one engine and its host (sweep, host tune and restore) refuse a swarm target
+    /// Commands that read one engine and its host (sweep, campaign, host tune and restore) refuse a swarm target
     /// before connecting: bad input, nothing touched.
     pub fn one_engine(&self, command: &str) -> Result<(), UsageError> {
         if !self.swarm {

@@ -124,9 +124,8 @@ impl Growth {
                 let reference = match resource {
                     "connections" | "rooms" => users as f64,
                     _ => {
-                        let mut ys: Vec<f64> = points.iter().map(|p| p.1).collect();
-                        ys.sort_by(f64::total_cmp);
-                        ys[ys.len() / 2]
+                        let ys: Vec<f64> = points.iter().map(|p| p.1).collect();
+                        crate::median::median(&ys).unwrap_or(0.0)
                     }
                 };
                 let grown = t.slope_per_h / 3600.0 * hold_s;
@@ -140,7 +139,7 @@ impl Growth {
                     } else {
                         0.0
                     },
-                    significant: t.low_per_h > 0.0
+                    significant: t.rises()
                         && grown
                             >= FLOORS
                                 .iter()

@@ -15,6 +15,7 @@ pub mod limiting;
 pub mod recorded;
 pub mod report;
 pub mod results;
+pub mod settings;
 pub mod slo;
 pub mod timeline;
 pub mod trend;

@@ -197,7 +197,7 @@ pub struct Objective {
     pub figure: fn(&LevelFigures) -> Option<f64>,
 }
 
-const ALL: &[&str] = &crate::load::SCENARIOS;
+const ALL: &[&str] = &crate::load::scenario::NAMES;
 const SOCKETS: &[&str] = &["idle", "collab", "editing"];
 const ROOMS: &[&str] = &["collab", "editing"];
 

@@ -6,6 +6,7 @@
 //! same samples give the same interval. Growth is an interval that excludes zero with a slope above a
 //! bound the caller sets (e.g. 1 % of the level's RSS an hour). Pure: points in, figures out.
 
+use crate::median::median_in_place;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
@@ -34,9 +35,10 @@ pub struct Trend {
 }
 
 impl Trend {
-    /// Growth: the interval lies above zero and the slope passes `bound_per_h`.
-    pub fn grows(&self, bound_per_h: f64) -> bool {
-        self.low_per_h > 0.0 && self.slope_per_h > bound_per_h
+    /// A rise beyond the fit's noise: the slope's whole interval lies above zero (the growth
+    /// objective's first condition, `growth::SeriesTrend::significant`).
+    pub fn rises(&self) -> bool {
+        self.low_per_h > 0.0
     }
 
     /// The fitted value at `x_s` seconds (on the points' own clock).
@@ -96,24 +98,9 @@ pub fn theil_sen(points: &[(f64, f64)]) -> Option<(f64, f64)> {
             }
         }
     }
-    let slope = median(&mut slopes)?;
+    let slope = median_in_place(&mut slopes)?;
     let mut rest: Vec<f64> = points.iter().map(|(x, y)| y - slope * x).collect();
-    Some((slope, median(&mut rest)?))
-}
-
-fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    let mid = v.len() / 2;
-    let (_, m, _) = v.select_nth_unstable_by(mid, f64::total_cmp);
-    let m = *m;
-    if v.len() % 2 == 1 {
-        return Some(m);
-    }
-    // The other middle value is the largest of the lower half.
-    let lower = v[..mid].iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    Some((lower + m) / 2.0)
+    Some((slope, median_in_place(&mut rest)?))
 }
 
 /// At most `MAX_POINTS`: a longer series cut into that many consecutive blocks, each the median of its
@@ -130,7 +117,7 @@ fn thinned(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
             let block = &points[from..to.min(points.len())];
             let mut xs: Vec<f64> = block.iter().map(|p| p.0).collect();
             let mut ys: Vec<f64> = block.iter().map(|p| p.1).collect();
-            Some((median(&mut xs)?, median(&mut ys)?))
+            Some((median_in_place(&mut xs)?, median_in_place(&mut ys)?))
         })
         .collect()
 }
@@ -155,7 +142,7 @@ mod tests {
         assert!((t.low_per_h - 7200.0).abs() < 1e-6 && (t.high_per_h - 7200.0).abs() < 1e-6);
         assert!((t.intercept - 3.0).abs() < 1e-6, "{t:?}");
         assert!((t.at(50.0) - 103.0).abs() < 1e-6);
-        assert!(t.grows(7000.0) && !t.grows(7200.0));
+        assert!(t.rises());
     }
 
     #[test]
@@ -169,7 +156,7 @@ mod tests {
             .collect();
         let t = trend(&pts, 7).unwrap();
         assert!(t.low_per_h <= 0.0 && t.high_per_h >= 0.0, "{t:?}");
-        assert!(!t.grows(0.0), "{t:?}");
+        assert!(!t.rises(), "{t:?}");
     }
 
     #[test]
@@ -196,7 +183,7 @@ mod tests {
             "least squares {ols}, Theil–Sen {}",
             t.slope_per_h
         );
-        assert!(t.grows(10.0), "{t:?}");
+        assert!(t.rises() && t.slope_per_h > 10.0, "{t:?}");
     }
 
     #[test]
@@ -221,7 +208,7 @@ mod tests {
     fn too_few_points_or_one_instant_fit_nothing() {
         assert_eq!(trend(&[(0.0, 1.0), (1.0, 2.0)], 1), None);
         assert_eq!(trend(&[(5.0, 1.0), (5.0, 2.0), (5.0, 3.0)], 1), None);
-        assert_eq!(median(&mut [3.0, 1.0, 2.0, 10.0]), Some(2.5));
-        assert_eq!(median(&mut []), None);
+        assert_eq!(median_in_place(&mut [3.0, 1.0, 2.0, 10.0]), Some(2.5));
+        assert_eq!(median_in_place(&mut []), None);
     }
 }

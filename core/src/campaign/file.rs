@@ -20,42 +20,18 @@
 //!     users_per_project: 1           # the seeding's rooms [default: one project per account]
 //!     note: scaled from 10,000 users: this machine has 2 cores
 //! ```
-//! Each value stays text, as its flag's would, and is checked by the same code when the campaign's
-//! options are made (`cli::options::campaign`): here only the file's shape, each fault naming its row,
-//! the bench's switches (a YAML boolean each), and no credential in a plain setting. Every key is
-//! documented in docs/campaign-file.md (a test holds the two together).
-
-use std::collections::BTreeMap;
+//! The bench keys are read here as their types (`bench::settings`, the table bench's flags come from:
+//! a switch a YAML boolean, a duration a duration); the spec's stay text, as their flags' would, and are
+//! checked by the same code when the campaign is planned. Here also each fault naming its row, and no
+//! credential in a plain setting. Every key is documented in docs/campaign-file.md (a test holds the
+//! two together).
 
 use serde::Deserialize;
 use serde_norway::{Mapping, Value};
 
+use crate::bench::settings::{self, BenchInput, Kind, Scope};
 use crate::error::UsageError;
 use crate::sweep::file::{joined as text, SweepFile};
-
-/// The bench keys a row (or the file, for every row) may give: `exectl bench`'s flags, without `--`.
-pub const BENCH_KEYS: [&str; 16] = [
-    "scenario",
-    "hold",
-    "ramp",
-    "settle",
-    "sample",
-    "tokens",
-    "slo",
-    "interval",
-    "ping_after",
-    "dial_concurrency",
-    "arrival_rate",
-    "fault",
-    "relogin",
-    "churn",
-    "browser_probe",
-    "continue_after_fail",
-];
-
-/// The bench keys that are switches (`exectl bench --tokens`): each takes a YAML boolean, `true` or
-/// `false`. Text is refused, "true" quoted too: `tokens: yes` read as false benched with logins.
-pub const BENCH_SWITCHES: [&str; 4] = ["tokens", "relogin", "browser_probe", "continue_after_fail"];
 
 /// The keys of a row besides its sweep's.
 pub const ROW_KEYS: [&str; 9] = [
@@ -93,9 +69,8 @@ pub struct CampaignFile {
     /// when the campaign is planned, and go only to each stack's 0600 .env (`deploy --set-secret`).
     pub secrets: Vec<String>,
     pub bcrypt_cost: Option<String>,
-    /// Bench flag (without `--`) → value; `slo` is a list, its items joined by `;`; a switch `true`
-    /// or `false`.
-    pub bench: BTreeMap<String, String>,
+    /// The bench settings every row starts from (`bench::settings`).
+    pub bench: BenchInput,
     pub rows: Vec<Row>,
     /// `teardown: true`: each stack removed after its last row (as `--teardown`).
     pub teardown: bool,
@@ -111,20 +86,12 @@ pub struct Row {
     /// The file's secrets and the row's, by name (none: no `secrets` among the row's recorded inputs).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub secrets: Vec<String>,
-    /// The file's bench keys with the row's over them.
-    pub bench: BTreeMap<String, String>,
+    /// The file's bench settings with the row's over them.
+    pub bench: BenchInput,
     /// Its levels, or its sweep (variable, repeats, search), as a sweep file gives them.
     pub sweep: SweepFile,
     pub users_per_project: Option<String>,
     pub note: Option<String>,
-}
-
-impl Row {
-    /// A bench switch (`tokens`, `relogin`, …): on only when given `true` (checked a boolean when
-    /// the file was read).
-    pub fn switch(&self, key: &str) -> bool {
-        self.bench.get(key).is_some_and(|v| v == "true")
-    }
 }
 
 #[derive(Deserialize)]
@@ -197,41 +164,70 @@ fn pairs(
         .collect()
 }
 
-/// The bench keys of `m`, each a known one.
-fn bench_keys(
-    path: &str,
-    field: &str,
-    m: &Mapping,
-) -> Result<BTreeMap<String, String>, UsageError> {
-    let mut out = BTreeMap::new();
-    for (k, v) in pairs(path, field, m, ";")? {
-        if !BENCH_KEYS.contains(&k.as_str()) {
-            return Err(bad(
-                path,
-                &format!("{field}.{k}"),
-                v,
-                format!("no such bench key: use {}", BENCH_KEYS.join(", ")),
-            ));
-        }
-        out.insert(k, v);
-    }
-    for (k, v) in m {
-        let Some(key) = k.as_str().filter(|k| BENCH_SWITCHES.contains(k)) else {
-            continue;
-        };
-        let given = match v {
-            Value::Bool(_) => continue,
-            Value::String(_) => "text",
-            Value::Number(_) => "a number",
-            _ => "not a single value",
-        };
+/// The spec keys a campaign says itself: each row's topology, its stack (NAME-TOPOLOGY), its target.
+pub const CAMPAIGN_SAYS: [&str; 3] = ["topology", "stack", "target"];
+
+/// `spec:` pairs (exectl.yaml's settings, each value text, checked when the row is planned), none of
+/// them one the campaign says.
+fn spec_pairs(path: &str, field: &str, m: &Mapping) -> Result<Vec<(String, String)>, UsageError> {
+    let pairs = pairs(path, field, m, ",")?;
+    if let Some((k, v)) = pairs
+        .iter()
+        .find(|(k, _)| CAMPAIGN_SAYS.contains(&k.as_str()))
+    {
         return Err(fixed(
             path,
-            &format!("{field}.{key}"),
-            text(v, ",").unwrap_or_default(),
-            format!("{key} is a switch and takes a YAML boolean; this is {given}"),
-            format!("write {key}: true or {key}: false, unquoted"),
+            &format!("{field}.{k}"),
+            v,
+            "a campaign says it: each row's topology, its stack (NAME-TOPOLOGY), its --target",
+            format!("drop spec.{k} (--stack NAME and --target URL are the campaign's flags)"),
         ));
+    }
+    Ok(pairs)
+}
+
+/// The bench settings of `m`, each a key a file may give (`bench::settings`, `Scope::Files`) read as
+/// its type: a switch a YAML boolean (`tokens: yes` read as false once benched with logins), `slo` a
+/// list, any other a single value.
+fn bench_keys(path: &str, field: &str, m: &Mapping) -> Result<BenchInput, UsageError> {
+    let mut out = BenchInput::default();
+    for (k, v) in m {
+        let key = text(k, ",").ok_or_else(|| bad(path, field, "", "a key that is not text"))?;
+        let at = format!("{field}.{key}");
+        let shown = text(v, ",").unwrap_or_default();
+        let Some(s) = settings::setting(&key).filter(|s| s.scope == Scope::Files) else {
+            return Err(bad(
+                path,
+                &at,
+                shown,
+                format!("no such bench key: use {}", settings::keys(Scope::Files)),
+            ));
+        };
+        if s.kind == Kind::Switch && !matches!(v, Value::Bool(_)) {
+            let what = match v {
+                Value::String(_) => "text",
+                Value::Number(_) => "a number",
+                _ => "not a single value",
+            };
+            return Err(fixed(
+                path,
+                &at,
+                shown,
+                format!("{key} is a switch and takes a YAML boolean; this is {what}"),
+                format!("write {key}: true or {key}: false, unquoted"),
+            ));
+        }
+        let texts: Vec<String> = match (v, s.kind) {
+            (Value::Sequence(items), Kind::Objectives) => items
+                .iter()
+                .map(|i| text(i, ",").ok_or_else(|| bad(path, &at, "", "give text items")))
+                .collect::<Result<_, _>>()?,
+            _ => vec![text(v, ";").ok_or_else(|| bad(path, &at, "", "give a single value"))?],
+        };
+        for t in texts {
+            out.set(&key, &t)
+                .map_err(|i| fixed(path, &at, &t, i.problem, i.fix))?;
+        }
     }
     Ok(out)
 }
@@ -360,7 +356,7 @@ pub fn parse(path: &str, body: &str) -> Result<CampaignFile, UsageError> {
         stack: raw.stack.unwrap_or_else(|| raw.name.clone()),
         name: raw.name,
         images: raw.images,
-        spec: pairs(path, "spec", &raw.spec, ",")?,
+        spec: spec_pairs(path, "spec", &raw.spec)?,
         set,
         secrets,
         bcrypt_cost: raw.bcrypt_cost.as_ref().and_then(|v| text(v, ",")),
@@ -374,7 +370,7 @@ fn row(
     path: &str,
     i: usize,
     m: &Mapping,
-    defaults: &BTreeMap<String, String>,
+    defaults: &BenchInput,
     secrets: &[String],
 ) -> Result<Row, UsageError> {
     let field = |k: &str| format!("rows[{i}].{k}");
@@ -398,7 +394,7 @@ fn row(
                 let map = v
                     .as_mapping()
                     .ok_or_else(|| bad(path, &field("spec"), "", "give a mapping"))?;
-                r.spec = pairs(path, &field("spec"), map, ",")?;
+                r.spec = spec_pairs(path, &field("spec"), map)?;
             }
             "set" => {
                 let list = v
@@ -417,7 +413,10 @@ fn row(
                 let map = v
                     .as_mapping()
                     .ok_or_else(|| bad(path, &field("bench"), "", "give a mapping"))?;
-                r.bench.extend(bench_keys(path, &field("bench"), map)?);
+                r.bench = r
+                    .bench
+                    .clone()
+                    .over(&bench_keys(path, &field("bench"), map)?);
             }
             k if SWEEP_KEYS.contains(&k) => {
                 sweep.insert(Value::String(key.clone()), v.clone());
@@ -491,11 +490,12 @@ rows:
         let (a, b) = (&f.rows[0], &f.rows[1]);
         assert_eq!(a.topology, "single");
         assert_eq!(a.sweep.levels.as_deref(), Some("50,100"));
-        assert_eq!(a.bench["hold"], "20s");
-        assert_eq!(a.bench["slo"], "login_p95=30s;connect_p95=10s");
+        let (at, bt) = (a.bench.texts(), b.bench.texts());
+        assert_eq!(at["hold"], "20s");
+        assert_eq!(at["slo"], "login_p95=30s;connect_p95=10s");
         assert_eq!(a.study.as_deref(), Some("WS inactivo 100"));
-        assert_eq!(b.bench["hold"], "30s", "the row's over the file's");
-        assert_eq!(b.bench["ramp"], "5s");
+        assert_eq!(bt["hold"], "30s", "the row's over the file's");
+        assert_eq!(bt["ramp"], "5s");
         assert_eq!(b.sweep.vary, ["instances=1,2"]);
         assert!(b.sweep.find_capacity);
         assert_eq!(b.note.as_deref(), Some("scaled down"));
@@ -515,6 +515,11 @@ rows:
             ("name: x\nrows: [{name: a, topology: ha, levels: [1], bench: {holdd: 1s}}]\n", "rows[0].bench.holdd", "no such bench key"),
             ("name: x\nrows: [{name: a, topology: ha, levels: [1], colour: red}]\n", "rows[0].colour", "no such row key"),
             ("name: x\nbench: {speed: 1}\nrows: [{name: a, topology: ha, levels: [1]}]\n", "bench.speed", "no such bench key"),
+            ("name: x\nbench: {generators: local}\nrows: [{name: a, topology: ha, levels: [1]}]\n", "bench.generators", "no such bench key"),
+            ("name: x\nbench: {hold: fast}\nrows: [{name: a, topology: ha, levels: [1]}]\n", "bench.hold", "duration"),
+            ("name: x\nrows: [{name: a, topology: ha, levels: [1], bench: {sample: 10ms}}]\n", "rows[0].bench.sample", "out of range"),
+            ("name: x\nrows: [{name: a, topology: ha, levels: [1], bench: {scenario: idel}}]\n", "rows[0].bench.scenario", "unknown scenario"),
+            ("name: x\nrows: [{name: a, topology: ha, levels: [1], bench: {slo: [login_p96=1s]}}]\n", "rows[0].bench.slo", "login_p96"),
             ("name: x\nrowz: []\n", "campaign", "unknown field"),
             (
                 "name: x\nset: [SMTP_PASSWORD=hunter2]\nrows: [{name: a, topology: ha, levels: [1]}]\n",
@@ -618,9 +623,9 @@ rows:
             "name: x\nbench: {tokens: true, relogin: false}\nrows: [{name: a, topology: single, levels: [1], bench: {browser_probe: true}}]\n",
         )
         .unwrap();
-        let r = &f.rows[0];
-        assert!(r.switch("tokens") && r.switch("browser_probe"));
-        assert!(!r.switch("relogin") && !r.switch("continue_after_fail"));
+        let b = &f.rows[0].bench;
+        assert_eq!((b.tokens, b.browser_probe), (Some(true), Some(true)));
+        assert_eq!((b.relogin, b.continue_after_fail), (Some(false), None));
         for (bench, key, given) in [
             ("{tokens: yes}", "tokens", "text"),
             ("{relogin: 1}", "relogin", "a number"),
@@ -706,8 +711,13 @@ rows:
                 ROW_KEYS
                     .iter()
                     .chain(&SWEEP_KEYS)
-                    .chain(&BENCH_KEYS)
-                    .map(|k| k.to_string()),
+                    .map(|k| k.to_string())
+                    .chain(
+                        settings::BENCH_SETTINGS
+                            .iter()
+                            .filter(|s| s.scope == Scope::Files)
+                            .map(|s| s.key.to_string()),
+                    ),
             )
             .chain(search("find_capacity"))
             .chain(search("find_room"))

@@ -8,4 +8,5 @@ pub mod file;
 pub mod findings;
 pub mod report;
 pub mod results;
+pub mod schema;
 pub mod table;

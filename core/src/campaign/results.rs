@@ -362,10 +362,11 @@ pub fn file_inputs(file: &CampaignFile, images_sha256: Option<&str>) -> BTreeMap
         file.spec.iter().map(|(k, v)| (k.as_str(), v.as_str())),
     );
     keyed(&mut out, "set", file.set.iter().map(|s| env_pair(s)));
+    let bench = file.bench.texts();
     keyed(
         &mut out,
         "bench",
-        file.bench.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        bench.iter().map(|(k, v)| (k.as_str(), v.as_str())),
     );
     out
 }
@@ -394,10 +395,11 @@ pub fn row_inputs(row: &Row) -> BTreeMap<String, String> {
         row.spec.iter().map(|(k, v)| (k.as_str(), v.as_str())),
     );
     keyed(&mut out, "set", row.set.iter().map(|s| env_pair(s)));
+    let bench = row.bench.texts();
     keyed(
         &mut out,
         "bench",
-        row.bench.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        bench.iter().map(|(k, v)| (k.as_str(), v.as_str())),
     );
     out
 }

@@ -3,11 +3,16 @@
 //! (`sources`), how a run is split over generator processes (`slices`), and how a dropped user dials
 //! again and what its return is counted as (`recovery`). The shell's `load` runs the sockets, reads the clock and calls these.
 
-/// The load's scenarios, as `exectl load` names them (the shell's `load::Scenario`, one each).
-pub const SCENARIOS: [&str; 4] = ["idle", "login-burst", "collab", "editing"];
+/// Most `--arrival-rate`: a million sessions a second is far past what one generator starts.
+pub const MAX_ARRIVAL_RATE: f64 = 1_000_000.0;
+/// Least `--arrival-rate`: one session every 100 s.
+pub const MIN_ARRIVAL_RATE: f64 = 0.01;
 
 pub mod delivery;
 pub mod liveness;
 pub mod recovery;
+pub mod scenario;
 pub mod slices;
 pub mod sources;
+
+pub use scenario::Scenario;

@@ -19,13 +19,9 @@ impl Spread {
         if v.is_empty() {
             return None;
         }
+        let median = crate::median::median(&v)?;
         v.sort_by(f64::total_cmp);
         let n = v.len();
-        let median = if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        };
         Some(Spread {
             median,
             min: v[0],

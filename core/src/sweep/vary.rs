@@ -4,7 +4,6 @@
 //! each point's bench runs (`users_per_project`, `scenario`, `interval`), which leaves the spec alone.
 
 use crate::error::UsageError;
-use crate::load::SCENARIOS;
 use crate::spec::{Raw, SpecInput};
 use crate::spec_settings::{setting, Kind, Setting, SETTINGS};
 
@@ -66,11 +65,14 @@ impl Workload {
             Workload::UsersPerProject => crate::units::count_in(value, 1, Self::MAX_ROOM)
                 .map(|_| ())
                 .map_err(invalid),
-            Workload::Scenario => match SCENARIOS.contains(&value) {
+            Workload::Scenario => match crate::load::Scenario::parse(value).is_some() {
                 true => Ok(()),
                 false => Err((
                     format!("{value} is no scenario"),
-                    format!("vary scenario over {}", SCENARIOS.join(", ")),
+                    format!(
+                        "vary scenario over {}",
+                        crate::load::Scenario::names().join(", ")
+                    ),
                 )),
             },
             Workload::Interval => crate::units::duration_in(

@@ -3,87 +3,78 @@
 //! on any bad input, before a single dial).
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use crate::cli::target::TargetArgs;
-use crate::cli::values::{count_flag, duration_flag};
 use crate::cli::LoadArgs;
 use crate::load::settings::LoadSettings;
-use crate::load::{endpoint, AllowList, LoadOptions, Manifest, Scenario, StackRef, DEFAULT_HOLD};
+use crate::load::{endpoint, AllowList, LoadOptions, Manifest, StackRef};
+use crate::ops::values::count_flag;
+use exectl_core::bench::settings::{BenchInput, MAX_USERS};
 use exectl_core::error::UsageError;
 
-/// The load flags of `exectl load`, and of one level of `exectl bench` (which has no --users: a level).
+/// The load flags of `exectl load`, and of one level of `exectl bench` (which has no --users: a level):
+/// the workload as typed bench settings (`BenchInput`: the one reading of --hold, --ramp, …), and where
+/// it goes.
 #[derive(Debug, Clone, Default)]
 pub struct LoadFlags {
     pub target: TargetArgs,
-    pub scenario: String,
+    pub input: BenchInput,
     pub stack: Option<String>,
     pub url: Option<String>,
     pub host_header: Option<String>,
     pub manifest: Option<PathBuf>,
-    pub pattern: Option<String>,
     pub users: Option<String>,
-    pub ramp: Option<String>,
-    pub dial_concurrency: Option<String>,
-    pub arrival_rate: Option<String>,
-    pub hold: Option<String>,
-    pub interval: Option<String>,
-    pub ping_after: Option<String>,
-    pub tokens: bool,
     pub reconnect: bool,
-    pub relogin: bool,
-    pub churn: Option<String>,
-    pub source_addrs: Option<String>,
-    pub processes: Option<String>,
-    pub generators: Option<String>,
     pub run_id: Option<String>,
     pub quiet: bool,
 }
 
 impl LoadFlags {
-    pub fn of(a: &LoadArgs) -> LoadFlags {
-        LoadFlags {
+    /// `exectl load`'s flags, each workload value read by its bench setting (exit 2 naming the flag).
+    pub fn of(a: &LoadArgs) -> Result<LoadFlags, UsageError> {
+        let mut input = BenchInput::default();
+        let texts = [
+            ("scenario", Some(&a.scenario)),
+            ("dial_concurrency", a.dial_concurrency.as_ref()),
+            ("ramp", a.ramp.as_ref()),
+            ("arrival_rate", a.arrival_rate.as_ref()),
+            ("hold", a.hold.as_ref()),
+            ("churn", a.churn.as_ref()),
+            ("interval", a.interval.as_ref()),
+            ("ping_after", a.ping_after.as_ref()),
+            ("source_addrs", a.source_addrs.as_ref()),
+            ("processes", a.processes.as_ref()),
+            ("generators", a.generators.as_ref()),
+            ("pattern", a.pattern.as_ref()),
+        ];
+        // --users first, as before: every numeric flag is read before anything else is.
+        count("--users", &a.users)?;
+        for (key, text) in texts {
+            let Some(text) = text else { continue };
+            input.set(key, text).map_err(|i| {
+                // The scenario is load's positional argument, not a flag.
+                let field = match key {
+                    "scenario" => "scenario".to_string(),
+                    _ => format!("--{}", key.replace('_', "-")),
+                };
+                UsageError::new(field, text, i.problem, i.fix)
+            })?;
+        }
+        input.tokens = Some(a.tokens);
+        input.relogin = Some(a.relogin);
+        Ok(LoadFlags {
             target: a.target.clone(),
-            scenario: a.scenario.clone(),
+            input,
             stack: a.stack.clone(),
             url: a.url.clone(),
             host_header: a.host_header.clone(),
             manifest: a.manifest.clone(),
-            pattern: a.pattern.clone(),
             users: a.users.clone(),
-            ramp: a.ramp.clone(),
-            dial_concurrency: a.dial_concurrency.clone(),
-            arrival_rate: a.arrival_rate.clone(),
-            hold: a.hold.clone(),
-            interval: a.interval.clone(),
-            ping_after: a.ping_after.clone(),
-            tokens: a.tokens,
             reconnect: a.reconnect,
-            relogin: a.relogin,
-            churn: a.churn.clone(),
-            source_addrs: a.source_addrs.clone(),
-            processes: a.processes.clone(),
-            generators: a.generators.clone(),
             run_id: a.run_id.clone(),
             quiet: a.quiet,
-        }
+        })
     }
-}
-
-/// Longest --ramp, --hold and --interval: far beyond any run, short of what an Instant can add.
-const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
-/// Most --users and --dial-concurrency (the manifest bounds --users further).
-const MAX_USERS: u64 = 10_000_000;
-
-fn duration(
-    flag: &str,
-    value: &Option<String>,
-    min: Duration,
-) -> Result<Option<Duration>, UsageError> {
-    value
-        .as_deref()
-        .map(|v| duration_flag(flag, v, min, MAX_DURATION))
-        .transpose()
 }
 
 fn count(flag: &str, value: &Option<String>) -> Result<Option<usize>, UsageError> {
@@ -93,133 +84,15 @@ fn count(flag: &str, value: &Option<String>) -> Result<Option<usize>, UsageError
         .transpose()
 }
 
-/// `--arrival-rate`: sessions a second, `50` or `50/s` (fractions allowed: `0.5` is one every 2 s); a
-/// text that is no number is out of every range.
-fn rate(text: &str) -> Result<f64, UsageError> {
-    let n = text.trim().strip_suffix("/s").unwrap_or(text.trim());
-    crate::load::settings::checked_rate(n.parse().unwrap_or(f64::NAN), text)
-}
-
 /// The flags' own values, checked (no file, no network), as settings, and `--users` when given.
 pub fn settings(args: &LoadFlags) -> Result<(LoadSettings, Option<usize>), UsageError> {
-    let scenario = Scenario::parse(&args.scenario).ok_or_else(|| {
-        UsageError::new(
-            "scenario",
-            &args.scenario,
-            "unknown scenario",
-            "use idle, login-burst, collab or editing",
-        )
-    })?;
-    // Every numeric flag is read before anything else is (no file, no network).
     let users = count("--users", &args.users)?;
-    let dial_concurrency = count("--dial-concurrency", &args.dial_concurrency)?;
-    let ramp = duration("--ramp", &args.ramp, Duration::ZERO)?;
-    let arrival_rate = args.arrival_rate.as_deref().map(rate).transpose()?;
-    let hold = duration("--hold", &args.hold, Duration::ZERO)?.unwrap_or(DEFAULT_HOLD);
-    if scenario.uses_socket() && hold.is_zero() {
-        return Err(UsageError::new(
-            "--hold",
-            args.hold.as_deref().unwrap_or(""),
-            "a socket must be held for some time",
-            "give e.g. --hold 30s",
-        ));
-    }
-    // A socket's mean life under churn: below 100 ms the users do nothing but dial.
-    let churn = args
-        .churn
-        .as_deref()
-        .map(|v| {
-            duration_flag(
-                "--churn",
-                v,
-                Duration::from_millis(100),
-                Duration::from_secs(30 * 24 * 3600),
-            )
-        })
-        .transpose()?;
-    if churn.is_some() && !scenario.uses_socket() {
-        return Err(UsageError::new(
-            "--churn",
-            args.churn.as_deref().unwrap_or(""),
-            format!("{} holds no socket to leave", scenario.name()),
-            "use it with idle, collab or editing",
-        ));
-    }
-    // Below 10ms the waits are timer noise.
-    let interval = duration("--interval", &args.interval, Duration::from_millis(10))?;
-    // Under a second, pings are the load; above an hour, no hold would ever ping.
-    let ping_after = args
-        .ping_after
-        .as_deref()
-        .map(|v| {
-            duration_flag(
-                "--ping-after",
-                v,
-                Duration::from_secs(1),
-                Duration::from_secs(3600),
-            )
-        })
-        .transpose()?;
-    let sources = match &args.source_addrs {
-        Some(t) => exectl_core::load::sources::parse(t)?,
-        None => Vec::new(),
-    };
-    let processes = args
-        .processes
-        .as_deref()
-        .map(|v| {
-            count_flag(
-                "--processes",
-                v,
-                1,
-                exectl_core::load::slices::MAX_PROCESSES as u64,
-            )
-            .map(|n| n as usize)
-        })
-        .transpose()?;
-    let generators = match &args.generators {
+    let generators = match &args.input.generators {
         Some(v) => crate::cli::target::generators(&args.target, v)?,
         None => crate::load::Generators::default(),
     };
-    let settings = LoadSettings {
-        scenario,
-        ramp,
-        dial_concurrency,
-        hold,
-        interval,
-        ping_after,
-        tokens: args.tokens,
-        sources,
-        processes,
-        generators,
-        pattern: args.pattern.clone(),
-        progress: !args.quiet,
-        arrival_rate,
-        // A user that left comes back; if its dial fails, as --reconnect does.
-        reconnect: args.reconnect || churn.is_some(),
-        relogin: args.relogin,
-        churn,
-    };
-    settings.check()?;
+    let settings = LoadSettings::from_input(&args.input, generators, args.reconnect, !args.quiet)?;
     Ok((settings, users))
-}
-
-/// The flags' own values checked, before the stack they load exists (bench, and sweep before its first
-/// deploy, check a level's flags this way), as settings.
-pub fn check(args: &LoadFlags) -> Result<LoadSettings, UsageError> {
-    let (s, _) = settings(args)?;
-    if let (Some(text), false) = (&args.source_addrs, s.sources.is_empty()) {
-        // The front door is --url's address, or the stack's on the target.
-        let target = crate::cli::target::target_spec(&args.target)?.address()?;
-        let door = match &args.url {
-            Some(u) => endpoint::from_url(u, &AllowList::loopback_only().allow(target))?
-                .addr
-                .ip(),
-            None => target,
-        };
-        exectl_core::load::sources::check_family(&s.sources, door, text)?;
-    }
-    Ok(s)
 }
 
 /// The flags, checked, as a run (no network, no limits yet).
@@ -229,9 +102,9 @@ pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
     let run_id = args
         .run_id
         .as_deref()
-        .map(|id| crate::cli::values::run_id(Some(id), "E7-IDLE-1000-001", |_| String::new()))
+        .map(|id| crate::ops::values::run_id(Some(id), "E7-IDLE-1000-001", |_| String::new()))
         .transpose()?;
-    let front_door_check = |door: &endpoint::Endpoint| match &args.source_addrs {
+    let front_door_check = |door: &endpoint::Endpoint| match &args.input.source_addrs {
         Some(text) => {
             exectl_core::load::sources::check_family(&settings.sources, door.addr.ip(), text)
         }
@@ -276,7 +149,7 @@ pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
     // With --stack and no --manifest, the stack's newest manifest (or --pattern's).
     let manifest_dir = match (&stacks[..], &args.stack, &args.manifest) {
         ([s], Some(_), None) => {
-            crate::state::manifests::locate(&s.name, &s.dir, args.pattern.as_deref())?
+            crate::state::manifests::locate(&s.name, &s.dir, settings.pattern.as_deref())?
         }
         (_, _, Some(dir)) => dir.clone(),
         _ => PathBuf::from("manifest"),
@@ -339,12 +212,17 @@ mod tests {
             owner_email: "u0@x.org".into(),
         }];
         Manifest::write(d.path(), &accounts, &projects, None).unwrap();
-        let flags = |ping_after: Option<&str>| LoadFlags {
-            scenario: "idle".into(),
-            url: Some("http://127.0.0.1:8090".into()),
-            manifest: Some(d.path().to_path_buf()),
-            ping_after: ping_after.map(str::to_string),
-            ..LoadFlags::default()
+        let flags = |ping_after: Option<&str>| {
+            let mut input = BenchInput::default();
+            if let Some(p) = ping_after {
+                input.set("ping_after", p).unwrap();
+            }
+            LoadFlags {
+                input,
+                url: Some("http://127.0.0.1:8090".into()),
+                manifest: Some(d.path().to_path_buf()),
+                ..LoadFlags::default()
+            }
         };
         assert_eq!(load(&flags(None)).unwrap().liveness, Bounds::for_users(3));
         let set = load(&flags(Some("40s"))).unwrap().liveness;
@@ -353,7 +231,7 @@ mod tests {
             !set.follow_server,
             "a given --ping-after is kept whatever the server does"
         );
-        let e = load(&flags(Some("500ms"))).unwrap_err();
-        assert_eq!(e.field, "--ping-after");
+        let mut input = BenchInput::default();
+        assert!(input.set("ping_after", "500ms").is_err(), "under a second");
     }
 }

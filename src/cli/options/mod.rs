@@ -2,7 +2,7 @@
 //! naming the flag) before any connection. The one place a command's flags are read as a whole.
 
 use super::spec::load_templates;
-use super::values::duration_flag;
+use crate::ops::values::duration_flag;
 pub mod bench;
 pub mod campaign;
 pub mod load;

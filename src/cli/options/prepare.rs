@@ -1,9 +1,9 @@
 //! `exectl prepare`'s flags as the seeding run's `Options` (or a reset's): every value checked (exit 2
 //! naming the flag, the password never shown), nothing read from the target or written.
 
-use crate::cli::values::count_flag;
 use crate::cli::PrepareArgs;
 use crate::ops::prepare::{PrepareOptions, ResetOptions};
+use crate::ops::values::count_flag;
 use crate::prepare::plan::{self, EmailPattern, Visibility};
 use crate::prepare::{
     Options, Via, DEFAULT_BATCH, DEFAULT_COST, DEFAULT_SCHEMA_TIMEOUT, DEFAULT_TOKEN_TTL,
@@ -24,13 +24,13 @@ const MAX_SCHEMA_TIMEOUT: Duration = Duration::from_secs(86_400);
 /// A token's lifetime in whole seconds (its exp claim), at least 1s.
 fn token_ttl(value: &str) -> Result<Duration, UsageError> {
     let ttl = exectl_core::units::whole_seconds_in(value, Duration::from_secs(1), MAX_TOKEN_TTL);
-    crate::cli::values::checked("--token-ttl", value, ttl).map(Duration::from_secs)
+    crate::ops::values::checked("--token-ttl", value, ttl).map(Duration::from_secs)
 }
 
 fn schema_timeout(value: &Option<String>) -> Result<Duration, UsageError> {
     match value {
         None => Ok(DEFAULT_SCHEMA_TIMEOUT),
-        Some(t) => crate::cli::values::duration_flag(
+        Some(t) => crate::ops::values::duration_flag(
             "--schema-timeout",
             t,
             Duration::from_millis(1),
@@ -69,10 +69,7 @@ fn password(args: &PrepareArgs) -> Result<String, UsageError> {
     Ok(pw)
 }
 
-/// `--bcrypt-cost`: bcrypt's own range.
-pub fn bcrypt_cost(value: &str) -> Result<u32, UsageError> {
-    Ok(count_flag("--bcrypt-cost", value, 4, 31)? as u32)
-}
+pub use crate::ops::values::bcrypt_cost;
 
 /// The flags as a seeding run, without touching anything. `stack_dir` is filled in once the stack is known.
 pub fn options(args: &PrepareArgs) -> Result<Options, UsageError> {

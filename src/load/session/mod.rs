@@ -19,7 +19,7 @@ pub use reconnect::UserRecovery;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use exectl_core::load::liveness::{Bounds, SERVER_EVERY};
 
@@ -61,10 +61,7 @@ pub struct Ctx {
 
 impl Ctx {
     pub fn new(opts: LoadOptions, http: app::Client) -> Ctx {
-        let epoch_us0 = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_micros() as u64)
-            .unwrap_or(0);
+        let epoch_us0 = crate::clock::unix_us();
         Ctx {
             http,
             live: opts.live.clone().unwrap_or_default(),

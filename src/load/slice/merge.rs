@@ -1,6 +1,7 @@
-//! The slices' reports as one run's summary, with exactly a single run's fields: counts summed, every
-//! percentile read off the merged histograms (never an average of percentiles), the common hold's
-//! figures from the slices' own exact counts, and a row per slice. A slice without a report counts all
+//! The slices' reports as one run's summary, with exactly a single run's fields: counts summed into a
+//! `Tally` that `Summary::of_tally` makes a summary of, as a single run's (every percentile read off the
+//! merged histograms, never an average of percentiles), the common hold's figures from the slices' own
+//! exact counts, and a row per slice. A slice without a report counts all
 //! its users as failed ("slice_failed"), held by none.
 
 use std::collections::BTreeMap;
@@ -11,7 +12,7 @@ use exectl_core::plateau::PlateauFigures;
 
 use super::SliceReport;
 use crate::load::summary::{
-    Arrivals, Editing, Fanout, Generator, LastSeen, LoginBurst, Parts, Settings, SliceUse, Summary,
+    Arrivals, Editing, Fanout, LastSeen, LoginBurst, Parts, SliceUse, Summary, Tally,
 };
 use crate::load::{LoadOptions, Scenario};
 
@@ -203,20 +204,12 @@ pub fn merge(opts: &LoadOptions, results: Vec<SliceResult>, parent: Parent) -> S
         login_burst = Some(LoginBurst::default());
     }
     if let Some(b) = &mut login_burst {
-        b.probe_ms = parts.probe.percentiles();
         let lost: u64 = results
             .iter()
             .filter(|r| matches!(r.outcome, Outcome::Failed(_)))
             .map(|r| r.users as u64)
             .sum();
         b.logins_failed += lost;
-    }
-    if let Some(f) = &mut fanout {
-        f.delivery_ms = parts.delivery.percentiles();
-    }
-    if let Some(e) = &mut editing {
-        e.metadata_ms = parts.metadata.percentiles();
-        e.autosave_ms = parts.autosave.percentiles();
     }
     let users = opts.users;
     let plateau = scenario.uses_socket().then(|| {
@@ -238,54 +231,36 @@ pub fn merge(opts: &LoadOptions, results: Vec<SliceResult>, parent: Parent) -> S
             logins_per_s: parts.spans.logins_per_s(),
         }
     });
-    let rate = if parts.connect_span_s > 0.0 {
-        (connected as f64 / parts.connect_span_s * 10.0).round() / 10.0
-    } else {
-        0.0
-    };
-    Summary {
-        run_id: opts.run_id.clone(),
-        scenario: scenario.name().to_string(),
-        users,
-        started_unix_s: if started_unix_s == u64::MAX {
-            0
-        } else {
-            started_unix_s
+    Summary::of_tally(
+        opts,
+        Tally {
+            users,
+            started_unix_s: if started_unix_s == u64::MAX {
+                0
+            } else {
+                started_unix_s
+            },
+            duration_s: parent.duration_s,
+            connected,
+            held,
+            stalled,
+            succeeded,
+            interrupted,
+            plateau,
+            close_codes,
+            failures,
+            peak_rss: rss,
+            cpu_s: (cpu * 1000.0).round() / 1000.0,
+            pings,
+            login_burst,
+            fanout,
+            editing,
+            arrivals,
+            recovery,
+            slices: uses,
+            parts,
         },
-        duration_s: (parent.duration_s * 1000.0).round() / 1000.0,
-        connected,
-        held_full_duration: held,
-        plateau,
-        interrupted,
-        stalled,
-        succeeded,
-        failed: users as u64 - succeeded,
-        close_codes,
-        failures,
-        login_ms: parts.login.percentiles(),
-        connect_ms: parts.connect.percentiles(),
-        early_end_ms: parts.early_end.percentiles(),
-        server_silence_ms: parts.silence.percentiles(),
-        connect_rate_per_s: rate,
-        client_peak_rss_bytes: rss,
-        client_cpu_seconds: (cpu * 1000.0).round() / 1000.0,
-        pings,
-        settings: Settings::of(opts),
-        login_burst,
-        fanout,
-        editing,
-        arrivals,
-        recovery: recovery.map(|mut r| {
-            crate::load::summary::returns(
-                &mut r,
-                &parts.back,
-                opts.relogin.then_some(&parts.relogin),
-            );
-            r
-        }),
-        generator: Generator::of(uses),
-        parts,
-    }
+    )
 }
 
 #[cfg(test)]

@@ -346,17 +346,7 @@ pub struct SliceReport {
     pub parts: Parts,
 }
 
-/// Wall-clock milliseconds since the epoch.
-pub fn unix_ms() -> u64 {
-    unix_ms_f64() as u64
-}
-
-/// The same, to the microsecond.
-pub fn unix_ms_f64() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
-}
+pub use crate::clock::{unix_ms, unix_ms_f64};
 
 #[cfg(test)]
 mod tests {

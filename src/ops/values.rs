@@ -1,4 +1,4 @@
-//! Flag values as options: the one place a flag's text becomes its value or its UsageError (exit 2),
+//! Values as options: the one place a flag's or a file's text becomes its value or its UsageError (exit 2),
 //! read by `exectl_core::units`. Their value names say their kind (DURATION, SIZE, N, CPUS).
 
 use exectl_core::error::UsageError;
@@ -33,10 +33,7 @@ pub fn run_id(
     default: impl FnOnce(u64) -> String,
 ) -> Result<String, UsageError> {
     let Some(id) = given else {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        return Ok(default(now));
+        return Ok(default(crate::clock::unix_s()));
     };
     if !is_run_id(id) {
         return Err(UsageError::new(
@@ -100,20 +97,25 @@ pub fn run_folder(
     }
 }
 
+/// `--bcrypt-cost` (a campaign's `bcrypt_cost:`): bcrypt's own range, 4..=31.
+pub fn bcrypt_cost(value: &str) -> Result<u32, UsageError> {
+    Ok(count_flag("--bcrypt-cost", value, 4, 31)? as u32)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
     fn a_run_id_is_a_safe_folder_name_or_the_default() {
         let default = |now: u64| format!("X-{now}");
         assert_eq!(
-            crate::cli::values::run_id(Some("E7-idle_1.a"), "E", default).unwrap(),
+            crate::ops::values::run_id(Some("E7-idle_1.a"), "E", default).unwrap(),
             "E7-idle_1.a"
         );
-        let id = crate::cli::values::run_id(None, "E", default).unwrap();
+        let id = crate::ops::values::run_id(None, "E", default).unwrap();
         let now: u64 = id.strip_prefix("X-").unwrap().parse().unwrap();
         assert!(now > 1_700_000_000, "{id}");
         for bad in ["", ".hidden", "..", "a b", "a/b", &"x".repeat(101)] {
-            let e = crate::cli::values::run_id(Some(bad), "B-1", default).unwrap_err();
+            let e = crate::ops::values::run_id(Some(bad), "B-1", default).unwrap_err();
             assert_eq!(e.field, "--run-id", "{bad:?}");
             assert!(e.to_string().contains("e.g. --run-id B-1"), "{e}");
         }

@@ -5,6 +5,14 @@ use exectl_core::error::UsageError;
 use exectl_core::render::{parse_error, Templates};
 use std::path::Path;
 
+/// The embedded templates, with the overrides of `dir` when given (`--templates`, or a sweep's plan).
+pub fn templates(dir: Option<&Path>) -> anyhow::Result<Templates> {
+    match dir {
+        Some(dir) => Ok(with_overrides(dir)?),
+        None => Ok(Templates::embedded()),
+    }
+}
+
 /// The embedded templates, with any file of the same name under `dir` taking precedence. Refused
 /// (exit 2) when `dir` is not a folder, overrides nothing, holds a `.tera` file that matches no
 /// template (a typo would otherwise be ignored silently), a template that does not parse, or a

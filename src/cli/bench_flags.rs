@@ -1,0 +1,86 @@
+//! bench's and sweep's flags for each level's load and judgement: one clap argument per bench setting
+//! (`exectl_core::bench::settings::BENCH_SETTINGS`, whose keys are their ids), read back as the text
+//! given, and made the typed `BenchInput` by the table's own reader (exit 2 naming the flag).
+
+use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches};
+use exectl_core::bench::settings::{self, BenchInput, Kind, Setting, BENCH_SETTINGS};
+use exectl_core::error::UsageError;
+
+/// The bench settings given as flags, key and text, in the table's order (a repeated `--slo` once
+/// per value).
+#[derive(Debug, Clone, Default)]
+pub struct BenchFlags {
+    pub given: Vec<(&'static str, String)>,
+}
+
+impl BenchFlags {
+    /// The flags as typed settings, each value checked by its setting's type and range.
+    pub fn input(&self) -> Result<BenchInput, UsageError> {
+        let mut input = BenchInput::default();
+        for (key, text) in &self.given {
+            input.set(key, text).map_err(|i| {
+                let flag = settings::setting(key).map_or_else(|| key.to_string(), Setting::flag);
+                UsageError::new(flag, text, i.problem, i.fix)
+            })?;
+        }
+        Ok(input)
+    }
+}
+
+fn arg(s: &Setting) -> Arg {
+    let mut arg = Arg::new(s.key)
+        .long(s.key.replace('_', "-"))
+        .help(s.help_line());
+    if let Some(other) = s.conflicts_with {
+        arg = arg.conflicts_with(other);
+    }
+    if s.kind == Kind::Switch {
+        return arg.action(ArgAction::SetTrue);
+    }
+    let arg = arg
+        .value_name(s.value_name)
+        .value_parser(clap::value_parser!(String));
+    match s.kind {
+        Kind::Objectives => arg.action(ArgAction::Append),
+        // `--hold -1s` reaches the check and is refused there naming the flag, rather than taken for
+        // another flag.
+        Kind::Duration { .. } | Kind::Count { .. } | Kind::Rate { .. } => {
+            arg.action(ArgAction::Set).allow_hyphen_values(true)
+        }
+        _ => arg.action(ArgAction::Set),
+    }
+}
+
+impl Args for BenchFlags {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        BENCH_SETTINGS.iter().fold(cmd, |cmd, s| cmd.arg(arg(s)))
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl FromArgMatches for BenchFlags {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut given = Vec::new();
+        for s in BENCH_SETTINGS {
+            match s.kind {
+                Kind::Switch if m.get_flag(s.key) => given.push((s.key, "true".to_string())),
+                Kind::Switch => {}
+                _ => given.extend(
+                    m.get_many::<String>(s.key)
+                        .into_iter()
+                        .flatten()
+                        .map(|v| (s.key, v.clone())),
+                ),
+            }
+        }
+        Ok(BenchFlags { given })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
