@@ -1,9 +1,10 @@
-//! A sweep's plan as its results.json keeps it (`plan`): its options besides what results.json holds as
-//! fields (the variables, values, repeats, levels or search), typed, every secret as its keyed
-//! fingerprint. Written by `ops::sweep` when the sweep begins; `--resume` makes the sweep's options from
-//! it again — no command line is kept or read back (`resume`). Also what every sweep and campaign row
-//! checks of its points before the first deploy: each point's spec, one database engine, a fault's
-//! service, a room-size search's needs, no credential in a plain setting.
+//! A sweep planned: its options (`SweepOptions`, what `ops::sweep` runs), and its plan as its
+//! results.json keeps it (`SweepPlan`): its options besides what results.json holds as fields (the
+//! variables, values, repeats, levels or search), typed, every secret as its keyed fingerprint.
+//! Written by `ops::sweep` when the sweep begins; `--resume` makes the sweep's options from it again —
+//! no command line is kept or read back (`resume`). Also what every sweep and campaign row checks of
+//! its points before the first deploy: each point's spec, one database engine, a fault's service, a
+//! room-size search's needs, no credential in a plain setting.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
