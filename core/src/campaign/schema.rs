@@ -204,7 +204,6 @@ fn row() -> Value {
 pub fn campaign() -> Value {
     json!({
         "$schema": "http://json-schema.org/draft-07/schema#",
-        "$id": "https://exectl.dev/campaign.schema.json",
         "title": "exectl campaign file",
         "description": "A study as rows, each one bench or one sweep of a stack of its topology (docs/campaign-file.md)",
         "type": "object",
@@ -229,7 +228,6 @@ pub fn campaign() -> Value {
 pub fn sweep() -> Value {
     json!({
         "$schema": "http://json-schema.org/draft-07/schema#",
-        "$id": "https://exectl.dev/sweep.schema.json",
         "title": "exectl sweep file",
         "description": "A sweep's variable, repeats and levels or search (`exectl sweep --sweep-file`)",
         "type": "object",
