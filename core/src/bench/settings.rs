@@ -101,6 +101,10 @@ impl Setting {
 pub trait Value: Sized {
     fn read(kind: &Kind, text: &str) -> Result<Self, Invalid>;
     fn text(&self) -> String;
+    /// `new` given after `self`: the last wins, but for a repeatable setting, which gathers.
+    fn followed_by(self, new: Self) -> Self {
+        new
+    }
 }
 
 impl Value for Duration {
@@ -215,6 +219,10 @@ impl Value for Vec<String> {
     fn text(&self) -> String {
         self.join(";")
     }
+    fn followed_by(mut self, new: Self) -> Self {
+        self.extend(new);
+        self
+    }
 }
 
 /// Declares `BenchInput` (one `Option` per row: None is "not said here") and `BENCH_SETTINGS` (the
@@ -254,7 +262,10 @@ macro_rules! bench_settings {
                 match key {
                     $(stringify!($key) => {
                         let v: $ty = Value::read(&s.kind, text)?;
-                        self.$key = Some(append(self.$key.take(), v));
+                        self.$key = Some(match self.$key.take() {
+                            Some(old) => Value::followed_by(old, v),
+                            None => v,
+                        });
                     })*
                     _ => unreachable!("every key of the table has its field"),
                 }
@@ -295,30 +306,6 @@ impl PartialEq for Given {
         true
     }
 }
-
-/// A repeatable setting's values gathered; any other's last wins.
-fn append<T: Append>(old: Option<T>, new: T) -> T {
-    match old {
-        Some(old) => old.append(new),
-        None => new,
-    }
-}
-
-trait Append {
-    fn append(self, new: Self) -> Self;
-}
-
-impl<T> Append for Vec<T> {
-    fn append(mut self, new: Self) -> Self {
-        self.extend(new);
-        self
-    }
-}
-
-macro_rules! last_wins {
-    ($($t:ty),*) => { $(impl Append for $t { fn append(self, new: Self) -> Self { new } })* };
-}
-last_wins!(Duration, u64, f64, bool, String, Scenario, Fault);
 
 /// 30 days: far beyond any run, short of what an Instant can add.
 pub const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
