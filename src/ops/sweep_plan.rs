@@ -466,6 +466,8 @@ mod tests {
     use super::*;
     use crate::load::settings::LoadSettings;
     use crate::load::Scenario;
+    use exectl_core::spec::SecretValue;
+    use std::path::Path;
 
     /// What results.json keeps reads back as it was, but each secret: its fingerprint, never its value.
     #[test]
@@ -539,5 +541,95 @@ mod tests {
         let p = SeedPlan::of(&own);
         assert!(!serde_json::to_string(&p).unwrap().contains("s3cret-pw"));
         assert_eq!(p.options().unwrap_err().field, "--resume");
+    }
+
+    /// A room-size search needs rooms that relay (collab, editing), each room size's own manifest, and
+    /// no other variable setting the room size.
+    #[test]
+    fn a_room_size_search_refuses_what_would_not_measure_rooms() {
+        let room = Mode::Room {
+            bounds: exectl_core::sweep::search::Bounds::new(2, 20, 0.1).unwrap(),
+            users: 40,
+        };
+        let mut collab = BenchSettings::default();
+        collab.load.scenario = crate::load::Scenario::Collab;
+        let fault = vec![vary::parse("--vary", "env.STANDIN_FAULT=none,slow-relay").unwrap()];
+        room_checks(&fault, &collab, &room).unwrap();
+        let idle = BenchSettings::default();
+        assert_eq!(
+            room_checks(&fault, &idle, &room).unwrap_err().field,
+            "--scenario"
+        );
+        let mut pattern = collab.clone();
+        pattern.load.pattern = Some("u-{i}@x.net".into());
+        assert_eq!(
+            room_checks(&fault, &pattern, &room).unwrap_err().field,
+            "--pattern"
+        );
+        let rooms = vec![vary::parse("--vary", "users_per_project=2,4").unwrap()];
+        assert_eq!(
+            room_checks(&rooms, &collab, &room).unwrap_err().field,
+            "--vary"
+        );
+        // Levels and capacity searches are not its business.
+        room_checks(&rooms, &idle, &Mode::Levels(vec![10])).unwrap();
+    }
+
+    /// A resume takes each secret's value from its own --set-secret or the stack's .env, where the
+    /// fingerprint recorded matches; anything else is refused naming the key, never the value.
+    #[test]
+    fn a_resumed_secret_is_the_recorded_one_or_refused() {
+        let print = SecretValue::new("K", "hunter2").redacted().to_string();
+        let recorded = vec![format!("K={print}")];
+        let env = Path::new("/s/bundle/.env");
+        let ok = |given: &[&str], text: Option<&str>| {
+            let given: Vec<String> = given.iter().map(|s| s.to_string()).collect();
+            resumed_secrets("S-1", &recorded, &given, (env, text))
+        };
+        let dotenv = "# Secrets of stack s\nAPP_SECRET=x\nK=hunter2\n";
+        assert_eq!(ok(&[], Some(dotenv)).unwrap(), ["K=hunter2"]);
+        assert_eq!(ok(&["K=hunter2"], None).unwrap(), ["K=hunter2"]);
+        for (given, text, field, says) in [
+            (
+                vec!["K=wrong"],
+                Some(dotenv),
+                "--set-secret",
+                "not the value",
+            ),
+            (
+                vec!["J=x"],
+                Some(dotenv),
+                "--set-secret",
+                "not begun with --set-secret J",
+            ),
+            (vec![], Some("K=0th3rval\n"), "--resume", "has another"),
+            (vec![], Some("APP_SECRET=x\n"), "--resume", "has none"),
+            (vec![], None, "--resume", "cannot be read"),
+        ] {
+            let e = ok(&given, text).unwrap_err();
+            assert_eq!(e.field, field, "{e}");
+            assert!(e.problem.contains(says), "{e}");
+            let all = e.to_string();
+            assert!(
+                !all.contains("hunter2") && !all.contains("wrong") && !all.contains("0th3rval"),
+                "{all}"
+            );
+            if field == "--resume" {
+                assert!(e.fix.contains("--set-secret K=VALUE"), "{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn two_database_engines_on_one_volume_are_refused() {
+        let vary = vec!["db=postgres,mariadb".to_string()];
+        assert!(one_database_engine(&["postgres"], &vary, "s").is_ok());
+        assert!(one_database_engine(&[], &vary, "s").is_ok());
+        let e = one_database_engine(&["postgres", "mariadb"], &vary, "s").unwrap_err();
+        assert_eq!(
+            (e.field.as_str(), e.value.as_str()),
+            ("--vary", "db=postgres,mariadb")
+        );
+        assert!(e.problem.contains("postgres and mariadb"), "{e}");
     }
 }

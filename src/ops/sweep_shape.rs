@@ -371,3 +371,213 @@ pub fn percent(text: &str) -> Result<f64, UsageError> {
         Err(_) => Err(bad("not a percent")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use exectl_core::sweep::vary::points;
+
+    /// The sweep file the shape flags stand for (`--vary X --matrix ...`), as `cli::options::sweep`
+    /// makes it.
+    fn shaped(argv: &[&str]) -> SweepFile {
+        let mut f = SweepFile::default();
+        let mut it = argv.iter();
+        while let Some(flag) = it.next() {
+            let mut value = || Some(it.next().expect("a value").to_string());
+            match *flag {
+                "--vary" => f.vary.push(value().unwrap()),
+                "--matrix" => f.matrix = true,
+                "--find-capacity" => f.find_capacity = true,
+                "--find-room" => f.find_room = true,
+                "--repeat" => f.repeat = value(),
+                "--levels" => f.levels = value(),
+                "--from" => f.from = value(),
+                "--to" => f.to = value(),
+                "--precision" => f.precision = value(),
+                "--users" => f.users = value(),
+                other => panic!("no shape flag {other}"),
+            }
+        }
+        f
+    }
+
+    #[test]
+    fn one_variable_or_two_with_matrix() {
+        let f = SweepFile::default();
+        let one = variables(
+            &shaped(&["--vary", "nginx=tuned-ip-hash,tuned-least-conn"]),
+            &f,
+        )
+        .unwrap();
+        assert_eq!(one.len(), 1);
+        for (flags, field, says) in [
+            (vec![], "--vary", "no variable"),
+            (
+                vec!["--vary", "instances=1,2", "--vary", "cpus=1,2"],
+                "--vary",
+                "one thing at a time",
+            ),
+            (
+                vec!["--vary", "instances=1,2", "--matrix"],
+                "--matrix",
+                "needs two",
+            ),
+            (
+                vec!["--vary", "cpus=1,2", "--vary", "cpus=3", "--matrix"],
+                "--vary",
+                "same variable",
+            ),
+        ] {
+            let e = variables(&shaped(&flags), &f).unwrap_err();
+            assert_eq!(e.field, field, "{flags:?}");
+            assert!(e.problem.contains(says), "{flags:?}: {e}");
+        }
+        let two = variables(
+            &shaped(&[
+                "--vary",
+                "instances=1,2",
+                "--vary",
+                "cpus=0.5,1",
+                "--matrix",
+            ]),
+            &f,
+        )
+        .unwrap();
+        assert_eq!(points(&two, 1).len(), 4);
+        assert_eq!(points(&two, 3).len(), 12);
+    }
+
+    #[test]
+    fn levels_or_a_search_with_its_bounds() {
+        let f = SweepFile::default();
+        assert_eq!(
+            mode(&shaped(&["--levels", "100,200"]), &f).unwrap(),
+            Mode::Levels(vec![100, 200])
+        );
+        let Mode::Search(b) = mode(&shaped(&["--find-capacity", "--to", "800"]), &f).unwrap() else {
+            panic!("a search")
+        };
+        assert_eq!((b.from, b.to, b.precision), (100, 800, 0.10));
+        let Mode::Search(b) = mode(
+            &shaped(&[
+                "--find-capacity",
+                "--from",
+                "50",
+                "--to",
+                "800",
+                "--precision",
+                "5%",
+            ]),
+            &f,
+        )
+        .unwrap() else {
+            panic!("a search")
+        };
+        assert_eq!((b.from, b.precision), (50, 0.05));
+        for (flags, field) in [
+            (vec![], "--levels"),
+            (vec!["--find-capacity"], "--to"),
+            (vec!["--find-capacity", "--to", "50"], "--from"),
+            (
+                vec!["--find-capacity", "--to", "800", "--precision", "lots"],
+                "--precision",
+            ),
+            (vec!["--levels", "200,100"], "--levels"),
+        ] {
+            assert_eq!(
+                mode(&shaped(&flags), &f).unwrap_err().field,
+                field,
+                "{flags:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_room_size_search_with_its_users_and_bounds() {
+        let f = SweepFile::default();
+        let m = mode(
+            &shaped(&["--find-room", "--users", "400", "--to", "200"]),
+            &f,
+        )
+        .unwrap();
+        let Mode::Room { bounds, users } = m else {
+            panic!("a room search: {m:?}")
+        };
+        assert_eq!((bounds.from, bounds.to, users), (2, 200, 400));
+        assert_eq!(m.top(), 400, "the accounts a probe needs are its users");
+        // From the sweep file, unless a flag chooses another mode.
+        let file = exectl_core::sweep::file::parse(
+            "s.yaml",
+            "vary: {cpus: [1, 2]}\nfind_room: {users: 40, from: 4, to: 32}\n",
+        )
+        .unwrap();
+        let from_file = mode(&shaped(&[]), &file).unwrap();
+        assert!(
+            matches!(from_file, Mode::Room { bounds, users: 40 } if bounds.from == 4),
+            "{from_file:?}"
+        );
+        assert_eq!(
+            mode(&shaped(&["--levels", "10"]), &file).unwrap(),
+            Mode::Levels(vec![10])
+        );
+        // A capacity search on the command line reads none of the file's room bounds.
+        let e = mode(&shaped(&["--find-capacity"]), &file).unwrap_err();
+        assert_eq!(e.field, "--to", "the file's find_room.to is no level: {e}");
+        for (flags, field, says) in [
+            (
+                vec!["--find-room", "--to", "20"],
+                "--users",
+                "needs the users",
+            ),
+            (
+                vec!["--find-room", "--users", "40"],
+                "--to",
+                "its largest room",
+            ),
+            (
+                vec!["--find-room", "--users", "40", "--to", "50"],
+                "--to",
+                "a room of 50 needs more users",
+            ),
+            (
+                vec!["--find-room", "--users", "1", "--to", "1"],
+                "--users",
+                "",
+            ),
+            (
+                vec!["--find-room", "--users", "40", "--from", "8", "--to", "4"],
+                "--from",
+                "--from below --to",
+            ),
+            (
+                vec!["--levels", "10", "--users", "40"],
+                "--users",
+                "the room-size search's",
+            ),
+        ] {
+            let e = mode(&shaped(&flags), &f).unwrap_err();
+            assert_eq!(e.field, field, "{flags:?}: {e}");
+            assert!(e.problem.contains(says), "{flags:?}: {e}");
+        }
+    }
+
+    /// A percent is written with its %; a bare number (a share or a percent?) and a percent out of
+    /// range are refused naming the flag, the value and the fix.
+    #[test]
+    fn the_precision_is_a_percent_with_its_sign() {
+        assert_eq!(percent("10%").unwrap(), 0.10);
+        assert_eq!(percent("0.5 %").unwrap(), 0.005);
+        for (text, says) in [
+            ("0.1", "without %"),
+            ("0.05%", "not between 0.1 % and 100 %"),
+            ("150%", "not between"),
+            ("ten%", "not a percent"),
+            ("lots", "not a percent"),
+        ] {
+            let e = percent(text).unwrap_err();
+            assert_eq!((e.field.as_str(), e.value.as_str()), ("--precision", text));
+            assert!(e.problem.contains(says), "{text}: {e}");
+            assert!(e.fix.contains("--precision 10%"), "{e}");
+        }
+    }
+}
