@@ -10,7 +10,7 @@ pub mod options;
 pub mod spec;
 pub mod target;
 
-pub use bench_flags::BenchFlags;
+pub use bench_flags::{BenchFlags, WorkloadFlags};
 use clap::{Args, Parser, Subcommand};
 use spec::SpecArgs;
 use std::path::PathBuf;
@@ -324,73 +324,17 @@ pub struct LoadArgs {
     /// [default: with --stack, the stack's newest manifest, else ./manifest].
     #[arg(long, value_name = "DIR")]
     pub manifest: Option<PathBuf>,
-    /// With --stack: the manifest prepare wrote for this --email-pattern instead of the newest.
-    #[arg(long, requires = "stack", conflicts_with = "manifest")]
-    pub pattern: Option<String>,
     /// Users (accounts 0..N of the manifest) [default: every account].
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub users: Option<String>,
-    /// Start users evenly over this long, e.g. 30s [default: 0 for login-burst, else 10s].
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
-    pub ramp: Option<String>,
-    /// Churn during the common hold: each user leaves (closes its socket) after a time drawn with
-    /// this mean (exponential: a steady rate of leaves, users/MEAN a second) and comes back at once
-    /// with a new socket, dialing again as --reconnect does if that fails; the summary counts
-    /// the leaves (`recovery`).
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
-    pub churn: Option<String>,
-    /// Connection attempts in flight at most [default: every user for login-burst, else 64].
-    #[arg(long, value_name = "N", allow_hyphen_values = true)]
-    pub dial_concurrency: Option<String>,
-    /// The open model: sessions start on schedule, RATE a second (user i at i/RATE s), whatever the server
-    /// does (a stalled server is not given fewer starts); latencies count from each scheduled start;
-    /// --dial-concurrency caps those in flight (a start that finds it full waits, and is reported).
-    #[arg(
-        long,
-        value_name = "RATE",
-        allow_hyphen_values = true,
-        conflicts_with = "ramp"
-    )]
-    pub arrival_rate: Option<String>,
-    /// The common hold: how long every user's socket stays open at once, from when the last dial is
-    /// over to one end for all (a socket that connected earlier stays open until then) [default: 30s].
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
-    pub hold: Option<String>,
-    /// Time between a user's actions: each wait is uniform in [D/2, 2D], so its mean is 1.25·D
-    /// [default: 1s collab, 10s editing (5-20 s, the seed's)].
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
-    pub interval: Option<String>,
-    /// Ping a held socket whose server has been silent this long (a frozen server keeps its sockets
-    /// open), whatever the server's own pings; unanswered 10 s more, it is stalled [default: 5s, past
-    /// 10,000 users longer so that a run sends at most 2,000 pings a second; and once the server is seen
-    /// to ping, its own cadence + 5s].
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
-    pub ping_after: Option<String>,
-    /// Use the minted tokens of tokens.json instead of logging in.
-    #[arg(long)]
-    pub tokens: bool,
+    /// The workload (hold, ramp, churn, …: the bench settings `exectl load` takes).
+    #[command(flatten)]
+    pub workload: WorkloadFlags,
     /// A user whose socket drops before the hold ends dials again as the real client does (y-websocket:
     /// 100 ms, doubling to 2.5 s between tries, the same token) until it is open again or the hold ends;
     /// the summary counts the drops and how long each took to come back.
     #[arg(long)]
     pub reconnect: bool,
-    /// With --reconnect: a user whose socket dropped logs in again before it dials (one who reloads the
-    /// page; a redeploy that changed API_JWT_SECRET makes every user do it); the summary counts those
-    /// logins, their failures and their latency.
-    #[arg(long)]
-    pub relogin: bool,
-    /// Local addresses to dial from, round-robin: a range (127.0.0.1-127.0.0.16), a CIDR block or a
-    /// list; each has a port range of its own towards the front door.
-    #[arg(long, value_name = "ADDRS")]
-    pub source_addrs: Option<String>,
-    /// Generator processes to split the users over, each with its own open files and socket table
-    /// [default: as many as the open-file hard limit requires].
-    #[arg(long, value_name = "N", allow_hyphen_values = true)]
-    pub processes: Option<String>,
-    /// Other hosts to run slices of the users on, each over SSH with the target flags' key and
-    /// known_hosts: ssh://USER@HOST[:PORT],…, and `local` for this host's own (--processes) slices.
-    #[arg(long, value_name = "HOSTS")]
-    pub generators: Option<String>,
     /// Run id tagging the summary [default: SCENARIO-USERS-UNIXTIME].
     #[arg(long)]
     pub run_id: Option<String>,

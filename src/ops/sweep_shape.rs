@@ -454,7 +454,8 @@ mod tests {
             mode(&shaped(&["--levels", "100,200"]), &f).unwrap(),
             Mode::Levels(vec![100, 200])
         );
-        let Mode::Search(b) = mode(&shaped(&["--find-capacity", "--to", "800"]), &f).unwrap() else {
+        let Mode::Search(b) = mode(&shaped(&["--find-capacity", "--to", "800"]), &f).unwrap()
+        else {
             panic!("a search")
         };
         assert_eq!((b.from, b.to, b.precision), (100, 800, 0.10));

@@ -311,18 +311,35 @@ impl PartialEq for Given {
 pub const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
 /// Most users, and connection attempts in flight (the manifest bounds the users further).
 pub const MAX_USERS: u64 = 10_000_000;
+/// The settings `exectl load` takes as flags: one run's workload (its scenario is its positional
+/// argument); the rest are a bench's (sampling, objectives, faults, levels' settling).
+pub const LOAD_KEYS: &[&str] = &[
+    "hold",
+    "ramp",
+    "churn",
+    "dial_concurrency",
+    "arrival_rate",
+    "interval",
+    "ping_after",
+    "tokens",
+    "relogin",
+    "pattern",
+    "source_addrs",
+    "processes",
+    "generators",
+];
 
 bench_settings! {
     scenario: Scenario = Kind::Scenario, Files, "SCENARIO" default "idle",
         "idle, login-burst, collab or editing";
     hold: Duration = Kind::Duration { min: Duration::ZERO, max: MAX_DURATION }, Files, "DURATION"
         default "30s",
-        "Each level's common hold: how long all its users' sockets stay open at once";
+        "The common hold (a bench: each level's): how long every user's socket stays open at once, from when the last dial is over to one end for all";
     ramp: Duration = Kind::Duration { min: Duration::ZERO, max: MAX_DURATION }, Files, "DURATION"
         default "0 for login-burst, else 10s",
-        "Start each level's users evenly over this long";
+        "Start the users (a bench: each level's) evenly over this long";
     churn: Duration = Kind::Duration { min: Duration::from_millis(100), max: MAX_DURATION }, Files, "DURATION",
-        "Churn during the common hold: each user leaves (closes its socket) after a time drawn with this mean (exponential: a steady rate of leaves, users/MEAN a second) and comes back at once with a new socket, dialing again as --reconnect does if that fails; the bench fits each instance's RSS, open files, connections and rooms over the hold to a trend (the `growth` objective)";
+        "Churn during the common hold: each user leaves (closes its socket) after a time drawn with this mean (exponential: a steady rate of leaves, users/MEAN a second) and comes back at once with a new socket, dialing again as --reconnect does if that fails; the summary counts the leaves (`recovery`), and a bench fits each instance's RSS, open files, connections and rooms over the hold to a trend (the `growth` objective)";
     sample: Duration = Kind::Duration { min: Duration::from_millis(200), max: Duration::from_secs(60) }, Files, "DURATION" default "1s",
         "SUT sampling period, 200ms..60s";
     settle: Duration = Kind::Duration { min: Duration::ZERO, max: Duration::from_secs(24 * 3600) }, Files, "DURATION"
@@ -333,21 +350,21 @@ bench_settings! {
     continue_after_fail: bool = Kind::Switch, Files, "BOOL",
         "Run every level even after one fails";
     dial_concurrency: u64 = Kind::Count { min: 1, max: MAX_USERS }, Files, "N"
-        default "as exectl load",
-        "Connection attempts in flight at most, per level";
+        default "every user for login-burst, else 64",
+        "Connection attempts in flight at most (a bench: per level)";
     arrival_rate: f64 = Kind::Rate { min: crate::load::MIN_ARRIVAL_RATE, max: crate::load::MAX_ARRIVAL_RATE },
         Files, "RATE" conflicts "ramp",
         "The open model: sessions start on schedule, RATE a second (user i at i/RATE s), whatever the server does; latencies count from each scheduled start; --dial-concurrency caps those in flight";
     interval: Duration = Kind::Duration { min: Duration::from_millis(10), max: MAX_DURATION }, Files, "DURATION"
         default "1s, editing 10s",
-        "collab/editing: time between a user's actions, each wait uniform in [D/2, 2D] (mean 1.25·D)";
+        "collab/editing: time between a user's actions, each wait uniform in [D/2, 2D], so its mean is 1.25·D";
     ping_after: Duration = Kind::Duration { min: Duration::from_secs(1), max: Duration::from_secs(3600) }, Files, "DURATION"
         default "5s, past 10,000 users longer so that a run sends at most 2,000 pings a second; and once the server is seen to ping, its own cadence + 5s",
         "Ping a held socket whose server has been silent this long (a frozen server keeps its sockets open), whatever the server's own pings; unanswered 10 s more, it is stalled";
     tokens: bool = Kind::Switch, Files, "BOOL",
         "Use the minted tokens of tokens.json instead of logging in";
     relogin: bool = Kind::Switch, Files, "BOOL",
-        "With a --fault: a user whose socket dropped logs in again before it dials (one who reloads the page; a redeploy that changed API_JWT_SECRET makes every user do it); each level counts those logins, their failures and their latency";
+        "With a --fault (load: --reconnect): a user whose socket dropped logs in again before it dials (one who reloads the page; a redeploy that changed API_JWT_SECRET makes every user do it); the summary (a bench: each level) counts those logins, their failures and their latency";
     pattern: String = Kind::Text, FlagsOnly, "PATTERN",
         "The manifest prepare wrote for this --email-pattern instead of the newest";
     source_addrs: String = Kind::Text, FlagsOnly, "ADDRS",

@@ -32,36 +32,14 @@ pub struct LoadFlags {
 impl LoadFlags {
     /// `exectl load`'s flags, each workload value read by its bench setting (exit 2 naming the flag).
     pub fn of(a: &LoadArgs) -> Result<LoadFlags, UsageError> {
-        let mut input = BenchInput::default();
-        let texts = [
-            ("scenario", Some(&a.scenario)),
-            ("dial_concurrency", a.dial_concurrency.as_ref()),
-            ("ramp", a.ramp.as_ref()),
-            ("arrival_rate", a.arrival_rate.as_ref()),
-            ("hold", a.hold.as_ref()),
-            ("churn", a.churn.as_ref()),
-            ("interval", a.interval.as_ref()),
-            ("ping_after", a.ping_after.as_ref()),
-            ("source_addrs", a.source_addrs.as_ref()),
-            ("processes", a.processes.as_ref()),
-            ("generators", a.generators.as_ref()),
-            ("pattern", a.pattern.as_ref()),
-        ];
         // --users first, as before: every numeric flag is read before anything else is.
         count("--users", &a.users)?;
-        for (key, text) in texts {
-            let Some(text) = text else { continue };
-            input.set(key, text).map_err(|i| {
-                // The scenario is load's positional argument, not a flag.
-                let field = match key {
-                    "scenario" => "scenario".to_string(),
-                    _ => format!("--{}", key.replace('_', "-")),
-                };
-                UsageError::new(field, text, i.problem, i.fix)
-            })?;
-        }
-        input.tokens = Some(a.tokens);
-        input.relogin = Some(a.relogin);
+        // The scenario is load's positional argument, not a flag.
+        let mut input = BenchInput::default();
+        input
+            .set("scenario", &a.scenario)
+            .map_err(|i| UsageError::new("scenario", &a.scenario, i.problem, i.fix))?;
+        let input = input.over(&a.workload.0.input()?);
         Ok(LoadFlags {
             target: a.target.clone(),
             input,
