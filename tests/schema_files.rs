@@ -1,5 +1,5 @@
-//! The shipped JSON Schemas (campaigns/campaign.schema.json, campaigns/sweep.schema.json) and the bench
-//! keys' table of docs/campaign-file.md are made from the declarations the readers use
+//! The shipped JSON Schemas (campaigns/campaign.schema.json, campaigns/sweep.schema.json) and the
+//! key-by-key reference in docs/campaign-file.md are made from the declarations the readers use
 //! (`exectl_core::campaign::schema`): a test holds each current (`EXECTL_BLESS=1` rewrites them), and
 //! every shipped campaign and sweep file validates against its schema with a real validator (Python's
 //! `jsonschema`, the reference implementation; scripts/packages.sh installs it). Files the readers
@@ -27,11 +27,11 @@ fn current(path: &Path, want: &str) {
     );
 }
 
-const BEGIN: &str = "<!-- bench keys: generated from core/src/bench/settings.rs -->\n";
-const END: &str = "<!-- end of the generated bench keys -->\n";
+const BEGIN: &str = "<!-- reference: generated from core/src/campaign/schema.rs -->\n";
+const END: &str = "<!-- end of the generated reference -->\n";
 
 #[test]
-fn the_shipped_schemas_and_the_bench_table_are_current() {
+fn the_shipped_schemas_and_the_reference_are_current() {
     let dir = root().join("campaigns");
     current(
         &dir.join("campaign.schema.json"),
@@ -43,11 +43,16 @@ fn the_shipped_schemas_and_the_bench_table_are_current() {
     );
     let doc_path = root().join("docs/campaign-file.md");
     let doc = std::fs::read_to_string(&doc_path).unwrap();
-    let (before, rest) = doc.split_once(BEGIN).expect("the generated table's start");
-    let (_, after) = rest.split_once(END).expect("the generated table's end");
+    let (before, rest) = doc
+        .split_once(BEGIN)
+        .expect("the generated reference's start");
+    let (_, after) = rest.split_once(END).expect("the generated reference's end");
     current(
         &doc_path,
-        &format!("{before}{BEGIN}{}{END}{after}", schema::bench_table()),
+        &format!(
+            "{before}{BEGIN}{}{END}{after}",
+            exectl_core::campaign::reference::reference()
+        ),
     );
 }
 

@@ -1,11 +1,13 @@
 //! `exectl campaign` as data: the campaign file (`file`), the summary table built from each row's
 //! benches (`table`), the findings and what was not measured (`findings`), the estimate `--plan`
-//! gives (`estimate`), the campaign's results.json (`results`) and its reports (`report`).
+//! gives (`estimate`), the campaign's results.json (`results`) and its reports (`report`), the file's schema
+//! (`schema`) and its key-by-key reference (`reference`).
 //! Pure: the operation (`ops::campaign`) runs each row as a sweep; this decides and formats.
 
 pub mod estimate;
 pub mod file;
 pub mod findings;
+pub mod reference;
 pub mod report;
 pub mod results;
 pub mod schema;

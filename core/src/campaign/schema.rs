@@ -59,7 +59,7 @@ fn bench() -> Value {
         .collect();
     json!({
         "type": "object",
-        "description": "Bench settings: `exectl bench`'s flags without `--` (a row's over the file's)",
+        "description": "bench settings: `exectl bench`'s flags without `--` (below); a row's go over the file's key by key",
         "properties": props,
         "additionalProperties": false,
     })
@@ -80,7 +80,7 @@ fn spec() -> Value {
         .collect();
     json!({
         "type": "object",
-        "description": "exectl.yaml's settings (a row's over the file's); topology, stack and target are the campaign's",
+        "description": "exectl.yaml's settings (below) but `topology`, `stack` and `target`, which the campaign says; a row's go over the file's key by key",
         "properties": props,
         "additionalProperties": false,
     })
@@ -116,18 +116,18 @@ fn sweep_properties() -> Map<String, Value> {
                 {"type": "integer", "minimum": 1, "maximum": users},
                 {"type": "string"},
             ],
-            "description": "ascending user counts: one bench at these levels per point",
+            "description": "ascending user counts, 1 to 1,000,000 each: one bench at these levels per point",
         },
         "vary": {
             "type": "object",
-            "description": "one variable (two with matrix) and its values: a spec setting by its exectl.yaml key, image.SERVICE, env.NAME, users_per_project, scenario or interval",
+            "description": "one variable (two with `matrix`) and its values, 1 to 32 of them: a spec setting by its exectl.yaml key (`nginx: [tuned-ip-hash, tuned-least-conn]`), `image.SERVICE`, `env.NAME`, or the workload (`users_per_project`, `scenario`, `interval`); no credential [default: none, the stack as it is]",
             "additionalProperties": values,
         },
-        "matrix": {"type": "boolean", "description": "vary gives two variables, every pair of their values a point"},
-        "repeat": whole(1, 50, "runs of each point, interleaved"),
+        "matrix": {"type": "boolean", "description": "`true`: `vary` gives two variables, every pair of their values a point [default: false]"},
+        "repeat": whole(1, 50, "runs of each point, interleaved [default: 1]"),
         "find_capacity": {
             "type": "object",
-            "description": "a capacity search over the users at once",
+            "description": "a capacity search over the users at once: `from` (users, default 100), `to` (users, required), `precision` (0.1% to 100%, default 10%)",
             "properties": {
                 "from": whole(1, users, "the first level [default: 100]"),
                 "to": whole(1, users, "the last level (required)"),
@@ -138,7 +138,7 @@ fn sweep_properties() -> Map<String, Value> {
         },
         "find_room": {
             "type": "object",
-            "description": "a room-size search: the largest room of `users` users at once",
+            "description": "a room-size search, the largest room of `users` users at once: `users` (2 or more, required), `from` (room, default 2), `to` (room, at most `users`, required), `precision` (default 10%)",
             "properties": {
                 "users": whole(2, users, "the users at once (required)"),
                 "from": whole(1, room, "the first room [default: 2]"),
@@ -165,27 +165,33 @@ fn settings_list(description: &str) -> Value {
 
 fn secret_names() -> Value {
     json!({"type": "array", "items": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
-        "description": "app variables whose values come from exectl's environment, never from the file"})
+        "description": "app variables whose values come from exectl's environment, never from the file (see [Secrets](#secrets)); a row's are added to the file's"})
 }
 
 fn row() -> Value {
     let mut props = Map::new();
-    props.insert("name".into(), text("the row's name, its own"));
-    props.insert("study".into(), text("the study's row it stands for"));
+    props.insert(
+        "name".into(),
+        text("not empty, each row's its own; its folder is `rows/NN-name`"),
+    );
+    props.insert(
+        "study".into(),
+        text("the study's row it stands for (the table's \"study\" column)"),
+    );
     props.insert(
         "topology".into(),
-        json!({"enum": ["single", "ha"], "description": "single or ha"}),
+        json!({"enum": ["single", "ha"], "description": "the row's stack: STACK-single or STACK-ha"}),
     );
     props.insert("spec".into(), spec());
     props.insert(
         "set".into(),
-        settings_list("added to the file's: KEY=VALUE"),
+        settings_list("the app's environment, added to the file's (a key the file sets, a row cannot set again)"),
     );
     props.insert("secrets".into(), secret_names());
     props.insert("bench".into(), bench());
     props.insert(
         "users_per_project".into(),
-        whole(1, 100_000, "the seeding's room size"),
+        whole(1, 100_000, "the seeding's room size, not beside a `vary` of `users_per_project` [default: one project per account]"),
     );
     props.insert(
         "note".into(),
@@ -208,16 +214,16 @@ pub fn campaign() -> Value {
         "description": "A study as rows, each one bench or one sweep of a stack of its topology (docs/campaign-file.md)",
         "type": "object",
         "properties": {
-            "name": text("the campaign's name: its run ids begin with it"),
-            "stack": text("each row's stack is STACK-single or STACK-ha [default: name]"),
-            "images": text("an images file, relative to this file"),
+            "name": text("not empty: the run id is `C-NAME-TIME` (`--run-id` overrides it)"),
+            "stack": text("each row's stack is `STACK-single` or `STACK-ha`; `--stack` overrides it [default: `name`]"),
+            "images": text("an images file (as `--images`), relative to the campaign file [default: the embedded images]"),
             "spec": spec(),
-            "set": settings_list("the app's environment every row starts from: KEY=VALUE, no credential"),
+            "set": settings_list("the app's environment every row starts from, as `--set`; no credential (see [Secrets](#secrets))"),
             "secrets": secret_names(),
-            "bcrypt_cost": whole(4, 31, "the seeded accounts' password cost"),
+            "bcrypt_cost": whole(4, 31, "the seeded accounts' password cost [default: 10, prepare's]"),
             "bench": bench(),
-            "teardown": {"type": "boolean", "description": "each stack removed after its last row"},
-            "rows": {"type": "array", "minItems": 1, "items": row()},
+            "teardown": {"type": "boolean", "description": "`true`: each stack is removed (its data kept) after the last row that uses it, as `--teardown`; left out, the end of the run says which stacks are still up and the command that removes each [default: false]"},
+            "rows": {"type": "array", "minItems": 1, "items": row(), "description": "the study's rows, run in order: at least one"},
         },
         "required": ["name", "rows"],
         "additionalProperties": false,
