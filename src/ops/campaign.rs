@@ -18,13 +18,11 @@ use super::sweep::SweepOptions;
 use super::{Context, Event};
 use crate::state::campaigns::{CampaignDir, REPORT, REPORT_MD};
 use exectl_core::bench::RunState;
-use exectl_core::campaign::findings::{self, Bench, Finding};
-use exectl_core::campaign::report;
+use exectl_core::campaign::findings::Finding;
 use exectl_core::campaign::results::{
     Attempt, CampaignResults, LeftUp, RowRecord, RowState, RunFlags, SCHEMA,
 };
-use exectl_core::campaign::table;
-use exectl_core::sweep::summary::summarize;
+use exectl_core::campaign::row;
 
 /// One row: what the report says of it, and the sweep that runs it.
 pub struct RowPlan {
@@ -246,22 +244,14 @@ pub fn campaign(cx: &Context<'_>, o: CampaignOptions) -> Result<CampaignOutcome>
                 }
             }
         }
+        let ended = row::ended(&results.rows[i]);
         if matches!(results.rows[i].state, RowState::Interrupted(_)) {
             keep_attempt(&o.dir.path, &mut results.rows[i]);
         }
         progress.event(Event::Step(&format!(
-            "row {}/{n} · {}: {}",
+            "row {}/{n} · {}: {ended}",
             i + 1,
-            row.name,
-            match &results.rows[i].state {
-                RowState::Done => format!(
-                    "done in {}",
-                    exectl_core::units::readable_s(results.rows[i].took_s.unwrap_or(0.0))
-                ),
-                RowState::NotRun(why) => format!("not run: {why}"),
-                RowState::Interrupted(why) => format!("stopped: {why}"),
-                RowState::Pending => "pending".into(),
-            }
+            row.name
         )));
         // With --teardown the stack goes after the last row that runs on it, once the row is read
         // (a teardown that fails loses no figure: the end says the stack is left running); not
@@ -444,8 +434,8 @@ fn next_run(base: &str, last: Option<&str>) -> u32 {
     }
 }
 
-/// A row's lines of the table (each of its benches read back) and, when it compares, its sweep's
-/// headline, capacities and differences.
+/// A row read back: each of its benches' files (a bench whose files cannot be read has no line),
+/// then its lines, headline and findings (`campaign::row`).
 fn read_row(
     campaign: &std::path::Path,
     record: &mut RowRecord,
@@ -453,84 +443,29 @@ fn read_row(
     rel: &str,
     compares: bool,
 ) {
-    record.lines.clear();
-    let mut read = Vec::new();
-    for p in &sweep.points {
-        let point = match (sweep.variables.len(), compares) {
-            (0, _) | (_, false) => String::new(),
-            _ => {
-                let mut v: Vec<String> = sweep
-                    .variables
-                    .iter()
-                    .zip(&p.values)
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect();
-                if sweep.repeat > 1 {
-                    v.push(format!("run {}", p.run));
-                }
-                v.join(" · ")
-            }
-        };
+    let mut benches = Vec::new();
+    for (point, p) in sweep.points.iter().enumerate() {
         for id in &p.benches {
             let dir = format!("{rel}/{}/{id}", exectl_core::sweep::results::POINTS);
-            // A bench whose files cannot be read has no line: the row's sweep report still links it.
-            if let Ok((r, samples)) = crate::state::bench_dir::read(&campaign.join(&dir), id) {
-                record
-                    .lines
-                    .extend(table::lines(&record.name, &point, &dir, &r, &samples));
-                read.push((dir, r));
+            if let Ok((results, samples)) = crate::state::bench_dir::read(&campaign.join(&dir), id)
+            {
+                benches.push(row::ReadBench {
+                    point,
+                    dir,
+                    results,
+                    samples,
+                });
             }
         }
     }
-    if compares && !sweep.points.is_empty() {
-        let s = summarize(sweep);
-        record.headline = Some(s.headline.clone());
-        record.differences = s
-            .differences
-            .iter()
-            .map(|d| (d.measurable, d.sentence.clone()))
-            .collect();
-        record.capacities = s
-            .values
-            .iter()
-            .map(|v| (v.values.join(" × "), v.capacity_text()))
-            .collect();
-    }
-    let benches: Vec<Bench> = read
-        .iter()
-        .map(|(dir, results)| Bench { dir, results })
-        .collect();
-    record.findings = findings::of_row(record, &benches);
-    if sweep.room_users.is_some() {
-        // Its benches all ran the same users at once: its capacity is the largest room found.
-        record
-            .findings
-            .retain(|f| f.kind != findings::Kind::Capacity);
-        record
-            .findings
-            .extend(findings::room_search(record, rel, sweep));
-    }
-    record
-        .findings
-        .extend(findings::imbalance(record, rel, sweep));
-    record.unmeasured = findings::objectives_unmeasured(&benches);
+    row::read(record, sweep, &benches, rel, compares);
 }
 
-/// results.json, with what was not measured over every row, and both reports (each row's findings
-/// were found when it ended).
+/// results.json and both reports, each written whole; the findings of every row.
 fn write(dir: &CampaignDir, r: &mut CampaignResults) -> Result<Vec<Finding>> {
-    let found: Vec<Finding> = r.rows.iter().flat_map(|x| x.findings.clone()).collect();
-    let unmeasured: Vec<(String, Vec<String>)> = r
-        .rows
-        .iter()
-        .map(|x| (x.name.clone(), x.unmeasured.clone()))
-        .collect();
-    r.not_measured = findings::not_measured(&r.rows, &unmeasured);
-    dir.save(r)?;
-    let md = report::markdown(r, &found, &r.not_measured);
-    let html = report::html(r, &found, &r.not_measured).map_err(|e| anyhow::anyhow!(e))?;
-    dir.save_reports(&md, &html)?;
-    Ok(found)
+    let files = row::files(r).map_err(|e| anyhow::anyhow!(e))?;
+    dir.save_files(&files)?;
+    Ok(files.findings)
 }
 
 #[cfg(test)]

@@ -394,20 +394,17 @@ fn row_plan(
     // A campaign's users come from this host (`generators` is a flag's, not a file's).
     let bench = BenchSettings::from_input(&row.bench, crate::load::Generators::default(), false)
         .map_err(bad)?;
-    crate::ops::sweep_plan::room_checks(&vary_list, &bench, &mode).map_err(bad)?;
-    crate::ops::sweep_plan::points_checked(&source, &vary_list, bench.fault.as_ref()).map_err(
-        |e| match e.downcast::<UsageError>() {
-            Ok(u) => anyhow::Error::from(bad(u)),
-            Err(e) => e,
-        },
-    )?;
-    let mut seed = crate::prepare::Options::seeding(mode.top() + 1, None).map_err(bad)?;
-    if let Some(c) = &file.bcrypt_cost {
-        seed.bcrypt_cost = crate::ops::values::bcrypt_cost(c).map_err(bad)?;
-    }
-    if bench.load.tokens {
-        seed.token_ttl = Some(crate::prepare::DEFAULT_TOKEN_TTL);
-    }
+    let seed = crate::ops::sweep_plan::checked_seed(
+        &source,
+        &vary_list,
+        &mode,
+        &bench,
+        file.bcrypt_cost.as_deref(),
+    )
+    .map_err(|e| match e.downcast::<UsageError>() {
+        Ok(u) => anyhow::Error::from(bad(u)),
+        Err(e) => e,
+    })?;
 
     // The estimate: what this row's deploy and seeding do after the rows before it on its stack.
     let cells = points(&vary_list, repeat);

@@ -363,6 +363,28 @@ pub fn plain_settings(set: &[String]) -> Result<(), UsageError> {
     Ok(())
 }
 
+/// What every sweep (and campaign row) checks before its first deploy, and the seeding its points
+/// reshape: a room-size search's needs, every point's spec (one database engine, a fault's service),
+/// the seeding's bcrypt cost (`--bcrypt-cost`, or a campaign's `bcrypt_cost`) and its tokens.
+pub fn checked_seed(
+    source: &SpecSource,
+    vary: &[Vary],
+    mode: &Mode,
+    bench: &BenchSettings,
+    bcrypt_cost: Option<&str>,
+) -> anyhow::Result<Options> {
+    room_checks(vary, bench, mode)?;
+    points_checked(source, vary, bench.fault.as_ref())?;
+    let mut seed = Options::seeding(mode.top() + 1, None)?;
+    if let Some(c) = bcrypt_cost {
+        seed.bcrypt_cost = super::values::bcrypt_cost(c)?;
+    }
+    if bench.load.tokens {
+        seed.token_ttl = Some(crate::prepare::DEFAULT_TOKEN_TTL);
+    }
+    Ok(seed)
+}
+
 /// Every point's spec resolved now, read as each point will read it (exit 2 before the first deploy),
 /// the points' database engines: one, on the stack's one volume, and the fault's service among those
 /// each point's stack runs.

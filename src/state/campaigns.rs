@@ -54,10 +54,11 @@ impl CampaignDir {
         crate::shell::atomic::write(&self.results(), json.as_bytes(), 0o644)
     }
 
-    /// report.md and report.html, each written whole.
-    pub fn save_reports(&self, md: &str, html: &str) -> Result<()> {
-        crate::shell::atomic::write(&self.path.join(REPORT_MD), md.as_bytes(), 0o644)?;
-        crate::shell::atomic::write(&self.path.join(REPORT), html.as_bytes(), 0o644)
+    /// results.json, report.md and report.html, each written whole.
+    pub fn save_files(&self, f: &exectl_core::campaign::row::Files) -> Result<()> {
+        crate::shell::atomic::write(&self.results(), f.results_json.as_bytes(), 0o644)?;
+        crate::shell::atomic::write(&self.path.join(REPORT_MD), f.report_md.as_bytes(), 0o644)?;
+        crate::shell::atomic::write(&self.path.join(REPORT), f.report_html.as_bytes(), 0o644)
     }
 }
 

@@ -52,11 +52,16 @@ fn fresh(a: &SweepArgs, started_in: PathBuf) -> Result<(TargetSpec, SweepOptions
     let (vary, repeat, mode) = shape(&flags, &file)?;
     // Each point's bench: the objectives, the sampling, the levels' load, checked before the first deploy.
     let bench = crate::cli::options::bench::settings(&a.bench, &a.target, a.json)?;
-    crate::ops::sweep_plan::room_checks(&vary, &bench, &mode)?;
     let target = crate::cli::target::target_spec(&a.target)?;
     target.one_engine("sweep")?;
     let source = crate::cli::spec::source(&a.spec)?;
-    crate::ops::sweep_plan::points_checked(&source, &vary, bench.fault.as_ref())?;
+    let seed = crate::ops::sweep_plan::checked_seed(
+        &source,
+        &vary,
+        &mode,
+        &bench,
+        a.bcrypt_cost.as_deref(),
+    )?;
 
     let name = vary
         .iter()
@@ -84,14 +89,6 @@ fn fresh(a: &SweepArgs, started_in: PathBuf) -> Result<(TargetSpec, SweepOptions
         templates: crate::cli::spec::load_templates(&a.spec)?,
         place: Vec::new(),
     };
-    // Checked now, as prepare checks it: a bad cost is refused before the first deploy.
-    let mut seed = crate::prepare::Options::seeding(mode.top() + 1, None)?;
-    if let Some(c) = &a.bcrypt_cost {
-        seed.bcrypt_cost = crate::cli::options::prepare::bcrypt_cost(c)?;
-    }
-    if bench.load.tokens {
-        seed.token_ttl = Some(crate::prepare::DEFAULT_TOKEN_TTL);
-    }
     Ok((
         target,
         SweepOptions {
