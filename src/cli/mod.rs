@@ -267,7 +267,7 @@ pub struct CampaignArgs {
     #[arg(long, value_name = "PORT", allow_hyphen_values = true)]
     pub lb_port: Option<String>,
     #[command(flatten)]
-    pub target: crate::cli::target::TargetArgs,
+    pub target: TargetArgs,
     /// This campaign's id [default: C-NAME-UNIXTIME].
     #[arg(long)]
     pub run_id: Option<String>,

@@ -14,7 +14,7 @@ use std::time::Duration;
 pub async fn plan_cmd(args: &PlanArgs) -> Result<()> {
     let place = crate::cli::options::place(&args.place)?;
     // Every bad value is refused before the connection (exit 2, the engine untouched).
-    let (spec, target) = crate::cli::options::spec_and_target(&args.target, &args.spec)?;
+    let (spec, target) = crate::cli::options::spec_and_target(&args.target.flags(), &args.spec)?;
     let target = crate::sut::Target::connect(&target).await?;
     let templates = load_templates(&args.spec)?;
     let p = crate::ops::deploy::plan(

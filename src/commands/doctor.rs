@@ -6,7 +6,7 @@ use crate::cli::host::DoctorArgs;
 use anyhow::Result;
 
 pub async fn run(args: &DoctorArgs) -> Result<i32> {
-    let spec = crate::cli::target::target_spec(&args.target)?;
+    let spec = crate::ops::spec_source::target_spec(&args.target.flags())?;
     let opts = crate::cli::options::doctor(args, &spec)?;
     let report = crate::ops::doctor::doctor(&spec, &opts).await?;
     if args.json {

@@ -4,9 +4,9 @@
 
 use super::Lines;
 use crate::cli::host::{HostArgs, HostCommand};
-use crate::cli::target::TargetArgs;
 use crate::host::report::Report;
 use crate::ops::{self, Context};
+use crate::sut::target_flags::TargetFlags;
 use crate::sut::Target;
 use anyhow::Result;
 
@@ -14,7 +14,7 @@ pub async fn run(args: &HostArgs) -> Result<i32> {
     let (json, report) = match &args.command {
         HostCommand::Tune(a) => {
             let opts = crate::cli::options::host_tune(a)?;
-            let target = one_host(&a.target, "host tune").await?;
+            let target = one_host(&a.target.flags(), "host tune").await?;
             let lines = Lines { quiet: a.json };
             (
                 a.json,
@@ -25,7 +25,7 @@ pub async fn run(args: &HostArgs) -> Result<i32> {
             let opts = crate::ops::host::RestoreOptions {
                 root: crate::host::check_root(a.root.as_deref())?,
             };
-            let target = one_host(&a.target, "host restore").await?;
+            let target = one_host(&a.target.flags(), "host restore").await?;
             let lines = Lines { quiet: a.json };
             (
                 a.json,
@@ -38,8 +38,8 @@ pub async fn run(args: &HostArgs) -> Result<i32> {
 }
 
 /// The target, connected, when it is one engine (a swarm's hosts are tuned one by one).
-async fn one_host(args: &TargetArgs, command: &str) -> Result<Target> {
-    let spec = crate::cli::target::target_spec(args)?;
+async fn one_host(args: &TargetFlags, command: &str) -> Result<Target> {
+    let spec = crate::ops::spec_source::target_spec(args)?;
     spec.one_engine(command)?;
     Target::connect(&spec).await
 }

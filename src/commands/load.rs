@@ -68,7 +68,7 @@ fn check_front_door(args: &LoadFlags, opts: &LoadOptions) -> Result<()> {
         (None, None, url) => ("--url", url.clone().unwrap_or_default()),
     };
     // This target's stacks: <state>/<target key>/<stack>/bundle/ with each one's record.
-    let root = crate::cli::target::target_spec(&args.target)
+    let root = crate::ops::spec_source::target_spec(&args.target)
         .ok()
         .map(|t| crate::state::root().join(t.key()));
     Err(endpoint::not_routed(

@@ -16,8 +16,8 @@ pub mod sweep;
 pub mod teardown;
 pub mod validate;
 
-use crate::cli::target::TargetArgs;
 use crate::ops::{Event, Progress};
+use crate::sut::target_flags::TargetFlags;
 use crate::sut::{Target, TargetSpec};
 use anyhow::Result;
 
@@ -25,8 +25,8 @@ use anyhow::Result;
 pub const LOCAL_TARGET: &str = crate::sut::LOCAL_KEY;
 
 /// Connect to the target named by the flags (see `target_spec`).
-pub async fn connect(args: &TargetArgs) -> Result<crate::sut::Target> {
-    crate::sut::Target::connect(&crate::cli::target::target_spec(args)?).await
+pub async fn connect(args: &TargetFlags) -> Result<crate::sut::Target> {
+    crate::sut::Target::connect(&crate::ops::spec_source::target_spec(args)?).await
 }
 
 /// A target connected for the operations that run their own runtimes (bench, sweep, called outside

@@ -11,7 +11,7 @@ use std::io::IsTerminal;
 /// not running, an instance that does not answer, or an --expect-* check that does not hold).
 pub async fn run(args: &StatusArgs) -> Result<i32> {
     let (stack, opts, interval) = crate::cli::options::status(args)?;
-    let target = super::connect(&args.target).await?;
+    let target = super::connect(&args.target.flags()).await?;
     let lines = super::Lines { quiet: args.json };
     let cx = crate::ops::Context::new(&target, &lines);
     loop {

@@ -6,7 +6,7 @@ use anyhow::Result;
 
 pub async fn run(args: &TeardownArgs) -> Result<()> {
     let (stack, opts) = crate::cli::options::teardown(args)?;
-    let target = super::connect(&args.target).await?;
+    let target = super::connect(&args.target.flags()).await?;
     let removed = crate::ops::teardown::teardown(
         &crate::ops::Context::new(&target, &super::Lines { quiet: args.json }),
         &stack,

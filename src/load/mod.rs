@@ -134,6 +134,48 @@ impl Default for Generators {
     }
 }
 
+impl Generators {
+    /// `--generators local,ssh://USER@HOST[:PORT],…`: the generator hosts, reached with the target flags'
+    /// key and known_hosts, and whether this host runs slices too (`local` listed).
+    pub fn parse(
+        args: &crate::sut::target_flags::TargetFlags,
+        value: &str,
+    ) -> Result<Generators, exectl_core::error::UsageError> {
+        let timeout = crate::sut::target_flags::connect_timeout(args)?;
+        let mut g = Generators {
+            local: false,
+            hosts: Vec::new(),
+        };
+        for item in value.split(',').map(str::trim) {
+            match crate::sut::ssh::url::parse("--generators", item)? {
+                None if item == "local" => g.local = true,
+                None => {
+                    return Err(exectl_core::error::UsageError::new(
+                        "--generators",
+                        value,
+                        "an empty entry",
+                        "list local and ssh://USER@HOST[:PORT] entries separated by commas",
+                    ))
+                }
+                Some(url) => {
+                    if g.hosts.iter().any(|h| h.url == url) {
+                        return Err(exectl_core::error::UsageError::new(
+                            "--generators",
+                            value,
+                            format!("{url} is listed twice"),
+                            "list each generator host once (--processes sets this host's slices)",
+                        ));
+                    }
+                    g.hosts.push(crate::sut::target_flags::connect_options(
+                        args, url, timeout,
+                    ));
+                }
+            }
+        }
+        Ok(g)
+    }
+}
+
 impl LoadOptions {
     /// `users` of the scenario against `endpoint` with the accounts of `manifest`, with `exectl load`'s
     /// defaults (ramp 10 s, or none for a login burst; hold 30 s; 64 dials in flight; the scenario's

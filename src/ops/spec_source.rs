@@ -185,3 +185,12 @@ pub fn secret_pairs(
         })
         .collect()
 }
+
+/// The target named by the flags, EXECTL_TARGET or ./exectl.yaml's `target:` (commands without a spec).
+pub fn target_spec(
+    args: &crate::sut::target_flags::TargetFlags,
+) -> Result<crate::sut::TargetSpec, exectl_core::error::UsageError> {
+    crate::state::checked_root()?;
+    let file = read_spec_file(None)?;
+    crate::sut::target_flags::resolve(args, file.target.as_ref())
+}

@@ -5,6 +5,7 @@ pub mod docker_host;
 mod exec;
 pub mod ssh;
 pub mod swarm;
+pub mod target_flags;
 
 pub use exec::{exec, ExecOutput};
 

@@ -2,11 +2,11 @@
 //! `BenchSettings::from_input` checks any bench), then as the bench of its levels on its stack
 //! (`BenchSettings::options`), all before any connection (exit 2).
 
-use crate::cli::target::TargetArgs;
 use crate::cli::{BenchArgs, BenchFlags};
 use crate::ops::bench::BenchOptions;
 use crate::ops::bench_settings::BenchSettings;
 use crate::state::bench_dir::BenchDir;
+use crate::sut::target_flags::TargetFlags;
 use crate::sut::TargetSpec;
 use exectl_core::bench::parse_levels;
 use exectl_core::error::UsageError;
@@ -15,18 +15,18 @@ use exectl_core::error::UsageError;
 /// deploy): the objectives, the sampling and a level's load, as settings.
 pub fn settings(
     flags: &BenchFlags,
-    target: &TargetArgs,
+    target: &TargetFlags,
     json: bool,
 ) -> Result<BenchSettings, UsageError> {
     let input = flags.input()?;
     let generators = match &input.generators {
-        Some(v) => crate::cli::target::generators(target, v)?,
+        Some(v) => crate::load::Generators::parse(target, v)?,
         None => crate::load::Generators::default(),
     };
     let settings = BenchSettings::from_input(&input, generators, !json)?;
     // The source addresses' family is the front door's: the target's address.
     if let (Some(text), false) = (&input.source_addrs, settings.load.sources.is_empty()) {
-        let door = crate::cli::target::target_spec(target)?.address()?;
+        let door = crate::ops::spec_source::target_spec(target)?.address()?;
         exectl_core::load::sources::check_family(&settings.load.sources, door, text)?;
     }
     Ok(settings)
@@ -35,7 +35,7 @@ pub fn settings(
 /// Every flag and the bench's folder, checked; nothing is connected to or made.
 pub fn bench(a: &BenchArgs) -> Result<(TargetSpec, BenchOptions), UsageError> {
     let levels = parse_levels(&a.levels)?;
-    let settings = settings(&a.flags, &a.target, a.json)?;
+    let settings = settings(&a.flags, &a.target.flags(), a.json)?;
     let stack = exectl_core::spec::resolve_stack_name(a.stack.as_deref())?;
     let run_id = crate::ops::values::run_id(a.run_id.as_deref(), "B-IDLE-HA2-001", |now| {
         format!("B-{}-{now}", settings.load.scenario)
@@ -43,7 +43,7 @@ pub fn bench(a: &BenchArgs) -> Result<(TargetSpec, BenchOptions), UsageError> {
     let benches = crate::state::benches_dir(&crate::state::root());
     let (field, value, path) = crate::ops::values::run_folder(a.out.as_deref(), &run_id, &benches);
     let out = BenchDir::check(&path, field, &value)?;
-    let target = crate::cli::target::target_spec(&a.target)?;
+    let target = crate::ops::spec_source::target_spec(&a.target.flags())?;
     let mut opts = settings.options(&target, &stack, &levels, &run_id, out)?;
     opts.levels_text = a.levels.clone();
     Ok((target, opts))

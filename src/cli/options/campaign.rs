@@ -15,7 +15,7 @@ pub fn campaign(a: &CampaignArgs) -> Result<(TargetSpec, CampaignOptions, Planne
     // A resume runs on the campaign's own target unless given another.
     let target = match (&a.resume, &a.target.target) {
         (Some(_), None) => None,
-        _ => Some(crate::cli::target::target_spec(&a.target)?),
+        _ => Some(crate::ops::spec_source::target_spec(&a.target.flags())?),
     };
     crate::ops::campaign_plan::plan(&PlanOptions {
         file: a.file.clone(),

@@ -4,11 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::cli::target::TargetArgs;
 use crate::cli::LoadArgs;
 use crate::load::settings::LoadSettings;
 use crate::load::{endpoint, AllowList, LoadOptions, Manifest, StackRef};
 use crate::ops::values::count_flag;
+use crate::sut::target_flags::TargetFlags;
 use exectl_core::bench::settings::{BenchInput, MAX_USERS};
 use exectl_core::error::UsageError;
 
@@ -17,7 +17,7 @@ use exectl_core::error::UsageError;
 /// it goes.
 #[derive(Debug, Clone, Default)]
 pub struct LoadFlags {
-    pub target: TargetArgs,
+    pub target: TargetFlags,
     pub input: BenchInput,
     pub stack: Option<String>,
     pub url: Option<String>,
@@ -41,7 +41,7 @@ impl LoadFlags {
             .map_err(|i| UsageError::new("scenario", &a.scenario, i.problem, i.fix))?;
         let input = input.over(&a.workload.0.input()?);
         Ok(LoadFlags {
-            target: a.target.clone(),
+            target: a.target.flags(),
             input,
             stack: a.stack.clone(),
             url: a.url.clone(),
@@ -66,7 +66,7 @@ fn count(flag: &str, value: &Option<String>) -> Result<Option<usize>, UsageError
 pub fn settings(args: &LoadFlags) -> Result<(LoadSettings, Option<usize>), UsageError> {
     let users = count("--users", &args.users)?;
     let generators = match &args.input.generators {
-        Some(v) => crate::cli::target::generators(&args.target, v)?,
+        Some(v) => crate::load::Generators::parse(&args.target, v)?,
         None => crate::load::Generators::default(),
     };
     let settings = LoadSettings::from_input(&args.input, generators, args.reconnect, !args.quiet)?;
@@ -76,7 +76,7 @@ pub fn settings(args: &LoadFlags) -> Result<(LoadSettings, Option<usize>), Usage
 /// The flags, checked, as a run (no network, no limits yet).
 pub fn load(args: &LoadFlags) -> Result<LoadOptions, UsageError> {
     let (settings, users) = settings(args)?;
-    let target = crate::cli::target::target_spec(&args.target)?;
+    let target = crate::ops::spec_source::target_spec(&args.target)?;
     let run_id = args
         .run_id
         .as_deref()

@@ -17,12 +17,12 @@ use std::time::Duration;
 /// A spec-driven command's spec (exectl.yaml read once, the flags over it) and its target (the flags,
 /// EXECTL_TARGET, then the file's `target:`): every value checked, nothing connected.
 pub fn spec_and_target(
-    target: &super::target::TargetArgs,
+    target: &crate::sut::target_flags::TargetFlags,
     spec: &super::spec::SpecArgs,
 ) -> Result<(exectl_core::spec::Spec, crate::sut::TargetSpec)> {
     crate::state::checked_root()?;
     let file = super::spec::read_spec_file(spec.config.as_deref())?;
-    let to = super::target::resolve(target, file.target.as_ref())?;
+    let to = crate::sut::target_flags::resolve(target, file.target.as_ref())?;
     Ok((super::spec::spec_from(file, spec)?, to))
 }
 
@@ -35,7 +35,7 @@ pub fn deploy(
     DeployOptions,
 )> {
     let opts = deploy_options(args)?;
-    let (spec, target) = spec_and_target(&args.target, &args.spec)?;
+    let (spec, target) = spec_and_target(&args.target.flags(), &args.spec)?;
     Ok((spec, target, opts))
 }
 
@@ -186,7 +186,7 @@ mod tests {
             let Command::Bench(b) = parsed(&args) else {
                 unreachable!()
             };
-            let s = super::bench::settings(&b.flags, &b.target, true).unwrap();
+            let s = super::bench::settings(&b.flags, &b.target.flags(), true).unwrap();
             assert_eq!(s.load.arrival_rate, want, "{args:?}");
             if let Some(r) = want {
                 assert_eq!(
@@ -219,7 +219,7 @@ mod tests {
         else {
             unreachable!()
         };
-        let s = super::bench::settings(&b.flags, &b.target, true).unwrap();
+        let s = super::bench::settings(&b.flags, &b.target.flags(), true).unwrap();
         assert_eq!(
             s.fault.as_ref().map(|f| f.text()).as_deref(),
             Some("restart:app-1@5s")
@@ -233,7 +233,7 @@ mod tests {
         let Command::Bench(b) = parsed(&["bench", "--levels", "10"]) else {
             unreachable!()
         };
-        let s = super::bench::settings(&b.flags, &b.target, true).unwrap();
+        let s = super::bench::settings(&b.flags, &b.target.flags(), true).unwrap();
         assert!(s.fault.is_none() && !s.load.reconnect);
         let Command::Sweep(a) = parsed(&[
             "sweep", "single", "--vary", "cpus=1,2", "--levels", "10", "--fault", "roll@2s",
@@ -255,7 +255,7 @@ mod tests {
             let Command::Bench(b) = parsed(&args) else {
                 unreachable!()
             };
-            super::bench::settings(&b.flags, &b.target, true)
+            super::bench::settings(&b.flags, &b.target.flags(), true)
         };
         let s = bench(&["--fault", "redeploy:LOG_LEVEL=debug@2s", "--relogin"]).unwrap();
         assert!(s.load.relogin && s.load.reconnect);
@@ -277,7 +277,7 @@ mod tests {
         let Command::Bench(b) = parsed(&["bench", "--levels", "10"]) else {
             unreachable!()
         };
-        let s = super::bench::settings(&b.flags, &b.target, true).unwrap();
+        let s = super::bench::settings(&b.flags, &b.target.flags(), true).unwrap();
         let d = crate::ops::bench_settings::BenchSettings::default();
         assert_eq!((s.sample, s.settle), (d.sample, d.settle));
         assert_eq!(s.slos, d.slos);

@@ -140,7 +140,7 @@ pub enum Asked {
 
 /// The flags, checked: the target, the stack, and a seeding run or a reset.
 pub fn prepare(args: &PrepareArgs) -> Result<(TargetSpec, String, Asked), UsageError> {
-    let target = crate::cli::target::target_spec(&args.target)?;
+    let target = crate::ops::spec_source::target_spec(&args.target.flags())?;
     let (stack, asked) = asked(args)?;
     Ok((target, stack, asked))
 }

@@ -51,8 +51,8 @@ fn fresh(a: &SweepArgs, started_in: PathBuf) -> Result<(TargetSpec, SweepOptions
     };
     let (vary, repeat, mode) = shape(&flags, &file)?;
     // Each point's bench: the objectives, the sampling, the levels' load, checked before the first deploy.
-    let bench = crate::cli::options::bench::settings(&a.bench, &a.target, a.json)?;
-    let target = crate::cli::target::target_spec(&a.target)?;
+    let bench = crate::cli::options::bench::settings(&a.bench, &a.target.flags(), a.json)?;
+    let target = crate::ops::spec_source::target_spec(&a.target.flags())?;
     target.one_engine("sweep")?;
     let source = crate::cli::spec::source(&a.spec)?;
     let seed = crate::ops::sweep_plan::checked_seed(
