@@ -11,7 +11,6 @@ use anyhow::{Context, Result};
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
     ContainerArchiveInfoOptionsBuilder, CreateContainerOptionsBuilder, ListImagesOptions,
-    RemoveContainerOptionsBuilder,
 };
 use exectl_core::spec::Db;
 use std::collections::HashMap;
@@ -165,18 +164,7 @@ async fn some_image(target: &Target, preferred: &[&str]) -> Result<Option<String
 }
 
 async fn remove(target: &Target, name: &str) {
-    let _ = target
-        .docker
-        .remove_container(
-            name,
-            Some(
-                RemoveContainerOptionsBuilder::default()
-                    .force(true)
-                    .v(false)
-                    .build(),
-            ),
-        )
-        .await;
+    let _ = super::teardown::force_remove(&target.docker, name).await;
 }
 
 #[cfg(test)]

@@ -24,6 +24,16 @@ pub struct Removed {
 /// number of passes (ten passes of 300 ms gave up on a network after 3 s, whoever held it).
 const PATIENCE: Duration = Duration::from_secs(60);
 
+/// Remove container `name`, stopping it first if it runs; never its volumes (teardown removes those
+/// itself, with --purge only).
+pub(crate) async fn force_remove(docker: &Docker, name: &str) -> Result<(), DockerError> {
+    let options = RemoveContainerOptionsBuilder::default()
+        .force(true)
+        .v(false)
+        .build();
+    docker.remove_container(name, Some(options)).await
+}
+
 /// What a removal's error means for teardown.
 fn settled(e: &DockerError) -> Option<bool> {
     match e {
@@ -78,17 +88,7 @@ pub async fn teardown(docker: &Docker, stack: &str, purge: bool) -> Result<Remov
         }
         // In parallel: each force-remove stops its container first.
         let removals = found.containers.iter().map(|c| async move {
-            let r = docker
-                .remove_container(
-                    &c.name,
-                    Some(
-                        RemoveContainerOptionsBuilder::default()
-                            .force(true)
-                            .v(false)
-                            .build(),
-                    ),
-                )
-                .await;
+            let r = force_remove(docker, &c.name).await;
             (c.name.clone(), outcome(r, &format!("container {}", c.name)))
         });
         for (name, r) in futures_util::future::join_all(removals).await {

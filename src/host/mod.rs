@@ -22,44 +22,34 @@ pub struct Embedded {
     pub mode: u32,
 }
 
+/// The file `path` of ansible-free/, embedded, uploaded with `mode`: its path said once, for both.
+macro_rules! embedded {
+    ($path:literal, $mode:literal) => {
+        Embedded {
+            path: $path,
+            text: include_str!(concat!("../../ansible-free/", $path)),
+            mode: $mode,
+        }
+    };
+}
+
 /// ansible-free/, embedded so that exectl works without the repository.
 pub const ANSIBLE_FREE: [Embedded; 6] = [
-    Embedded {
-        path: "tune.sh",
-        text: include_str!("../../ansible-free/tune.sh"),
-        mode: 0o755,
-    },
-    Embedded {
-        path: "README.md",
-        text: include_str!("../../ansible-free/README.md"),
-        mode: 0o644,
-    },
-    Embedded {
-        path: "sysctl/99-exectl-sut.conf",
-        text: include_str!("../../ansible-free/sysctl/99-exectl-sut.conf"),
-        mode: 0o644,
-    },
-    Embedded {
-        path: "sysctl/99-exectl-client.conf",
-        text: include_str!("../../ansible-free/sysctl/99-exectl-client.conf"),
-        mode: 0o644,
-    },
-    Embedded {
-        path: LIMITS_FILE,
-        text: include_str!("../../ansible-free/limits/99-exectl.conf"),
-        mode: 0o644,
-    },
-    Embedded {
-        path: "docker/daemon.json",
-        text: WANTED_DAEMON_JSON,
-        mode: 0o644,
-    },
+    embedded!("tune.sh", 0o755),
+    embedded!("README.md", 0o644),
+    embedded!("sysctl/99-exectl-sut.conf", 0o644),
+    embedded!("sysctl/99-exectl-client.conf", 0o644),
+    LIMITS,
+    DAEMON,
 ];
 
+// Two entries whose path or text is used on its own, below.
+const LIMITS: Embedded = embedded!("limits/99-exectl.conf", 0o644);
+const DAEMON: Embedded = embedded!("docker/daemon.json", 0o644);
 /// The open-file limits file, relative to the ansible-free folder.
-pub const LIMITS_FILE: &str = "limits/99-exectl.conf";
+pub const LIMITS_FILE: &str = LIMITS.path;
 /// The daemon.json keys exectl wants (merged into the host's own file).
-pub const WANTED_DAEMON_JSON: &str = include_str!("../../ansible-free/docker/daemon.json");
+pub const WANTED_DAEMON_JSON: &str = DAEMON.text;
 
 /// Which machine of the benchmark is tuned: its sysctl file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -60,8 +60,22 @@ pub struct LoadSettings {
     pub pattern: Option<String>,
     /// The per-second progress line on stderr.
     pub progress: bool,
+    /// How users come and come back (the open model, `--reconnect`, `--relogin`).
+    #[serde(flatten)]
+    pub flow: Flow,
+    /// `--churn`: each user leaves after a time of this mean and comes back (`LoadOptions::churn`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub churn: Option<Duration>,
+}
+
+/// How users come and come back, as `LoadSettings` and a slice's spec carry them to `LoadOptions`: one
+/// struct, so that the two keep the same fields; flattened into each, so that their JSON has them at
+/// its top, as it always had.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Flow {
     /// `--arrival-rate`: sessions start on schedule, user i at i/R seconds, whatever the server does
-    /// (the open model); their latencies count from that scheduled start. None: the closed model.
+    /// (the open model); their latencies count from that scheduled start. None: the closed model
+    /// (`LoadOptions::arrival_rate`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival_rate: Option<f64>,
     /// `--reconnect`: a dropped user dials again as the real client does (`LoadOptions::reconnect`).
@@ -70,9 +84,6 @@ pub struct LoadSettings {
     /// `--relogin`: a dropped user logs in again before it dials (`LoadOptions::relogin`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub relogin: bool,
-    /// `--churn`: each user leaves after a time of this mean and comes back (`LoadOptions::churn`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub churn: Option<Duration>,
 }
 
 impl Default for LoadSettings {
@@ -90,9 +101,7 @@ impl Default for LoadSettings {
             generators: Generators::default(),
             pattern: None,
             progress: false,
-            arrival_rate: None,
-            reconnect: false,
-            relogin: false,
+            flow: Flow::default(),
             churn: None,
         }
     }
@@ -134,10 +143,12 @@ impl LoadSettings {
             generators,
             pattern: input.pattern.clone(),
             progress,
-            arrival_rate: input.arrival_rate,
-            // A user that left comes back; if its dial fails, as --reconnect does.
-            reconnect: reconnect || input.churn.is_some(),
-            relogin: BenchInput::on(input.relogin),
+            flow: Flow {
+                arrival_rate: input.arrival_rate,
+                // A user that left comes back; if its dial fails, as --reconnect does.
+                reconnect: reconnect || input.churn.is_some(),
+                relogin: BenchInput::on(input.relogin),
+            },
             churn: input.churn,
         };
         settings.check().map_err(|e| input.as_given(e))?;
@@ -154,7 +165,7 @@ impl LoadSettings {
                 "give e.g. --hold 30s",
             ));
         }
-        if let Some(rate) = self.arrival_rate {
+        if let Some(rate) = self.flow.arrival_rate {
             checked_rate(rate, &rate.to_string())?;
             if let Some(ramp) = self.ramp {
                 return Err(UsageError::new(
@@ -165,7 +176,7 @@ impl LoadSettings {
                 ));
             }
         }
-        if self.relogin && self.tokens {
+        if self.flow.relogin && self.tokens {
             return Err(UsageError::new(
                 "--relogin",
                 "true",
@@ -173,7 +184,7 @@ impl LoadSettings {
                 "drop --tokens, or --relogin",
             ));
         }
-        if self.relogin && !self.reconnect {
+        if self.flow.relogin && !self.flow.reconnect {
             return Err(UsageError::new(
                 "--relogin",
                 "true",
@@ -194,7 +205,7 @@ impl LoadSettings {
 
     /// The ramp: `users` at the arrival rate, the given one, or the scenario's.
     pub fn ramp(&self, users: usize) -> Duration {
-        if let Some(rate) = self.arrival_rate {
+        if let Some(rate) = self.flow.arrival_rate {
             return Duration::from_secs_f64(users as f64 / rate);
         }
         self.ramp.unwrap_or(match self.scenario {
@@ -224,7 +235,7 @@ impl LoadSettings {
             )?;
         }
         let users = users.unwrap_or(manifest.accounts.len());
-        if let Some(rate) = self.arrival_rate {
+        if let Some(rate) = self.flow.arrival_rate {
             if users as f64 / rate > MAX_SCHEDULE.as_secs_f64() {
                 return Err(UsageError::new(
                     "--arrival-rate",
@@ -282,9 +293,9 @@ impl LoadSettings {
             generators: self.generators.clone(),
             ramp_slots: None,
             stacks,
-            arrival_rate: self.arrival_rate,
-            reconnect: self.reconnect,
-            relogin: self.relogin,
+            arrival_rate: self.flow.arrival_rate,
+            reconnect: self.flow.reconnect,
+            relogin: self.flow.relogin,
             churn: self.churn,
         })
     }

@@ -29,7 +29,7 @@ pub struct BenchSettings {
     /// A progress line every sample while a level runs (on stderr).
     pub sample_lines: bool,
     /// `--fault`: done to the stack in each level's common hold (the load then reconnects:
-    /// `load.reconnect`).
+    /// `load.flow.reconnect`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<exectl_core::bench::fault::Fault>,
 }

@@ -4,7 +4,7 @@
 //! back, and the run record written (`deploy_stage::finish`). On one engine here; a swarm target's is
 //! `deploy_swarm`, the other backend, with the same staging and end.
 
-use super::deploy_stage::{finish, images_of, record_of, stage, Applied};
+use super::deploy_stage::{apply_plan, finish, images_of, record_of, stage, Applied};
 pub use super::deploy_stage::{plan_lines, DeployOptions, DeployOutcome, PlanOutcome};
 use super::{Context, Event};
 use crate::engine::{apply, limits, observe, preflight};
@@ -127,30 +127,16 @@ pub async fn deploy(cx: &Context<'_>, spec: &Spec, opts: &DeployOptions) -> Resu
 
     let observed = observe::observe(&target.docker, stack).await?;
     let plan = plan::plan(&p.desired, &observed).map_err(anyhow::Error::msg)?;
-    progress.event(Event::Step(&format!(
+    let heading = format!(
         "deploying stack {stack} ({}) on {}",
         spec.describe(),
         target.describe()
-    )));
-    for line in plan_lines(&plan) {
-        progress.event(Event::Step(&line));
-    }
-    let on_step = |e: apply::Event| {
-        progress.event(Event::Service {
-            service: &e.service,
-            what: &e.what,
+    );
+    let apply::Applied { ready, restarts } =
+        apply_plan(progress, &lock, &heading, &plan, async |on_step, held| {
+            apply::apply(target, &p.desired, &plan, opts.wait_timeout, on_step, held).await
         })
-    };
-    let held = || lock.still_held();
-    let apply::Applied { ready, restarts } = apply::apply(
-        target,
-        &p.desired,
-        &plan,
-        opts.wait_timeout,
-        &on_step,
-        &held,
-    )
-    .await?;
+        .await?;
     let workers = spec.nginx.as_ref().map(|n| n.worker_processes);
     let limits = limits::read_back(target, &p.desired.services, workers).await?;
     let applied = Applied {

@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use serde::Serialize;
 
+use super::{Event, Progress};
 use crate::engine::desired::Desired;
+use crate::engine::remote_lock::StackGuard;
+use crate::engine::{apply, wait::Held};
 use crate::state::{runs, secrets};
 use crate::sut::Target;
 use exectl_core::plan::Plan;
@@ -133,6 +136,29 @@ pub fn plan_lines(plan: &Plan) -> Vec<String> {
         lines.push(format!("  {}", a.describe()));
     }
     lines
+}
+
+/// Say the plan under `heading`, then apply it with `apply` (one engine's or a swarm's), given what
+/// both report and check between their steps: each service's step, said; the stack's lock, still held.
+pub async fn apply_plan<T>(
+    progress: &dyn Progress,
+    lock: &StackGuard,
+    heading: &str,
+    plan: &Plan,
+    apply: impl AsyncFnOnce(apply::Progress<'_>, Held<'_>) -> Result<T>,
+) -> Result<T> {
+    progress.event(Event::Step(heading));
+    for line in plan_lines(plan) {
+        progress.event(Event::Step(&line));
+    }
+    let on_step = |e: apply::Event| {
+        progress.event(Event::Service {
+            service: &e.service,
+            what: &e.what,
+        })
+    };
+    let held = || lock.still_held();
+    apply(&on_step, &held).await
 }
 
 /// Every image the stack's services use, once each.

@@ -4,7 +4,7 @@
 //! limits read on each node, and the run record.
 
 use super::deploy_stage::{
-    finish, plan_lines, stage, Applied, DeployOptions, DeployOutcome, PlanOutcome, Staged,
+    apply_plan, finish, stage, Applied, DeployOptions, DeployOutcome, PlanOutcome, Staged,
 };
 use super::{Context, Event};
 use crate::engine::{preflight, swarm as engine};
@@ -92,31 +92,24 @@ pub async fn deploy(
     let wanted = with_swarm_hashes(&p.desired, &services);
     let observed = engine::observe(&target.docker, stack, &wanted).await?;
     let plan = plan::plan(&wanted, &observed).map_err(anyhow::Error::msg)?;
-    progress.event(Event::Step(&format!(
+    let heading = format!(
         "deploying stack {stack} ({}) on {} ({} nodes)",
         spec.describe(),
         target.describe(),
         nodes.nodes.len()
-    )));
-    for line in plan_lines(&plan) {
-        progress.event(Event::Step(&line));
-    }
-    let on_step = |e: crate::engine::apply::Event| {
-        progress.event(Event::Service {
-            service: &e.service,
-            what: &e.what,
-        })
-    };
-    let held = || lock.still_held();
-    let applied = engine::apply(
-        target,
-        &wanted,
-        &services,
-        &plan,
-        opts.wait_timeout,
-        &on_step,
-        &held,
-    )
+    );
+    let applied = apply_plan(progress, &lock, &heading, &plan, async |on_step, held| {
+        engine::apply(
+            target,
+            &wanted,
+            &services,
+            &plan,
+            opts.wait_timeout,
+            on_step,
+            held,
+        )
+        .await
+    })
     .await?;
     let workers = spec.nginx.as_ref().map(|n| n.worker_processes);
     let limits = engine::read_back(target, nodes, &wanted, &services, workers).await?;

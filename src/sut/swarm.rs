@@ -206,18 +206,22 @@ mod tests {
     fn an_engine_that_is_no_manager_is_bad_input_a_leaderless_swarm_fails_and_one_that_does_not_answer_unreachable(
     ) {
         let target = "swarm+ssh://root@10.0.0.2:22";
-        // A worker's answer (moby's errNoManager), and an engine in no swarm at all.
-        for message in [
-            "This node is not a swarm manager. Worker nodes can't be used to view or modify cluster state. Please run this command on a manager node or promote the current node to a manager.",
-            "This node is not a swarm manager. Use \"docker swarm init\" or \"docker swarm join\" to connect this node to swarm and try again.",
-        ] {
-            let e = not_a_manager(
+        // The engine's 503 with `message`, as not_a_manager reads it.
+        let answered = |message: &str| {
+            not_a_manager(
                 bollard::errors::Error::DockerResponseServerError {
                     status_code: 503,
                     message: message.into(),
                 },
                 target,
-            );
+            )
+        };
+        // A worker's answer (moby's errNoManager), and an engine in no swarm at all.
+        for message in [
+            "This node is not a swarm manager. Worker nodes can't be used to view or modify cluster state. Please run this command on a manager node or promote the current node to a manager.",
+            "This node is not a swarm manager. Use \"docker swarm init\" or \"docker swarm join\" to connect this node to swarm and try again.",
+        ] {
+            let e = answered(message);
             assert_eq!(crate::error::exit_code(&e), 2, "{e:#}");
             let text = format!("{e:#}");
             assert!(
@@ -227,13 +231,7 @@ mod tests {
             );
         }
         // A manager of a swarm that lost its quorum answers 503 too: no bad input, the swarm failing.
-        let leaderless = not_a_manager(
-            bollard::errors::Error::DockerResponseServerError {
-                status_code: 503,
-                message: "rpc error: code = Unknown desc = The swarm does not have a leader. It's possible that too few managers are online. Make sure more than half of the managers are online.".into(),
-            },
-            target,
-        );
+        let leaderless = answered("rpc error: code = Unknown desc = The swarm does not have a leader. It's possible that too few managers are online. Make sure more than half of the managers are online.");
         assert_eq!(crate::error::exit_code(&leaderless), 1, "{leaderless:#}");
         let text = format!("{leaderless:#}");
         assert!(
@@ -244,13 +242,7 @@ mod tests {
             "{text}"
         );
         // Another 503 stays the engine's.
-        let other = not_a_manager(
-            bollard::errors::Error::DockerResponseServerError {
-                status_code: 503,
-                message: "something else".into(),
-            },
-            target,
-        );
+        let other = answered("something else");
         assert_eq!(crate::error::exit_code(&other), 1, "{other:#}");
         let down = not_a_manager(
             bollard::errors::Error::IOError {

@@ -187,7 +187,7 @@ mod tests {
                 unreachable!()
             };
             let s = super::bench::settings(&b.flags, &b.target.flags(), true).unwrap();
-            assert_eq!(s.load.arrival_rate, want, "{args:?}");
+            assert_eq!(s.load.flow.arrival_rate, want, "{args:?}");
             if let Some(r) = want {
                 assert_eq!(
                     s.load.ramp(100),
@@ -208,7 +208,7 @@ mod tests {
             unreachable!()
         };
         let (_, o) = super::sweep::sweep(&a).unwrap();
-        assert_eq!(o.bench.load.arrival_rate, Some(20.0));
+        assert_eq!(o.bench.load.flow.arrival_rate, Some(20.0));
     }
 
     /// `--fault` reaches a bench's and a sweep's settings (the sweep's plan keeps it as its text), and
@@ -224,7 +224,7 @@ mod tests {
             s.fault.as_ref().map(|f| f.text()).as_deref(),
             Some("restart:app-1@5s")
         );
-        assert!(s.load.reconnect);
+        assert!(s.load.flow.reconnect);
         let saved = serde_json::to_value(&s).unwrap();
         assert_eq!(saved["fault"], "restart:app-1@5s");
         let back: crate::ops::bench_settings::BenchSettings =
@@ -234,7 +234,7 @@ mod tests {
             unreachable!()
         };
         let s = super::bench::settings(&b.flags, &b.target.flags(), true).unwrap();
-        assert!(s.fault.is_none() && !s.load.reconnect);
+        assert!(s.fault.is_none() && !s.load.flow.reconnect);
         let Command::Sweep(a) = parsed(&[
             "sweep", "single", "--vary", "cpus=1,2", "--levels", "10", "--fault", "roll@2s",
         ]) else {
@@ -242,7 +242,7 @@ mod tests {
         };
         let (_, o) = super::sweep::sweep(&a).unwrap();
         assert_eq!(o.bench.fault.map(|f| f.text()).as_deref(), Some("roll@2s"));
-        assert!(o.bench.load.reconnect);
+        assert!(o.bench.load.flow.reconnect);
     }
 
     /// `--relogin` reaches a level's load with a fault (or load's own `--reconnect`); without a way
@@ -258,7 +258,7 @@ mod tests {
             super::bench::settings(&b.flags, &b.target.flags(), true)
         };
         let s = bench(&["--fault", "redeploy:LOG_LEVEL=debug@2s", "--relogin"]).unwrap();
-        assert!(s.load.relogin && s.load.reconnect);
+        assert!(s.load.flow.relogin && s.load.flow.reconnect);
         for extra in [
             &["--relogin"][..],
             &["--fault", "roll@2s", "--relogin", "--tokens"],

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::manifest::{Account, Manifest};
 use super::metrics::Live;
+use super::settings::Flow;
 use super::summary::{Parts, Summary};
 use super::{Endpoint, LoadOptions, Scenario};
 
@@ -61,15 +62,9 @@ pub struct SliceSpec<U = Users> {
     pub run_id: String,
     /// login-burst's probe runs in one slice only.
     pub probe: bool,
-    /// The open model's rate, for the whole run (`LoadOptions::arrival_rate`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arrival_rate: Option<f64>,
-    /// Dropped users dial again (`LoadOptions::reconnect`).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub reconnect: bool,
-    /// Dropped users log in again (`LoadOptions::relogin`).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub relogin: bool,
+    /// The open model's rate (for the whole run), and what dropped users do.
+    #[serde(flatten)]
+    pub flow: Flow,
     /// Users leave and come back (`LoadOptions::churn`), ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub churn_ms: Option<u64>,
@@ -152,9 +147,11 @@ impl<'a> SliceSpec<Picked<'a>> {
             start_at_unix_ms,
             run_id: format!("{}-s{slice}", opts.run_id),
             probe: opts.probe && slice == 0,
-            arrival_rate: opts.arrival_rate,
-            reconnect: opts.reconnect,
-            relogin: opts.relogin,
+            flow: Flow {
+                arrival_rate: opts.arrival_rate,
+                reconnect: opts.reconnect,
+                relogin: opts.relogin,
+            },
             churn_ms: opts.churn.map(|d| d.as_millis() as u64),
         }
     }
@@ -218,9 +215,9 @@ impl SliceSpec {
         o.processes = Some(1);
         o.probe = self.probe;
         o.ramp_slots = ramp_slots;
-        o.arrival_rate = self.arrival_rate;
-        o.reconnect = self.reconnect;
-        o.relogin = self.relogin;
+        o.arrival_rate = self.flow.arrival_rate;
+        o.reconnect = self.flow.reconnect;
+        o.relogin = self.flow.relogin;
         o.churn = self.churn_ms.map(Duration::from_millis);
         Ok(o)
     }
@@ -377,9 +374,7 @@ mod tests {
             start_at_unix_ms: 0,
             run_id: "r".into(),
             probe: false,
-            arrival_rate: None,
-            reconnect: false,
-            relogin: false,
+            flow: Flow::default(),
             churn_ms: None,
         }
     }
