@@ -1,13 +1,14 @@
 //! The operations a program calls: `deploy`, `plan`, `teardown`, `prepare` and `reset`, `load`, `bench`,
-//! `status`, `sweep`, `campaign`, `doctor`, `host`; and the planning of a sweep (`sweep_shape`,
+//! `status`, `sweep`, `campaign`, `doctor`, `host`, `runs`; and the planning of a sweep (`sweep_shape`,
 //! `sweep_plan`) and of a campaign (`campaign_plan`).
 //! Each takes a `Context` (the connected target, the progress sink, the stop token), what it acts on
 //! when its options do not say it (a `Spec`, a stack's name) and an options struct (never clap's:
 //! `cli::options` makes them from flags, a program sets their fields, `bench_settings`, `spec_source`
 //! and `values` help it), and returns its outcome as a type; nothing here prints. `load` takes no
 //! target (it only talks to a front door's URL), `doctor` an unconnected one (a failed connection is
-//! one of its findings). `commands` turn flags into options, connect, call one operation and print its
-//! outcome; `sweep` and `campaign` call the others with the context they were given.
+//! one of its findings), `runs` the state folder's root (it reads the recorded runs only). `commands`
+//! turn flags into options, connect, call one operation and print its outcome; `sweep` and `campaign`
+//! call the others with the context they were given.
 
 pub mod bench;
 pub mod bench_settings;
@@ -20,6 +21,7 @@ pub mod doctor;
 pub mod host;
 pub mod load;
 pub mod prepare;
+pub mod runs;
 pub mod spec_source;
 pub mod status;
 pub mod sweep;

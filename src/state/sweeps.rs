@@ -89,6 +89,7 @@ pub fn shown(r: &SweepResults) -> Shown {
 }
 
 /// A sweep of the state folder, as `runs` lists and shows it.
+#[derive(Debug, Clone)]
 pub struct SweepRun {
     pub id: String,
     pub dir: PathBuf,
