@@ -213,17 +213,8 @@ pub struct SweepArgs {
     pub precision: Option<String>,
     #[command(flatten)]
     pub bench: BenchFlags,
-    /// How long each deploy may wait for every service to be healthy.
-    #[arg(
-        long,
-        default_value = "300s",
-        value_name = "DURATION",
-        allow_hyphen_values = true
-    )]
-    pub wait_timeout: String,
-    /// Send missing images from the local engine to a remote target.
-    #[arg(long)]
-    pub load_images: bool,
+    #[command(flatten)]
+    pub deploy: DeployFlags,
     /// Tear the stack down at the end (its data kept) instead of leaving it at the last value.
     #[arg(long)]
     pub teardown: bool,
@@ -349,13 +340,10 @@ pub struct LoadArgs {
     pub quiet: bool,
 }
 
-#[derive(Debug, Args)]
-pub struct DeployArgs {
-    #[command(flatten)]
-    pub target: TargetArgs,
-    #[command(flatten)]
-    pub spec: SpecArgs,
-    /// How long to wait for every service to be healthy.
+/// How a deploy converges: deploy's flags, and each sweep point's deploy.
+#[derive(Debug, Args, Clone)]
+pub struct DeployFlags {
+    /// How long each deploy may wait for every service to be healthy.
     #[arg(
         long,
         default_value = "300s",
@@ -367,6 +355,16 @@ pub struct DeployArgs {
     /// runs a service of them).
     #[arg(long)]
     pub load_images: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DeployArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub spec: SpecArgs,
+    #[command(flatten)]
+    pub deploy: DeployFlags,
     /// Take over the stack's lock even if another exectl holds it.
     #[arg(long)]
     pub break_lock: bool,

@@ -41,18 +41,33 @@ pub fn deploy(
 
 /// `exectl deploy`'s flags besides the spec and the target.
 fn deploy_options(args: &DeployArgs) -> Result<DeployOptions> {
+    converging(
+        &args.deploy,
+        load_templates(&args.spec)?,
+        place(&args.place)?,
+        args.break_lock,
+    )
+}
+
+/// A deploy's options from its flags (deploy's, or each sweep point's).
+pub fn converging(
+    d: &super::DeployFlags,
+    templates: exectl_core::render::Templates,
+    place: Vec<exectl_core::swarm::PlaceRule>,
+    break_lock: bool,
+) -> Result<DeployOptions> {
     Ok(DeployOptions {
         // More than zero, at most a day.
         wait_timeout: duration_flag(
             "--wait-timeout",
-            &args.wait_timeout,
+            &d.wait_timeout,
             Duration::from_millis(1),
             Duration::from_secs(86_400),
         )?,
-        load_images: args.load_images,
-        break_lock: args.break_lock,
-        templates: load_templates(&args.spec)?,
-        place: place(&args.place)?,
+        load_images: d.load_images,
+        break_lock,
+        templates,
+        place,
     })
 }
 

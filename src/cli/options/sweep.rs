@@ -4,16 +4,13 @@
 //! its results.json keeps it, its `--set-secret` values from where they legitimately live.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 
 use crate::cli::SweepArgs;
-use crate::ops::deploy::DeployOptions;
 use crate::ops::sweep::SweepOptions;
 use crate::ops::sweep_plan::FromFile;
 use crate::ops::sweep_shape::{read_sweep_file, shape};
-use crate::ops::values::duration_flag;
 use crate::state::sweeps::SweepDir;
 use crate::sut::TargetSpec;
 use exectl_core::sweep::file::SweepFile;
@@ -77,18 +74,12 @@ fn fresh(a: &SweepArgs, started_in: PathBuf) -> Result<(TargetSpec, SweepOptions
     let sweeps = crate::state::sweeps_dir(&crate::state::root());
     let (field, value, path) = crate::ops::values::run_folder(a.out.as_deref(), &run_id, &sweeps);
     let dir = SweepDir::check(&path, field, &value)?;
-    let deploy = DeployOptions {
-        wait_timeout: duration_flag(
-            "--wait-timeout",
-            &a.wait_timeout,
-            Duration::from_millis(1),
-            Duration::from_secs(86_400),
-        )?,
-        load_images: a.load_images,
-        break_lock: false,
-        templates: crate::cli::spec::load_templates(&a.spec)?,
-        place: Vec::new(),
-    };
+    let deploy = crate::cli::options::converging(
+        &a.deploy,
+        crate::cli::spec::load_templates(&a.spec)?,
+        Vec::new(),
+        false,
+    )?;
     Ok((
         target,
         SweepOptions {
