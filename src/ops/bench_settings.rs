@@ -55,6 +55,27 @@ impl Default for BenchSettings {
 }
 
 impl BenchSettings {
+    /// A bench's settings as a user gives them, checked on their own before the stack they will
+    /// bench exists (a sweep's, before its first deploy): the objectives, the sampling and a level's
+    /// load, its generator hosts reached with the target's flags, its source addresses of the family
+    /// of the front door (the target's address).
+    pub fn given(
+        input: &BenchInput,
+        target: &crate::sut::target_flags::TargetFlags,
+        progress: bool,
+    ) -> Result<BenchSettings, UsageError> {
+        let generators = match &input.generators {
+            Some(v) => Generators::parse(target, v)?,
+            None => Generators::default(),
+        };
+        let settings = BenchSettings::from_input(input, generators, progress)?;
+        if let (Some(text), false) = (&input.source_addrs, settings.load.sources.is_empty()) {
+            let door = super::spec_source::target_spec(target)?.address()?;
+            exectl_core::load::sources::check_family(&settings.load.sources, door, text)?;
+        }
+        Ok(settings)
+    }
+
     /// The bench of what a user said (bench's and sweep's flags, a campaign row's `bench:`, each
     /// value read as its type by `BenchInput`), its users from `generators`: checked across settings
     /// (the load's rules, a fault inside the hold on a scenario that holds sockets), nothing connected

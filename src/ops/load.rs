@@ -1,5 +1,5 @@
 //! `load`: the client's limits checked for the run (exit 2 when it cannot hold what was asked), then the
-//! scenario run to its summary. Options come from `cli::options::load` or from a bench level.
+//! scenario run to its summary. Options come from `load_plan::plan` (a `LoadRequest`) or from a bench level.
 
 use super::{Event, Progress};
 use crate::engine::lock::{LockLost, ReaderLock};

@@ -20,6 +20,7 @@ pub mod deploy_swarm;
 pub mod doctor;
 pub mod host;
 pub mod load;
+pub mod load_plan;
 pub mod prepare;
 pub mod runs;
 pub mod spec_source;

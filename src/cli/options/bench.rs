@@ -11,25 +11,13 @@ use crate::sut::TargetSpec;
 use exectl_core::bench::parse_levels;
 use exectl_core::error::UsageError;
 
-/// `flags` checked on their own, before the stack they will bench exists (sweep, before its first
-/// deploy): the objectives, the sampling and a level's load, as settings.
+/// `flags` checked on their own, before the stack they will bench exists (`BenchSettings::given`).
 pub fn settings(
     flags: &BenchFlags,
     target: &TargetFlags,
     json: bool,
 ) -> Result<BenchSettings, UsageError> {
-    let input = flags.input()?;
-    let generators = match &input.generators {
-        Some(v) => crate::load::Generators::parse(target, v)?,
-        None => crate::load::Generators::default(),
-    };
-    let settings = BenchSettings::from_input(&input, generators, !json)?;
-    // The source addresses' family is the front door's: the target's address.
-    if let (Some(text), false) = (&input.source_addrs, settings.load.sources.is_empty()) {
-        let door = crate::ops::spec_source::target_spec(target)?.address()?;
-        exectl_core::load::sources::check_family(&settings.load.sources, door, text)?;
-    }
-    Ok(settings)
+    BenchSettings::given(&flags.input()?, target, !json)
 }
 
 /// Every flag and the bench's folder, checked; nothing is connected to or made.
