@@ -103,37 +103,22 @@ pub fn teardown(
     Ok((stack, opts))
 }
 
-/// `--place` values (deploy, plan), each checked.
-/// `exectl doctor`'s thresholds from its flags, or from the deployed `--stack`'s record (read from local
-/// state: no connection).
+/// `exectl doctor`'s thresholds from its flags, or from the deployed `--stack`'s record.
 pub fn doctor(
     args: &super::host::DoctorArgs,
     target: &crate::sut::TargetSpec,
 ) -> Result<crate::ops::doctor::DoctorOptions> {
-    let stack = args
-        .stack
-        .as_deref()
-        .map(|s| exectl_core::spec::resolve_stack_name(Some(s)))
-        .transpose()?;
-    let record = match &stack {
-        None => None,
-        Some(s) => Some(crate::state::record::require(
-            &target.bundle_dir(s),
-            s,
-            "deploy it first, name a deployed stack, or give --instances, --cpus and --memory",
-        )?),
-    };
-    let checks = exectl_core::doctor::options::options(&exectl_core::doctor::options::Given {
-        connections: args.connections.as_deref(),
-        instances: args.instances.as_deref(),
-        cpus: args.cpus.as_deref(),
-        memory: args.memory.as_deref(),
-        record: record.as_ref(),
-    })?;
-    Ok(crate::ops::doctor::DoctorOptions {
-        checks,
-        stack: args.stack.clone(),
-    })
+    crate::ops::doctor::DoctorOptions::given(
+        &exectl_core::doctor::options::Given {
+            connections: args.connections.as_deref(),
+            instances: args.instances.as_deref(),
+            cpus: args.cpus.as_deref(),
+            memory: args.memory.as_deref(),
+            record: None,
+        },
+        args.stack.as_deref(),
+        target,
+    )
 }
 
 /// `exectl host tune`'s flags, checked before the host is touched.
@@ -167,6 +152,7 @@ fn read_sysctl_file(path: &std::path::Path) -> Result<String, exectl_core::error
     Ok(text)
 }
 
+/// `--place` values (deploy, plan), each checked.
 pub fn place(values: &[String]) -> Result<Vec<exectl_core::swarm::PlaceRule>> {
     Ok(values
         .iter()

@@ -25,6 +25,33 @@ pub struct DoctorOptions {
     pub stack: Option<String>,
 }
 
+impl DoctorOptions {
+    /// The thresholds as given (`given`'s texts), else the deployed `stack`'s, read from its record in
+    /// local state (no connection).
+    pub fn given(
+        given: &exectl_core::doctor::options::Given,
+        stack: Option<&str>,
+        target: &TargetSpec,
+    ) -> Result<DoctorOptions> {
+        let stack = stack
+            .map(|s| exectl_core::spec::resolve_stack_name(Some(s)))
+            .transpose()?;
+        let record = match &stack {
+            None => None,
+            Some(s) => Some(crate::state::record::require(
+                &target.bundle_dir(s),
+                s,
+                "deploy it first, name a deployed stack, or give --instances, --cpus and --memory",
+            )?),
+        };
+        let checks = exectl_core::doctor::options::options(&exectl_core::doctor::options::Given {
+            record: record.as_ref(),
+            ..*given
+        })?;
+        Ok(DoctorOptions { checks, stack })
+    }
+}
+
 /// Doctor's report on `spec`'s target. It takes the target unconnected: a connection that fails is one
 /// of its findings (the stage it failed at, and why), not an error.
 pub async fn doctor(spec: &TargetSpec, o: &DoctorOptions) -> Result<Report> {
