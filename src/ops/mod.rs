@@ -7,7 +7,9 @@
 //! and `values` help it), and returns its outcome as a type; nothing here prints. `load` takes no
 //! target (it only talks to a front door's URL), `doctor` an unconnected one (a failed connection is
 //! one of its findings). `commands` turn flags into options, connect, call one operation and print its
-//! outcome; `sweep` and `campaign` call the others with the context they were given.
+//! outcome; `sweep` and `campaign` call the others with the context they were given. What deploy, plan
+//! and prepare say of their outcomes (lines for a person, `--json`'s objects) are methods of the
+//! outcomes, in `deploy_text` and `prepare_text`; a person's progress is `Human`.
 
 pub mod bench;
 pub mod bench_settings;
@@ -16,10 +18,12 @@ pub mod campaign_plan;
 pub mod deploy;
 pub mod deploy_stage;
 pub mod deploy_swarm;
+pub mod deploy_text;
 pub mod doctor;
 pub mod host;
 pub mod load;
 pub mod prepare;
+pub mod prepare_text;
 pub mod spec_source;
 pub mod status;
 pub mod sweep;
@@ -37,7 +41,7 @@ use crate::sut::Target;
 
 /// What an operation reports while it runs, and where it goes: defined below every layer, so that
 /// the parts an operation calls (the load's generator, the locks) report through it too.
-pub use crate::progress::{Event, Progress, Silent};
+pub use crate::progress::{Event, Human, Progress, Silent};
 
 /// What an operation runs with besides its options: the connected target (its state is found through
 /// it: `Target::stack_dir`, `bundle_dir`), where its events go, and the token that stops it from outside
