@@ -7,15 +7,15 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use super::{Connected, Lines};
+use super::Connected;
 use crate::cli::BenchArgs;
-use crate::ops::Context;
+use crate::ops::{Context, Human};
 use exectl_core::error::exit;
 
 pub fn run(a: &BenchArgs) -> Result<i32> {
     let (target, opts) = crate::cli::options::bench::bench(a)?;
     let connected = Connected::to(&target)?;
-    let lines = Lines { quiet: a.json };
+    let lines = Human::lines(a.json);
     let cx = Context::new(&connected.target, &lines);
     {
         let stop = Arc::clone(&cx.stop);

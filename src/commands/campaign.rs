@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use super::{Connected, Lines};
+use super::Connected;
 use crate::cli::CampaignArgs;
-use crate::ops::Context;
+use crate::ops::{Context, Human};
 use exectl_core::error::exit;
 use exectl_core::units::readable_s;
 
@@ -49,7 +49,7 @@ pub fn run(a: &CampaignArgs) -> Result<i32> {
         return Ok(exit::OK);
     }
     let connected = Connected::to(&target)?;
-    let lines = Lines { quiet: a.json };
+    let lines = Human::lines(a.json);
     let cx = Context::new(&connected.target, &lines);
     {
         let stop = Arc::clone(&cx.stop);

@@ -2,10 +2,9 @@
 //! before every one is checked), connect (one engine: a swarm's nodes are tuned one by one), the
 //! operation (`ops::host`), its report printed. Exit 0 when every setting holds, 1 otherwise.
 
-use super::Lines;
 use crate::cli::host::{HostArgs, HostCommand};
 use crate::host::report::Report;
-use crate::ops::{self, Context};
+use crate::ops::{self, Context, Human};
 use crate::sut::target_flags::TargetFlags;
 use crate::sut::Target;
 use anyhow::Result;
@@ -15,7 +14,7 @@ pub async fn run(args: &HostArgs) -> Result<i32> {
         HostCommand::Tune(a) => {
             let opts = crate::cli::options::host_tune(a)?;
             let target = one_host(&a.target.flags(), "host tune").await?;
-            let lines = Lines { quiet: a.json };
+            let lines = Human::lines(a.json);
             (
                 a.json,
                 ops::host::tune(&Context::new(&target, &lines), &opts).await?,
@@ -26,7 +25,7 @@ pub async fn run(args: &HostArgs) -> Result<i32> {
                 root: crate::host::check_root(a.root.as_deref())?,
             };
             let target = one_host(&a.target.flags(), "host restore").await?;
-            let lines = Lines { quiet: a.json };
+            let lines = Human::lines(a.json);
             (
                 a.json,
                 ops::host::restore(&Context::new(&target, &lines), &opts).await?,

@@ -18,7 +18,7 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     // Ctrl-C ends the hold now and prints what was measured, marked interrupted.
     let live = std::sync::Arc::new(crate::load::metrics::Live::default());
     opts.live = Some(live.clone());
-    let progress = super::Lines { quiet: args.quiet };
+    let progress = crate::ops::Human::lines(args.quiet);
     // Bad input first (the client's limits, the source addresses: exit 2), then the front door (3).
     let ready = crate::ops::load::ready(opts, &progress)?;
     check_front_door(&request, ready.opts())?;

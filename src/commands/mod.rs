@@ -16,7 +16,6 @@ pub mod sweep;
 pub mod teardown;
 pub mod validate;
 
-use crate::ops::{Event, Progress};
 use crate::sut::target_flags::TargetFlags;
 use crate::sut::{Target, TargetSpec};
 use anyhow::Result;
@@ -64,21 +63,4 @@ pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .worker_threads(2)
         .enable_all()
         .build()
-}
-
-/// Progress as lines on stderr: notes always, steps and services unless `quiet` (`--json`, whose stdout
-/// is the outcome's JSON; load's `--quiet`).
-pub struct Lines {
-    pub quiet: bool,
-}
-
-impl Progress for Lines {
-    fn event(&self, e: Event<'_>) {
-        match e {
-            Event::Note(line) => eprintln!("{line}"),
-            Event::Step(line) if !self.quiet => eprintln!("{line}"),
-            Event::Service { service, what } if !self.quiet => eprintln!("  {service}: {what}"),
-            _ => {}
-        }
-    }
 }

@@ -12,7 +12,7 @@ use std::io::IsTerminal;
 pub async fn run(args: &StatusArgs) -> Result<i32> {
     let (stack, opts, interval) = crate::cli::options::status(args)?;
     let target = super::connect(&args.target.flags()).await?;
-    let lines = super::Lines { quiet: args.json };
+    let lines = crate::ops::Human::lines(args.json);
     let cx = crate::ops::Context::new(&target, &lines);
     loop {
         let r = crate::ops::status::status(&cx, &stack, &opts).await?;

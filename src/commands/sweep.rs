@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use super::{Connected, Lines};
+use super::Connected;
 use crate::cli::SweepArgs;
-use crate::ops::Context;
+use crate::ops::{Context, Human};
 use exectl_core::error::exit;
 use exectl_core::sweep::summary::summarize;
 
@@ -18,7 +18,7 @@ pub fn run(a: &SweepArgs) -> Result<i32> {
     let (target, opts) = crate::cli::options::sweep::sweep(a)?;
     let connected = Connected::to(&target)?;
     // Steps and notes on stderr (stdout is the results with --json); levels' sample lines are the bench's.
-    let lines = Lines { quiet: a.json };
+    let lines = Human::lines(a.json);
     let cx = Context::new(&connected.target, &lines);
     {
         let stop = Arc::clone(&cx.stop);

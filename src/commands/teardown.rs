@@ -8,7 +8,7 @@ pub async fn run(args: &TeardownArgs) -> Result<()> {
     let (stack, opts) = crate::cli::options::teardown(args)?;
     let target = super::connect(&args.target.flags()).await?;
     let removed = crate::ops::teardown::teardown(
-        &crate::ops::Context::new(&target, &super::Lines { quiet: args.json }),
+        &crate::ops::Context::new(&target, &crate::ops::Human::lines(args.json)),
         &stack,
         &opts,
     )

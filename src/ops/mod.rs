@@ -8,7 +8,9 @@
 //! target (it only talks to a front door's URL), `doctor` an unconnected one (a failed connection is
 //! one of its findings), `runs` the state folder's root (it reads the recorded runs only). `commands`
 //! turn flags into options, connect, call one operation and print its outcome; `sweep` and `campaign`
-//! call the others with the context they were given.
+//! call the others with the context they were given. What deploy, plan and prepare say of their
+//! outcomes (lines for a person, `--json`'s objects) are methods of the outcomes, in `deploy_text` and
+//! `prepare_text`; a person's progress is `Human`.
 
 pub mod bench;
 pub mod bench_settings;
@@ -17,11 +19,13 @@ pub mod campaign_plan;
 pub mod deploy;
 pub mod deploy_stage;
 pub mod deploy_swarm;
+pub mod deploy_text;
 pub mod doctor;
 pub mod host;
 pub mod load;
 pub mod load_plan;
 pub mod prepare;
+pub mod prepare_text;
 pub mod runs;
 pub mod spec_source;
 pub mod status;
@@ -40,7 +44,7 @@ use crate::sut::Target;
 
 /// What an operation reports while it runs, and where it goes: defined below every layer, so that
 /// the parts an operation calls (the load's generator, the locks) report through it too.
-pub use crate::progress::{Event, Progress, Silent};
+pub use crate::progress::{Event, Human, Progress, Silent};
 
 /// What an operation runs with besides its options: the connected target (its state is found through
 /// it: `Target::stack_dir`, `bundle_dir`), where its events go, and the token that stops it from outside

@@ -90,7 +90,7 @@ pub fn main() -> Result<i32> {
             }
         })
     };
-    let summary = runner::run(opts, &crate::progress::Stderr);
+    let summary = runner::run(opts, &crate::progress::Human::lines(false));
     done.store(true, Ordering::Release);
     let _ = ticker.join();
     let mut summary = summary?;
