@@ -12,27 +12,13 @@ use super::{
     DEFAULT_DIAL_CONCURRENCY, DEFAULT_HOLD, DEFAULT_RAMP,
 };
 use crate::sut::TargetSpec;
+use exectl_core::bench::fault::Fault;
 use exectl_core::bench::settings::BenchInput;
 use exectl_core::error::UsageError;
 use exectl_core::load::liveness::Bounds;
+use exectl_core::load::rules::Workload;
 
 pub use exectl_core::load::{MAX_ARRIVAL_RATE, MIN_ARRIVAL_RATE};
-/// `rate` sessions a second, within MIN..=MAX_ARRIVAL_RATE (NaN is in no range); errors show it as
-/// `given`.
-pub fn checked_rate(rate: f64, given: &str) -> Result<f64, UsageError> {
-    match (MIN_ARRIVAL_RATE..=MAX_ARRIVAL_RATE).contains(&rate) {
-        true => Ok(rate),
-        false => Err(UsageError::new(
-            "--arrival-rate",
-            given,
-            format!(
-                "sessions a second: a number from {MIN_ARRIVAL_RATE} (one every {} s) to {MAX_ARRIVAL_RATE}",
-                1.0 / MIN_ARRIVAL_RATE
-            ),
-            "give e.g. --arrival-rate 50 (or 50/s)",
-        )),
-    }
-}
 
 /// Longest schedule (users / rate): as long as the longest --ramp.
 const MAX_SCHEDULE: Duration = Duration::from_secs(30 * 86_400);
@@ -118,14 +104,6 @@ impl LoadSettings {
         progress: bool,
     ) -> Result<LoadSettings, UsageError> {
         let scenario = input.scenario();
-        if let (Some(churn), false) = (input.churn, scenario.uses_socket()) {
-            return Err(input.as_given(UsageError::new(
-                "--churn",
-                exectl_core::units::show(churn),
-                format!("{} holds no socket to leave", scenario.name()),
-                "use it with idle, collab or editing",
-            )));
-        }
         let sources = match &input.source_addrs {
             Some(t) => exectl_core::load::sources::parse(t)?,
             None => Vec::new(),
@@ -155,52 +133,24 @@ impl LoadSettings {
         Ok(settings)
     }
 
-    /// What no value's own range shows: a held socket needs a hold, and a login burst measures logins.
+    /// What no value's own range shows (`exectl_core::load::rules`).
     pub fn check(&self) -> Result<(), UsageError> {
-        if self.scenario.uses_socket() && self.hold.is_zero() {
-            return Err(UsageError::new(
-                "--hold",
-                "0s",
-                "a socket must be held for some time",
-                "give e.g. --hold 30s",
-            ));
+        exectl_core::load::rules::check(&self.workload(None))
+    }
+
+    /// What the rules across settings read of this load, with a bench's `fault`.
+    pub fn workload<'a>(&self, fault: Option<&'a Fault>) -> Workload<'a> {
+        Workload {
+            scenario: self.scenario,
+            hold: self.hold,
+            ramp: self.ramp,
+            arrival_rate: self.flow.arrival_rate,
+            churn: self.churn,
+            tokens: self.tokens,
+            relogin: self.flow.relogin,
+            reconnect: self.flow.reconnect,
+            fault,
         }
-        if let Some(rate) = self.flow.arrival_rate {
-            checked_rate(rate, &rate.to_string())?;
-            if let Some(ramp) = self.ramp {
-                return Err(UsageError::new(
-                    "--ramp",
-                    exectl_core::units::show(ramp),
-                    "--arrival-rate already says when each session starts (user i at i/R s)",
-                    "drop --ramp, or --arrival-rate for the closed model",
-                ));
-            }
-        }
-        if self.flow.relogin && self.tokens {
-            return Err(UsageError::new(
-                "--relogin",
-                "true",
-                "the users log in again with their accounts' passwords; --tokens skips every login",
-                "drop --tokens, or --relogin",
-            ));
-        }
-        if self.flow.relogin && !self.flow.reconnect {
-            return Err(UsageError::new(
-                "--relogin",
-                "true",
-                "it says how a dropped user comes back, and without --reconnect (bench, sweep: a --fault) none does",
-                "add --reconnect (bench, sweep: --fault WHAT@WHEN), or drop --relogin",
-            ));
-        }
-        if self.tokens && self.scenario == Scenario::LoginBurst {
-            return Err(UsageError::new(
-                "--tokens",
-                "true",
-                "login-burst measures logins; minted tokens skip them",
-                "drop --tokens",
-            ));
-        }
-        Ok(())
     }
 
     /// The ramp: `users` at the arrival rate, the given one, or the scenario's.

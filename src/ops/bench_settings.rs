@@ -88,20 +88,8 @@ impl BenchSettings {
         let slos = Slos::with_overrides(input.slo.as_deref().unwrap_or_default())?;
         // A fault drops sockets on purpose: the users come back as the real client does.
         let load = LoadSettings::from_input(input, generators, input.fault.is_some(), false)?;
-        if let Some(f) = &input.fault {
-            let refused = |why: String, fix: &str| {
-                input.as_given(UsageError::new("--fault", f.text(), why, fix))
-            };
-            f.check_hold(load.hold).map_err(|why| {
-                refused(why, "give a WHEN shorter than --hold, or a longer --hold")
-            })?;
-            if !load.scenario.uses_socket() {
-                return Err(refused(
-                    format!("{} holds no socket to drop", load.scenario.name()),
-                    "use it with idle, collab or editing",
-                ));
-            }
-        }
+        exectl_core::load::rules::check(&load.workload(input.fault.as_ref()))
+            .map_err(|e| input.as_given(e))?;
         Ok(BenchSettings {
             load,
             slos,
