@@ -124,6 +124,7 @@ fn every_shipped_campaign_and_sweep_file_validates_and_bad_ones_do_not() {
     let one = "rows: [{name: a, topology: single, levels: [1]}]";
     let bad = [
         format!("name: x\nbench: {{tokens: yes}}\n{one}\n"),
+        format!("name: x\nspec: {{traefik: yes}}\n{one}\n"),
         format!("name: x\nbench: {{hold: soon}}\n{one}\n"),
         format!("name: x\nbench: {{generators: local}}\n{one}\n"),
         format!("name: x\ncolour: red\n{one}\n"),

@@ -170,6 +170,21 @@ pub const CAMPAIGN_SAYS: [&str; 3] = ["topology", "stack", "target"];
 /// `spec:` pairs (exectl.yaml's settings, each value text, checked when the row is planned), none of
 /// them one the campaign says.
 fn spec_pairs(path: &str, field: &str, m: &Mapping) -> Result<Vec<(String, String)>, UsageError> {
+    // A switch is a YAML boolean here as in `bench:` (and as the schema says): `traefik: yes` is text.
+    for (k, v) in m {
+        let Some(key) = text(k, ",") else { continue };
+        let switch = crate::spec_settings::setting(&key)
+            .is_some_and(|s| s.kind == crate::spec_settings::Kind::Switch);
+        if switch && !matches!(v, Value::Bool(_)) {
+            return Err(fixed(
+                path,
+                &format!("{field}.{key}"),
+                text(v, ",").unwrap_or_default(),
+                format!("{key} is a switch and takes a YAML boolean"),
+                format!("write {key}: true or {key}: false, unquoted"),
+            ));
+        }
+    }
     let pairs = pairs(path, field, m, ",")?;
     if let Some((k, v)) = pairs
         .iter()
@@ -653,6 +668,26 @@ rows:
                 );
                 assert!(e.fix.contains(&format!("{key}: true")), "{e}");
             }
+        }
+    }
+
+    /// A spec switch takes a YAML boolean too, in the file's `spec:` and a row's, as the schema says.
+    #[test]
+    fn a_spec_switch_takes_a_boolean() {
+        let ok = parse(
+            "c.yaml",
+            "name: x\nspec: {traefik: true}\nrows: [{name: a, topology: ha, levels: [1]}]\n",
+        )
+        .unwrap();
+        assert_eq!(ok.spec, [("traefik".to_string(), "true".to_string())]);
+        for body in [
+            "name: x\nspec: {traefik: yes}\nrows: [{name: a, topology: ha, levels: [1]}]\n",
+            "name: x\nrows: [{name: a, topology: ha, levels: [1], spec: {traefik: 1}}]\n",
+        ] {
+            let e = parse("c.yaml", body).unwrap_err();
+            assert!(e.field.contains("spec.traefik"), "{body}: {e}");
+            assert!(e.problem.contains("takes a YAML boolean"), "{e}");
+            assert!(e.fix.contains("traefik: true"), "{e}");
         }
     }
 
