@@ -293,7 +293,8 @@ pub struct ReportArgs {
     pub out: Option<PathBuf>,
 }
 
-/// `exectl load`: values stay text here and are checked in `commands::load` (exit 2 naming the flag).
+/// `exectl load`: values stay text here and are read by `cli::options::load::request` and `ops::load_plan`
+/// (exit 2 naming the flag).
 #[derive(Debug, Args, Clone)]
 pub struct LoadArgs {
     #[command(flatten)]

@@ -23,7 +23,7 @@ use anyhow::Result;
 /// Target key for the local engine's state.
 pub const LOCAL_TARGET: &str = crate::sut::LOCAL_KEY;
 
-/// Connect to the target named by the flags (see `target_spec`).
+/// Connect to the target named by the flags (`ops::spec_source::target_spec`).
 pub async fn connect(args: &TargetFlags) -> Result<crate::sut::Target> {
     crate::sut::Target::connect(&crate::ops::spec_source::target_spec(args)?).await
 }

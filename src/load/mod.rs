@@ -135,6 +135,18 @@ impl Default for Generators {
 }
 
 impl Generators {
+    /// A run's generator hosts as given (`--generators`, a bench's `generators`), else this host's own
+    /// slices only.
+    pub fn given(
+        value: Option<&str>,
+        target: &crate::sut::target_flags::TargetFlags,
+    ) -> Result<Generators, exectl_core::error::UsageError> {
+        match value {
+            Some(v) => Generators::parse(target, v),
+            None => Ok(Generators::default()),
+        }
+    }
+
     /// `--generators local,ssh://USER@HOST[:PORT],…`: the generator hosts, reached with the target flags'
     /// key and known_hosts, and whether this host runs slices too (`local` listed).
     pub fn parse(

@@ -18,8 +18,6 @@ use exectl_core::error::UsageError;
 use exectl_core::load::liveness::Bounds;
 use exectl_core::load::rules::Workload;
 
-pub use exectl_core::load::{MAX_ARRIVAL_RATE, MIN_ARRIVAL_RATE};
-
 /// Longest schedule (users / rate): as long as the longest --ramp.
 const MAX_SCHEDULE: Duration = Duration::from_secs(30 * 86_400);
 

@@ -64,10 +64,7 @@ impl BenchSettings {
         target: &crate::sut::target_flags::TargetFlags,
         progress: bool,
     ) -> Result<BenchSettings, UsageError> {
-        let generators = match &input.generators {
-            Some(v) => Generators::parse(target, v)?,
-            None => Generators::default(),
-        };
+        let generators = Generators::given(input.generators.as_deref(), target)?;
         let settings = BenchSettings::from_input(input, generators, progress)?;
         if let (Some(text), false) = (&input.source_addrs, settings.load.sources.is_empty()) {
             let door = super::spec_source::target_spec(target)?.address()?;

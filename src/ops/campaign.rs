@@ -463,7 +463,7 @@ fn read_row(
 
 /// results.json and both reports, each written whole; the findings of every row.
 fn write(dir: &CampaignDir, r: &mut CampaignResults) -> Result<Vec<Finding>> {
-    let files = row::files(r).map_err(|e| anyhow::anyhow!(e))?;
+    let files = row::files(r)?;
     dir.save_files(&files)?;
     Ok(files.findings)
 }

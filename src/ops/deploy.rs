@@ -5,7 +5,7 @@
 //! `deploy_swarm`, the other backend, with the same staging and end.
 
 use super::deploy_stage::{apply_plan, finish, images_of, record_of, stage, Applied};
-pub use super::deploy_stage::{plan_lines, DeployOptions, DeployOutcome, PlanOutcome};
+pub use super::deploy_stage::{DeployOptions, DeployOutcome, PlanOutcome};
 use super::{Context, Event};
 use crate::engine::{apply, limits, observe, preflight};
 use crate::state::{runs, secrets};

@@ -39,10 +39,8 @@ fn count(flag: &str, value: &Option<String>) -> Result<Option<usize>, UsageError
 /// The flags' own values, checked (no file, no network), as settings, and `--users` when given.
 pub fn settings(args: &LoadRequest) -> Result<(LoadSettings, Option<usize>), UsageError> {
     let users = count("--users", &args.users)?;
-    let generators = match &args.input.generators {
-        Some(v) => crate::load::Generators::parse(&args.target, v)?,
-        None => crate::load::Generators::default(),
-    };
+    let generators =
+        crate::load::Generators::given(args.input.generators.as_deref(), &args.target)?;
     let settings = LoadSettings::from_input(&args.input, generators, args.reconnect, !args.quiet)?;
     Ok((settings, users))
 }

@@ -375,6 +375,28 @@ pub fn checked_seed(
 ) -> anyhow::Result<Options> {
     room_checks(vary, bench, mode)?;
     points_checked(source, vary, bench.fault.as_ref())?;
+    // Each scenario a point benches meets the load's rules with the sweep's other settings (churn,
+    // tokens, a fault need what that scenario does): refused now, not at its point.
+    for (values, _) in points(vary, 1) {
+        let Some(name) = vary::PointWorkload::of(vary, &values).scenario else {
+            continue;
+        };
+        let Some(scenario) = crate::load::Scenario::parse(&name) else {
+            continue; // The variable's own reading names a scenario that does not exist.
+        };
+        let load = crate::load::settings::LoadSettings {
+            scenario,
+            ..bench.load.clone()
+        };
+        exectl_core::load::rules::check(&load.workload(bench.fault.as_ref())).map_err(|e| {
+            UsageError::new(
+                "--vary",
+                format!("scenario={name}"),
+                format!("the {name} point: {}", e.problem),
+                e.fix,
+            )
+        })?;
+    }
     let mut seed = Options::seeding(mode.top() + 1, None)?;
     if let Some(c) = bcrypt_cost {
         seed.bcrypt_cost = super::values::bcrypt_cost(c)?;
@@ -653,5 +675,35 @@ mod tests {
             ("--vary", "db=postgres,mariadb")
         );
         assert!(e.problem.contains("postgres and mariadb"), "{e}");
+    }
+
+    /// A scenario a point benches is held to the load's rules with the sweep's other settings before
+    /// anything is deployed: churn needs a scenario that holds sockets, and login-burst holds none.
+    #[test]
+    fn a_varied_scenario_meets_the_load_rules_before_the_first_deploy() {
+        let mut flags = exectl_core::spec::SpecInput::default();
+        flags.set("topology", "single").unwrap();
+        let source = SpecSource {
+            config: None,
+            flags,
+            images: None,
+            templates: None,
+            no_config: true,
+        };
+        let mut bench = BenchSettings::default();
+        bench.load.churn = Some(Duration::from_secs(5));
+        let levels = Mode::Levels(vec![10]);
+        let idle = vec![vary::parse("--vary", "scenario=idle,collab").unwrap()];
+        checked_seed(&source, &idle, &levels, &bench, None).unwrap();
+        let burst = vec![vary::parse("--vary", "scenario=idle,login-burst").unwrap()];
+        let e = checked_seed(&source, &burst, &levels, &bench, None)
+            .unwrap_err()
+            .downcast::<UsageError>()
+            .unwrap();
+        assert_eq!(
+            (e.field.as_str(), e.value.as_str()),
+            ("--vary", "scenario=login-burst")
+        );
+        assert!(e.problem.contains("holds no socket to leave"), "{e}");
     }
 }

@@ -54,11 +54,13 @@ impl CampaignDir {
         crate::shell::atomic::write(&self.results(), json.as_bytes(), 0o644)
     }
 
-    /// results.json, report.md and report.html, each written whole.
+    /// results.json, then report.md and report.html, each written whole; results.json is written
+    /// even when the HTML could not be made (that error is returned after it).
     pub fn save_files(&self, f: &exectl_core::campaign::row::Files) -> Result<()> {
         crate::shell::atomic::write(&self.results(), f.results_json.as_bytes(), 0o644)?;
+        let html = f.report_html.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
         crate::shell::atomic::write(&self.path.join(REPORT_MD), f.report_md.as_bytes(), 0o644)?;
-        crate::shell::atomic::write(&self.path.join(REPORT), f.report_html.as_bytes(), 0o644)
+        crate::shell::atomic::write(&self.path.join(REPORT), html.as_bytes(), 0o644)
     }
 }
 

@@ -354,7 +354,7 @@ bench_settings! {
         "Connection attempts in flight at most (a bench: per level)";
     arrival_rate: f64 = Kind::Rate { min: crate::load::MIN_ARRIVAL_RATE, max: crate::load::MAX_ARRIVAL_RATE },
         Files, "RATE" conflicts "ramp",
-        "The open model: sessions start on schedule, RATE a second (user i at i/RATE s), whatever the server does; latencies count from each scheduled start; --dial-concurrency caps those in flight";
+        "The open model: sessions start on schedule, RATE a second (user i at i/RATE s), whatever the server does (a stalled server is not given fewer starts); latencies count from each scheduled start; --dial-concurrency caps those in flight (a start that finds it full waits, and is reported)";
     interval: Duration = Kind::Duration { min: Duration::from_millis(10), max: MAX_DURATION }, Files, "DURATION"
         default "1s, editing 10s",
         "collab/editing: time between a user's actions, each wait uniform in [D/2, 2D], so its mean is 1.25·D";
@@ -366,7 +366,7 @@ bench_settings! {
     relogin: bool = Kind::Switch, Files, "BOOL",
         "With a --fault (load: --reconnect): a user whose socket dropped logs in again before it dials (one who reloads the page; a redeploy that changed API_JWT_SECRET makes every user do it); the summary (a bench: each level) counts those logins, their failures and their latency";
     pattern: String = Kind::Text, FlagsOnly, "PATTERN",
-        "The manifest prepare wrote for this --email-pattern instead of the newest";
+        "With --stack: the manifest prepare wrote for this --email-pattern instead of the newest";
     source_addrs: String = Kind::Text, FlagsOnly, "ADDRS",
         "Local addresses to dial from, round-robin: a range (127.0.0.1-127.0.0.16), a CIDR block or a list; each has a port range of its own towards the front door";
     processes: u64 = Kind::Count { min: 1, max: crate::load::slices::MAX_PROCESSES as u64 }, FlagsOnly, "N"
@@ -504,6 +504,14 @@ mod tests {
                     a.key
                 );
             }
+        }
+    }
+
+    /// Each key `exectl load` takes is a setting of the table (a typo would drop its flag).
+    #[test]
+    fn every_load_key_is_a_setting() {
+        for k in LOAD_KEYS {
+            assert!(setting(k).is_some(), "{k}");
         }
     }
 }

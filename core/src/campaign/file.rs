@@ -33,6 +33,20 @@ use crate::bench::settings::{self, BenchInput, Kind, Scope};
 use crate::error::UsageError;
 use crate::sweep::file::{joined as text, SweepFile};
 
+/// The file's own keys, in the order the reference lists them.
+pub const FILE_KEYS: [&str; 10] = [
+    "name",
+    "stack",
+    "images",
+    "spec",
+    "set",
+    "secrets",
+    "bcrypt_cost",
+    "bench",
+    "teardown",
+    "rows",
+];
+
 /// The keys of a row besides its sweep's.
 pub const ROW_KEYS: [&str; 9] = [
     "name",

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::file::CAMPAIGN_SAYS;
+use super::file::{CAMPAIGN_SAYS, FILE_KEYS, ROW_KEYS, SWEEP_KEYS};
 use super::schema;
 use crate::spec_settings::{Kind as SpecKind, SETTINGS};
 
@@ -14,17 +14,16 @@ pub fn reference() -> String {
     let campaign = schema::campaign();
     let row = &campaign["properties"]["rows"]["items"];
     let sweep = schema::sweep();
-    let sweep_keys = |k: &str| sweep["properties"].get(k).is_some();
     let mut out = String::from("## The file's keys\n\n");
-    out.push_str(&table(&campaign, |_| true));
+    out.push_str(&table(&campaign, &FILE_KEYS));
     out.push_str("\n## A row's keys\n\n");
-    out.push_str(&table(row, |k| !sweep_keys(k)));
+    out.push_str(&table(row, &ROW_KEYS));
     out.push_str(
         "\nAnd the row's benches, as a sweep file gives them (`exectl sweep --sweep-file` reads the \
          same keys): `levels`, or `find_capacity`, or `find_room` (one of the three, required in a \
          row), with `vary`, `matrix` and `repeat` for a row that compares:\n\n",
     );
-    out.push_str(&table(&sweep, |_| true));
+    out.push_str(&table(&sweep, &SWEEP_KEYS));
     out.push_str(
         "\n## Spec keys (`spec:`, the file's or a row's)\n\nexectl.yaml's keys, each also a flag of \
          `exectl deploy` (`--` and the key with `-` for `_`); a value is checked as the flag's is.\n\n",
@@ -39,20 +38,12 @@ pub fn reference() -> String {
     out
 }
 
-/// An object schema's properties, in their declared order.
-fn properties(v: &Value) -> impl Iterator<Item = (&str, &Value)> {
-    v["properties"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| (k.as_str(), v))
-}
-
-/// `| Key | Type | What it is |` of the keys of `object` that `keep` takes.
-fn table(object: &Value, keep: impl Fn(&str) -> bool) -> String {
+/// `| Key | Type | What it is |` of `keys` of `object`, in the readers' order (the schema's own is
+/// alphabetical).
+fn table(object: &Value, keys: &[&str]) -> String {
     let mut out = String::from("| Key | Type | What it is |\n|---|---|---|\n");
-    for (key, v) in properties(object).filter(|(k, _)| keep(k)) {
-        out.push_str(&line(object, key, v));
+    for key in keys {
+        out.push_str(&line(object, key, &object["properties"][key]));
         out.push('\n');
     }
     out
@@ -150,10 +141,14 @@ mod tests {
         assert!(file.contains("| `bench` | mapping |"));
         assert!(file.contains("(required)"));
         let row = section("## A row's keys");
-        for k in super::super::file::ROW_KEYS {
+        assert!(
+            file.find("| `name` |") < file.find("| `rows` |"),
+            "the readers' order"
+        );
+        for k in ROW_KEYS {
             assert!(row.contains(&format!("| `{k}` |")), "{k}");
         }
-        for k in super::super::file::SWEEP_KEYS {
+        for k in SWEEP_KEYS {
             assert!(row.contains(&format!("| `{k}` |")), "{k}");
         }
         assert!(row.contains("| `topology` | one of single, ha |"), "{row}");

@@ -113,17 +113,17 @@ pub fn ended(record: &RowRecord) -> String {
 }
 
 /// The campaign's files, each made whole from its results (what was not measured set over every row
-/// first), and the findings of every row.
+/// first), and the findings of every row. results.json stands even when the HTML cannot be made.
 pub struct Files {
     pub results_json: String,
     pub report_md: String,
-    pub report_html: String,
+    pub report_html: Result<String, String>,
     pub findings: Vec<Finding>,
 }
 
 /// results.json, report.md and report.html of `r` as it stands (each row's findings were found
 /// when it ended).
-pub fn files(r: &mut CampaignResults) -> Result<Files, String> {
+pub fn files(r: &mut CampaignResults) -> serde_json::Result<Files> {
     let found: Vec<Finding> = r.rows.iter().flat_map(|x| x.findings.clone()).collect();
     let unmeasured: Vec<(String, Vec<String>)> = r
         .rows
@@ -132,9 +132,9 @@ pub fn files(r: &mut CampaignResults) -> Result<Files, String> {
         .collect();
     r.not_measured = findings::not_measured(&r.rows, &unmeasured);
     Ok(Files {
-        results_json: r.to_json().map_err(|e| e.to_string())?,
+        results_json: r.to_json()?,
         report_md: report::markdown(r, &found, &r.not_measured),
-        report_html: report::html(r, &found, &r.not_measured)?,
+        report_html: report::html(r, &found, &r.not_measured),
         findings: found,
     })
 }

@@ -59,7 +59,7 @@ fn bench() -> Value {
         .collect();
     json!({
         "type": "object",
-        "description": "bench settings: `exectl bench`'s flags without `--` (below); a row's go over the file's key by key",
+        "description": "bench settings: `exectl bench`'s flags without `--`; a row's go over the file's key by key",
         "properties": props,
         "additionalProperties": false,
     })
@@ -80,7 +80,7 @@ fn spec() -> Value {
         .collect();
     json!({
         "type": "object",
-        "description": "exectl.yaml's settings (below) but `topology`, `stack` and `target`, which the campaign says; a row's go over the file's key by key",
+        "description": "exectl.yaml's settings but `topology`, `stack` and `target`, which the campaign says; a row's go over the file's key by key",
         "properties": props,
         "additionalProperties": false,
     })
@@ -165,7 +165,7 @@ fn settings_list(description: &str) -> Value {
 
 fn secret_names() -> Value {
     json!({"type": "array", "items": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
-        "description": "app variables whose values come from exectl's environment, never from the file (see [Secrets](#secrets)); a row's are added to the file's"})
+        "description": "app variables whose values come from exectl's environment, never from the file (docs/campaign-file.md, Secrets); a row's are added to the file's"})
 }
 
 fn row() -> Value {
@@ -218,7 +218,7 @@ pub fn campaign() -> Value {
             "stack": text("each row's stack is `STACK-single` or `STACK-ha`; `--stack` overrides it [default: `name`]"),
             "images": text("an images file (as `--images`), relative to the campaign file [default: the embedded images]"),
             "spec": spec(),
-            "set": settings_list("the app's environment every row starts from, as `--set`; no credential (see [Secrets](#secrets))"),
+            "set": settings_list("the app's environment every row starts from, as `--set`; no credential (docs/campaign-file.md, Secrets)"),
             "secrets": secret_names(),
             "bcrypt_cost": whole(4, 31, "the seeded accounts' password cost [default: 10, prepare's]"),
             "bench": bench(),

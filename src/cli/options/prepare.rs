@@ -69,7 +69,7 @@ fn password(args: &PrepareArgs) -> Result<String, UsageError> {
     Ok(pw)
 }
 
-pub use crate::ops::values::bcrypt_cost;
+use crate::ops::values::bcrypt_cost;
 
 /// The flags as a seeding run, without touching anything. `stack_dir` is filled in once the stack is known.
 pub fn options(args: &PrepareArgs) -> Result<Options, UsageError> {

@@ -27,7 +27,7 @@ pub struct DoctorOptions {
 
 impl DoctorOptions {
     /// The thresholds as given (`given`'s texts), else the deployed `stack`'s, read from its record in
-    /// local state (no connection).
+    /// local state (no connection): `given.record` is that record's, whatever it held.
     pub fn given(
         given: &exectl_core::doctor::options::Given,
         stack: Option<&str>,
