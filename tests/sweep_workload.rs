@@ -272,4 +272,19 @@ async fn the_room_size_search_finds_a_smaller_room_against_a_slow_relay() {
         "the report says what was searched"
     );
     assert!(html.contains("room-size search 2..32"), "the report's mode");
+    // Each probed room is a level of its own, in results.json and in the report's levels table
+    // (they all ran 40 users: keyed on the users alone, the table showed the first probe only).
+    let rooms_levelled: Vec<u64> = slow["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l["room"].as_u64())
+        .collect();
+    assert_eq!(rooms_levelled.len(), probes.len(), "{slow:#}");
+    for k in &probes {
+        assert!(
+            html.contains(&format!("<td>40 (rooms of {k})</td>")),
+            "the levels table's row for rooms of {k}"
+        );
+    }
 }

@@ -649,7 +649,12 @@ fn search_point(
         // The question: did it hold its users at once, every objective met? A level that held them
         // and leaked counts, as in a bench's verdict (the leak is said beside it); an invalid one is
         // probed again.
-        point.probed(v, &b.results, b.levels.into_iter().next());
+        // A room probe's level is that room's: the sweep compares it with the same room's.
+        let level = b.levels.into_iter().next().map(|l| LevelSummary {
+            room: probing.room.map(|_| v),
+            ..l
+        });
+        point.probed(v, &b.results, level);
         if point.probes.last().is_some_and(|p| p.invalid) {
             progress.event(Event::Note(&format!(
                 "point {index}: the probe {} could not count ({}); {}",

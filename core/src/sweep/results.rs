@@ -185,7 +185,7 @@ impl PointResult {
         self.unknown = found.unknown.then(|| "unknown".to_string());
         // The limiting component of the lowest fail: what bounds the capacity found.
         self.limiting = found.failed_at.and_then(|u| limiting.get(&u).cloned());
-        self.levels.sort_by_key(|l| l.users);
+        self.levels.sort_by_key(|l| (l.users, l.room));
     }
 
     /// Its capacity as the progress and the report say it: `1,200`, `at least 1,500`, `unknown
@@ -205,7 +205,13 @@ impl PointResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LevelSummary {
     pub users: u64,
+    /// A room-size probe's room (users per project): its level is compared with the same room's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub room: Option<u64>,
     pub passed: bool,
+    /// It could not count (its figures are no measurement: no spread takes them).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub invalid: bool,
     /// Its bench's run id.
     pub bench: String,
     /// Users served, percent of the level.
@@ -254,7 +260,9 @@ impl LevelSummary {
             });
         LevelSummary {
             users: l.users,
+            room: None,
             passed: l.passed,
+            invalid: l.outcome() == Outcome::Invalid,
             bench: bench.into(),
             held_pct: if f.users == 0 {
                 0.0

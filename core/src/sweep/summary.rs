@@ -41,6 +41,10 @@ pub struct ValueSummary {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LevelSpread {
     pub users: u64,
+    /// A room-size search's room (users per project): each room size is its own level.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub room: Option<u64>,
+    /// Runs whose level counted (an invalid one is apart: no figure comes from it).
     pub runs: usize,
     pub passed: usize,
     pub held_pct: Option<Spread>,
@@ -58,6 +62,13 @@ pub struct LevelSpread {
     pub browser_ms: Option<Spread>,
     /// Runs whose browser did not finish.
     pub browser_failed: usize,
+    /// Runs whose level could not count.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub invalid: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -126,19 +137,23 @@ fn value_summary(values: &[String], points: &[&PointResult]) -> ValueSummary {
             }
         }
     }
-    let mut users: Vec<u64> = points
+    // A level is its users at once and, in a room-size search, its room: probes of other rooms are
+    // other levels, never one spread.
+    let mut keys: Vec<(u64, Option<u64>)> = points
         .iter()
-        .flat_map(|p| p.levels.iter().map(|l| l.users))
+        .flat_map(|p| p.levels.iter().map(|l| (l.users, l.room)))
         .collect();
-    users.sort_unstable();
-    users.dedup();
-    let levels = users
+    keys.sort_unstable();
+    keys.dedup();
+    let levels = keys
         .into_iter()
-        .map(|u| {
-            let ls: Vec<_> = points
+        .map(|(u, room)| {
+            let all: Vec<_> = points
                 .iter()
-                .flat_map(|p| p.levels.iter().filter(move |l| l.users == u))
+                .flat_map(|p| p.levels.iter())
+                .filter(|l| (l.users, l.room) == (u, room))
                 .collect();
+            let ls: Vec<_> = all.iter().filter(|l| !l.invalid).collect();
             let mut names: BTreeMap<&str, usize> = BTreeMap::new();
             for l in &ls {
                 if let Some(b) = &l.busiest {
@@ -147,6 +162,8 @@ fn value_summary(values: &[String], points: &[&PointResult]) -> ValueSummary {
             }
             LevelSpread {
                 users: u,
+                room,
+                invalid: all.len() - ls.len(),
                 runs: ls.len(),
                 passed: ls.iter().filter(|l| l.passed).count(),
                 held_pct: spread(ls.iter().map(|l| Some(l.held_pct))),
@@ -215,12 +232,20 @@ pub fn summarize(r: &SweepResults) -> Summary {
             differences.push(compare(figure, (&a.label, ca), (&b.label, cb)));
         }
         for la in &a.levels {
-            let Some(lb) = b.levels.iter().find(|l| l.users == la.users) else {
+            let Some(lb) = b
+                .levels
+                .iter()
+                .find(|l| (l.users, l.room) == (la.users, la.room))
+            else {
                 continue;
             };
             if let (Some(x), Some(y)) = (&la.login_p95_ms, &lb.login_p95_ms) {
+                let at = match la.room {
+                    Some(k) => format!("{} users in rooms of {k}", la.users),
+                    None => format!("{} users", la.users),
+                };
                 differences.push(compare(
-                    &format!("login p95 at {} users", la.users),
+                    &format!("login p95 at {at}"),
                     (&a.label, x),
                     (&b.label, y),
                 ));
@@ -301,6 +326,7 @@ pub fn show_users(x: f64) -> String {
 pub(crate) mod tests {
     use super::*;
     use crate::bench::results::RunState;
+    use crate::sweep::results::LevelSummary;
 
     pub(crate) fn point(
         index: usize,
@@ -325,7 +351,9 @@ pub(crate) mod tests {
             probes: vec![],
             levels: vec![super::super::results::LevelSummary {
                 users: 100,
+                room: None,
                 passed: true,
+                invalid: false,
                 bench: format!("S-{index}"),
                 held_pct: 100.0,
                 login_p95_ms: Some(login),
@@ -368,6 +396,39 @@ pub(crate) mod tests {
             started_in: "/home/u/study".into(),
             fingerprints: BTreeMap::new(),
         }
+    }
+
+    /// A room-size search probes one count of users in rooms of several sizes: each room is a level
+    /// of its own, never one spread over rooms; and a level that could not count gives no figure.
+    #[test]
+    fn each_room_is_its_own_level_and_an_invalid_one_gives_no_figure() {
+        let mut p = point(1, "a", 1, Some(8), 0.0);
+        let probe = |room: u64, login: f64, invalid: bool| LevelSummary {
+            users: 40,
+            room: Some(room),
+            login_p95_ms: Some(login),
+            invalid,
+            ..p.levels[0].clone()
+        };
+        p.levels = vec![
+            probe(2, 10.0, false),
+            probe(4, 20.0, false),
+            probe(8, 80.0, true),
+            probe(8, 30.0, false),
+        ];
+        let s = summarize(&sweep(vec![p]));
+        let levels = &s.values[0].levels;
+        let rooms: Vec<Option<u64>> = levels.iter().map(|l| l.room).collect();
+        assert_eq!(rooms, [Some(2), Some(4), Some(8)]);
+        let eight = &levels[2];
+        assert_eq!((eight.runs, eight.invalid), (1, 1));
+        let login = eight.login_p95_ms.as_ref().unwrap();
+        assert_eq!(
+            (login.min, login.max),
+            (30.0, 30.0),
+            "the invalid probe's 80 ms is no figure"
+        );
+        assert_eq!(levels[0].login_p95_ms.as_ref().unwrap().median, 10.0);
     }
 
     #[test]

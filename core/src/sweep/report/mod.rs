@@ -27,7 +27,7 @@ struct ValueRow {
 
 #[derive(Serialize)]
 struct LevelRow {
-    users: u64,
+    users: String,
     label: String,
     passed: String,
     all_passed: bool,
@@ -89,9 +89,15 @@ fn pct(s: &Option<Spread>, scale: f64) -> String {
 
 fn level_row(label: &str, l: &LevelSpread) -> LevelRow {
     LevelRow {
-        users: l.users,
+        users: match l.room {
+            Some(k) => format!("{} (rooms of {k})", l.users),
+            None => l.users.to_string(),
+        },
         label: label.into(),
-        passed: format!("{} / {}", l.passed, l.runs),
+        passed: match l.invalid {
+            0 => format!("{} / {}", l.passed, l.runs),
+            n => format!("{} / {} ({n} invalid)", l.passed, l.runs),
+        },
         all_passed: l.passed == l.runs,
         held: pct(&l.held_pct, 1.0),
         login: ms(&l.login_p95_ms),
@@ -203,18 +209,19 @@ pub fn render(r: &SweepResults) -> Result<String, String> {
                 .join(", "),
         })
         .collect();
-    let mut users: Vec<u64> = s
+    // Each level (its users, and its room in a room-size search) with every value's figures at it.
+    let mut keys: Vec<(u64, Option<u64>)> = s
         .values
         .iter()
-        .flat_map(|v| v.levels.iter().map(|l| l.users))
+        .flat_map(|v| v.levels.iter().map(|l| (l.users, l.room)))
         .collect();
-    users.sort_unstable();
-    users.dedup();
-    let levels: Vec<LevelRow> = users
+    keys.sort_unstable();
+    keys.dedup();
+    let levels: Vec<LevelRow> = keys
         .iter()
-        .flat_map(|u| {
+        .flat_map(|key| {
             s.values.iter().filter_map(move |v| {
-                let l = v.levels.iter().find(|l| l.users == *u)?;
+                let l = v.levels.iter().find(|l| (l.users, l.room) == *key)?;
                 Some(level_row(&v.label, l))
             })
         })
