@@ -98,7 +98,8 @@ fn level_row(label: &str, l: &LevelSpread) -> LevelRow {
             0 => format!("{} / {}", l.passed, l.runs),
             n => format!("{} / {} ({n} invalid)", l.passed, l.runs),
         },
-        all_passed: l.passed == l.runs,
+        // A level none of whose runs counted passed nothing.
+        all_passed: l.passed == l.runs && l.runs > 0,
         held: pct(&l.held_pct, 1.0),
         login: ms(&l.login_p95_ms),
         connect: ms(&l.connect_p95_ms),
@@ -343,6 +344,21 @@ pub fn render(r: &SweepResults) -> Result<String, String> {
 mod tests {
     use super::super::summary::tests::{point, sweep};
     use super::*;
+
+    /// A level none of whose runs counted is no pass: its row is not green and says why.
+    #[test]
+    fn a_level_that_never_counted_is_not_shown_as_passed() {
+        let mut p = crate::sweep::summary::tests::point(1, "a", 1, None, 10.0);
+        p.levels[0].invalid = true;
+        let s = crate::sweep::summary::summarize(&crate::sweep::summary::tests::sweep(vec![p]));
+        let row = level_row("a", &s.values[0].levels[0]);
+        assert_eq!(row.passed, "0 / 0 (1 invalid)");
+        assert!(!row.all_passed);
+        assert_eq!(
+            row.login, "—",
+            "no figure from a level that could not count"
+        );
+    }
 
     #[test]
     fn the_report_shows_each_value_its_range_and_whether_they_differ() {
