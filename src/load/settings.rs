@@ -94,7 +94,7 @@ impl Default for LoadSettings {
 impl LoadSettings {
     /// The load of what a user said (`BenchInput`'s workload settings, each already read as its type),
     /// with the users' generators, whether a dropped user dials again (`--reconnect`, a bench's fault)
-    /// and the progress line; checked across settings (`check`).
+    /// and the progress line; checked across settings, a bench's fault among them (`load::rules`).
     pub fn from_input(
         input: &BenchInput,
         generators: Generators,
@@ -127,7 +127,9 @@ impl LoadSettings {
             },
             churn: input.churn,
         };
-        settings.check().map_err(|e| input.as_given(e))?;
+        // A bench's fault is checked with the rest: inside the hold, on a scenario that holds sockets.
+        exectl_core::load::rules::check(&settings.workload(input.fault.as_ref()))
+            .map_err(|e| input.as_given(e))?;
         Ok(settings)
     }
 

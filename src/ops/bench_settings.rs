@@ -85,8 +85,6 @@ impl BenchSettings {
         let slos = Slos::with_overrides(input.slo.as_deref().unwrap_or_default())?;
         // A fault drops sockets on purpose: the users come back as the real client does.
         let load = LoadSettings::from_input(input, generators, input.fault.is_some(), false)?;
-        exectl_core::load::rules::check(&load.workload(input.fault.as_ref()))
-            .map_err(|e| input.as_given(e))?;
         Ok(BenchSettings {
             load,
             slos,
